@@ -1,0 +1,432 @@
+//! Encoding of records and stat answers inside a data block (docs/trace-format.md).
+//!
+//! Writer and reader share this file so the two can never disagree. Decoding returns a
+//! short description of what was wrong instead of panicking; the reader adds the offset.
+
+use crate::model::*;
+use crate::sys::Sys;
+use crate::varint::{put_i64, put_u64, Cursor};
+
+/// File magic: the first 8 bytes of every trace.
+pub const FILE_MAGIC: &[u8; 8] = b"DEJAVUTR";
+/// Format major version: readers refuse other majors.
+pub const FORMAT_MAJOR: u16 = 1;
+/// Format minor version: additions a v1 reader can skip.
+pub const FORMAT_MINOR: u16 = 0;
+/// Size of the file header.
+pub const FILE_HEADER_LEN: usize = 16;
+/// Block magic: the first 4 bytes of every block.
+pub const BLOCK_MAGIC: &[u8; 4] = b"DVBK";
+/// Size of a block header.
+pub const BLOCK_HEADER_LEN: usize = 20;
+/// Largest block payload a reader accepts (stored or raw); bigger means corrupt.
+pub const MAX_BLOCK_LEN: u32 = 64 << 20;
+
+/// Block kinds.
+pub mod kind {
+    /// JSON [`crate::Meta`]; the first block.
+    pub const META: u8 = 1;
+    /// Interned strings, stat answers and records.
+    pub const DATA: u8 = 2;
+    /// JSON [`crate::End`]; the last block of a complete trace.
+    pub const END: u8 = 3;
+    /// Kinds at or above this are optional: a reader that does not know them skips them.
+    pub const FIRST_SKIPPABLE: u8 = 128;
+}
+
+/// Block payload codecs.
+pub mod codec_id {
+    /// Stored as is.
+    pub const RAW: u8 = 0;
+    /// Zstandard frame.
+    pub const ZSTD: u8 = 1;
+}
+
+/// Record tags.
+pub mod tag {
+    /// [`crate::Syscall`]
+    pub const SYSCALL: u8 = 0;
+    /// [`crate::Spawn`]
+    pub const SPAWN: u8 = 1;
+    /// [`crate::Exec`]
+    pub const EXEC: u8 = 2;
+    /// [`crate::Exit`]
+    pub const EXIT: u8 = 3;
+    /// [`crate::Signal`]
+    pub const SIGNAL: u8 = 4;
+    /// [`crate::Lost`]
+    pub const LOST: u8 = 5;
+}
+
+/// Presence bits of a syscall record's optional fields, in encoding order.
+pub mod field {
+    /// `ret` is non-zero.
+    pub const RET: u16 = 1 << 0;
+    /// `dur` is non-zero.
+    pub const DUR: u16 = 1 << 1;
+    /// `ev` is non-zero.
+    pub const EV: u16 = 1 << 2;
+    /// `fd` is set.
+    pub const FD: u16 = 1 << 3;
+    /// `fd2` is set.
+    pub const FD2: u16 = 1 << 4;
+    /// `path` is set.
+    pub const PATH: u16 = 1 << 5;
+    /// `path2` is set.
+    pub const PATH2: u16 = 1 << 6;
+    /// `flags` is non-zero.
+    pub const FLAGS: u16 = 1 << 7;
+    /// `mode` is non-zero.
+    pub const MODE: u16 = 1 << 8;
+    /// `offset` is set.
+    pub const OFFSET: u16 = 1 << 9;
+    /// `count` is non-zero.
+    pub const COUNT: u16 = 1 << 10;
+    /// `aux` is non-zero.
+    pub const AUX: u16 = 1 << 11;
+    /// `stat` is set.
+    pub const STAT: u16 = 1 << 12;
+    /// `payload` is set.
+    pub const PAYLOAD: u16 = 1 << 13;
+    /// Every defined bit.
+    pub const ALL: u16 = (1 << 14) - 1;
+}
+
+/// Delta state carried from record to record within one block.
+#[derive(Default, Debug, Clone, Copy)]
+pub struct Deltas {
+    /// Previous record's ts.
+    pub ts: u64,
+    /// Previous syscall record's tid.
+    pub tid: u32,
+}
+
+/// Appends a stat answer.
+pub fn put_stat(out: &mut Vec<u8>, st: &FileStat) {
+    out.push(st.known);
+    let k = st.known;
+    if k & stat_known::IDENTITY != 0 {
+        put_u64(out, st.dev);
+        put_u64(out, st.ino);
+    }
+    if k & stat_known::MODE != 0 {
+        put_u64(out, st.mode as u64);
+    }
+    if k & stat_known::SIZE != 0 {
+        put_i64(out, st.size);
+    }
+    if k & stat_known::MTIME != 0 {
+        put_i64(out, st.mtime_ns);
+    }
+    if k & stat_known::CTIME != 0 {
+        // ctime is usually equal or close to mtime.
+        put_i64(out, st.ctime_ns.wrapping_sub(st.mtime_ns));
+    }
+    if k & stat_known::OWNER != 0 {
+        put_u64(out, st.nlink);
+        put_u64(out, st.uid as u64);
+        put_u64(out, st.gid as u64);
+    }
+    if k & stat_known::RDEV != 0 {
+        put_u64(out, st.rdev);
+    }
+}
+
+/// Reads a stat answer.
+pub fn get_stat(c: &mut Cursor<'_>) -> Result<FileStat, &'static str> {
+    const SHORT: &str = "stat answer cut short";
+    let mut st = FileStat { known: c.u8().ok_or(SHORT)?, ..FileStat::default() };
+    let k = st.known;
+    if k & !stat_known::ALL != 0 {
+        return Err("stat answer has unknown field bits");
+    }
+    if k & stat_known::IDENTITY != 0 {
+        st.dev = c.u64().ok_or(SHORT)?;
+        st.ino = c.u64().ok_or(SHORT)?;
+    }
+    if k & stat_known::MODE != 0 {
+        st.mode = c.u32().ok_or(SHORT)?;
+    }
+    if k & stat_known::SIZE != 0 {
+        st.size = c.i64().ok_or(SHORT)?;
+    }
+    if k & stat_known::MTIME != 0 {
+        st.mtime_ns = c.i64().ok_or(SHORT)?;
+    }
+    if k & stat_known::CTIME != 0 {
+        st.ctime_ns = c.i64().ok_or(SHORT)?.wrapping_add(st.mtime_ns);
+    }
+    if k & stat_known::OWNER != 0 {
+        st.nlink = c.u64().ok_or(SHORT)?;
+        st.uid = c.u32().ok_or(SHORT)?;
+        st.gid = c.u32().ok_or(SHORT)?;
+    }
+    if k & stat_known::RDEV != 0 {
+        st.rdev = c.u64().ok_or(SHORT)?;
+    }
+    Ok(st)
+}
+
+fn put_ts(out: &mut Vec<u8>, d: &mut Deltas, ts: u64) {
+    put_i64(out, ts.wrapping_sub(d.ts) as i64);
+    d.ts = ts;
+}
+
+/// Appends one record.
+pub fn put_record(out: &mut Vec<u8>, d: &mut Deltas, rec: &Record) {
+    match rec {
+        Record::Syscall(s) => {
+            out.push(tag::SYSCALL);
+            put_u64(out, s.sys as u64);
+            let mut m = 0u16;
+            let bit = |cond: bool, b: u16| if cond { b } else { 0 };
+            m |= bit(s.ret != 0, field::RET);
+            m |= bit(s.dur != 0, field::DUR);
+            m |= bit(s.ev != 0, field::EV);
+            m |= bit(s.fd.is_some(), field::FD);
+            m |= bit(s.fd2.is_some(), field::FD2);
+            m |= bit(s.path.is_some(), field::PATH);
+            m |= bit(s.path2.is_some(), field::PATH2);
+            m |= bit(s.flags != 0, field::FLAGS);
+            m |= bit(s.mode != 0, field::MODE);
+            m |= bit(s.offset.is_some(), field::OFFSET);
+            m |= bit(s.count != 0, field::COUNT);
+            m |= bit(s.aux != 0, field::AUX);
+            m |= bit(s.stat.is_some(), field::STAT);
+            m |= bit(s.payload.is_some(), field::PAYLOAD);
+            put_u64(out, m as u64);
+            put_ts(out, d, s.ts);
+            put_i64(out, s.tid as i64 - d.tid as i64);
+            d.tid = s.tid;
+            put_i64(out, s.tid as i64 - s.pid as i64);
+            if m & field::RET != 0 {
+                put_i64(out, s.ret);
+            }
+            if m & field::DUR != 0 {
+                put_u64(out, s.dur);
+            }
+            if m & field::EV != 0 {
+                put_u64(out, s.ev as u64);
+            }
+            if let Some(fd) = s.fd {
+                put_i64(out, fd as i64);
+            }
+            if let Some(fd) = s.fd2 {
+                put_i64(out, fd as i64);
+            }
+            if let Some(p) = s.path {
+                put_u64(out, p.0 as u64);
+            }
+            if let Some(p) = s.path2 {
+                put_u64(out, p.0 as u64);
+            }
+            if m & field::FLAGS != 0 {
+                put_u64(out, s.flags);
+            }
+            if m & field::MODE != 0 {
+                put_u64(out, s.mode as u64);
+            }
+            if let Some(o) = s.offset {
+                put_i64(out, o);
+            }
+            if m & field::COUNT != 0 {
+                put_u64(out, s.count);
+            }
+            if m & field::AUX != 0 {
+                put_u64(out, s.aux);
+            }
+            if let Some(st) = s.stat {
+                put_u64(out, st.0 as u64);
+            }
+            if let Some(p) = s.payload {
+                put_u64(out, p.0 as u64);
+            }
+        }
+        Record::Spawn(s) => {
+            out.push(tag::SPAWN);
+            put_ts(out, d, s.ts);
+            put_u64(out, s.parent_pid as u64);
+            put_u64(out, s.parent_tid as u64);
+            put_u64(out, s.pid as u64);
+            put_u64(out, s.tid as u64);
+            put_u64(out, s.clone_flags);
+        }
+        Record::Exec(e) => {
+            out.push(tag::EXEC);
+            put_ts(out, d, e.ts);
+            put_u64(out, e.pid as u64);
+            put_u64(out, e.tid as u64);
+            put_u64(out, e.exe.0 as u64);
+            put_u64(out, e.argv.0 as u64);
+        }
+        Record::Exit(e) => {
+            out.push(tag::EXIT);
+            put_ts(out, d, e.ts);
+            put_u64(out, e.pid as u64);
+            put_u64(out, e.tid as u64);
+            match e.status {
+                ExitStatus::Code(c) => {
+                    out.push(0);
+                    put_i64(out, c as i64);
+                }
+                ExitStatus::Signal { signal, core } => {
+                    out.push(if core { 2 } else { 1 });
+                    put_i64(out, signal as i64);
+                }
+            }
+        }
+        Record::Signal(s) => {
+            out.push(tag::SIGNAL);
+            put_ts(out, d, s.ts);
+            put_u64(out, s.pid as u64);
+            put_u64(out, s.tid as u64);
+            put_i64(out, s.signal as i64);
+        }
+        Record::Lost(l) => {
+            out.push(tag::LOST);
+            put_ts(out, d, l.ts);
+            put_u64(out, l.pid as u64);
+            put_u64(out, l.count);
+            out.push(l.reason as u8);
+        }
+    }
+}
+
+/// How many strings and stat answers exist so far, to validate references.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Defined strings.
+    pub strings: u32,
+    /// Defined stat answers.
+    pub stats: u32,
+}
+
+fn str_ref(c: &mut Cursor<'_>, lim: &Limits) -> Result<StrId, &'static str> {
+    let id = c.u32().ok_or("record cut short")?;
+    if id >= lim.strings {
+        return Err("record refers to a string that was never defined");
+    }
+    Ok(StrId(id))
+}
+
+fn u32_field(c: &mut Cursor<'_>) -> Result<u32, &'static str> {
+    c.u32().ok_or("record cut short or field out of range")
+}
+
+fn ts_field(c: &mut Cursor<'_>, d: &mut Deltas) -> Result<u64, &'static str> {
+    let delta = c.i64().ok_or("record cut short")?;
+    d.ts = d.ts.wrapping_add(delta as u64);
+    Ok(d.ts)
+}
+
+/// Reads one record.
+pub fn get_record(c: &mut Cursor<'_>, d: &mut Deltas, lim: &Limits) -> Result<Record, &'static str> {
+    const SHORT: &str = "record cut short";
+    let t = c.u8().ok_or(SHORT)?;
+    Ok(match t {
+        tag::SYSCALL => {
+            let sys_id = c.u64().ok_or(SHORT)?;
+            let sys = u16::try_from(sys_id).ok().and_then(Sys::from_id).ok_or("unknown syscall id")?;
+            let m = c.u64().ok_or(SHORT)?;
+            if m > field::ALL as u64 {
+                return Err("syscall record has unknown field bits");
+            }
+            let m = m as u16;
+            let ts = ts_field(c, d)?;
+            let tid = (d.tid as i64).wrapping_add(c.i64().ok_or(SHORT)?);
+            let tid = u32::try_from(tid).map_err(|_| "thread id out of range")?;
+            d.tid = tid;
+            let pid = u32::try_from(tid as i64 - c.i64().ok_or(SHORT)?)
+                .map_err(|_| "process id out of range")?;
+            let mut s = Syscall::new(ts, pid, tid, sys);
+            if m & field::RET != 0 {
+                s.ret = c.i64().ok_or(SHORT)?;
+            }
+            if m & field::DUR != 0 {
+                s.dur = c.u64().ok_or(SHORT)?;
+            }
+            if m & field::EV != 0 {
+                s.ev = u16::try_from(c.u64().ok_or(SHORT)?).map_err(|_| "event flags out of range")?;
+            }
+            if m & field::FD != 0 {
+                s.fd = Some(c.i32().ok_or("descriptor out of range")?);
+            }
+            if m & field::FD2 != 0 {
+                s.fd2 = Some(c.i32().ok_or("descriptor out of range")?);
+            }
+            if m & field::PATH != 0 {
+                s.path = Some(str_ref(c, lim)?);
+            }
+            if m & field::PATH2 != 0 {
+                s.path2 = Some(str_ref(c, lim)?);
+            }
+            if m & field::FLAGS != 0 {
+                s.flags = c.u64().ok_or(SHORT)?;
+            }
+            if m & field::MODE != 0 {
+                s.mode = u32_field(c)?;
+            }
+            if m & field::OFFSET != 0 {
+                s.offset = Some(c.i64().ok_or(SHORT)?);
+            }
+            if m & field::COUNT != 0 {
+                s.count = c.u64().ok_or(SHORT)?;
+            }
+            if m & field::AUX != 0 {
+                s.aux = c.u64().ok_or(SHORT)?;
+            }
+            if m & field::STAT != 0 {
+                let id = u32_field(c)?;
+                if id >= lim.stats {
+                    return Err("record refers to a stat answer that was never defined");
+                }
+                s.stat = Some(StatId(id));
+            }
+            if m & field::PAYLOAD != 0 {
+                s.payload = Some(str_ref(c, lim)?);
+            }
+            Record::Syscall(s)
+        }
+        tag::SPAWN => Record::Spawn(Spawn {
+            ts: ts_field(c, d)?,
+            parent_pid: u32_field(c)?,
+            parent_tid: u32_field(c)?,
+            pid: u32_field(c)?,
+            tid: u32_field(c)?,
+            clone_flags: c.u64().ok_or(SHORT)?,
+        }),
+        tag::EXEC => Record::Exec(Exec {
+            ts: ts_field(c, d)?,
+            pid: u32_field(c)?,
+            tid: u32_field(c)?,
+            exe: str_ref(c, lim)?,
+            argv: str_ref(c, lim)?,
+        }),
+        tag::EXIT => {
+            let ts = ts_field(c, d)?;
+            let pid = u32_field(c)?;
+            let tid = u32_field(c)?;
+            let how = c.u8().ok_or(SHORT)?;
+            let v = c.i32().ok_or("exit status out of range")?;
+            let status = match how {
+                0 => ExitStatus::Code(v),
+                1 | 2 => ExitStatus::Signal { signal: v, core: how == 2 },
+                _ => return Err("unknown exit kind"),
+            };
+            Record::Exit(Exit { ts, pid, tid, status })
+        }
+        tag::SIGNAL => Record::Signal(Signal {
+            ts: ts_field(c, d)?,
+            pid: u32_field(c)?,
+            tid: u32_field(c)?,
+            signal: c.i32().ok_or("signal out of range")?,
+        }),
+        tag::LOST => Record::Lost(Lost {
+            ts: ts_field(c, d)?,
+            pid: u32_field(c)?,
+            count: c.u64().ok_or(SHORT)?,
+            reason: LostReason::from_u8(c.u8().ok_or(SHORT)?).ok_or("unknown lost-event reason")?,
+        }),
+        _ => return Err("unknown record tag"),
+    })
+}

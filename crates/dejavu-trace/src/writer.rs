@@ -1,0 +1,222 @@
+//! The streaming trace writer: interns strings and stat answers, encodes records into
+//! blocks, and writes each block with a single `write` so a crash leaves whole blocks.
+
+use crate::codec::{self, codec_id, kind, put_record, put_stat, Deltas};
+use crate::error::Result;
+use crate::model::*;
+use crate::varint::put_u64;
+use rustc_hash::FxHashMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+/// Tuning for [`TraceWriter`].
+#[derive(Debug, Clone, Copy)]
+pub struct WriterOptions {
+    /// Flush a block once its encoded records reach this many bytes.
+    pub block_bytes: usize,
+    /// Flush a block once its first record is this old (ns of trace time), so a trace of
+    /// a long, quiet program stays readable while it runs.
+    pub block_age_ns: u64,
+    /// zstd level (1..=19); 0 stores blocks uncompressed.
+    pub zstd_level: i32,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions { block_bytes: 256 << 10, block_age_ns: 1_000_000_000, zstd_level: 3 }
+    }
+}
+
+/// Writes a trace to any `Write`; see docs/trace-format.md.
+pub struct TraceWriter<W: Write> {
+    out: W,
+    opts: WriterOptions,
+    strings: FxHashMap<Box<[u8]>, u32>,
+    stats: FxHashMap<FileStat, u32>,
+    new_strings: Vec<u8>,
+    new_string_count: u64,
+    new_stats: Vec<u8>,
+    new_stat_count: u64,
+    records: Vec<u8>,
+    record_count: u64,
+    block_first_ts: Option<u64>,
+    deltas: Deltas,
+    scratch: Vec<u8>,
+    compressor: Option<zstd::bulk::Compressor<'static>>,
+    total_records: u64,
+    lost_events: u64,
+    bytes_written: u64,
+}
+
+impl<W: Write> std::fmt::Debug for TraceWriter<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceWriter")
+            .field("records", &self.total_records)
+            .field("bytes_written", &self.bytes_written)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TraceWriter<File> {
+    /// Creates (or truncates) `path` and writes the trace header and `meta`.
+    pub fn create(path: &Path, meta: &Meta, opts: WriterOptions) -> Result<Self> {
+        let f = File::create(path)?;
+        TraceWriter::new(f, meta, opts)
+    }
+}
+
+impl<W: Write> TraceWriter<W> {
+    /// Starts a trace on `out`: writes the file header and the meta block.
+    pub fn new(mut out: W, meta: &Meta, opts: WriterOptions) -> Result<Self> {
+        let mut hdr = Vec::with_capacity(codec::FILE_HEADER_LEN);
+        hdr.extend_from_slice(codec::FILE_MAGIC);
+        hdr.extend_from_slice(&codec::FORMAT_MAJOR.to_le_bytes());
+        hdr.extend_from_slice(&codec::FORMAT_MINOR.to_le_bytes());
+        hdr.extend_from_slice(&0u32.to_le_bytes());
+        out.write_all(&hdr)?;
+        let compressor =
+            if opts.zstd_level > 0 { Some(zstd::bulk::Compressor::new(opts.zstd_level)?) } else { None };
+        let mut w = TraceWriter {
+            out,
+            opts,
+            strings: FxHashMap::default(),
+            stats: FxHashMap::default(),
+            new_strings: Vec::new(),
+            new_string_count: 0,
+            new_stats: Vec::new(),
+            new_stat_count: 0,
+            records: Vec::with_capacity(opts.block_bytes + 1024),
+            record_count: 0,
+            block_first_ts: None,
+            deltas: Deltas::default(),
+            scratch: Vec::new(),
+            compressor,
+            total_records: 0,
+            lost_events: 0,
+            bytes_written: hdr.len() as u64,
+        };
+        let json = serde_json::to_vec(meta).map_err(std::io::Error::from)?;
+        w.write_block(kind::META, &json, false)?;
+        Ok(w)
+    }
+
+    /// The id of `bytes`, defining it in the next block if it is new.
+    pub fn intern(&mut self, bytes: &[u8]) -> StrId {
+        if let Some(&id) = self.strings.get(bytes) {
+            return StrId(id);
+        }
+        let id = self.strings.len() as u32;
+        self.strings.insert(bytes.into(), id);
+        put_u64(&mut self.new_strings, bytes.len() as u64);
+        self.new_strings.extend_from_slice(bytes);
+        self.new_string_count += 1;
+        StrId(id)
+    }
+
+    /// The id of a stat answer, defining it in the next block if it is new.
+    pub fn intern_stat(&mut self, st: &FileStat) -> StatId {
+        if let Some(&id) = self.stats.get(st) {
+            return StatId(id);
+        }
+        let id = self.stats.len() as u32;
+        self.stats.insert(*st, id);
+        put_stat(&mut self.new_stats, st);
+        self.new_stat_count += 1;
+        StatId(id)
+    }
+
+    /// Appends a record; writes a block when the current one is full or old enough.
+    /// Ids in the record must come from this writer's `intern*` calls.
+    pub fn push(&mut self, rec: &Record) -> Result<()> {
+        let ts = rec.ts();
+        let first = *self.block_first_ts.get_or_insert(ts);
+        put_record(&mut self.records, &mut self.deltas, rec);
+        self.record_count += 1;
+        self.total_records += 1;
+        if let Record::Lost(l) = rec {
+            self.lost_events += l.count;
+        }
+        if self.records.len() >= self.opts.block_bytes
+            || ts.saturating_sub(first) >= self.opts.block_age_ns
+        {
+            self.flush_block()?;
+        }
+        Ok(())
+    }
+
+    /// Writes everything pending as one data block (no-op when nothing is pending).
+    pub fn flush_block(&mut self) -> Result<()> {
+        if self.record_count == 0 && self.new_string_count == 0 && self.new_stat_count == 0 {
+            return Ok(());
+        }
+        let mut raw = std::mem::take(&mut self.scratch);
+        raw.clear();
+        put_u64(&mut raw, self.new_string_count);
+        raw.extend_from_slice(&self.new_strings);
+        put_u64(&mut raw, self.new_stat_count);
+        raw.extend_from_slice(&self.new_stats);
+        put_u64(&mut raw, self.record_count);
+        raw.extend_from_slice(&self.records);
+        let res = self.write_block(kind::DATA, &raw, true);
+        self.scratch = raw;
+        // Whatever happened, the block is gone: a failed write must not make the next
+        // block refer to strings it would then never define twice.
+        self.new_strings.clear();
+        self.new_string_count = 0;
+        self.new_stats.clear();
+        self.new_stat_count = 0;
+        self.records.clear();
+        self.record_count = 0;
+        self.block_first_ts = None;
+        self.deltas = Deltas::default();
+        res
+    }
+
+    fn write_block(&mut self, block_kind: u8, raw: &[u8], compress: bool) -> Result<()> {
+        let compressed;
+        let (codec, stored): (u8, &[u8]) = match (&mut self.compressor, compress) {
+            (Some(c), true) => {
+                compressed = c.compress(raw)?;
+                (codec_id::ZSTD, &compressed)
+            }
+            _ => (codec_id::RAW, raw),
+        };
+        let mut block = Vec::with_capacity(codec::BLOCK_HEADER_LEN + stored.len());
+        block.extend_from_slice(codec::BLOCK_MAGIC);
+        block.push(block_kind);
+        block.push(codec);
+        block.extend_from_slice(&0u16.to_le_bytes());
+        block.extend_from_slice(&(stored.len() as u32).to_le_bytes());
+        block.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+        let mut h = crc32fast::Hasher::new();
+        h.update(&block[4..16]);
+        h.update(stored);
+        block.extend_from_slice(&h.finalize().to_le_bytes());
+        block.extend_from_slice(stored);
+        self.out.write_all(&block)?;
+        self.bytes_written += block.len() as u64;
+        Ok(())
+    }
+
+    /// Records written so far.
+    pub fn records(&self) -> u64 {
+        self.total_records
+    }
+
+    /// Bytes written so far (blocks already flushed).
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes_written
+    }
+
+    /// Flushes the last block, writes the end block, and returns the output.
+    pub fn finish(mut self, mut end: End) -> Result<W> {
+        self.flush_block()?;
+        end.records = self.total_records;
+        end.lost_events = end.lost_events.max(self.lost_events);
+        let json = serde_json::to_vec(&end).map_err(std::io::Error::from)?;
+        self.write_block(kind::END, &json, false)?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
