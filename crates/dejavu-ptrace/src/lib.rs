@@ -1,1 +1,19 @@
-//! placeholder
+//! dejavu's ptrace capture backend: runs a program (or attaches to one) and records every
+//! call in the traced set as dejavu trace records, following every process and thread.
+//!
+//! Launched programs get a seccomp-bpf filter so only traced calls stop them (two stops
+//! per traced call, none for the rest); attached processes cannot get a filter and stop
+//! at every call, as with strace -p.
+
+pub mod arch;
+mod decode;
+mod error;
+pub mod kernel;
+pub mod seccomp;
+mod signals;
+mod spawn;
+pub mod state;
+mod tracer;
+
+pub use error::{denied_advice, RecordError};
+pub use tracer::{record, Outcome, RecordOptions, Target};

@@ -1,0 +1,79 @@
+//! aarch64: syscall numbers of the traced set and `struct stat` layout. The generic
+//! syscall table has only the `*at` forms: the legacy calls simply never occur.
+
+use dejavu_trace::{FileStat, Sys};
+
+/// AUDIT_ARCH_AARCH64.
+pub const AUDIT_ARCH: u32 = 0xc000_00b7;
+/// Name used in trace metadata.
+pub const NAME: &str = "aarch64";
+/// Size of the generic `struct stat`.
+pub const STAT_SIZE: usize = 128;
+/// Calls in the model that this architecture does not have.
+pub const LEGACY_ABSENT: &[Sys] = &[
+    Sys::Open, Sys::Creat, Sys::Stat, Sys::Lstat, Sys::Access, Sys::Readlink, Sys::Mkdir,
+    Sys::Rmdir, Sys::Unlink, Sys::Rename, Sys::Link, Sys::Symlink, Sys::Chmod, Sys::Chown,
+    Sys::Lchown, Sys::Dup2, Sys::Pipe,
+];
+
+macro_rules! t {
+    ($($nr:ident => $s:ident),* $(,)?) => { &[ $( (libc::$nr as u32, Sys::$s), )* ] };
+}
+
+/// Syscall number -> call, for the traced set.
+pub const TABLE: &[(u32, Sys)] = t![
+    SYS_openat => Openat, SYS_openat2 => Openat2,
+    SYS_close => Close, SYS_close_range => CloseRange,
+    SYS_read => Read, SYS_pread64 => Pread64, SYS_readv => Readv, SYS_preadv => Preadv,
+    SYS_preadv2 => Preadv2,
+    SYS_write => Write, SYS_pwrite64 => Pwrite64, SYS_writev => Writev, SYS_pwritev => Pwritev,
+    SYS_pwritev2 => Pwritev2,
+    SYS_lseek => Lseek,
+    SYS_fstat => Fstat, SYS_newfstatat => Newfstatat, SYS_statx => Statx,
+    SYS_faccessat => Faccessat, SYS_faccessat2 => Faccessat2,
+    SYS_readlinkat => Readlinkat, SYS_getdents64 => Getdents64,
+    SYS_mkdirat => Mkdirat, SYS_unlinkat => Unlinkat,
+    SYS_renameat => Renameat, SYS_renameat2 => Renameat2,
+    SYS_linkat => Linkat, SYS_symlinkat => Symlinkat,
+    SYS_fchmod => Fchmod, SYS_fchmodat => Fchmodat, SYS_fchmodat2 => Fchmodat2,
+    SYS_fchown => Fchown, SYS_fchownat => Fchownat,
+    SYS_truncate => Truncate, SYS_ftruncate => Ftruncate,
+    SYS_fsync => Fsync, SYS_fdatasync => Fdatasync, SYS_sync_file_range => SyncFileRange,
+    SYS_dup => Dup, SYS_dup3 => Dup3, SYS_fcntl => Fcntl, SYS_pipe2 => Pipe2,
+    SYS_socket => Socket, SYS_accept => Accept, SYS_accept4 => Accept4, SYS_connect => Connect,
+    SYS_sendfile => Sendfile, SYS_copy_file_range => CopyFileRange, SYS_splice => Splice,
+    SYS_utimensat => Utimensat, SYS_chdir => Chdir, SYS_fchdir => Fchdir,
+    SYS_execve => Execve, SYS_execveat => Execveat, SYS_memfd_create => MemfdCreate,
+    SYS_io_uring_setup => IoUringSetup, SYS_io_uring_enter => IoUringEnter,
+];
+
+/// Decodes the kernel's generic `struct stat` (asm-generic/stat.h).
+pub fn parse_stat(b: &[u8]) -> Option<FileStat> {
+    use super::{le_u32, le_u64};
+    if b.len() < STAT_SIZE {
+        return None;
+    }
+    let ts = |at: usize| (le_u64(b, at) as i64).wrapping_mul(1_000_000_000).wrapping_add(le_u64(b, at + 8) as i64);
+    Some(FileStat {
+        known: dejavu_trace::stat_known::ALL,
+        dev: le_u64(b, 0),
+        ino: le_u64(b, 8),
+        mode: le_u32(b, 16),
+        nlink: le_u32(b, 20) as u64,
+        uid: le_u32(b, 24),
+        gid: le_u32(b, 28),
+        rdev: le_u64(b, 32),
+        size: le_u64(b, 48) as i64,
+        mtime_ns: ts(88),
+        ctime_ns: ts(104),
+    })
+}
+
+/// clone-family calls: traced (not recorded) so the tracer learns the clone flags.
+pub const CLONE_NRS: &[u32] = &[libc::SYS_clone as u32, libc::SYS_clone3 as u32];
+/// Number of clone3 (flags live in the struct).
+pub const NR_CLONE3: u64 = libc::SYS_clone3 as u64;
+/// aarch64 has no fork.
+pub const NR_FORK: u64 = u64::MAX;
+/// aarch64 has no vfork.
+pub const NR_VFORK: u64 = u64::MAX - 1;

@@ -1,0 +1,772 @@
+//! Decoding calls: at the entry stop, the arguments (paths resolved to absolute against
+//! the working directory or directory descriptor, descriptors to their paths); at the exit
+//! stop, the result and what the kernel wrote back (stat answers, readlink contents, pipe
+//! descriptors), payload prefixes, and the descriptor-table changes the call made.
+//! Which field each call fills is documented in docs/trace-format.md.
+
+use crate::kernel::{self, Tid};
+use crate::state::{resolve, Fd, FdKind};
+use crate::tracer::Tracer;
+use crate::arch;
+use dejavu_trace::*;
+use std::io::Write;
+use std::rc::Rc;
+
+/// Longest path read from the tracee (PATH_MAX).
+const PATH_MAX: usize = 4096;
+/// Most argv entries and bytes kept for an exec record.
+const ARGV_MAX_ARGS: usize = 512;
+const ARGV_MAX_BYTES: usize = 64 << 10;
+const AT_FDCWD: i32 = -100;
+
+/// A call between its entry and exit stops.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    /// The record being built.
+    pub call: Syscall,
+    /// Raw arguments.
+    pub args: [u64; 6],
+    /// The resolved primary path, for calls whose exit updates tracer state.
+    pub path_bytes: Option<Rc<[u8]>>,
+    /// execve: (absolute program path, NUL-joined argv).
+    pub exec: Option<(Rc<[u8]>, Vec<u8>)>,
+    /// The descriptor's payload should be recorded (write family).
+    pub payload: bool,
+}
+
+fn arg_fd(v: u64) -> i32 {
+    v as u32 as i32
+}
+
+/// Flags of a clone-family call, from its entry arguments.
+pub fn clone_flags(tid: Tid, nr: u64, args: &[u64; 6]) -> u64 {
+    if nr == arch::NR_CLONE3 {
+        let mut b = [0u8; 8];
+        if kernel::read_mem(tid, args[0], &mut b).ok() == Some(8) {
+            return u64::from_le_bytes(b);
+        }
+        0
+    } else if nr == arch::NR_FORK {
+        libc::SIGCHLD as u64
+    } else if nr == arch::NR_VFORK {
+        (libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as u64
+    } else {
+        args[0]
+    }
+}
+
+/// A process's command line from /proc.
+pub fn proc_cmdline(pid: Tid) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn is_restart(ret: i64) -> bool {
+    // ERESTARTSYS, ERESTARTNOINTR, ERESTARTNOHAND, ERESTART_RESTARTBLOCK
+    matches!(ret, -516..=-512) && ret != -515
+}
+
+impl<W: Write> Tracer<W> {
+    /// Reads a path argument and resolves it against `dirfd` (AT_FDCWD: the working
+    /// directory). Fills `c.path`; returns the resolved bytes.
+    fn path_arg(&mut self, tid: Tid, pid: Tid, dirfd: i32, addr: u64, c: &mut Syscall) -> Option<Rc<[u8]>> {
+        let mut raw = std::mem::take(&mut self.buf);
+        let ok = kernel::read_cstr(tid, addr, PATH_MAX, &mut raw);
+        let r = match ok {
+            Ok(_) => {
+                let mut out = std::mem::take(&mut self.buf2);
+                if raw.first() == Some(&b'/') {
+                    resolve(b"/", &raw, &mut out);
+                } else {
+                    match self.dir_base(pid, dirfd, c) {
+                        Some(base) => resolve(&base, &raw, &mut out),
+                        None => resolve(b"/", &raw, &mut out),
+                    }
+                }
+                let bytes: Rc<[u8]> = Rc::from(out.as_slice());
+                c.path = Some(self.w.intern(&out));
+                self.buf2 = out;
+                Some(bytes)
+            }
+            Err(_) => {
+                c.ev |= ev::PATH_UNREADABLE;
+                None
+            }
+        };
+        self.buf = raw;
+        r
+    }
+
+    /// The directory a relative path is resolved against.
+    fn dir_base(&mut self, pid: Tid, dirfd: i32, c: &mut Syscall) -> Option<Rc<[u8]>> {
+        if dirfd == AT_FDCWD {
+            return self.procs.get(&pid).map(|p| p.fs.borrow().cwd.clone());
+        }
+        match self.fd_lookup(pid, dirfd) {
+            Some(f) => Some(f.path),
+            None => {
+                c.ev |= ev::FD_UNKNOWN;
+                None
+            }
+        }
+    }
+
+    /// The table entry for `fd`, asking /proc about descriptors we never saw created
+    /// (inherited, opened before attach, or made by an untraced call).
+    pub(crate) fn fd_lookup(&mut self, pid: Tid, fd: i32) -> Option<Fd> {
+        let table = self.procs.get(&pid)?.fds.clone();
+        if let Some(f) = table.borrow().get(fd) {
+            return Some(f.clone());
+        }
+        if fd < 0 {
+            return None;
+        }
+        let link = kernel::readlink(format!("/proc/{pid}/fd/{fd}").as_bytes()).ok()?;
+        let st = kernel::stat_path(format!("/proc/{pid}/fd/{fd}").as_bytes()).ok().map(|s| arch::from_libc_stat(&s));
+        let flags = fdinfo_flags(pid, fd);
+        let kind = match &st {
+            Some(s) => FdKind::of(s),
+            None if link.starts_with(b"pipe:") => FdKind::Pipe,
+            None if link.starts_with(b"socket:") => FdKind::Socket,
+            None => FdKind::Other,
+        };
+        let f = Fd {
+            path_id: self.w.intern(&link),
+            path: Rc::from(link.as_slice()),
+            stat: st.map(|s| self.w.intern_stat(&s)),
+            kind,
+            cloexec: flags & libc::O_CLOEXEC as u64 != 0,
+            append: flags & libc::O_APPEND as u64 != 0,
+        };
+        table.borrow_mut().insert(fd, f.clone());
+        Some(f)
+    }
+
+    /// Fills `fd`, `path` and `stat` of a descriptor-based call.
+    fn fd_arg(&mut self, pid: Tid, fd: i32, c: &mut Syscall) -> Option<Fd> {
+        c.fd = Some(fd);
+        let f = self.fd_lookup(pid, fd);
+        match &f {
+            Some(f) => {
+                c.path = Some(f.path_id);
+                c.stat = f.stat;
+                c.ev |= ev::PATH_FROM_FD;
+            }
+            None => c.ev |= ev::FD_UNKNOWN,
+        }
+        f
+    }
+
+    /// Decodes a call at its entry stop.
+    pub(crate) fn decode_entry(&mut self, tid: Tid, pid: Tid, sys: Sys, a: [u64; 6], now: u64) -> Entry {
+        use Sys::*;
+        let mut c = Syscall::new(now, pid as u32, tid as u32, sys);
+        let mut e = Entry { call: c, args: a, path_bytes: None, exec: None, payload: false };
+        match sys {
+            Open => {
+                e.path_bytes = self.path_arg(tid, pid, AT_FDCWD, a[0], &mut c);
+                c.flags = a[1];
+                c.mode = a[2] as u32;
+            }
+            Creat => {
+                e.path_bytes = self.path_arg(tid, pid, AT_FDCWD, a[0], &mut c);
+                c.flags = (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u64;
+                c.mode = a[1] as u32;
+            }
+            Openat => {
+                e.path_bytes = self.path_arg(tid, pid, arg_fd(a[0]), a[1], &mut c);
+                c.flags = a[2];
+                c.mode = a[3] as u32;
+            }
+            Openat2 => {
+                e.path_bytes = self.path_arg(tid, pid, arg_fd(a[0]), a[1], &mut c);
+                let mut how = [0u8; 24];
+                if a[3] >= 24 && kernel::read_mem(tid, a[2], &mut how).ok() == Some(24) {
+                    let word = |i: usize| u64::from_le_bytes(how[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+                    c.flags = word(0);
+                    c.mode = word(1) as u32;
+                    c.aux = word(2);
+                }
+            }
+            MemfdCreate => {
+                let mut name = Vec::new();
+                if kernel::read_cstr(tid, a[0], 256, &mut name).is_ok() {
+                    c.path2 = Some(self.w.intern(&name));
+                    let mut p = b"/memfd:".to_vec();
+                    p.extend_from_slice(&name);
+                    e.path_bytes = Some(Rc::from(p.as_slice()));
+                }
+                c.flags = a[1];
+            }
+            Close | Fsync | Fdatasync | Fchdir | Dup | Accept | IoUringEnter => {
+                self.fd_arg(pid, arg_fd(a[0]), &mut c);
+                if sys == Accept {
+                    c.path = None;
+                    c.ev &= !ev::PATH_FROM_FD;
+                }
+                if sys == IoUringEnter {
+                    c.ev |= ev::UNDECODED;
+                }
+            }
+            Accept4 => {
+                c.fd = Some(arg_fd(a[0]));
+                c.flags = a[3];
+            }
+            IoUringSetup => c.ev |= ev::UNDECODED,
+            CloseRange => {
+                c.fd = Some(a[0] as u32 as i32);
+                c.aux = a[1] as u32 as u64;
+                c.flags = a[2];
+            }
+            Read | Write | Readv | Writev => {
+                let f = self.fd_arg(pid, arg_fd(a[0]), &mut c);
+                if matches!(sys, Read | Write) {
+                    c.count = a[2];
+                }
+                e.payload = matches!(sys, Write | Writev) && f.is_some_and(|f| f.wants_payload());
+            }
+            Pread64 | Pwrite64 => {
+                let f = self.fd_arg(pid, arg_fd(a[0]), &mut c);
+                c.count = a[2];
+                c.offset = Some(a[3] as i64);
+                e.payload = sys == Pwrite64 && f.is_some_and(|f| f.wants_payload());
+            }
+            Preadv | Pwritev | Preadv2 | Pwritev2 => {
+                let f = self.fd_arg(pid, arg_fd(a[0]), &mut c);
+                c.offset = Some(a[3] as i64);
+                if matches!(sys, Preadv2 | Pwritev2) {
+                    c.flags = a[5];
+                }
+                e.payload = matches!(sys, Pwritev | Pwritev2) && f.is_some_and(|f| f.wants_payload());
+            }
+            Lseek => {
+                self.fd_arg(pid, arg_fd(a[0]), &mut c);
+                c.offset = Some(a[1] as i64);
+                c.aux = a[2];
+            }
+            Stat | Lstat => {
+                self.path_arg(tid, pid, AT_FDCWD, a[0], &mut c);
+            }
+            Fstat => {
+                self.fd_arg(pid, arg_fd(a[0]), &mut c);
+                c.stat = None; // the answer comes at exit
+            }
+            Newfstatat | Statx => {
+                let flags = if sys == Statx { a[2] } else { a[3] };
+                c.flags = flags;
+                if sys == Statx {
+                    c.aux = a[3];
+                }
+                self.at_path_or_fd(tid, pid, arg_fd(a[0]), a[1], flags, &mut c);
+                c.stat = None;
+            }
+            Access => {
+                self.path_arg(tid, pid, AT_FDCWD, a[0], &mut c);
+                c.mode = a[1] as u32;
+            }
+            Faccessat | Faccessat2 => {
+                self.path_arg(tid, pid, arg_fd(a[0]), a[1], &mut c);
+                c.mode = a[2] as u32;
+                if sys == Faccessat2 {
+                    c.flags = a[3];
+                }
+            }
+            Readlink => {
+                self.path_arg(tid, pid, AT_FDCWD, a[0], &mut c);
+                c.count = a[2];
+            }
+            Readlinkat => {
+                self.path_arg(tid, pid, arg_fd(a[0]), a[1], &mut c);
+                c.count = a[3];
+            }
+            Getdents64 => {
+                self.fd_arg(pid, arg_fd(a[0]), &mut c);
+                c.count = a[2];
+            }
+            Mkdir => {
+                self.path_arg(tid, pid, AT_FDCWD, a[0], &mut c);
+                c.mode = a[1] as u32;
+            }
+            Mkdirat => {
+                self.path_arg(tid, pid, arg_fd(a[0]), a[1], &mut c);
+                c.mode = a[2] as u32;
+            }
+            Rmdir | Unlink | Chdir => {
+                e.path_bytes = self.path_arg(tid, pid, AT_FDCWD, a[0], &mut c);
+            }
+            Unlinkat => {
+                self.path_arg(tid, pid, arg_fd(a[0]), a[1], &mut c);
+                c.flags = a[2];
+            }
+            Rename | Link => {
+                self.path_arg(tid, pid, AT_FDCWD, a[0], &mut c);
+                let mut c2 = c;
+                self.path_arg(tid, pid, AT_FDCWD, a[1], &mut c2);
+                c.path2 = c2.path;
+                c.ev |= c2.ev;
+            }
+            Renameat | Renameat2 | Linkat => {
+                self.path_arg(tid, pid, arg_fd(a[0]), a[1], &mut c);
+                let mut c2 = c;
+                self.path_arg(tid, pid, arg_fd(a[2]), a[3], &mut c2);
+                c.path2 = c2.path;
+                c.ev |= c2.ev;
+                if sys != Renameat {
+                    c.flags = a[4];
+                }
+            }
+            Symlink | Symlinkat => {
+                let mut target = Vec::new();
+                if kernel::read_cstr(tid, a[0], PATH_MAX, &mut target).is_ok() {
+                    c.path2 = Some(self.w.intern(&target));
+                } else {
+                    c.ev |= ev::PATH_UNREADABLE;
+                }
+                if sys == Symlink {
+                    self.path_arg(tid, pid, AT_FDCWD, a[1], &mut c);
+                } else {
+                    self.path_arg(tid, pid, arg_fd(a[1]), a[2], &mut c);
+                }
+            }
+            Chmod => {
+                self.path_arg(tid, pid, AT_FDCWD, a[0], &mut c);
+                c.mode = a[1] as u32;
+            }
+            Fchmod => {
+                self.fd_arg(pid, arg_fd(a[0]), &mut c);
+                c.mode = a[1] as u32;
+            }
+            Fchmodat | Fchmodat2 => {
+                self.path_arg(tid, pid, arg_fd(a[0]), a[1], &mut c);
+                c.mode = a[2] as u32;
+                if sys == Fchmodat2 {
+                    c.flags = a[3];
+                }
+            }
+            Chown | Lchown => {
+                self.path_arg(tid, pid, AT_FDCWD, a[0], &mut c);
+                c.aux = (a[1] & 0xffff_ffff) << 32 | (a[2] & 0xffff_ffff);
+            }
+            Fchown => {
+                self.fd_arg(pid, arg_fd(a[0]), &mut c);
+                c.aux = (a[1] & 0xffff_ffff) << 32 | (a[2] & 0xffff_ffff);
+            }
+            Fchownat => {
+                self.at_path_or_fd(tid, pid, arg_fd(a[0]), a[1], a[4], &mut c);
+                c.aux = (a[2] & 0xffff_ffff) << 32 | (a[3] & 0xffff_ffff);
+                c.flags = a[4];
+            }
+            Truncate => {
+                self.path_arg(tid, pid, AT_FDCWD, a[0], &mut c);
+                c.offset = Some(a[1] as i64);
+            }
+            Ftruncate => {
+                self.fd_arg(pid, arg_fd(a[0]), &mut c);
+                c.offset = Some(a[1] as i64);
+            }
+            SyncFileRange => {
+                self.fd_arg(pid, arg_fd(a[0]), &mut c);
+                c.offset = Some(a[1] as i64);
+                c.count = a[2];
+                c.flags = a[3];
+            }
+            Dup2 | Dup3 => {
+                self.fd_arg(pid, arg_fd(a[0]), &mut c);
+                c.fd2 = Some(arg_fd(a[1]));
+                if sys == Dup3 {
+                    c.flags = a[2];
+                }
+            }
+            Fcntl => {
+                self.fd_arg(pid, arg_fd(a[0]), &mut c);
+                c.flags = a[1];
+                c.aux = a[2];
+            }
+            Pipe => {}
+            Pipe2 => c.flags = a[1],
+            Socket => {
+                c.aux = a[0];
+                c.flags = a[1];
+                c.mode = a[2] as u32;
+            }
+            Connect => {
+                c.fd = Some(arg_fd(a[0]));
+                self.connect_addr(tid, pid, a[1], a[2], &mut c);
+            }
+            Sendfile => {
+                self.fd_arg(pid, arg_fd(a[0]), &mut c);
+                let mut c2 = c;
+                self.fd_arg(pid, arg_fd(a[1]), &mut c2);
+                c.fd2 = c2.fd;
+                c.path2 = c2.path;
+                c.stat = None;
+                if a[2] != 0 {
+                    let mut b = [0u8; 8];
+                    if kernel::read_mem(tid, a[2], &mut b).ok() == Some(8) {
+                        c.offset = Some(i64::from_le_bytes(b));
+                    }
+                }
+                c.count = a[3];
+            }
+            CopyFileRange | Splice => {
+                self.fd_arg(pid, arg_fd(a[2]), &mut c);
+                let mut c2 = c;
+                self.fd_arg(pid, arg_fd(a[0]), &mut c2);
+                c.fd2 = c2.fd;
+                c.path2 = c2.path;
+                c.stat = None;
+                c.count = a[4];
+                c.flags = a[5];
+            }
+            Utimensat => {
+                c.flags = a[3];
+                if a[1] == 0 {
+                    self.fd_arg(pid, arg_fd(a[0]), &mut c);
+                } else {
+                    self.path_arg(tid, pid, arg_fd(a[0]), a[1], &mut c);
+                }
+            }
+            Execve | Execveat => {
+                let (dirfd, path, argv) =
+                    if sys == Execve { (AT_FDCWD, a[0], a[1]) } else { (arg_fd(a[0]), a[1], a[2]) };
+                if sys == Execveat {
+                    c.flags = a[4];
+                }
+                let exe = self.path_arg(tid, pid, dirfd, path, &mut c);
+                let args = read_argv(tid, argv);
+                c.payload = Some(self.w.intern(&args));
+                e.exec = Some((exe.unwrap_or_else(|| Rc::from(&b""[..])), args));
+            }
+        }
+        e.call = c;
+        e
+    }
+
+    /// `*at` calls that accept AT_EMPTY_PATH: an empty path names the descriptor itself.
+    fn at_path_or_fd(&mut self, tid: Tid, pid: Tid, dirfd: i32, addr: u64, flags: u64, c: &mut Syscall) {
+        if flags & libc::AT_EMPTY_PATH as u64 != 0 {
+            let mut raw = std::mem::take(&mut self.buf);
+            let empty = kernel::read_cstr(tid, addr, 1, &mut raw).is_ok() && raw.is_empty();
+            self.buf = raw;
+            if empty {
+                self.fd_arg(pid, dirfd, c);
+                return;
+            }
+        }
+        self.path_arg(tid, pid, dirfd, addr, c);
+    }
+
+    fn connect_addr(&mut self, tid: Tid, pid: Tid, addr: u64, len: u64, c: &mut Syscall) {
+        let len = (len as usize).min(110);
+        let mut b = [0u8; 110];
+        let Ok(n) = kernel::read_mem(tid, addr, &mut b[..len]) else { return };
+        if n < 2 {
+            return;
+        }
+        let family = u16::from_ne_bytes([b[0], b[1]]);
+        c.aux = family as u64;
+        if family as i32 != libc::AF_UNIX || n <= 2 {
+            return;
+        }
+        let sun = &b[2..n];
+        if sun[0] == 0 {
+            // Abstract socket: no filesystem path.
+            let mut p = b"@".to_vec();
+            p.extend_from_slice(&sun[1..]);
+            c.path = Some(self.w.intern(&p));
+        } else {
+            let end = sun.iter().position(|&x| x == 0).unwrap_or(sun.len());
+            let mut out = Vec::new();
+            let base = self.procs.get(&pid).map(|p| p.fs.borrow().cwd.clone());
+            resolve(base.as_deref().unwrap_or(b"/"), &sun[..end], &mut out);
+            c.path = Some(self.w.intern(&out));
+        }
+    }
+
+    /// Completes a call at its exit stop and writes its record.
+    pub(crate) fn exit(&mut self, tid: Tid, e: Entry, ret: i64, now: u64) {
+        use Sys::*;
+        let mut c = e.call;
+        c.ret = ret;
+        c.dur = now.saturating_sub(c.ts);
+        if is_restart(ret) {
+            c.ev |= ev::RESTARTED;
+        }
+        let pid = c.pid as Tid;
+        let a = e.args;
+        let ok = ret >= 0;
+        match c.sys {
+            Open | Openat | Openat2 | Creat | MemfdCreate if ok => {
+                let fd = ret as i32;
+                let path = e.path_bytes.clone().unwrap_or_else(|| Rc::from(&b""[..]));
+                let path_id = c.path.unwrap_or_else(|| self.w.intern(&path));
+                let st = if self.opts.open_identity {
+                    kernel::stat_path(format!("/proc/{pid}/fd/{fd}").as_bytes()).ok().map(|s| arch::from_libc_stat(&s))
+                } else {
+                    None
+                };
+                let kind = match &st {
+                    Some(s) => FdKind::of(s),
+                    None => guess_kind(&path),
+                };
+                let stat = st.map(|s| self.w.intern_stat(&s));
+                c.stat = stat;
+                let cloexec = if c.sys == MemfdCreate {
+                    c.flags & libc::MFD_CLOEXEC as u64 != 0
+                } else {
+                    c.flags & libc::O_CLOEXEC as u64 != 0
+                };
+                let f = Fd { path, path_id, stat, kind, cloexec, append: c.flags & libc::O_APPEND as u64 != 0 };
+                self.install_fd(pid, fd, f);
+            }
+            Close => {
+                // Linux releases the descriptor even when close reports EINTR/EIO.
+                if ret != -(libc::EBADF as i64) {
+                    if let Some(p) = self.procs.get(&pid) {
+                        p.fds.borrow_mut().remove(a[0] as u32 as i32);
+                    }
+                }
+            }
+            CloseRange if ok => {
+                if let Some(p) = self.procs.get(&pid) {
+                    let cloexec_only = a[2] & libc::CLOSE_RANGE_CLOEXEC as u64 != 0;
+                    p.fds.borrow_mut().close_range(a[0] as u32, a[1] as u32, cloexec_only);
+                }
+            }
+            Dup | Dup2 | Dup3 if ok => {
+                let old = a[0] as u32 as i32;
+                if ret as i32 != old {
+                    if let Some(mut f) = self.fd_lookup(pid, old) {
+                        f.cloexec = c.sys == Dup3 && a[2] & libc::O_CLOEXEC as u64 != 0;
+                        self.install_fd(pid, ret as i32, f);
+                    }
+                }
+            }
+            Fcntl if ok => self.fcntl_exit(pid, a, ret),
+            Pipe | Pipe2 if ok => {
+                let mut b = [0u8; 8];
+                if kernel::read_mem(tid, a[0], &mut b).ok() == Some(8) {
+                    let r = i32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+                    let w = i32::from_ne_bytes([b[4], b[5], b[6], b[7]]);
+                    c.fd = Some(r);
+                    c.fd2 = Some(w);
+                    let cloexec = c.flags & libc::O_CLOEXEC as u64 != 0;
+                    for fd in [r, w] {
+                        self.install_proc_fd(pid, fd, FdKind::Pipe, cloexec);
+                    }
+                }
+            }
+            Socket | Accept | Accept4 if ok => {
+                let cloexec = if c.sys == Socket {
+                    c.flags & libc::SOCK_CLOEXEC as u64 != 0
+                } else {
+                    c.flags & libc::SOCK_CLOEXEC as u64 != 0 && c.sys == Accept4
+                };
+                self.install_proc_fd(pid, ret as i32, FdKind::Socket, cloexec);
+            }
+            Chdir | Fchdir if ok => {
+                // Ask the kernel: it resolved symlinks and `..` for us.
+                let cwd = kernel::readlink(format!("/proc/{tid}/cwd").as_bytes())
+                    .ok()
+                    .map(|v| Rc::from(v.as_slice()))
+                    .or(e.path_bytes.clone());
+                if let (Some(cwd), Some(p)) = (cwd, self.procs.get(&pid)) {
+                    p.fs.borrow_mut().cwd = cwd;
+                }
+            }
+            Stat | Lstat | Fstat | Newfstatat if ok => {
+                let ptr = match c.sys {
+                    Stat | Lstat | Fstat => a[1],
+                    _ => a[2],
+                };
+                let mut b = [0u8; arch::STAT_SIZE];
+                if kernel::read_mem(tid, ptr, &mut b).ok() == Some(b.len()) {
+                    if let Some(st) = arch::parse_stat(&b) {
+                        c.stat = Some(self.w.intern_stat(&st));
+                    }
+                }
+            }
+            Statx if ok => {
+                let mut b = [0u8; arch::STATX_SIZE];
+                if kernel::read_mem(tid, a[4], &mut b).ok() == Some(b.len()) {
+                    if let Some(st) = arch::parse_statx(&b) {
+                        c.stat = Some(self.w.intern_stat(&st));
+                    }
+                }
+            }
+            Readlink | Readlinkat if ret > 0 => {
+                let ptr = if c.sys == Readlink { a[1] } else { a[2] };
+                let mut b = vec![0u8; (ret as usize).min(PATH_MAX)];
+                if let Ok(n) = kernel::read_mem(tid, ptr, &mut b) {
+                    c.path2 = Some(self.w.intern(&b[..n]));
+                }
+            }
+            Readv | Writev | Preadv | Pwritev | Preadv2 | Pwritev2 => {
+                let (sum, ranges) = read_iovecs(tid, a[1], a[2]);
+                c.count = sum;
+                if e.payload && ret > 0 && self.opts.payload_bytes > 0 {
+                    let want = (ret as u64).min(self.opts.payload_bytes as u64) as usize;
+                    let mut take = Vec::new();
+                    let mut left = want;
+                    for (addr, len) in ranges {
+                        if left == 0 {
+                            break;
+                        }
+                        let n = len.min(left);
+                        take.push((addr, n));
+                        left -= n;
+                    }
+                    let mut buf = std::mem::take(&mut self.buf);
+                    if kernel::read_mem_gather(tid, &take, &mut buf).is_ok() {
+                        c.payload = Some(self.w.intern(&buf));
+                        if (ret as u64) > buf.len() as u64 {
+                            c.ev |= ev::PAYLOAD_TRUNCATED;
+                        }
+                    }
+                    self.buf = buf;
+                }
+            }
+            Write | Pwrite64 if e.payload && ret > 0 && self.opts.payload_bytes > 0 => {
+                let want = (ret as u64).min(self.opts.payload_bytes as u64) as usize;
+                let mut buf = std::mem::take(&mut self.buf);
+                buf.clear();
+                buf.resize(want, 0);
+                if let Ok(n) = kernel::read_mem(tid, a[1], &mut buf) {
+                    buf.truncate(n);
+                    c.payload = Some(self.w.intern(&buf));
+                    if ret as u64 > n as u64 {
+                        c.ev |= ev::PAYLOAD_TRUNCATED;
+                    }
+                }
+                self.buf = buf;
+            }
+            _ => {}
+        }
+        self.push(Record::Syscall(c));
+    }
+
+    fn fcntl_exit(&mut self, pid: Tid, a: [u64; 6], ret: i64) {
+        let fd = a[0] as u32 as i32;
+        match a[1] as i32 {
+            libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => {
+                if let Some(mut f) = self.fd_lookup(pid, fd) {
+                    f.cloexec = a[1] as i32 == libc::F_DUPFD_CLOEXEC;
+                    self.install_fd(pid, ret as i32, f);
+                }
+            }
+            libc::F_SETFD => {
+                if let Some(p) = self.procs.get(&pid) {
+                    if let Some(f) = p.fds.borrow_mut().get_mut(fd) {
+                        f.cloexec = a[2] & libc::FD_CLOEXEC as u64 != 0;
+                    }
+                }
+            }
+            libc::F_SETFL => {
+                if let Some(p) = self.procs.get(&pid) {
+                    if let Some(f) = p.fds.borrow_mut().get_mut(fd) {
+                        f.append = a[2] & libc::O_APPEND as u64 != 0;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn install_fd(&mut self, pid: Tid, fd: i32, f: Fd) {
+        if let Some(p) = self.procs.get(&pid) {
+            p.fds.borrow_mut().insert(fd, f);
+        }
+    }
+
+    /// Installs a pipe or socket, named as /proc names it (`pipe:[INODE]`).
+    fn install_proc_fd(&mut self, pid: Tid, fd: i32, kind: FdKind, cloexec: bool) {
+        let link = kernel::readlink(format!("/proc/{pid}/fd/{fd}").as_bytes())
+            .unwrap_or_else(|_| if kind == FdKind::Pipe { b"pipe:".to_vec() } else { b"socket:".to_vec() });
+        let f = Fd {
+            path_id: self.w.intern(&link),
+            path: Rc::from(link.as_slice()),
+            stat: None,
+            kind,
+            cloexec,
+            append: false,
+        };
+        self.install_fd(pid, fd, f);
+    }
+}
+
+fn guess_kind(path: &[u8]) -> FdKind {
+    if path == b"/dev/null" {
+        FdKind::DevNull
+    } else if path.starts_with(b"/dev/pts/") || path.starts_with(b"/dev/tty") {
+        FdKind::Tty
+    } else {
+        FdKind::File
+    }
+}
+
+fn fdinfo_flags(pid: Tid, fd: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("flags:").map(|v| u64::from_str_radix(v.trim(), 8).unwrap_or(0)))
+        })
+        .unwrap_or(0)
+}
+
+/// Reads an iovec array: (sum of lengths, the ranges). At most 1024 entries (IOV_MAX).
+fn read_iovecs(tid: Tid, ptr: u64, cnt: u64) -> (u64, Vec<(u64, usize)>) {
+    let cnt = cnt.min(1024) as usize;
+    let mut b = vec![0u8; cnt * 16];
+    let Ok(n) = kernel::read_mem(tid, ptr, &mut b) else { return (0, Vec::new()) };
+    let mut sum = 0u64;
+    let mut ranges = Vec::with_capacity(n / 16);
+    for ch in b[..n - n % 16].chunks_exact(16) {
+        let base = u64::from_ne_bytes(ch[..8].try_into().unwrap_or([0; 8]));
+        let len = u64::from_ne_bytes(ch[8..].try_into().unwrap_or([0; 8]));
+        sum = sum.saturating_add(len);
+        ranges.push((base, len as usize));
+    }
+    (sum, ranges)
+}
+
+/// Reads execve's argv (bounded), joined by NUL.
+fn read_argv(tid: Tid, ptr: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    if ptr == 0 {
+        return out;
+    }
+    let mut ptrs = vec![0u8; 8 * 64];
+    let mut idx = 0usize;
+    let mut s = Vec::new();
+    'outer: while idx < ARGV_MAX_ARGS {
+        let Ok(n) = kernel::read_mem(tid, ptr + (idx * 8) as u64, &mut ptrs) else { break };
+        if n < 8 {
+            break;
+        }
+        for ch in ptrs[..n - n % 8].chunks_exact(8) {
+            let p = u64::from_ne_bytes(ch.try_into().unwrap_or([0; 8]));
+            if p == 0 {
+                break 'outer;
+            }
+            if idx > 0 {
+                out.push(0);
+            }
+            if kernel::read_cstr(tid, p, 4096, &mut s).is_ok() {
+                out.extend_from_slice(&s);
+            }
+            idx += 1;
+            if out.len() > ARGV_MAX_BYTES || idx >= ARGV_MAX_ARGS {
+                out.extend_from_slice(b"\0...");
+                break 'outer;
+            }
+        }
+    }
+    out
+}

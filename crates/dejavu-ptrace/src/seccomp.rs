@@ -1,0 +1,159 @@
+//! The seccomp-bpf filter installed in the tracee: calls in the traced set stop it for the
+//! tracer (SECCOMP_RET_TRACE); every other call runs at full speed (SECCOMP_RET_ALLOW).
+//!
+//! The filter is a balanced binary search over the runs of traced/untraced syscall
+//! numbers, so an untraced call (futex, mmap, epoll_wait...) costs about seven BPF
+//! instructions, not one comparison per traced call as a linear rule list would.
+
+/// One classic BPF instruction (`struct sock_filter`).
+pub type Insn = libc::sock_filter;
+
+const BPF_LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+const BPF_JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+const BPF_JGE_K: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
+const BPF_RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+/// offsetof(struct seccomp_data, nr)
+const OFF_NR: u32 = 0;
+/// offsetof(struct seccomp_data, arch)
+const OFF_ARCH: u32 = 4;
+
+fn stmt(code: u16, k: u32) -> Insn {
+    Insn { code, jt: 0, jf: 0, k }
+}
+
+fn jump(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
+    Insn { code, jt, jf, k }
+}
+
+/// A run of consecutive syscall numbers that are all traced or all untraced.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    start: u32,
+    traced: bool,
+}
+
+/// Builds the filter for `traced` syscall numbers of the architecture `audit_arch`.
+/// Calls of any other ABI (32-bit programs on a 64-bit kernel) are allowed untraced; the
+/// tracer notices such programs at exec and reports them.
+pub fn build_filter(audit_arch: u32, traced: &[u32]) -> Vec<Insn> {
+    let mut nrs: Vec<u32> = traced.to_vec();
+    nrs.sort_unstable();
+    nrs.dedup();
+    // Runs over [0, u32::MAX], alternating untraced/traced.
+    let mut runs = Vec::new();
+    let mut covered = 0u64; // first number no run covers yet
+    let mut i = 0;
+    while i < nrs.len() {
+        let a = nrs[i];
+        let mut b = a;
+        while i + 1 < nrs.len() && nrs[i + 1] == b + 1 {
+            i += 1;
+            b = nrs[i];
+        }
+        i += 1;
+        if a as u64 > covered {
+            runs.push(Run { start: covered as u32, traced: false });
+        }
+        runs.push(Run { start: a, traced: true });
+        covered = b as u64 + 1;
+    }
+    if covered <= u32::MAX as u64 {
+        runs.push(Run { start: covered as u32, traced: false });
+    }
+    let allow = stmt(BPF_RET_K, libc::SECCOMP_RET_ALLOW);
+    let trace = stmt(BPF_RET_K, libc::SECCOMP_RET_TRACE);
+    let mut prog = vec![
+        stmt(BPF_LD_W_ABS, OFF_ARCH),
+        jump(BPF_JEQ_K, audit_arch, 1, 0),
+        allow,
+        stmt(BPF_LD_W_ABS, OFF_NR),
+    ];
+    prog.extend(tree(&runs, &allow, &trace));
+    prog
+}
+
+/// Code deciding among `runs` (the accumulator holds nr, known >= runs[0].start).
+fn tree(runs: &[Run], allow: &Insn, trace: &Insn) -> Vec<Insn> {
+    if runs.len() == 1 {
+        return vec![if runs[0].traced { *trace } else { *allow }];
+    }
+    let mid = runs.len() / 2;
+    let left = tree(&runs[..mid], allow, trace);
+    let right = tree(&runs[mid..], allow, trace);
+    // jge runs[mid].start -> right (after left), else fall into left.
+    assert!(left.len() <= 255, "seccomp filter subtree too large for a BPF jump");
+    let mut v = Vec::with_capacity(1 + left.len() + right.len());
+    v.push(jump(BPF_JGE_K, runs[mid].start, left.len() as u8, 0));
+    v.extend(left);
+    v.extend(right);
+    v
+}
+
+/// Runs the filter over one `(arch, nr)` the way the kernel would; for tests.
+pub fn simulate(prog: &[Insn], arch: u32, nr: u32) -> u32 {
+    let mut acc = 0u32;
+    let mut pc = 0usize;
+    while let Some(i) = prog.get(pc) {
+        match i.code {
+            BPF_LD_W_ABS => acc = if i.k == OFF_ARCH { arch } else { nr },
+            BPF_JEQ_K => pc += if acc == i.k { i.jt } else { i.jf } as usize,
+            BPF_JGE_K => pc += if acc >= i.k { i.jt } else { i.jf } as usize,
+            BPF_RET_K => return i.k,
+            _ => return u32::MAX,
+        }
+        pc += 1;
+    }
+    u32::MAX
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traces_exactly_the_set_and_nothing_else() {
+        let sets: Vec<Vec<u32>> = vec![
+            crate::arch::table().iter().map(|&(n, _)| n).collect(),
+            vec![0],
+            vec![0, 1, 2, 5, 6, 9],
+            vec![7],
+            vec![3, 4, 1000],
+        ];
+        for set in sets {
+            let prog = build_filter(0xc000_003e, &set);
+            assert!(prog.len() < 400);
+            for nr in 0..2000u32 {
+                let want = if set.contains(&nr) { libc::SECCOMP_RET_TRACE } else { libc::SECCOMP_RET_ALLOW };
+                assert_eq!(simulate(&prog, 0xc000_003e, nr), want, "nr {nr} of {set:?}");
+            }
+            assert_eq!(simulate(&prog, 0xc000_003e, 0x4000_0000), libc::SECCOMP_RET_ALLOW);
+            assert_eq!(simulate(&prog, 0x4000_0003, 0), libc::SECCOMP_RET_ALLOW, "foreign arch");
+        }
+    }
+
+    #[test]
+    fn an_untraced_call_costs_a_handful_of_instructions() {
+        let set: Vec<u32> = crate::arch::table().iter().map(|&(n, _)| n).collect();
+        let prog = build_filter(0xc000_003e, &set);
+        // Depth of the search tree: log2(runs) + the 4-instruction prologue.
+        let mut max_steps = 0;
+        for nr in 0..500u32 {
+            let mut pc = 0usize;
+            let mut steps = 0;
+            let mut acc = 0u32;
+            loop {
+                let i = prog[pc];
+                steps += 1;
+                match i.code {
+                    BPF_LD_W_ABS => acc = if i.k == OFF_ARCH { 0xc000_003e } else { nr },
+                    BPF_JEQ_K => pc += if acc == i.k { i.jt } else { i.jf } as usize,
+                    BPF_JGE_K => pc += if acc >= i.k { i.jt } else { i.jf } as usize,
+                    _ => break,
+                }
+                pc += 1;
+            }
+            max_steps = max_steps.max(steps);
+        }
+        assert!(max_steps <= 14, "{max_steps} steps");
+    }
+}

@@ -1,0 +1,212 @@
+//! Starting the program: fork, install the seccomp filter in the child, stop it so the
+//! tracer can seize it, then exec. Everything the child needs is prepared before fork:
+//! between fork and exec it only makes raw syscalls.
+
+use crate::error::RecordError;
+use crate::kernel::{self, Tid};
+use std::ffi::{CString, OsString};
+use std::io;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+/// Finds `prog` the way execvp does: as given when it contains a slash, else along PATH.
+/// Resolving here (not with execvp in the child) gives a clear "not found" and makes the
+/// program's exec the single execve in the trace, as with strace.
+pub fn resolve_program(prog: &OsString) -> Result<PathBuf, RecordError> {
+    let name = prog.to_string_lossy().into_owned();
+    if prog.is_empty() {
+        return Err(RecordError::NotFound(name));
+    }
+    if prog.as_bytes().contains(&b'/') {
+        let p = PathBuf::from(prog);
+        return match std::fs::metadata(&p) {
+            Ok(_) => Ok(p),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(RecordError::NotFound(name)),
+            Err(e) => Err(RecordError::NotExecutable { program: name, source: e }),
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    let mut denied = None;
+    for dir in std::env::split_paths(&path) {
+        let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+        let cand = dir.join(prog);
+        let Ok(md) = std::fs::metadata(&cand) else { continue };
+        if md.is_dir() {
+            continue;
+        }
+        if is_executable(&cand) {
+            return Ok(cand);
+        }
+        denied.get_or_insert(cand);
+    }
+    match denied {
+        Some(p) => Err(RecordError::NotExecutable {
+            program: p.display().to_string(),
+            source: io::Error::from_raw_os_error(libc::EACCES),
+        }),
+        None => Err(RecordError::NotFound(name)),
+    }
+}
+
+fn is_executable(p: &Path) -> bool {
+    let Ok(c) = CString::new(p.as_os_str().as_bytes()) else { return false };
+    // SAFETY: valid C string.
+    unsafe { libc::access(c.as_ptr(), libc::X_OK) == 0 }
+}
+
+/// How the child failed before exec, reported through a close-on-exec pipe.
+const STAGE_SECCOMP: u8 = 1;
+const STAGE_EXEC: u8 = 2;
+
+/// A child that stopped itself with the filter installed, ready to be seized.
+#[derive(Debug)]
+pub struct Child {
+    /// Its pid.
+    pub pid: Tid,
+    /// Read end of the error pipe (the write end closes at exec).
+    err_fd: i32,
+}
+
+impl Child {
+    /// What the child reported before its exec failed, if anything.
+    pub fn failure(&self) -> Option<(u8, i32)> {
+        let mut b = [0u8; 5];
+        // SAFETY: reading into a local buffer from our own pipe.
+        let n = unsafe { libc::read(self.err_fd, b.as_mut_ptr().cast(), 5) };
+        (n == 5).then(|| (b[0], i32::from_ne_bytes([b[1], b[2], b[3], b[4]])))
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        // SAFETY: closing our own descriptor.
+        unsafe { libc::close(self.err_fd) };
+    }
+}
+
+extern "C" {
+    static environ: *const *const libc::c_char;
+}
+
+/// Forks the child. It installs `filter` (if any), stops itself with SIGSTOP, then execs
+/// `program` with `argv` and the current environment.
+pub fn fork_child(program: &Path, argv: &[OsString], filter: Option<&[libc::sock_filter]>) -> Result<Child, RecordError> {
+    let prog_c = CString::new(program.as_os_str().as_bytes())
+        .map_err(|_| RecordError::NotFound(program.display().to_string()))?;
+    let args: Vec<CString> = argv
+        .iter()
+        .map(|a| CString::new(a.clone().into_vec()))
+        .collect::<Result<_, _>>()
+        .map_err(|_| RecordError::NotExecutable {
+            program: program.display().to_string(),
+            source: io::Error::new(io::ErrorKind::InvalidInput, "an argument contains a NUL byte"),
+        })?;
+    let mut arg_ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+    arg_ptrs.push(std::ptr::null());
+    let prog = filter.map(|f| libc::sock_fprog { len: f.len() as u16, filter: f.as_ptr() as *mut _ });
+
+    let mut fds = [0i32; 2];
+    // SAFETY: fds is a valid out-array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(RecordError::os("pipe2", io::Error::last_os_error()));
+    }
+    let (rd, wr) = (fds[0], fds[1]);
+
+    // SAFETY: fork; the child branch below makes only async-signal-safe raw syscalls on
+    // memory prepared before the fork, and always ends in execve or _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        let e = io::Error::last_os_error();
+        unsafe {
+            libc::close(rd);
+            libc::close(wr);
+        }
+        return Err(RecordError::os("fork", e));
+    }
+    if pid == 0 {
+        unsafe { child(wr, &prog_c, &arg_ptrs, prog.as_ref()) }
+    }
+    // SAFETY: closing our copy of the write end.
+    unsafe { libc::close(wr) };
+    Ok(Child { pid, err_fd: rd })
+}
+
+/// The child between fork and exec. Never returns.
+unsafe fn child(err: i32, prog: &CString, argv: &[*const libc::c_char], filter: Option<&libc::sock_fprog>) -> ! {
+    let fail = |stage: u8, errno: i32| -> ! {
+        let mut b = [stage, 0, 0, 0, 0];
+        b[1..].copy_from_slice(&errno.to_ne_bytes());
+        // SAFETY: writing a local buffer to our pipe, then exiting without unwinding.
+        unsafe {
+            libc::write(err, b.as_ptr().cast(), 5);
+            libc::_exit(if stage == STAGE_EXEC { 127 } else { 125 });
+        }
+    };
+    let errno = || io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    // SAFETY (whole block): raw syscalls on prepared memory.
+    unsafe {
+        // The Rust runtime ignores SIGPIPE; programs expect the default (as
+        // std::process::Command also restores).
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        if let Some(f) = filter {
+            let flags = libc::SECCOMP_FILTER_FLAG_SPEC_ALLOW;
+            let mut r = libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, flags, f as *const _);
+            if r != 0 && errno() == libc::EINVAL {
+                // Kernels before 4.17 lack SPEC_ALLOW.
+                r = libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, f as *const _);
+            }
+            if r != 0 && errno() == libc::EACCES {
+                // Without CAP_SYS_ADMIN a filter requires no_new_privs (as strace does).
+                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                r = libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, f as *const _);
+            }
+            if r != 0 {
+                fail(STAGE_SECCOMP, errno());
+            }
+        }
+        libc::kill(libc::getpid(), libc::SIGSTOP);
+        libc::execve(prog.as_ptr(), argv.as_ptr(), environ);
+        fail(STAGE_EXEC, errno())
+    }
+}
+
+/// Waits for the child to stop itself. Returns Err with the child's own failure when it
+/// exited instead.
+pub fn wait_stopped(child: &Child, program: &Path) -> Result<(), RecordError> {
+    loop {
+        match kernel::wait_one(child.pid, libc::WUNTRACED | libc::__WALL) {
+            Ok((_, st)) if libc::WIFSTOPPED(st) => return Ok(()),
+            Ok(_) => {
+                return Err(match child.failure() {
+                    Some((STAGE_SECCOMP, e)) => RecordError::Denied {
+                        what: format!("installing the seccomp filter: {}", io::Error::from_raw_os_error(e)),
+                        advice: "the kernel needs CONFIG_SECCOMP_FILTER; in a container, allow the seccomp syscall"
+                            .into(),
+                    },
+                    Some((_, e)) => exec_error(program, e),
+                    None => RecordError::os("starting the program", io::Error::other("the child exited before exec")),
+                })
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(RecordError::os("waitpid", e)),
+        }
+    }
+}
+
+/// The error for a failed exec in the child.
+pub fn exec_error(program: &Path, errno: i32) -> RecordError {
+    let e = io::Error::from_raw_os_error(errno);
+    if errno == libc::ENOENT {
+        RecordError::NotFound(program.display().to_string())
+    } else {
+        RecordError::NotExecutable { program: program.display().to_string(), source: e }
+    }
+}
+
+/// Only used to check ELF class at exec: is `/proc/PID/exe` a 32-bit program?
+pub fn is_32bit(pid: Tid) -> bool {
+    let mut b = [0u8; 5];
+    let Ok(mut f) = std::fs::File::open(format!("/proc/{pid}/exe")) else { return false };
+    use std::io::Read;
+    f.read_exact(&mut b).is_ok() && &b[..4] == b"\x7fELF" && b[4] == 1
+}

@@ -1,0 +1,741 @@
+//! The tracer: one loop over waitpid that turns ptrace stops into trace records, keeps
+//! the process tree, descriptor tables and working directories, forwards signals, and
+//! handles every kind of stop the way strace does (seccomp, syscall-exit, PTRACE_EVENT
+//! fork/clone/exec, group-stop via PTRACE_LISTEN, signal-delivery).
+
+use crate::decode::Entry;
+use crate::error::{denied_advice, RecordError};
+use crate::kernel::{self, Tid};
+use crate::state::{FdTable, FsContext, Process};
+use crate::{arch, seccomp, signals, spawn};
+use dejavu_trace::*;
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::rc::Rc;
+
+/// What to record.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// Run this command (argv[0] is looked up along PATH).
+    Command(Vec<OsString>),
+    /// Attach to these processes and all their threads.
+    Attach(Vec<i32>),
+}
+
+/// Recording options (plain data; the CLI builds it from its flags).
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// Bytes of write payload to keep for terminals, pipes, sockets, /dev/null and
+    /// append-mode files; 0 records none.
+    pub payload_bytes: u32,
+    /// Stat each newly opened descriptor once (through /proc) to record the open file's
+    /// identity; lets analysis tell a re-read of an unchanged file.
+    pub open_identity: bool,
+    /// Keep the tracer on the CPU the program last ran on while only one task is
+    /// traced (see docs/ptrace-backend.md).
+    pub follow_cpu: bool,
+    /// Report progress and decisions on stderr.
+    pub verbose: bool,
+}
+
+impl Default for RecordOptions {
+    fn default() -> Self {
+        RecordOptions { payload_bytes: 256, open_identity: true, follow_cpu: true, verbose: false }
+    }
+}
+
+/// What happened during a recording.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Exit status of the program dejavu started (None when attached).
+    pub exit: Option<ExitStatus>,
+    /// Records written.
+    pub records: u64,
+    /// Syscall records among them.
+    pub syscalls: u64,
+    /// Processes seen.
+    pub processes: u64,
+    /// Threads seen (beyond each process's first).
+    pub threads: u64,
+    /// Bytes of trace written.
+    pub bytes: u64,
+    /// The first error writing the trace; recording went on without writing.
+    pub write_error: Option<String>,
+    /// Records not written because of that error.
+    pub dropped: u64,
+    /// Things the user should know (once each).
+    pub warnings: Vec<String>,
+    /// Recording ended by detaching (attach mode, or the tracer was interrupted).
+    pub detached: bool,
+}
+
+/// Per-task (thread) state.
+#[derive(Debug)]
+pub(crate) struct Task {
+    pub pid: Tid,
+    /// The call this task is inside, between its entry and exit stops.
+    pub entry: Option<Entry>,
+    /// Flags of the clone/fork this task is inside, for its PTRACE_EVENT stop.
+    pub clone_flags: Option<u64>,
+    /// Not yet past its first exec (the launched child, still running our code).
+    pub pre_exec: bool,
+}
+
+pub(crate) struct Tracer<W: Write> {
+    pub w: TraceWriter<W>,
+    pub write_failed: bool,
+    pub out: Outcome,
+    pub t0: u64,
+    pub opts: RecordOptions,
+    /// A seccomp filter stops only traced calls (launch mode); without it every call
+    /// stops at entry and exit (attach mode).
+    pub seccomp: bool,
+    pub tasks: FxHashMap<Tid, Task>,
+    pub procs: FxHashMap<Tid, Process>,
+    /// Initial stops of new tasks whose parent's fork/clone event has not arrived yet.
+    early: FxHashMap<Tid, ()>,
+    /// New tasks announced by their parent's event, whose initial stop has not arrived.
+    expected: FxHashMap<Tid, ()>,
+    pub root: Option<Tid>,
+    pub buf: Vec<u8>,
+    pub buf2: Vec<u8>,
+    pub warned: FxHashMap<&'static str, ()>,
+    cpu: CpuFollower,
+}
+
+fn ptrace_options(seccomp: bool, launched: bool) -> i32 {
+    let mut o = libc::PTRACE_O_TRACESYSGOOD
+        | libc::PTRACE_O_TRACEFORK
+        | libc::PTRACE_O_TRACEVFORK
+        | libc::PTRACE_O_TRACECLONE
+        | libc::PTRACE_O_TRACEEXEC;
+    if seccomp {
+        o |= libc::PTRACE_O_TRACESECCOMP;
+    }
+    if launched {
+        // If dejavu dies, so does the program: with the filter installed and no tracer,
+        // every traced call would fail with ENOSYS.
+        o |= libc::PTRACE_O_EXITKILL;
+    }
+    o
+}
+
+/// Records `target` into the trace that `make_writer` creates from the trace metadata.
+pub fn record<W: Write>(
+    target: Target,
+    opts: &RecordOptions,
+    make_writer: impl FnOnce(&Meta) -> Result<TraceWriter<W>, TraceError>,
+) -> Result<(Outcome, W), RecordError> {
+    let t0 = kernel::now_ns();
+    let start_unix_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let cwd = std::env::current_dir().map(|p| p.into_os_string().into_vec()).unwrap_or_else(|_| b"/".to_vec());
+    let mut meta = Meta {
+        producer: format!("dejavu {}", env!("CARGO_PKG_VERSION")),
+        backend: "ptrace".into(),
+        arch: arch::NAME.into(),
+        start_unix_ns,
+        cwd: String::from_utf8_lossy(&cwd).into_owned(),
+        payload_bytes: opts.payload_bytes,
+        ..Meta::default()
+    };
+    match &target {
+        Target::Command(argv) => {
+            let Some(prog) = argv.first() else {
+                return Err(RecordError::NotFound(String::new()));
+            };
+            let path = spawn::resolve_program(prog)?;
+            meta.command = argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+            meta.notes.push("seccomp-bpf filter: only traced calls stop the program".into());
+            let table: Vec<u32> = arch::table().iter().map(|&(n, _)| n).chain(arch::CLONE_NRS.iter().copied()).collect();
+            let filter = seccomp::build_filter(arch::AUDIT_ARCH, &table);
+            let child = spawn::fork_child(&path, argv, Some(&filter))?;
+            let pid = child.pid;
+            let res = (|| {
+                spawn::wait_stopped(&child, &path)?;
+                let _sig = signals::install();
+                if let Err(e) = kernel::seize(pid, ptrace_options(true, true)) {
+                    let _ = kernel::kill(pid, libc::SIGKILL);
+                    let _ = kernel::wait_one(pid, libc::__WALL);
+                    return Err(denied(e, false, Some(pid)));
+                }
+                let w = make_writer(&meta)?;
+                let mut t = Tracer::new(w, t0, opts.clone(), true);
+                t.root = Some(pid);
+                t.add_process(pid, Rc::from(cwd.as_slice()), FdTable::default());
+                t.tasks.insert(pid, Task { pid, entry: None, clone_flags: None, pre_exec: true });
+                t.push(Record::Spawn(Spawn { ts: 0, parent_pid: 0, parent_tid: 0, pid: pid as u32, tid: pid as u32, clone_flags: 0 }));
+                kernel::kill(pid, libc::SIGCONT).map_err(|e| RecordError::os("kill(SIGCONT)", e))?;
+                t.run()?;
+                Ok(t)
+            })();
+            let t = res?;
+            if let Some((stage, errno)) = child.failure() {
+                if stage == 2 && t.out.exit == Some(ExitStatus::Code(127)) {
+                    return Err(spawn::exec_error(&path, errno));
+                }
+            }
+            t.finish()
+        }
+        Target::Attach(pids) => {
+            for &p in pids {
+                if !std::path::Path::new(&format!("/proc/{p}")).exists() {
+                    return Err(RecordError::NoSuchProcess(p));
+                }
+            }
+            meta.attached = pids.iter().map(|&p| p as u32).collect();
+            meta.command = pids
+                .first()
+                .map(|&p| crate::decode::proc_cmdline(p))
+                .unwrap_or_default();
+            if let Some(&p) = pids.first() {
+                if let Ok(c) = kernel::readlink(format!("/proc/{p}/cwd").as_bytes()) {
+                    meta.cwd = String::from_utf8_lossy(&c).into_owned();
+                }
+            }
+            meta.notes.push("attached: every call stops the program (no seccomp filter)".into());
+            let _sig = signals::install();
+            let w = make_writer(&meta)?;
+            let mut t = Tracer::new(w, t0, opts.clone(), false);
+            t.out.detached = true;
+            for &p in pids {
+                t.attach_process(p)?;
+            }
+            t.run()?;
+            t.finish()
+        }
+    }
+}
+
+fn denied(e: io::Error, attaching: bool, pid: Option<i32>) -> RecordError {
+    if e.raw_os_error() == Some(libc::EPERM) || e.raw_os_error() == Some(libc::ENOSYS) {
+        RecordError::Denied {
+            what: format!("ptrace(PTRACE_SEIZE, {}): {e}", pid.unwrap_or(0)),
+            advice: denied_advice(attaching, pid),
+        }
+    } else if e.raw_os_error() == Some(libc::ESRCH) {
+        RecordError::NoSuchProcess(pid.unwrap_or(0))
+    } else {
+        RecordError::os("ptrace(PTRACE_SEIZE)", e)
+    }
+}
+
+use std::os::unix::ffi::OsStringExt;
+
+impl<W: Write> Tracer<W> {
+    fn new(w: TraceWriter<W>, t0: u64, opts: RecordOptions, seccomp: bool) -> Self {
+        Tracer {
+            w,
+            write_failed: false,
+            out: Outcome::default(),
+            t0,
+            cpu: CpuFollower::new(opts.follow_cpu),
+            opts,
+            seccomp,
+            tasks: FxHashMap::default(),
+            procs: FxHashMap::default(),
+            early: FxHashMap::default(),
+            expected: FxHashMap::default(),
+            root: None,
+            buf: Vec::with_capacity(4096),
+            buf2: Vec::with_capacity(4096),
+            warned: FxHashMap::default(),
+        }
+    }
+
+    pub fn now(&self) -> u64 {
+        kernel::now_ns().saturating_sub(self.t0)
+    }
+
+    /// Appends a record; after the first write error, counts instead of writing.
+    pub fn push(&mut self, rec: Record) {
+        if let Record::Syscall(_) = rec {
+            self.out.syscalls += 1;
+        }
+        if self.write_failed {
+            self.out.dropped += 1;
+            return;
+        }
+        if let Err(e) = self.w.push(&rec) {
+            self.write_failed = true;
+            self.out.dropped += 1;
+            self.out.write_error = Some(e.to_string());
+            eprintln!("dejavu: cannot write the trace ({e}); the program keeps running, events from now on are lost");
+        }
+    }
+
+    pub fn warn_once(&mut self, key: &'static str, msg: String) {
+        if self.warned.insert(key, ()).is_none() {
+            self.out.warnings.push(msg);
+        }
+    }
+
+    fn add_process(&mut self, pid: Tid, cwd: Rc<[u8]>, fds: FdTable) {
+        self.procs.insert(
+            pid,
+            Process { fds: Rc::new(RefCell::new(fds)), fs: Rc::new(RefCell::new(FsContext { cwd })), tasks: 1 },
+        );
+        self.out.processes += 1;
+    }
+
+    fn resume(&mut self, tid: Tid, sig: i32) {
+        let in_call = self.tasks.get(&tid).is_some_and(|t| t.entry.is_some());
+        let r = if !self.seccomp || in_call { kernel::syscall(tid, sig) } else { kernel::cont(tid, sig) };
+        // ESRCH: the task was killed meanwhile (SIGKILL, exit_group from another thread);
+        // its exit is reported by waitpid.
+        if let Err(e) = r {
+            if e.raw_os_error() != Some(libc::ESRCH) {
+                self.warn_once("resume", format!("could not resume task {tid}: {e}"));
+            }
+        }
+    }
+
+    /// The main loop: until no traced task is left.
+    fn run(&mut self) -> Result<(), RecordError> {
+        loop {
+            if let Some((sig, from_tty)) = signals::take() {
+                if self.handle_own_signal(sig, from_tty) {
+                    return Ok(());
+                }
+            }
+            if self.tasks.is_empty() && self.early.is_empty() {
+                return Ok(());
+            }
+            let (tid, status) = match kernel::wait_any() {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.raw_os_error() == Some(libc::ECHILD) => return Ok(()),
+                Err(e) => return Err(RecordError::os("waitpid", e)),
+            };
+            let now = self.now();
+            if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+                let st = if libc::WIFEXITED(status) {
+                    ExitStatus::Code(libc::WEXITSTATUS(status))
+                } else {
+                    ExitStatus::Signal { signal: libc::WTERMSIG(status), core: libc::WCOREDUMP(status) }
+                };
+                self.task_exited(tid, st, now);
+                continue;
+            }
+            if !libc::WIFSTOPPED(status) {
+                continue;
+            }
+            if !self.tasks.contains_key(&tid) {
+                // A new task reporting before its parent's fork/clone event: keep it
+                // stopped until we know whose it is.
+                if self.expected.remove(&tid).is_none() {
+                    self.early.insert(tid, ());
+                    continue;
+                }
+            }
+            self.cpu.observe(tid, self.tasks.len());
+            let sig = libc::WSTOPSIG(status);
+            let event = (status >> 16) & 0xff;
+            if sig == (libc::SIGTRAP | 0x80) {
+                self.syscall_stop(tid, now);
+            } else if event == libc::PTRACE_EVENT_SECCOMP {
+                self.seccomp_stop(tid, now);
+            } else if event == libc::PTRACE_EVENT_FORK
+                || event == libc::PTRACE_EVENT_VFORK
+                || event == libc::PTRACE_EVENT_CLONE
+            {
+                self.clone_event(tid, event, now);
+                self.resume(tid, 0);
+            } else if event == libc::PTRACE_EVENT_EXEC {
+                self.exec_event(tid, now);
+                self.resume(tid, 0);
+            } else if event == libc::PTRACE_EVENT_STOP {
+                if matches!(sig, libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) {
+                    // Group-stop: stay stopped as the program asked, but let the kernel
+                    // tell us about SIGCONT.
+                    if let Err(e) = kernel::listen(tid) {
+                        if e.raw_os_error() != Some(libc::ESRCH) {
+                            self.resume(tid, 0);
+                        }
+                    }
+                } else {
+                    // Initial stop of a new task, or PTRACE_INTERRUPT, or SIGCONT after
+                    // a listen.
+                    self.resume(tid, 0);
+                }
+            } else {
+                // Signal-delivery-stop: the program's own signal; deliver it.
+                let pre_exec = self.tasks.get(&tid).is_some_and(|t| t.pre_exec);
+                if pre_exec && sig == libc::SIGCONT {
+                    // Our own SIGCONT that woke the child after seize.
+                    self.resume(tid, 0);
+                    continue;
+                }
+                let pid = self.tasks.get(&tid).map_or(tid, |t| t.pid);
+                self.push(Record::Signal(Signal { ts: now, pid: pid as u32, tid: tid as u32, signal: sig }));
+                self.resume(tid, sig);
+            }
+        }
+    }
+
+    /// A signal to dejavu itself. Returns true when the loop should end (detached).
+    fn handle_own_signal(&mut self, sig: i32, from_tty: bool) -> bool {
+        if self.seccomp {
+            // We started the program: it decides what the signal means. A terminal
+            // already delivered it to the program's process group.
+            if !from_tty {
+                if let Some(root) = self.root {
+                    if self.tasks.contains_key(&root) {
+                        let _ = kernel::kill(root, sig);
+                    }
+                }
+            }
+            false
+        } else {
+            if self.opts.verbose {
+                eprintln!("dejavu: detaching after {}", signal_name(sig));
+            }
+            self.detach_all();
+            true
+        }
+    }
+
+    /// Detaches from every task, leaving the processes running.
+    fn detach_all(&mut self) {
+        let now = self.now();
+        let tids: Vec<Tid> = self.tasks.keys().copied().collect();
+        for &tid in &tids {
+            let _ = kernel::interrupt(tid);
+        }
+        let mut left: FxHashMap<Tid, ()> = tids.iter().map(|&t| (t, ())).collect();
+        while !left.is_empty() {
+            let (tid, status) = match kernel::wait_any() {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+                left.remove(&tid);
+                continue;
+            }
+            let sig = libc::WSTOPSIG(status);
+            let event = (status >> 16) & 0xff;
+            // Pass the program's own pending signal along; tracer stops pass nothing.
+            let deliver = if event == 0 && sig != (libc::SIGTRAP | 0x80) { sig } else { 0 };
+            let _ = kernel::detach(tid, deliver);
+            left.remove(&tid);
+        }
+        for tid in tids {
+            if let Some(entry) = self.tasks.get_mut(&tid).and_then(|t| t.entry.take()) {
+                self.unfinished(tid, entry, now);
+            }
+        }
+        self.tasks.clear();
+    }
+
+    fn seccomp_stop(&mut self, tid: Tid, now: u64) {
+        match kernel::syscall_info(tid) {
+            Ok(kernel::SyscallInfo::Entry { arch, nr, args }) => self.entry(tid, arch, nr, args, now),
+            _ => self.resume(tid, 0),
+        }
+    }
+
+    fn syscall_stop(&mut self, tid: Tid, now: u64) {
+        match kernel::syscall_info(tid) {
+            Ok(kernel::SyscallInfo::Entry { arch, nr, args }) => self.entry(tid, arch, nr, args, now),
+            Ok(kernel::SyscallInfo::Exit { rval, .. }) => {
+                let entry = self.tasks.get_mut(&tid).and_then(|t| t.entry.take());
+                if let Some(e) = entry {
+                    self.exit(tid, e, rval, now);
+                }
+                self.resume(tid, 0);
+            }
+            _ => self.resume(tid, 0),
+        }
+    }
+
+    fn entry(&mut self, tid: Tid, audit_arch: u32, nr: u64, args: [u64; 6], now: u64) {
+        if audit_arch != arch::AUDIT_ARCH {
+            // Attach mode sees a 32-bit program's calls; we do not decode that ABI.
+            self.warn_once("abi", "a traced process uses a 32-bit ABI; its calls are not recorded".into());
+            self.resume(tid, 0);
+            return;
+        }
+        if arch::CLONE_NRS.contains(&(nr as u32)) {
+            let flags = crate::decode::clone_flags(tid, nr, &args);
+            if let Some(t) = self.tasks.get_mut(&tid) {
+                t.clone_flags = Some(flags);
+            }
+            // The PTRACE_EVENT stop tells us the child; the exit stop is not needed.
+            self.resume(tid, 0);
+            return;
+        }
+        let Some(sys) = arch::sys_of(nr) else {
+            self.resume(tid, 0);
+            return;
+        };
+        let Some(pid) = self.tasks.get(&tid).map(|t| t.pid) else {
+            self.resume(tid, 0);
+            return;
+        };
+        let e = self.decode_entry(tid, pid, sys, args, now);
+        if let Some(t) = self.tasks.get_mut(&tid) {
+            if let Some(old) = t.entry.replace(e) {
+                // An entry without exit: should not happen, keep it honest.
+                self.unfinished(tid, old, now);
+            }
+        }
+        self.resume(tid, 0);
+    }
+
+    pub fn unfinished(&mut self, _tid: Tid, e: Entry, _now: u64) {
+        let mut c = e.call;
+        c.ev |= ev::UNFINISHED;
+        self.push(Record::Syscall(c));
+    }
+
+    fn clone_event(&mut self, tid: Tid, event: i32, now: u64) {
+        let Ok(child) = kernel::event_msg(tid) else { return };
+        let child = child as Tid;
+        let Some(parent) = self.tasks.get_mut(&tid) else { return };
+        let ppid = parent.pid;
+        let flags = parent.clone_flags.take().unwrap_or(match event {
+            libc::PTRACE_EVENT_FORK => libc::SIGCHLD as u64,
+            libc::PTRACE_EVENT_VFORK => (libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as u64,
+            // Without the clone entry (cannot happen with our filter) assume a thread
+            // only when /proc agrees.
+            _ => thread_flags_from_proc(child),
+        });
+        let is_thread = flags & libc::CLONE_THREAD as u64 != 0;
+        let new_pid = if is_thread { ppid } else { child };
+        if is_thread {
+            if let Some(p) = self.procs.get_mut(&ppid) {
+                p.tasks += 1;
+            }
+            self.out.threads += 1;
+        } else {
+            let (fds, fs) = match self.procs.get(&ppid) {
+                Some(p) => (
+                    if flags & libc::CLONE_FILES as u64 != 0 {
+                        p.fds.clone()
+                    } else {
+                        Rc::new(RefCell::new(p.fds.borrow().clone()))
+                    },
+                    if flags & libc::CLONE_FS as u64 != 0 {
+                        p.fs.clone()
+                    } else {
+                        Rc::new(RefCell::new(p.fs.borrow().clone()))
+                    },
+                ),
+                None => (Rc::new(RefCell::new(FdTable::default())), Rc::new(RefCell::new(FsContext { cwd: Rc::from(&b"/"[..]) }))),
+            };
+            self.procs.insert(child, Process { fds, fs, tasks: 1 });
+            self.out.processes += 1;
+        }
+        self.tasks.insert(child, Task { pid: new_pid, entry: None, clone_flags: None, pre_exec: false });
+        self.push(Record::Spawn(Spawn {
+            ts: now,
+            parent_pid: ppid as u32,
+            parent_tid: tid as u32,
+            pid: new_pid as u32,
+            tid: child as u32,
+            clone_flags: flags,
+        }));
+        if self.early.remove(&child).is_some() {
+            self.resume(child, 0);
+        } else {
+            self.expected.insert(child, ());
+        }
+    }
+
+    fn exec_event(&mut self, tid: Tid, now: u64) {
+        let former = kernel::event_msg(tid).map(|v| v as Tid).unwrap_or(tid);
+        if former != tid {
+            // A non-leader thread called exec: it takes over the leader's tid. The old
+            // leader's pending call (if any) never returns.
+            if let Some(mut old_leader) = self.tasks.remove(&tid) {
+                if let Some(e) = old_leader.entry.take() {
+                    self.unfinished(tid, e, now);
+                }
+            }
+            if let Some(t) = self.tasks.remove(&former) {
+                self.tasks.insert(tid, t);
+            }
+        }
+        let Some(task) = self.tasks.get_mut(&tid) else { return };
+        task.pre_exec = false;
+        let pid = task.pid;
+        // Every other thread of the process is gone now.
+        let others: Vec<Tid> = self.tasks.iter().filter(|(&k, t)| t.pid == pid && k != tid).map(|(&k, _)| k).collect();
+        for o in others {
+            if let Some(mut t) = self.tasks.remove(&o) {
+                if let Some(e) = t.entry.take() {
+                    self.unfinished(o, e, now);
+                }
+            }
+        }
+        if let Some(p) = self.procs.get_mut(&pid) {
+            p.tasks = 1;
+            // exec unshares the descriptor table and closes close-on-exec descriptors.
+            let after = p.fds.borrow().after_exec();
+            p.fds = Rc::new(RefCell::new(after));
+        }
+        let (exe, argv) = match self.tasks.get(&tid).and_then(|t| t.entry.as_ref()).and_then(|e| e.exec.clone()) {
+            Some(x) => x,
+            None => {
+                let exe = kernel::readlink(format!("/proc/{pid}/exe").as_bytes()).unwrap_or_default();
+                let argv = crate::decode::proc_cmdline(pid).join("\0").into_bytes();
+                (Rc::from(exe.as_slice()), argv)
+            }
+        };
+        let exe = self.w.intern(&exe);
+        let argv = self.w.intern(&argv);
+        self.push(Record::Exec(Exec { ts: now, pid: pid as u32, tid: tid as u32, exe, argv }));
+        if spawn::is_32bit(pid) {
+            self.push(Record::Lost(Lost { ts: now, pid: pid as u32, count: 0, reason: LostReason::ForeignAbi }));
+            self.warn_once(
+                "abi32",
+                format!("process {pid} runs a 32-bit program; dejavu does not trace the 32-bit ABI, so its calls are missing"),
+            );
+        }
+    }
+
+    fn task_exited(&mut self, tid: Tid, st: ExitStatus, now: u64) {
+        self.early.remove(&tid);
+        self.expected.remove(&tid);
+        let Some(mut task) = self.tasks.remove(&tid) else { return };
+        if let Some(e) = task.entry.take() {
+            self.unfinished(tid, e, now);
+        }
+        let pid = task.pid;
+        self.push(Record::Exit(Exit { ts: now, pid: pid as u32, tid: tid as u32, status: st }));
+        if let Some(p) = self.procs.get_mut(&pid) {
+            p.tasks = p.tasks.saturating_sub(1);
+            if tid == pid {
+                self.procs.remove(&pid);
+            }
+        }
+        if Some(tid) == self.root {
+            self.out.exit = Some(st);
+        }
+    }
+
+    fn attach_process(&mut self, pid: Tid) -> Result<(), RecordError> {
+        let now = self.now();
+        let cwd = kernel::readlink(format!("/proc/{pid}/cwd").as_bytes()).unwrap_or_else(|_| b"/".to_vec());
+        self.add_process(pid, Rc::from(cwd.as_slice()), FdTable::default());
+        let ppid = proc_ppid(pid);
+        self.push(Record::Spawn(Spawn { ts: now, parent_pid: ppid as u32, parent_tid: ppid as u32, pid: pid as u32, tid: pid as u32, clone_flags: 0 }));
+        let exe = kernel::readlink(format!("/proc/{pid}/exe").as_bytes()).unwrap_or_default();
+        let argv = crate::decode::proc_cmdline(pid).join("\0").into_bytes();
+        let (exe, argv) = (self.w.intern(&exe), self.w.intern(&argv));
+        self.push(Record::Exec(Exec { ts: now, pid: pid as u32, tid: pid as u32, exe, argv }));
+        // Threads can appear while we attach: list until no new one shows up.
+        let mut seized: FxHashMap<Tid, ()> = FxHashMap::default();
+        loop {
+            let mut new = 0;
+            let dir = std::fs::read_dir(format!("/proc/{pid}/task")).map_err(|_| RecordError::NoSuchProcess(pid))?;
+            for ent in dir.flatten() {
+                let Some(tid) = ent.file_name().to_str().and_then(|s| s.parse::<Tid>().ok()) else { continue };
+                if seized.contains_key(&tid) {
+                    continue;
+                }
+                match kernel::seize(tid, ptrace_options(false, false)) {
+                    Ok(()) => {}
+                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => continue,
+                    Err(e) => return Err(denied(e, true, Some(pid))),
+                }
+                let _ = kernel::interrupt(tid);
+                seized.insert(tid, ());
+                self.tasks.insert(tid, Task { pid, entry: None, clone_flags: None, pre_exec: false });
+                if tid != pid {
+                    if let Some(p) = self.procs.get_mut(&pid) {
+                        p.tasks += 1;
+                    }
+                    self.out.threads += 1;
+                    self.push(Record::Spawn(Spawn { ts: now, parent_pid: pid as u32, parent_tid: pid as u32, pid: pid as u32, tid: tid as u32, clone_flags: libc::CLONE_THREAD as u64 }));
+                }
+                // Its interrupt stop arrives in the main loop like any new task's.
+                self.expected.insert(tid, ());
+                new += 1;
+            }
+            if new == 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(Outcome, W), RecordError> {
+        let now = self.now();
+        // Anything still inside a call (attach/detach) never returned while traced.
+        let pending: Vec<(Tid, Entry)> =
+            self.tasks.iter_mut().filter_map(|(&tid, t)| t.entry.take().map(|e| (tid, e))).collect();
+        for (tid, e) in pending {
+            self.unfinished(tid, e, now);
+        }
+        let mut out = std::mem::take(&mut self.out);
+        out.records = self.w.records();
+        let end = End { end_ts: now, exit: out.exit, ..End::default() };
+        let w = self.w.finish(end).map_err(|e| {
+            if out.write_error.is_none() {
+                RecordError::Trace(e)
+            } else {
+                RecordError::Trace(TraceError::Io(io::Error::other(out.write_error.clone().unwrap_or_default())))
+            }
+        })?;
+        Ok((out, w))
+    }
+}
+
+fn thread_flags_from_proc(tid: Tid) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{tid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        s.lines().find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse::<i32>().ok()))
+    };
+    match (field("Tgid:"), field("Pid:")) {
+        (Some(tg), Some(p)) if tg != p => (libc::CLONE_THREAD | libc::CLONE_FILES | libc::CLONE_FS | libc::CLONE_VM) as u64,
+        _ => libc::SIGCHLD as u64,
+    }
+}
+
+fn proc_ppid(pid: Tid) -> Tid {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.to_string()))
+        .and_then(|rest| rest.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// A signal's name for messages.
+pub fn signal_name(sig: i32) -> String {
+    let names = [
+        "", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE", "SIGKILL",
+        "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM", "SIGSTKFLT", "SIGCHLD", "SIGCONT",
+        "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGURG", "SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF",
+        "SIGWINCH", "SIGIO", "SIGPWR", "SIGSYS",
+    ];
+    match names.get(sig as usize) {
+        Some(n) if !n.is_empty() => n.to_string(),
+        _ => format!("signal {sig}"),
+    }
+}
+
+/// Keeps the tracer next to the program. ptrace stops are wake-ups between tracer and
+/// tracee; across CPUs each costs an IPI and a cold cache. While one task is traced,
+/// moving the tracer onto the CPU the task last ran on makes the hand-offs local. The
+/// program's own affinity is never touched.
+struct CpuFollower {
+    enabled: bool,
+    pinned: Option<i32>,
+    stops: u32,
+}
+
+impl CpuFollower {
+    fn new(enabled: bool) -> Self {
+        CpuFollower { enabled, pinned: None, stops: 0 }
+    }
+
+    fn observe(&mut self, _tid: Tid, _tasks: usize) {
+        let _ = (self.enabled, self.pinned, self.stops);
+    }
+}

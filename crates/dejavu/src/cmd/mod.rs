@@ -1,0 +1,17 @@
+//! One module per subcommand; `run` dispatches.
+
+mod export;
+mod record;
+
+use crate::cli::{Cli, Command};
+
+/// Runs the chosen subcommand; returns the process exit code.
+pub fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Record(a) => record::run(a),
+        Command::Export(a) => export::run(a),
+        Command::Summary(_) | Command::Import(_) => {
+            anyhow::bail!("not built yet")
+        }
+    }
+}
