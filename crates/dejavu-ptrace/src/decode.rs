@@ -32,6 +32,8 @@ pub(crate) struct Entry {
     pub exec: Option<(Rc<[u8]>, Vec<u8>)>,
     /// The descriptor's payload should be recorded (write family).
     pub payload: bool,
+    /// Decoded at the exit stop: memory the call updates already holds the new values.
+    pub at_exit: bool,
 }
 
 fn arg_fd(v: u64) -> i32 {
@@ -53,6 +55,27 @@ pub fn clone_flags(tid: Tid, nr: u64, args: &[u64; 6]) -> u64 {
     } else {
         args[0]
     }
+}
+
+/// The program path an exec was given, read after the exec from the new stack
+/// (auxv AT_EXECFN), resolved against the working directory.
+pub(crate) fn exec_path<W: Write>(t: &Tracer<W>, pid: Tid) -> Rc<[u8]> {
+    const AT_EXECFN: u64 = 31;
+    let fallback = || Rc::from(kernel::readlink(format!("/proc/{pid}/exe").as_bytes()).unwrap_or_default().as_slice());
+    let Ok(auxv) = std::fs::read(format!("/proc/{pid}/auxv")) else { return fallback() };
+    let addr = auxv.chunks_exact(16).find_map(|ch| {
+        let k = u64::from_ne_bytes(ch[..8].try_into().unwrap_or([0; 8]));
+        (k == AT_EXECFN).then(|| u64::from_ne_bytes(ch[8..].try_into().unwrap_or([0; 8])))
+    });
+    let mut raw = Vec::new();
+    let Some(addr) = addr else { return fallback() };
+    if kernel::read_cstr(pid, addr, PATH_MAX, &mut raw).is_err() {
+        return fallback();
+    }
+    let cwd = t.procs.get(&pid).map(|p| p.fs.borrow().cwd.clone());
+    let mut out = Vec::new();
+    resolve(cwd.as_deref().unwrap_or(b"/"), &raw, &mut out);
+    Rc::from(out.as_slice())
 }
 
 /// A process's command line from /proc.
@@ -148,6 +171,16 @@ impl<W: Write> Tracer<W> {
         Some(f)
     }
 
+    /// Learns every descriptor a process already has (inherited from dejavu, or open
+    /// before we attached), so a call decoded after it closed one still names it.
+    pub(crate) fn learn_open_fds(&mut self, pid: Tid) {
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return };
+        let fds: Vec<i32> = dir.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect();
+        for fd in fds {
+            self.fd_lookup(pid, fd);
+        }
+    }
+
     /// Fills `fd`, `path` and `stat` of a descriptor-based call.
     fn fd_arg(&mut self, pid: Tid, fd: i32, c: &mut Syscall) -> Option<Fd> {
         c.fd = Some(fd);
@@ -167,7 +200,7 @@ impl<W: Write> Tracer<W> {
     pub(crate) fn decode_entry(&mut self, tid: Tid, pid: Tid, sys: Sys, a: [u64; 6], now: u64) -> Entry {
         use Sys::*;
         let mut c = Syscall::new(now, pid as u32, tid as u32, sys);
-        let mut e = Entry { call: c, args: a, path_bytes: None, exec: None, payload: false };
+        let mut e = Entry { call: c, args: a, path_bytes: None, exec: None, payload: false, at_exit: false };
         match sys {
             Open => {
                 e.path_bytes = self.path_arg(tid, pid, AT_FDCWD, a[0], &mut c);
@@ -549,6 +582,10 @@ impl<W: Write> Tracer<W> {
                 }
             }
             Fcntl if ok => self.fcntl_exit(pid, a, ret),
+            Sendfile if e.at_exit && ret > 0 => {
+                // The kernel advanced *offset by the bytes sent.
+                c.offset = c.offset.map(|o| o - ret);
+            }
             Pipe | Pipe2 if ok => {
                 let mut b = [0u8; 8];
                 if kernel::read_mem(tid, a[0], &mut b).ok() == Some(8) {

@@ -77,8 +77,12 @@ pub(crate) struct Task {
     pub pid: Tid,
     /// The call this task is inside, between its entry and exit stops.
     pub entry: Option<Entry>,
-    /// Flags of the clone/fork this task is inside, for its PTRACE_EVENT stop.
-    pub clone_flags: Option<u64>,
+    /// Fast path: entry time of the call this task is inside, not yet decoded (the
+    /// whole call is decoded at its exit stop; see `Tracer::exit_decode`).
+    pub pending_ts: Option<u64>,
+    /// (program path, argv) of a successful exec, taken at PTRACE_EVENT_EXEC for the
+    /// execve exit stop that follows it.
+    pub exec_info: Option<(Rc<[u8]>, Vec<u8>)>,
     /// Not yet past its first exec (the launched child, still running our code).
     pub pre_exec: bool,
 }
@@ -92,6 +96,9 @@ pub(crate) struct Tracer<W: Write> {
     /// A seccomp filter stops only traced calls (launch mode); without it every call
     /// stops at entry and exit (attach mode).
     pub seccomp: bool,
+    /// Decode calls at their exit stop only (seccomp mode on architectures whose
+    /// argument registers survive the call): one tracer syscall less per call.
+    pub exit_decode: bool,
     pub tasks: FxHashMap<Tid, Task>,
     pub procs: FxHashMap<Tid, Process>,
     /// Initial stops of new tasks whose parent's fork/clone event has not arrived yet.
@@ -113,6 +120,11 @@ fn ptrace_options(seccomp: bool, launched: bool) -> i32 {
         | libc::PTRACE_O_TRACEEXEC;
     if seccomp {
         o |= libc::PTRACE_O_TRACESECCOMP;
+    }
+    if seccomp && arch::ARGS_AT_EXIT {
+        // A thread killed inside a call must still be decoded: its exit stop comes too
+        // late, PTRACE_EVENT_EXIT does not.
+        o |= libc::PTRACE_O_TRACEEXIT;
     }
     if launched {
         // If dejavu dies, so does the program: with the filter installed and no tracer,
@@ -151,7 +163,7 @@ pub fn record<W: Write>(
             let path = spawn::resolve_program(prog)?;
             meta.command = argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
             meta.notes.push("seccomp-bpf filter: only traced calls stop the program".into());
-            let table: Vec<u32> = arch::table().iter().map(|&(n, _)| n).chain(arch::CLONE_NRS.iter().copied()).collect();
+            let table: Vec<u32> = arch::table().iter().map(|&(n, _)| n).collect();
             let filter = seccomp::build_filter(arch::AUDIT_ARCH, &table);
             let child = spawn::fork_child(&path, argv, Some(&filter))?;
             let pid = child.pid;
@@ -167,7 +179,8 @@ pub fn record<W: Write>(
                 let mut t = Tracer::new(w, t0, opts.clone(), true);
                 t.root = Some(pid);
                 t.add_process(pid, Rc::from(cwd.as_slice()), FdTable::default());
-                t.tasks.insert(pid, Task { pid, entry: None, clone_flags: None, pre_exec: true });
+                t.tasks.insert(pid, Task { pid, entry: None, pending_ts: None, exec_info: None, pre_exec: true });
+                t.learn_open_fds(pid);
                 t.push(Record::Spawn(Spawn { ts: 0, parent_pid: 0, parent_tid: 0, pid: pid as u32, tid: pid as u32, clone_flags: 0 }));
                 kernel::kill(pid, libc::SIGCONT).map_err(|e| RecordError::os("kill(SIGCONT)", e))?;
                 t.run()?;
@@ -236,6 +249,7 @@ impl<W: Write> Tracer<W> {
             cpu: CpuFollower::new(opts.follow_cpu),
             opts,
             seccomp,
+            exit_decode: seccomp && arch::ARGS_AT_EXIT,
             tasks: FxHashMap::default(),
             procs: FxHashMap::default(),
             early: FxHashMap::default(),
@@ -283,7 +297,7 @@ impl<W: Write> Tracer<W> {
     }
 
     fn resume(&mut self, tid: Tid, sig: i32) {
-        let in_call = self.tasks.get(&tid).is_some_and(|t| t.entry.is_some());
+        let in_call = self.tasks.get(&tid).is_some_and(|t| t.entry.is_some() || t.pending_ts.is_some());
         let r = if !self.seccomp || in_call { kernel::syscall(tid, sig) } else { kernel::cont(tid, sig) };
         // ESRCH: the task was killed meanwhile (SIGKILL, exit_group from another thread);
         // its exit is reported by waitpid.
@@ -347,6 +361,9 @@ impl<W: Write> Tracer<W> {
                 self.resume(tid, 0);
             } else if event == libc::PTRACE_EVENT_EXEC {
                 self.exec_event(tid, now);
+                self.resume(tid, 0);
+            } else if event == libc::PTRACE_EVENT_EXIT {
+                self.exit_event(tid, now);
                 self.resume(tid, 0);
             } else if event == libc::PTRACE_EVENT_STOP {
                 if matches!(sig, libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) {
@@ -433,6 +450,13 @@ impl<W: Write> Tracer<W> {
     }
 
     fn seccomp_stop(&mut self, tid: Tid, now: u64) {
+        if self.exit_decode {
+            if let Some(t) = self.tasks.get_mut(&tid) {
+                t.pending_ts = Some(now);
+            }
+            self.resume(tid, 0);
+            return;
+        }
         match kernel::syscall_info(tid) {
             Ok(kernel::SyscallInfo::Entry { arch, nr, args }) => self.entry(tid, arch, nr, args, now),
             _ => self.resume(tid, 0),
@@ -440,6 +464,11 @@ impl<W: Write> Tracer<W> {
     }
 
     fn syscall_stop(&mut self, tid: Tid, now: u64) {
+        if let Some(ts) = self.tasks.get_mut(&tid).and_then(|t| t.pending_ts.take()) {
+            self.exit_decoded(tid, ts, now);
+            self.resume(tid, 0);
+            return;
+        }
         match kernel::syscall_info(tid) {
             Ok(kernel::SyscallInfo::Entry { arch, nr, args }) => self.entry(tid, arch, nr, args, now),
             Ok(kernel::SyscallInfo::Exit { rval, .. }) => {
@@ -457,15 +486,6 @@ impl<W: Write> Tracer<W> {
         if audit_arch != arch::AUDIT_ARCH {
             // Attach mode sees a 32-bit program's calls; we do not decode that ABI.
             self.warn_once("abi", "a traced process uses a 32-bit ABI; its calls are not recorded".into());
-            self.resume(tid, 0);
-            return;
-        }
-        if arch::CLONE_NRS.contains(&(nr as u32)) {
-            let flags = crate::decode::clone_flags(tid, nr, &args);
-            if let Some(t) = self.tasks.get_mut(&tid) {
-                t.clone_flags = Some(flags);
-            }
-            // The PTRACE_EVENT stop tells us the child; the exit stop is not needed.
             self.resume(tid, 0);
             return;
         }
@@ -493,18 +513,52 @@ impl<W: Write> Tracer<W> {
         self.push(Record::Syscall(c));
     }
 
+    /// Fast path: the whole call, decoded at its exit stop from the registers.
+    fn exit_decoded(&mut self, tid: Tid, ts: u64, now: u64) {
+        let Ok((nr, args, ret)) = arch::syscall_regs(tid) else { return };
+        let Some(sys) = arch::sys_of(nr) else { return };
+        let Some(task) = self.tasks.get_mut(&tid) else { return };
+        let pid = task.pid;
+        if let (Sys::Execve | Sys::Execveat, Some((exe, argv))) = (sys, task.exec_info.take()) {
+            // A successful exec: the registers and memory belong to the new program.
+            let mut c = Syscall::new(ts, pid as u32, tid as u32, sys);
+            c.dur = now.saturating_sub(ts);
+            c.ret = ret;
+            c.path = Some(self.w.intern(&exe));
+            c.payload = Some(self.w.intern(&argv));
+            self.push(Record::Syscall(c));
+            return;
+        }
+        let mut e = self.decode_entry(tid, pid, sys, args, ts);
+        e.at_exit = true;
+        self.exit(tid, e, ret, now);
+    }
+
+    /// PTRACE_EVENT_EXIT: the task is about to die. A call it was inside never
+    /// returns; decode it now, while its registers are still readable.
+    fn exit_event(&mut self, tid: Tid, now: u64) {
+        let Some(ts) = self.tasks.get_mut(&tid).and_then(|t| t.pending_ts.take()) else { return };
+        let Ok((nr, args, _)) = arch::syscall_regs(tid) else { return };
+        let Some(sys) = arch::sys_of(nr) else { return };
+        let Some(pid) = self.tasks.get(&tid).map(|t| t.pid) else { return };
+        let e = self.decode_entry(tid, pid, sys, args, ts);
+        self.unfinished(tid, e, now);
+    }
+
     fn clone_event(&mut self, tid: Tid, event: i32, now: u64) {
         let Ok(child) = kernel::event_msg(tid) else { return };
         let child = child as Tid;
         let Some(parent) = self.tasks.get_mut(&tid) else { return };
         let ppid = parent.pid;
-        let flags = parent.clone_flags.take().unwrap_or(match event {
-            libc::PTRACE_EVENT_FORK => libc::SIGCHLD as u64,
-            libc::PTRACE_EVENT_VFORK => (libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as u64,
-            // Without the clone entry (cannot happen with our filter) assume a thread
-            // only when /proc agrees.
-            _ => thread_flags_from_proc(child),
-        });
+        // The clone call is still in progress: its registers hold its arguments.
+        let flags = match arch::syscall_regs(tid) {
+            Ok((nr, args, _)) => crate::decode::clone_flags(tid, nr, &args),
+            Err(_) => match event {
+                libc::PTRACE_EVENT_FORK => libc::SIGCHLD as u64,
+                libc::PTRACE_EVENT_VFORK => (libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as u64,
+                _ => thread_flags_from_proc(child),
+            },
+        };
         let is_thread = flags & libc::CLONE_THREAD as u64 != 0;
         let new_pid = if is_thread { ppid } else { child };
         if is_thread {
@@ -531,7 +585,7 @@ impl<W: Write> Tracer<W> {
             self.procs.insert(child, Process { fds, fs, tasks: 1 });
             self.out.processes += 1;
         }
-        self.tasks.insert(child, Task { pid: new_pid, entry: None, clone_flags: None, pre_exec: false });
+        self.tasks.insert(child, Task { pid: new_pid, entry: None, pending_ts: None, exec_info: None, pre_exec: false });
         self.push(Record::Spawn(Spawn {
             ts: now,
             parent_pid: ppid as u32,
@@ -582,11 +636,18 @@ impl<W: Write> Tracer<W> {
         let (exe, argv) = match self.tasks.get(&tid).and_then(|t| t.entry.as_ref()).and_then(|e| e.exec.clone()) {
             Some(x) => x,
             None => {
-                let exe = kernel::readlink(format!("/proc/{pid}/exe").as_bytes()).unwrap_or_default();
+                // Decoding at exit: the old memory is gone, but the kernel left the
+                // path as given to execve on the new stack (AT_EXECFN), and argv.
+                let exe = crate::decode::exec_path(self, pid);
                 let argv = crate::decode::proc_cmdline(pid).join("\0").into_bytes();
-                (Rc::from(exe.as_slice()), argv)
+                (exe, argv)
             }
         };
+        if let Some(t) = self.tasks.get_mut(&tid) {
+            if t.pending_ts.is_some() {
+                t.exec_info = Some((exe.clone(), argv.clone()));
+            }
+        }
         let exe = self.w.intern(&exe);
         let argv = self.w.intern(&argv);
         self.push(Record::Exec(Exec { ts: now, pid: pid as u32, tid: tid as u32, exe, argv }));
@@ -646,7 +707,7 @@ impl<W: Write> Tracer<W> {
                 }
                 let _ = kernel::interrupt(tid);
                 seized.insert(tid, ());
-                self.tasks.insert(tid, Task { pid, entry: None, clone_flags: None, pre_exec: false });
+                self.tasks.insert(tid, Task { pid, entry: None, pending_ts: None, exec_info: None, pre_exec: false });
                 if tid != pid {
                     if let Some(p) = self.procs.get_mut(&pid) {
                         p.tasks += 1;

@@ -69,11 +69,24 @@ pub fn parse_stat(b: &[u8]) -> Option<FileStat> {
     })
 }
 
-/// clone-family calls: traced (not recorded) so the tracer learns the clone flags.
-pub const CLONE_NRS: &[u32] = &[libc::SYS_clone as u32, libc::SYS_clone3 as u32];
 /// Number of clone3 (flags live in the struct).
 pub const NR_CLONE3: u64 = libc::SYS_clone3 as u64;
 /// aarch64 has no fork.
 pub const NR_FORK: u64 = u64::MAX;
 /// aarch64 has no vfork.
 pub const NR_VFORK: u64 = u64::MAX - 1;
+
+/// On aarch64 x0 carries both the first argument and the result: decode at entry.
+pub const ARGS_AT_EXIT: bool = false;
+
+/// Registers of a stopped task: (syscall number, arguments, x0).
+pub fn syscall_regs(tid: i32) -> std::io::Result<(u64, [u64; 6], i64)> {
+    // SAFETY: zeroed POD; PTRACE_GETREGSET writes at most iov_len bytes.
+    let mut r: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+    let mut iov = libc::iovec { iov_base: &mut r as *mut _ as *mut libc::c_void, iov_len: std::mem::size_of::<libc::user_regs_struct>() };
+    let rc = unsafe { libc::ptrace(libc::PTRACE_GETREGSET, tid, libc::NT_PRSTATUS as usize as *mut libc::c_void, &mut iov as *mut _ as *mut libc::c_void) };
+    if rc == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((r.regs[8], [r.regs[0], r.regs[1], r.regs[2], r.regs[3], r.regs[4], r.regs[5]], r.regs[0] as i64))
+}

@@ -67,12 +67,27 @@ pub fn parse_stat(b: &[u8]) -> Option<FileStat> {
     })
 }
 
-/// clone-family calls: traced (not recorded) so the tracer learns the clone flags.
-pub const CLONE_NRS: &[u32] =
-    &[libc::SYS_clone as u32, libc::SYS_fork as u32, libc::SYS_vfork as u32, libc::SYS_clone3 as u32];
 /// Numbers of clone3, fork and vfork (the flags are not in the first argument).
 pub const NR_CLONE3: u64 = libc::SYS_clone3 as u64;
 /// fork(2)
 pub const NR_FORK: u64 = libc::SYS_fork as u64;
 /// vfork(2)
 pub const NR_VFORK: u64 = libc::SYS_vfork as u64;
+
+/// On x86_64 a syscall leaves its argument registers untouched, so a syscall-exit stop
+/// still shows the number (orig_rax) and all six arguments: the tracer can decode the
+/// whole call at its exit stop and skip PTRACE_GET_SYSCALL_INFO at the entry stop.
+pub const ARGS_AT_EXIT: bool = true;
+
+/// Registers of a stopped task: (syscall number, arguments, return value register).
+pub fn syscall_regs(tid: i32) -> std::io::Result<(u64, [u64; 6], i64)> {
+    // SAFETY: zeroed POD; PTRACE_GETREGS writes exactly one user_regs_struct.
+    let mut r: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+    let rc = unsafe {
+        libc::ptrace(libc::PTRACE_GETREGS, tid, std::ptr::null_mut::<libc::c_void>(), &mut r as *mut _ as *mut libc::c_void)
+    };
+    if rc == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((r.orig_rax, [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9], r.rax as i64))
+}
