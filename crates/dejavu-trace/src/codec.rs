@@ -135,7 +135,10 @@ pub fn put_stat(out: &mut Vec<u8>, st: &FileStat) {
 /// Reads a stat answer.
 pub fn get_stat(c: &mut Cursor<'_>) -> Result<FileStat, &'static str> {
     const SHORT: &str = "stat answer cut short";
-    let mut st = FileStat { known: c.u8().ok_or(SHORT)?, ..FileStat::default() };
+    let mut st = FileStat {
+        known: c.u8().ok_or(SHORT)?,
+        ..FileStat::default()
+    };
     let k = st.known;
     if k & !stat_known::ALL != 0 {
         return Err("stat answer has unknown field bits");
@@ -320,13 +323,20 @@ fn ts_field(c: &mut Cursor<'_>, d: &mut Deltas) -> Result<u64, &'static str> {
 }
 
 /// Reads one record.
-pub fn get_record(c: &mut Cursor<'_>, d: &mut Deltas, lim: &Limits) -> Result<Record, &'static str> {
+pub fn get_record(
+    c: &mut Cursor<'_>,
+    d: &mut Deltas,
+    lim: &Limits,
+) -> Result<Record, &'static str> {
     const SHORT: &str = "record cut short";
     let t = c.u8().ok_or(SHORT)?;
     Ok(match t {
         tag::SYSCALL => {
             let sys_id = c.u64().ok_or(SHORT)?;
-            let sys = u16::try_from(sys_id).ok().and_then(Sys::from_id).ok_or("unknown syscall id")?;
+            let sys = u16::try_from(sys_id)
+                .ok()
+                .and_then(Sys::from_id)
+                .ok_or("unknown syscall id")?;
             let m = c.u64().ok_or(SHORT)?;
             if m > field::ALL as u64 {
                 return Err("syscall record has unknown field bits");
@@ -346,7 +356,8 @@ pub fn get_record(c: &mut Cursor<'_>, d: &mut Deltas, lim: &Limits) -> Result<Re
                 s.dur = c.u64().ok_or(SHORT)?;
             }
             if m & field::EV != 0 {
-                s.ev = u16::try_from(c.u64().ok_or(SHORT)?).map_err(|_| "event flags out of range")?;
+                s.ev =
+                    u16::try_from(c.u64().ok_or(SHORT)?).map_err(|_| "event flags out of range")?;
             }
             if m & field::FD != 0 {
                 s.fd = Some(c.i32().ok_or("descriptor out of range")?);
@@ -410,10 +421,18 @@ pub fn get_record(c: &mut Cursor<'_>, d: &mut Deltas, lim: &Limits) -> Result<Re
             let v = c.i32().ok_or("exit status out of range")?;
             let status = match how {
                 0 => ExitStatus::Code(v),
-                1 | 2 => ExitStatus::Signal { signal: v, core: how == 2 },
+                1 | 2 => ExitStatus::Signal {
+                    signal: v,
+                    core: how == 2,
+                },
                 _ => return Err("unknown exit kind"),
             };
-            Record::Exit(Exit { ts, pid, tid, status })
+            Record::Exit(Exit {
+                ts,
+                pid,
+                tid,
+                status,
+            })
         }
         tag::SIGNAL => Record::Signal(Signal {
             ts: ts_field(c, d)?,

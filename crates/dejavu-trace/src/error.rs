@@ -39,7 +39,10 @@ pub enum TraceError {
 
 impl TraceError {
     pub(crate) fn corrupt(offset: u64, what: impl Into<String>) -> Self {
-        TraceError::Corrupt { offset, what: what.into() }
+        TraceError::Corrupt {
+            offset,
+            what: what.into(),
+        }
     }
 }
 

@@ -418,4 +418,7 @@ pub struct End {
     pub lost_events: u64,
     /// The exit status of the program dejavu started (none when attached).
     pub exit: Option<ExitStatus>,
+    /// Remarks known only at the end (import statistics, warnings given during recording).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }

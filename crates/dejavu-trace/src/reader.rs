@@ -22,7 +22,9 @@ impl Strings {
     /// out records whose ids it has checked).
     pub fn get(&self, id: StrId) -> &[u8] {
         let i = id.0 as usize;
-        let Some(&end) = self.ends.get(i) else { return &[] };
+        let Some(&end) = self.ends.get(i) else {
+            return &[];
+        };
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.bytes[start..end]
     }
@@ -141,7 +143,10 @@ impl<R: Read> TraceReader<R> {
         let mut hdr = [0u8; codec::FILE_HEADER_LEN];
         let n = read_full(&mut src, &mut hdr)?;
         if n == 0 {
-            return Err(TraceError::NotATrace { offset: 0, what: "the file is empty".into() });
+            return Err(TraceError::NotATrace {
+                offset: 0,
+                what: "the file is empty".into(),
+            });
         }
         if n < 8 || &hdr[..8] != codec::FILE_MAGIC {
             let shown: String = hdr[..n.min(8)]
@@ -184,7 +189,10 @@ impl<R: Read> TraceReader<R> {
         match r.read_block_raw()? {
             Some(kind::META) => {
                 r.meta = serde_json::from_slice(&r.raw).map_err(|e| {
-                    TraceError::corrupt(r.block_offset, format!("meta block is not valid JSON: {e}"))
+                    TraceError::corrupt(
+                        r.block_offset,
+                        format!("meta block is not valid JSON: {e}"),
+                    )
                 })?;
             }
             Some(k) => {
@@ -264,12 +272,18 @@ impl<R: Read> TraceReader<R> {
     }
 
     fn decode_one(&mut self) -> Result<Record> {
-        let lim = Limits { strings: self.strings.len() as u32, stats: self.stats.len() as u32 };
+        let lim = Limits {
+            strings: self.strings.len() as u32,
+            stats: self.stats.len() as u32,
+        };
         let mut c = Cursor::at(&self.raw, self.pos);
         let rec = get_record(&mut c, &mut self.deltas, &lim).map_err(|what| {
             TraceError::corrupt(
                 self.block_offset,
-                format!("data block, record {} (payload byte {}): {what}", self.block_record, self.pos),
+                format!(
+                    "data block, record {} (payload byte {}): {what}",
+                    self.block_record, self.pos
+                ),
             )
         })?;
         self.pos = c.pos();
@@ -279,7 +293,10 @@ impl<R: Read> TraceReader<R> {
         if self.remaining == 0 && self.pos != self.raw.len() {
             return Err(TraceError::corrupt(
                 self.block_offset,
-                format!("data block has {} bytes after its last record", self.raw.len() - self.pos),
+                format!(
+                    "data block has {} bytes after its last record",
+                    self.raw.len() - self.pos
+                ),
             ));
         }
         if let Record::Lost(l) = rec {
@@ -319,12 +336,18 @@ impl<R: Read> TraceReader<R> {
                 self.deltas = Deltas::default();
                 self.block_record = 0;
                 if self.remaining == 0 && self.pos != self.raw.len() {
-                    return Err(bad("bytes after the record count of an empty block", self.pos));
+                    return Err(bad(
+                        "bytes after the record count of an empty block",
+                        self.pos,
+                    ));
                 }
             }
             Block::End => {
                 self.end = Some(serde_json::from_slice(&self.raw).map_err(|e| {
-                    TraceError::corrupt(self.block_offset, format!("end block is not valid JSON: {e}"))
+                    TraceError::corrupt(
+                        self.block_offset,
+                        format!("end block is not valid JSON: {e}"),
+                    )
                 })?);
                 // Nothing may follow the end block.
                 let mut probe = [0u8; 1];
@@ -347,7 +370,10 @@ impl<R: Read> TraceReader<R> {
                 Some(kind::DATA) => return Ok(Block::Data),
                 Some(kind::END) => return Ok(Block::End),
                 Some(kind::META) => {
-                    return Err(TraceError::corrupt(self.block_offset, "a second meta block"))
+                    return Err(TraceError::corrupt(
+                        self.block_offset,
+                        "a second meta block",
+                    ))
                 }
                 Some(k) if k >= kind::FIRST_SKIPPABLE => continue,
                 Some(k) => {
@@ -366,14 +392,23 @@ impl<R: Read> TraceReader<R> {
         let mut hdr = [0u8; codec::BLOCK_HEADER_LEN];
         let n = read_full(&mut self.src, &mut hdr)?;
         if n == 0 {
-            self.truncated = Some(Truncation { valid_bytes: self.offset, lost_bytes: 0 });
+            self.truncated = Some(Truncation {
+                valid_bytes: self.offset,
+                lost_bytes: 0,
+            });
             return Ok(None);
         }
         if n >= 4 && &hdr[..4] != codec::BLOCK_MAGIC {
-            return Err(TraceError::corrupt(self.offset, "bad block magic (expected \"DVBK\")"));
+            return Err(TraceError::corrupt(
+                self.offset,
+                "bad block magic (expected \"DVBK\")",
+            ));
         }
         if n < hdr.len() {
-            self.truncated = Some(Truncation { valid_bytes: self.offset, lost_bytes: n as u64 });
+            self.truncated = Some(Truncation {
+                valid_bytes: self.offset,
+                lost_bytes: n as u64,
+            });
             return Ok(None);
         }
         let block_kind = hdr[4];
@@ -384,7 +419,9 @@ impl<R: Read> TraceReader<R> {
         if stored_len > codec::MAX_BLOCK_LEN || raw_len > codec::MAX_BLOCK_LEN {
             return Err(TraceError::corrupt(
                 self.offset,
-                format!("block claims {stored_len} stored / {raw_len} raw bytes, over the 64 MiB limit"),
+                format!(
+                    "block claims {stored_len} stored / {raw_len} raw bytes, over the 64 MiB limit"
+                ),
             ));
         }
         self.stored.resize(stored_len as usize, 0);
@@ -424,7 +461,10 @@ impl<R: Read> TraceReader<R> {
                 }
             }
             other => {
-                return Err(TraceError::corrupt(self.offset, format!("unknown block codec {other}")))
+                return Err(TraceError::corrupt(
+                    self.offset,
+                    format!("unknown block codec {other}"),
+                ))
             }
         }
         self.offset += (hdr.len() + stored_len as usize) as u64;

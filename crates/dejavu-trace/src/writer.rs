@@ -24,7 +24,11 @@ pub struct WriterOptions {
 
 impl Default for WriterOptions {
     fn default() -> Self {
-        WriterOptions { block_bytes: 256 << 10, block_age_ns: 1_000_000_000, zstd_level: 3 }
+        WriterOptions {
+            block_bytes: 256 << 10,
+            block_age_ns: 1_000_000_000,
+            zstd_level: 3,
+        }
     }
 }
 
@@ -75,8 +79,11 @@ impl<W: Write> TraceWriter<W> {
         hdr.extend_from_slice(&codec::FORMAT_MINOR.to_le_bytes());
         hdr.extend_from_slice(&0u32.to_le_bytes());
         out.write_all(&hdr)?;
-        let compressor =
-            if opts.zstd_level > 0 { Some(zstd::bulk::Compressor::new(opts.zstd_level)?) } else { None };
+        let compressor = if opts.zstd_level > 0 {
+            Some(zstd::bulk::Compressor::new(opts.zstd_level)?)
+        } else {
+            None
+        };
         let mut w = TraceWriter {
             out,
             opts,

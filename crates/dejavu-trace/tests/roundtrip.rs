@@ -36,13 +36,31 @@ fn sample_trace(n: usize, opts: WriterOptions) -> (Vec<u8>, Vec<Record>, Vec<Vec
     let argv = w.intern(b"prog\0--flag");
     let exe = w.intern(b"/usr/bin/prog");
     strs.push(b"prog\0--flag".to_vec());
-    recs.push(Record::Spawn(Spawn { ts: 0, parent_pid: 0, parent_tid: 0, pid: 100, tid: 100, clone_flags: 0 }));
-    recs.push(Record::Exec(Exec { ts: 5, pid: 100, tid: 100, exe, argv }));
+    recs.push(Record::Spawn(Spawn {
+        ts: 0,
+        parent_pid: 0,
+        parent_tid: 0,
+        pid: 100,
+        tid: 100,
+        clone_flags: 0,
+    }));
+    recs.push(Record::Exec(Exec {
+        ts: 5,
+        pid: 100,
+        tid: 100,
+        exe,
+        argv,
+    }));
     for i in 0..n {
         let path = format!("/tmp/file{}", i % 17);
         let p = w.intern(path.as_bytes());
         strs.push(path.into_bytes());
-        let mut s = Syscall::new(10 + i as u64 * 1000, 100, 100 + (i % 3) as u32, Sys::ALL[i % Sys::ALL.len()]);
+        let mut s = Syscall::new(
+            10 + i as u64 * 1000,
+            100,
+            100 + (i % 3) as u32,
+            Sys::ALL[i % Sys::ALL.len()],
+        );
         s.dur = 700 + (i % 5) as u64;
         s.ret = if i % 7 == 0 { -2 } else { 0 };
         s.path = Some(p);
@@ -60,10 +78,33 @@ fn sample_trace(n: usize, opts: WriterOptions) -> (Vec<u8>, Vec<Record>, Vec<Vec
         }
         recs.push(Record::Syscall(s));
     }
-    recs.push(Record::Signal(Signal { ts: 99, pid: 100, tid: 101, signal: 2 }));
-    recs.push(Record::Lost(Lost { ts: 100, pid: 100, count: 3, reason: LostReason::Unparsed }));
-    recs.push(Record::Exit(Exit { ts: 200, pid: 100, tid: 101, status: ExitStatus::Signal { signal: 9, core: true } }));
-    recs.push(Record::Exit(Exit { ts: 201, pid: 100, tid: 100, status: ExitStatus::Code(-1) }));
+    recs.push(Record::Signal(Signal {
+        ts: 99,
+        pid: 100,
+        tid: 101,
+        signal: 2,
+    }));
+    recs.push(Record::Lost(Lost {
+        ts: 100,
+        pid: 100,
+        count: 3,
+        reason: LostReason::Unparsed,
+    }));
+    recs.push(Record::Exit(Exit {
+        ts: 200,
+        pid: 100,
+        tid: 101,
+        status: ExitStatus::Signal {
+            signal: 9,
+            core: true,
+        },
+    }));
+    recs.push(Record::Exit(Exit {
+        ts: 201,
+        pid: 100,
+        tid: 100,
+        status: ExitStatus::Code(-1),
+    }));
     for r in &recs[2..] {
         w.push(r).unwrap();
     }
@@ -73,7 +114,13 @@ fn sample_trace(n: usize, opts: WriterOptions) -> (Vec<u8>, Vec<Record>, Vec<Vec
     w.push(&recs[1]).unwrap();
     let first_two: Vec<Record> = recs.drain(..2).collect();
     recs.extend(first_two);
-    let bytes = w.finish(End { end_ts: 300, exit: Some(ExitStatus::Code(0)), ..End::default() }).unwrap();
+    let bytes = w
+        .finish(End {
+            end_ts: 300,
+            exit: Some(ExitStatus::Code(0)),
+            ..End::default()
+        })
+        .unwrap();
     (bytes, recs, strs)
 }
 
@@ -90,8 +137,14 @@ fn read_all(bytes: &[u8]) -> Result<(Vec<Record>, TraceReader<&[u8]>)> {
 fn every_record_kind_round_trips_compressed_and_raw() {
     for opts in [
         WriterOptions::default(),
-        WriterOptions { zstd_level: 0, ..WriterOptions::default() },
-        WriterOptions { block_bytes: 64, ..WriterOptions::default() },
+        WriterOptions {
+            zstd_level: 0,
+            ..WriterOptions::default()
+        },
+        WriterOptions {
+            block_bytes: 64,
+            ..WriterOptions::default()
+        },
     ] {
         let (bytes, recs, _) = sample_trace(500, opts);
         let (got, r) = read_all(&bytes).unwrap();
@@ -106,14 +159,19 @@ fn every_record_kind_round_trips_compressed_and_raw() {
         if let Record::Syscall(s) = got[3] {
             assert_eq!(r.str(s.path.unwrap()), b"/tmp/file3");
         }
-        let Record::Exec(e) = got[got.len() - 1] else { panic!("exec last") };
+        let Record::Exec(e) = got[got.len() - 1] else {
+            panic!("exec last")
+        };
         assert_eq!(r.str(e.argv), b"prog\0--flag");
     }
 }
 
 #[test]
 fn a_trace_cut_at_any_byte_reads_up_to_its_last_complete_block() {
-    let opts = WriterOptions { block_bytes: 200, ..WriterOptions::default() };
+    let opts = WriterOptions {
+        block_bytes: 200,
+        ..WriterOptions::default()
+    };
     let (bytes, recs, _) = sample_trace(60, opts);
     let mut saw_partial = false;
     for cut in 0..bytes.len() {
@@ -122,14 +180,20 @@ fn a_trace_cut_at_any_byte_reads_up_to_its_last_complete_block() {
                 // A prefix of what was written, never anything else.
                 assert_eq!(&recs[..got.len()], &got[..], "cut at {cut}");
                 let t = r.truncation().expect("a cut trace reports truncation");
-                assert!(t.valid_bytes + t.lost_bytes == cut as u64, "cut at {cut}: {t:?}");
+                assert!(
+                    t.valid_bytes + t.lost_bytes == cut as u64,
+                    "cut at {cut}: {t:?}"
+                );
                 saw_partial |= t.lost_bytes > 0 && !got.is_empty();
                 assert!(!t.warning().is_empty());
             }
             Err(e) => {
                 // Only cuts inside the file header or the meta block may fail outright.
                 assert!(cut < 200, "cut at {cut} failed: {e}");
-                assert!(e.to_string().contains("offset") || e.to_string().contains("empty"), "{e}");
+                assert!(
+                    e.to_string().contains("offset") || e.to_string().contains("empty"),
+                    "{e}"
+                );
             }
         }
     }
@@ -139,7 +203,10 @@ fn a_trace_cut_at_any_byte_reads_up_to_its_last_complete_block() {
 #[test]
 fn foreign_input_is_named_with_its_offset() {
     let e = TraceReader::new(&b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0"[..]).unwrap_err();
-    assert_eq!(e.to_string(), "not a dejavu trace: expected magic \"DEJAVUTR\", found \".ELF....\" at byte offset 0");
+    assert_eq!(
+        e.to_string(),
+        "not a dejavu trace: expected magic \"DEJAVUTR\", found \".ELF....\" at byte offset 0"
+    );
     let e = TraceReader::new(&b""[..]).unwrap_err();
     assert!(e.to_string().contains("empty"), "{e}");
     let mut v = b"DEJAVUTR".to_vec();
@@ -150,9 +217,18 @@ fn foreign_input_is_named_with_its_offset() {
 
 #[test]
 fn a_flipped_byte_is_an_error_naming_an_offset_never_a_panic() {
-    let opts = WriterOptions { block_bytes: 300, ..WriterOptions::default() };
+    let opts = WriterOptions {
+        block_bytes: 300,
+        ..WriterOptions::default()
+    };
     for level in [0, 3] {
-        let (bytes, _, _) = sample_trace(80, WriterOptions { zstd_level: level, ..opts });
+        let (bytes, _, _) = sample_trace(
+            80,
+            WriterOptions {
+                zstd_level: level,
+                ..opts
+            },
+        );
         let mut errors = 0;
         // Deterministic xorshift so failures reproduce.
         let mut x: u64 = 0x9e3779b97f4a7c15;
@@ -178,7 +254,13 @@ fn a_flipped_byte_is_an_error_naming_an_offset_never_a_panic() {
 
 #[test]
 fn checksums_are_verified_so_a_damaged_record_is_caught() {
-    let (bytes, _, _) = sample_trace(10, WriterOptions { zstd_level: 0, ..WriterOptions::default() });
+    let (bytes, _, _) = sample_trace(
+        10,
+        WriterOptions {
+            zstd_level: 0,
+            ..WriterOptions::default()
+        },
+    );
     // Damage the last data byte before the end block: the data block's checksum fails.
     let end_block = bytes.len() - 20 - serde_json::to_vec(&End::default()).unwrap().len();
     let mut b = bytes.clone();
