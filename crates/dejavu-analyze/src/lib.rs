@@ -1,1 +1,13 @@
-//! placeholder
+//! Analyses of dejavu traces that need no replay: the summary (`dejavu summary`) and the
+//! JSON Lines export (`dejavu export --format jsonl`).
+
+pub mod export;
+pub mod names;
+pub mod summary;
+mod text;
+
+pub use export::{export_jsonl, ExportError, ExportStats};
+pub use summary::{Summary, SummaryBuilder, TextOptions};
+
+#[cfg(test)]
+mod testutil;
