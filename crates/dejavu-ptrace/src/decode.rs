@@ -4,10 +4,10 @@
 //! descriptors), payload prefixes, and the descriptor-table changes the call made.
 //! Which field each call fills is documented in docs/trace-format.md.
 
+use crate::arch;
 use crate::kernel::{self, Tid};
 use crate::state::{resolve, Fd, FdKind};
 use crate::tracer::Tracer;
-use crate::arch;
 use dejavu_trace::*;
 use std::io::Write;
 use std::rc::Rc;
@@ -61,8 +61,16 @@ pub fn clone_flags(tid: Tid, nr: u64, args: &[u64; 6]) -> u64 {
 /// (auxv AT_EXECFN), resolved against the working directory.
 pub(crate) fn exec_path<W: Write>(t: &Tracer<W>, pid: Tid) -> Rc<[u8]> {
     const AT_EXECFN: u64 = 31;
-    let fallback = || Rc::from(kernel::readlink(format!("/proc/{pid}/exe").as_bytes()).unwrap_or_default().as_slice());
-    let Ok(auxv) = std::fs::read(format!("/proc/{pid}/auxv")) else { return fallback() };
+    let fallback = || {
+        Rc::from(
+            kernel::readlink(format!("/proc/{pid}/exe").as_bytes())
+                .unwrap_or_default()
+                .as_slice(),
+        )
+    };
+    let Ok(auxv) = std::fs::read(format!("/proc/{pid}/auxv")) else {
+        return fallback();
+    };
     let addr = auxv.chunks_exact(16).find_map(|ch| {
         let k = u64::from_ne_bytes(ch[..8].try_into().unwrap_or([0; 8]));
         (k == AT_EXECFN).then(|| u64::from_ne_bytes(ch[8..].try_into().unwrap_or([0; 8])))
@@ -98,7 +106,14 @@ fn is_restart(ret: i64) -> bool {
 impl<W: Write> Tracer<W> {
     /// Reads a path argument and resolves it against `dirfd` (AT_FDCWD: the working
     /// directory). Fills `c.path`; returns the resolved bytes.
-    fn path_arg(&mut self, tid: Tid, pid: Tid, dirfd: i32, addr: u64, c: &mut Syscall) -> Option<Rc<[u8]>> {
+    fn path_arg(
+        &mut self,
+        tid: Tid,
+        pid: Tid,
+        dirfd: i32,
+        addr: u64,
+        c: &mut Syscall,
+    ) -> Option<Rc<[u8]>> {
         let mut raw = std::mem::take(&mut self.buf);
         let ok = kernel::read_cstr(tid, addr, PATH_MAX, &mut raw);
         let r = match ok {
@@ -151,7 +166,9 @@ impl<W: Write> Tracer<W> {
             return None;
         }
         let link = kernel::readlink(format!("/proc/{pid}/fd/{fd}").as_bytes()).ok()?;
-        let st = kernel::stat_path(format!("/proc/{pid}/fd/{fd}").as_bytes()).ok().map(|s| arch::from_libc_stat(&s));
+        let st = kernel::stat_path(format!("/proc/{pid}/fd/{fd}").as_bytes())
+            .ok()
+            .map(|s| arch::from_libc_stat(&s));
         let flags = fdinfo_flags(pid, fd);
         let kind = match &st {
             Some(s) => FdKind::of(s),
@@ -174,8 +191,13 @@ impl<W: Write> Tracer<W> {
     /// Learns every descriptor a process already has (inherited from dejavu, or open
     /// before we attached), so a call decoded after it closed one still names it.
     pub(crate) fn learn_open_fds(&mut self, pid: Tid) {
-        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return };
-        let fds: Vec<i32> = dir.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect();
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            return;
+        };
+        let fds: Vec<i32> = dir
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect();
         for fd in fds {
             self.fd_lookup(pid, fd);
         }
@@ -197,10 +219,24 @@ impl<W: Write> Tracer<W> {
     }
 
     /// Decodes a call at its entry stop.
-    pub(crate) fn decode_entry(&mut self, tid: Tid, pid: Tid, sys: Sys, a: [u64; 6], now: u64) -> Entry {
+    pub(crate) fn decode_entry(
+        &mut self,
+        tid: Tid,
+        pid: Tid,
+        sys: Sys,
+        a: [u64; 6],
+        now: u64,
+    ) -> Entry {
         use Sys::*;
         let mut c = Syscall::new(now, pid as u32, tid as u32, sys);
-        let mut e = Entry { call: c, args: a, path_bytes: None, exec: None, payload: false, at_exit: false };
+        let mut e = Entry {
+            call: c,
+            args: a,
+            path_bytes: None,
+            exec: None,
+            payload: false,
+            at_exit: false,
+        };
         match sys {
             Open => {
                 e.path_bytes = self.path_arg(tid, pid, AT_FDCWD, a[0], &mut c);
@@ -221,7 +257,9 @@ impl<W: Write> Tracer<W> {
                 e.path_bytes = self.path_arg(tid, pid, arg_fd(a[0]), a[1], &mut c);
                 let mut how = [0u8; 24];
                 if a[3] >= 24 && kernel::read_mem(tid, a[2], &mut how).ok() == Some(24) {
-                    let word = |i: usize| u64::from_le_bytes(how[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+                    let word = |i: usize| {
+                        u64::from_le_bytes(how[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]))
+                    };
                     c.flags = word(0);
                     c.mode = word(1) as u32;
                     c.aux = word(2);
@@ -276,7 +314,8 @@ impl<W: Write> Tracer<W> {
                 if matches!(sys, Preadv2 | Pwritev2) {
                     c.flags = a[5];
                 }
-                e.payload = matches!(sys, Pwritev | Pwritev2) && f.is_some_and(|f| f.wants_payload());
+                e.payload =
+                    matches!(sys, Pwritev | Pwritev2) && f.is_some_and(|f| f.wants_payload());
             }
             Lseek => {
                 self.fd_arg(pid, arg_fd(a[0]), &mut c);
@@ -466,8 +505,11 @@ impl<W: Write> Tracer<W> {
                 }
             }
             Execve | Execveat => {
-                let (dirfd, path, argv) =
-                    if sys == Execve { (AT_FDCWD, a[0], a[1]) } else { (arg_fd(a[0]), a[1], a[2]) };
+                let (dirfd, path, argv) = if sys == Execve {
+                    (AT_FDCWD, a[0], a[1])
+                } else {
+                    (arg_fd(a[0]), a[1], a[2])
+                };
                 if sys == Execveat {
                     c.flags = a[4];
                 }
@@ -482,7 +524,15 @@ impl<W: Write> Tracer<W> {
     }
 
     /// `*at` calls that accept AT_EMPTY_PATH: an empty path names the descriptor itself.
-    fn at_path_or_fd(&mut self, tid: Tid, pid: Tid, dirfd: i32, addr: u64, flags: u64, c: &mut Syscall) {
+    fn at_path_or_fd(
+        &mut self,
+        tid: Tid,
+        pid: Tid,
+        dirfd: i32,
+        addr: u64,
+        flags: u64,
+        c: &mut Syscall,
+    ) {
         if flags & libc::AT_EMPTY_PATH as u64 != 0 {
             let mut raw = std::mem::take(&mut self.buf);
             let empty = kernel::read_cstr(tid, addr, 1, &mut raw).is_ok() && raw.is_empty();
@@ -498,7 +548,9 @@ impl<W: Write> Tracer<W> {
     fn connect_addr(&mut self, tid: Tid, pid: Tid, addr: u64, len: u64, c: &mut Syscall) {
         let len = (len as usize).min(110);
         let mut b = [0u8; 110];
-        let Ok(n) = kernel::read_mem(tid, addr, &mut b[..len]) else { return };
+        let Ok(n) = kernel::read_mem(tid, addr, &mut b[..len]) else {
+            return;
+        };
         if n < 2 {
             return;
         }
@@ -540,7 +592,9 @@ impl<W: Write> Tracer<W> {
                 let path = e.path_bytes.clone().unwrap_or_else(|| Rc::from(&b""[..]));
                 let path_id = c.path.unwrap_or_else(|| self.w.intern(&path));
                 let st = if self.opts.open_identity {
-                    kernel::stat_path(format!("/proc/{pid}/fd/{fd}").as_bytes()).ok().map(|s| arch::from_libc_stat(&s))
+                    kernel::stat_path(format!("/proc/{pid}/fd/{fd}").as_bytes())
+                        .ok()
+                        .map(|s| arch::from_libc_stat(&s))
                 } else {
                     None
                 };
@@ -555,7 +609,14 @@ impl<W: Write> Tracer<W> {
                 } else {
                     c.flags & libc::O_CLOEXEC as u64 != 0
                 };
-                let f = Fd { path, path_id, stat, kind, cloexec, append: c.flags & libc::O_APPEND as u64 != 0 };
+                let f = Fd {
+                    path,
+                    path_id,
+                    stat,
+                    kind,
+                    cloexec,
+                    append: c.flags & libc::O_APPEND as u64 != 0,
+                };
                 self.install_fd(pid, fd, f);
             }
             Close => {
@@ -569,7 +630,9 @@ impl<W: Write> Tracer<W> {
             CloseRange if ok => {
                 if let Some(p) = self.procs.get(&pid) {
                     let cloexec_only = a[2] & libc::CLOSE_RANGE_CLOEXEC as u64 != 0;
-                    p.fds.borrow_mut().close_range(a[0] as u32, a[1] as u32, cloexec_only);
+                    p.fds
+                        .borrow_mut()
+                        .close_range(a[0] as u32, a[1] as u32, cloexec_only);
                 }
             }
             Dup | Dup2 | Dup3 if ok => {
@@ -723,8 +786,14 @@ impl<W: Write> Tracer<W> {
 
     /// Installs a pipe or socket, named as /proc names it (`pipe:[INODE]`).
     fn install_proc_fd(&mut self, pid: Tid, fd: i32, kind: FdKind, cloexec: bool) {
-        let link = kernel::readlink(format!("/proc/{pid}/fd/{fd}").as_bytes())
-            .unwrap_or_else(|_| if kind == FdKind::Pipe { b"pipe:".to_vec() } else { b"socket:".to_vec() });
+        let link =
+            kernel::readlink(format!("/proc/{pid}/fd/{fd}").as_bytes()).unwrap_or_else(|_| {
+                if kind == FdKind::Pipe {
+                    b"pipe:".to_vec()
+                } else {
+                    b"socket:".to_vec()
+                }
+            });
         let f = Fd {
             path_id: self.w.intern(&link),
             path: Rc::from(link.as_slice()),
@@ -751,8 +820,10 @@ fn fdinfo_flags(pid: Tid, fd: i32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("flags:").map(|v| u64::from_str_radix(v.trim(), 8).unwrap_or(0)))
+            s.lines().find_map(|l| {
+                l.strip_prefix("flags:")
+                    .map(|v| u64::from_str_radix(v.trim(), 8).unwrap_or(0))
+            })
         })
         .unwrap_or(0)
 }
@@ -761,7 +832,9 @@ fn fdinfo_flags(pid: Tid, fd: i32) -> u64 {
 fn read_iovecs(tid: Tid, ptr: u64, cnt: u64) -> (u64, Vec<(u64, usize)>) {
     let cnt = cnt.min(1024) as usize;
     let mut b = vec![0u8; cnt * 16];
-    let Ok(n) = kernel::read_mem(tid, ptr, &mut b) else { return (0, Vec::new()) };
+    let Ok(n) = kernel::read_mem(tid, ptr, &mut b) else {
+        return (0, Vec::new());
+    };
     let mut sum = 0u64;
     let mut ranges = Vec::with_capacity(n / 16);
     for ch in b[..n - n % 16].chunks_exact(16) {
@@ -783,7 +856,9 @@ fn read_argv(tid: Tid, ptr: u64) -> Vec<u8> {
     let mut idx = 0usize;
     let mut s = Vec::new();
     'outer: while idx < ARGV_MAX_ARGS {
-        let Ok(n) = kernel::read_mem(tid, ptr + (idx * 8) as u64, &mut ptrs) else { break };
+        let Ok(n) = kernel::read_mem(tid, ptr + (idx * 8) as u64, &mut ptrs) else {
+            break;
+        };
         if n < 8 {
             break;
         }

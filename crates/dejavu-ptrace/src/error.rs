@@ -53,7 +53,10 @@ impl RecordError {
     }
 
     pub(crate) fn os(what: impl Into<String>, source: io::Error) -> Self {
-        RecordError::Os { what: what.into(), source }
+        RecordError::Os {
+            what: what.into(),
+            source,
+        }
     }
 }
 

@@ -20,7 +20,14 @@ fn check(r: libc::c_long) -> io::Result<libc::c_long> {
 fn ptrace(req: libc::c_uint, tid: Tid, addr: usize, data: usize) -> io::Result<libc::c_long> {
     // SAFETY: ptrace with integer arguments; pointer arguments are only passed by the
     // helpers below, which own the memory they point to.
-    check(unsafe { libc::ptrace(req, tid, addr as *mut libc::c_void, data as *mut libc::c_void) })
+    check(unsafe {
+        libc::ptrace(
+            req,
+            tid,
+            addr as *mut libc::c_void,
+            data as *mut libc::c_void,
+        )
+    })
 }
 
 /// PTRACE_SEIZE with options.
@@ -56,7 +63,12 @@ pub fn detach(tid: Tid, sig: i32) -> io::Result<()> {
 /// PTRACE_GETEVENTMSG.
 pub fn event_msg(tid: Tid) -> io::Result<u64> {
     let mut msg: libc::c_ulong = 0;
-    ptrace(libc::PTRACE_GETEVENTMSG, tid, 0, &mut msg as *mut libc::c_ulong as usize)?;
+    ptrace(
+        libc::PTRACE_GETEVENTMSG,
+        tid,
+        0,
+        &mut msg as *mut libc::c_ulong as usize,
+    )?;
     Ok(msg as u64)
 }
 
@@ -88,16 +100,25 @@ pub fn syscall_info(tid: Tid) -> io::Result<SyscallInfo> {
     // SAFETY: zeroed POD struct; the kernel writes at most size_of bytes into it.
     let mut info: libc::ptrace_syscall_info = unsafe { std::mem::zeroed() };
     let size = std::mem::size_of::<libc::ptrace_syscall_info>();
-    ptrace(libc::PTRACE_GET_SYSCALL_INFO, tid, size, &mut info as *mut _ as usize)?;
+    ptrace(
+        libc::PTRACE_GET_SYSCALL_INFO,
+        tid,
+        size,
+        &mut info as *mut _ as usize,
+    )?;
     // SAFETY: the union member read matches the `op` the kernel set.
     Ok(unsafe {
         match info.op {
-            libc::PTRACE_SYSCALL_INFO_ENTRY => {
-                SyscallInfo::Entry { arch: info.arch, nr: info.u.entry.nr, args: info.u.entry.args }
-            }
-            libc::PTRACE_SYSCALL_INFO_SECCOMP => {
-                SyscallInfo::Entry { arch: info.arch, nr: info.u.seccomp.nr, args: info.u.seccomp.args }
-            }
+            libc::PTRACE_SYSCALL_INFO_ENTRY => SyscallInfo::Entry {
+                arch: info.arch,
+                nr: info.u.entry.nr,
+                args: info.u.entry.args,
+            },
+            libc::PTRACE_SYSCALL_INFO_SECCOMP => SyscallInfo::Entry {
+                arch: info.arch,
+                nr: info.u.seccomp.nr,
+                args: info.u.seccomp.args,
+            },
             libc::PTRACE_SYSCALL_INFO_EXIT => SyscallInfo::Exit {
                 rval: info.u.exit.sval,
                 is_error: info.u.exit.is_error != 0,
@@ -149,8 +170,14 @@ pub fn read_mem(pid: Tid, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
     if buf.is_empty() {
         return Ok(0);
     }
-    let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-    let remote = libc::iovec { iov_base: addr as usize as *mut libc::c_void, iov_len: buf.len() };
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as usize as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
     // SAFETY: local iovec covers `buf`, which we own mutably; remote is only read by the
     // kernel from the other process.
     let r = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
@@ -169,14 +196,21 @@ pub fn read_mem_gather(pid: Tid, ranges: &[(u64, usize)], buf: &mut Vec<u8>) -> 
     if total == 0 {
         return Ok(0);
     }
-    let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: total };
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: total,
+    };
     let remote: Vec<libc::iovec> = ranges
         .iter()
         .filter(|r| r.1 > 0)
-        .map(|&(a, l)| libc::iovec { iov_base: a as usize as *mut libc::c_void, iov_len: l })
+        .map(|&(a, l)| libc::iovec {
+            iov_base: a as usize as *mut libc::c_void,
+            iov_len: l,
+        })
         .collect();
     // SAFETY: as read_mem; IOV_MAX is respected by the caller (at most 1024 ranges).
-    let r = unsafe { libc::process_vm_readv(pid, &local, 1, remote.as_ptr(), remote.len() as u64, 0) };
+    let r =
+        unsafe { libc::process_vm_readv(pid, &local, 1, remote.as_ptr(), remote.len() as u64, 0) };
     if r < 0 {
         buf.clear();
         Err(io::Error::last_os_error())
@@ -235,7 +269,10 @@ use std::os::unix::ffi::OsStringExt;
 
 /// The current CLOCK_MONOTONIC time in ns (vDSO, no syscall).
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid out-pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64

@@ -18,7 +18,12 @@ const OFF_NR: u32 = 0;
 const OFF_ARCH: u32 = 4;
 
 fn stmt(code: u16, k: u32) -> Insn {
-    Insn { code, jt: 0, jf: 0, k }
+    Insn {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    }
 }
 
 fn jump(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
@@ -52,13 +57,22 @@ pub fn build_filter(audit_arch: u32, traced: &[u32]) -> Vec<Insn> {
         }
         i += 1;
         if a as u64 > covered {
-            runs.push(Run { start: covered as u32, traced: false });
+            runs.push(Run {
+                start: covered as u32,
+                traced: false,
+            });
         }
-        runs.push(Run { start: a, traced: true });
+        runs.push(Run {
+            start: a,
+            traced: true,
+        });
         covered = b as u64 + 1;
     }
     if covered <= u32::MAX as u64 {
-        runs.push(Run { start: covered as u32, traced: false });
+        runs.push(Run {
+            start: covered as u32,
+            traced: false,
+        });
     }
     let allow = stmt(BPF_RET_K, libc::SECCOMP_RET_ALLOW);
     let trace = stmt(BPF_RET_K, libc::SECCOMP_RET_TRACE);
@@ -81,7 +95,10 @@ fn tree(runs: &[Run], allow: &Insn, trace: &Insn) -> Vec<Insn> {
     let left = tree(&runs[..mid], allow, trace);
     let right = tree(&runs[mid..], allow, trace);
     // jge runs[mid].start -> right (after left), else fall into left.
-    assert!(left.len() <= 255, "seccomp filter subtree too large for a BPF jump");
+    assert!(
+        left.len() <= 255,
+        "seccomp filter subtree too large for a BPF jump"
+    );
     let mut v = Vec::with_capacity(1 + left.len() + right.len());
     v.push(jump(BPF_JGE_K, runs[mid].start, left.len() as u8, 0));
     v.extend(left);
@@ -123,11 +140,22 @@ mod tests {
             let prog = build_filter(0xc000_003e, &set);
             assert!(prog.len() < 400);
             for nr in 0..2000u32 {
-                let want = if set.contains(&nr) { libc::SECCOMP_RET_TRACE } else { libc::SECCOMP_RET_ALLOW };
+                let want = if set.contains(&nr) {
+                    libc::SECCOMP_RET_TRACE
+                } else {
+                    libc::SECCOMP_RET_ALLOW
+                };
                 assert_eq!(simulate(&prog, 0xc000_003e, nr), want, "nr {nr} of {set:?}");
             }
-            assert_eq!(simulate(&prog, 0xc000_003e, 0x4000_0000), libc::SECCOMP_RET_ALLOW);
-            assert_eq!(simulate(&prog, 0x4000_0003, 0), libc::SECCOMP_RET_ALLOW, "foreign arch");
+            assert_eq!(
+                simulate(&prog, 0xc000_003e, 0x4000_0000),
+                libc::SECCOMP_RET_ALLOW
+            );
+            assert_eq!(
+                simulate(&prog, 0x4000_0003, 0),
+                libc::SECCOMP_RET_ALLOW,
+                "foreign arch"
+            );
         }
     }
 

@@ -12,7 +12,11 @@ static FROM_TTY: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
-    let code = if info.is_null() { 0 } else { unsafe { (*info).si_code } };
+    let code = if info.is_null() {
+        0
+    } else {
+        unsafe { (*info).si_code }
+    };
     // Terminal-generated signals (Ctrl-C, Ctrl-\, hangup) come from the kernel and reach
     // the whole foreground process group, the program included: forwarding them again
     // would deliver them twice.

@@ -22,15 +22,24 @@ pub fn resolve_program(prog: &OsString) -> Result<PathBuf, RecordError> {
         return match std::fs::metadata(&p) {
             Ok(_) => Ok(p),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Err(RecordError::NotFound(name)),
-            Err(e) => Err(RecordError::NotExecutable { program: name, source: e }),
+            Err(e) => Err(RecordError::NotExecutable {
+                program: name,
+                source: e,
+            }),
         };
     }
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
     let mut denied = None;
     for dir in std::env::split_paths(&path) {
-        let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
         let cand = dir.join(prog);
-        let Ok(md) = std::fs::metadata(&cand) else { continue };
+        let Ok(md) = std::fs::metadata(&cand) else {
+            continue;
+        };
         if md.is_dir() {
             continue;
         }
@@ -49,7 +58,9 @@ pub fn resolve_program(prog: &OsString) -> Result<PathBuf, RecordError> {
 }
 
 fn is_executable(p: &Path) -> bool {
-    let Ok(c) = CString::new(p.as_os_str().as_bytes()) else { return false };
+    let Ok(c) = CString::new(p.as_os_str().as_bytes()) else {
+        return false;
+    };
     // SAFETY: valid C string.
     unsafe { libc::access(c.as_ptr(), libc::X_OK) == 0 }
 }
@@ -90,7 +101,11 @@ extern "C" {
 
 /// Forks the child. It installs `filter` (if any), stops itself with SIGSTOP, then execs
 /// `program` with `argv` and the current environment.
-pub fn fork_child(program: &Path, argv: &[OsString], filter: Option<&[libc::sock_filter]>) -> Result<Child, RecordError> {
+pub fn fork_child(
+    program: &Path,
+    argv: &[OsString],
+    filter: Option<&[libc::sock_filter]>,
+) -> Result<Child, RecordError> {
     let prog_c = CString::new(program.as_os_str().as_bytes())
         .map_err(|_| RecordError::NotFound(program.display().to_string()))?;
     let args: Vec<CString> = argv
@@ -99,11 +114,17 @@ pub fn fork_child(program: &Path, argv: &[OsString], filter: Option<&[libc::sock
         .collect::<Result<_, _>>()
         .map_err(|_| RecordError::NotExecutable {
             program: program.display().to_string(),
-            source: io::Error::new(io::ErrorKind::InvalidInput, "an argument contains a NUL byte"),
+            source: io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "an argument contains a NUL byte",
+            ),
         })?;
     let mut arg_ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
     arg_ptrs.push(std::ptr::null());
-    let prog = filter.map(|f| libc::sock_fprog { len: f.len() as u16, filter: f.as_ptr() as *mut _ });
+    let prog = filter.map(|f| libc::sock_fprog {
+        len: f.len() as u16,
+        filter: f.as_ptr() as *mut _,
+    });
 
     let mut fds = [0i32; 2];
     // SAFETY: fds is a valid out-array.
@@ -132,7 +153,12 @@ pub fn fork_child(program: &Path, argv: &[OsString], filter: Option<&[libc::sock
 }
 
 /// The child between fork and exec. Never returns.
-unsafe fn child(err: i32, prog: &CString, argv: &[*const libc::c_char], filter: Option<&libc::sock_fprog>) -> ! {
+unsafe fn child(
+    err: i32,
+    prog: &CString,
+    argv: &[*const libc::c_char],
+    filter: Option<&libc::sock_fprog>,
+) -> ! {
     let fail = |stage: u8, errno: i32| -> ! {
         let mut b = [stage, 0, 0, 0, 0];
         b[1..].copy_from_slice(&errno.to_ne_bytes());
@@ -150,15 +176,30 @@ unsafe fn child(err: i32, prog: &CString, argv: &[*const libc::c_char], filter: 
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         if let Some(f) = filter {
             let flags = libc::SECCOMP_FILTER_FLAG_SPEC_ALLOW;
-            let mut r = libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, flags, f as *const _);
+            let mut r = libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                flags,
+                f as *const _,
+            );
             if r != 0 && errno() == libc::EINVAL {
                 // Kernels before 4.17 lack SPEC_ALLOW.
-                r = libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, f as *const _);
+                r = libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    0,
+                    f as *const _,
+                );
             }
             if r != 0 && errno() == libc::EACCES {
                 // Without CAP_SYS_ADMIN a filter requires no_new_privs (as strace does).
                 libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-                r = libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, f as *const _);
+                r = libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    0,
+                    f as *const _,
+                );
             }
             if r != 0 {
                 fail(STAGE_SECCOMP, errno());
@@ -199,14 +240,19 @@ pub fn exec_error(program: &Path, errno: i32) -> RecordError {
     if errno == libc::ENOENT {
         RecordError::NotFound(program.display().to_string())
     } else {
-        RecordError::NotExecutable { program: program.display().to_string(), source: e }
+        RecordError::NotExecutable {
+            program: program.display().to_string(),
+            source: e,
+        }
     }
 }
 
 /// Only used to check ELF class at exec: is `/proc/PID/exe` a 32-bit program?
 pub fn is_32bit(pid: Tid) -> bool {
     let mut b = [0u8; 5];
-    let Ok(mut f) = std::fs::File::open(format!("/proc/{pid}/exe")) else { return false };
+    let Ok(mut f) = std::fs::File::open(format!("/proc/{pid}/exe")) else {
+        return false;
+    };
     use std::io::Read;
     f.read_exact(&mut b).is_ok() && &b[..4] == b"\x7fELF" && b[4] == 1
 }

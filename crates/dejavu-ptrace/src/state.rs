@@ -74,7 +74,10 @@ impl Fd {
     /// Writes to this descriptor get their payload prefix recorded.
     pub fn wants_payload(&self) -> bool {
         self.append
-            || matches!(self.kind, FdKind::Tty | FdKind::DevNull | FdKind::Pipe | FdKind::Socket)
+            || matches!(
+                self.kind,
+                FdKind::Tty | FdKind::DevNull | FdKind::Pipe | FdKind::Socket
+            )
     }
 }
 
@@ -121,7 +124,14 @@ impl FdTable {
 
     /// What exec leaves: everything not close-on-exec.
     pub fn after_exec(&self) -> FdTable {
-        FdTable { fds: self.fds.iter().filter(|(_, f)| !f.cloexec).map(|(k, v)| (*k, v.clone())).collect() }
+        FdTable {
+            fds: self
+                .fds
+                .iter()
+                .filter(|(_, f)| !f.cloexec)
+                .map(|(k, v)| (*k, v.clone()))
+                .collect(),
+        }
     }
 
     /// Number of known descriptors.
@@ -211,7 +221,10 @@ mod tests {
         assert_eq!(FdKind::of(&chr(1, 3)), FdKind::DevNull);
         assert_eq!(FdKind::of(&chr(136, 2)), FdKind::Tty);
         assert_eq!(FdKind::of(&chr(1, 5)), FdKind::Other); // /dev/zero
-        let fifo = FileStat { mode: dejavu_trace::mode::S_IFIFO, ..FileStat::default() };
+        let fifo = FileStat {
+            mode: dejavu_trace::mode::S_IFIFO,
+            ..FileStat::default()
+        };
         assert_eq!(FdKind::of(&fifo), FdKind::Pipe);
     }
 

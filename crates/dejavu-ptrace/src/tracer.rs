@@ -42,7 +42,12 @@ pub struct RecordOptions {
 
 impl Default for RecordOptions {
     fn default() -> Self {
-        RecordOptions { payload_bytes: 256, open_identity: true, follow_cpu: true, verbose: false }
+        RecordOptions {
+            payload_bytes: 256,
+            open_identity: true,
+            follow_cpu: true,
+            verbose: false,
+        }
     }
 }
 
@@ -145,7 +150,9 @@ pub fn record<W: Write>(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
-    let cwd = std::env::current_dir().map(|p| p.into_os_string().into_vec()).unwrap_or_else(|_| b"/".to_vec());
+    let cwd = std::env::current_dir()
+        .map(|p| p.into_os_string().into_vec())
+        .unwrap_or_else(|_| b"/".to_vec());
     let mut meta = Meta {
         producer: format!("dejavu {}", env!("CARGO_PKG_VERSION")),
         backend: "ptrace".into(),
@@ -161,8 +168,12 @@ pub fn record<W: Write>(
                 return Err(RecordError::NotFound(String::new()));
             };
             let path = spawn::resolve_program(prog)?;
-            meta.command = argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-            meta.notes.push("seccomp-bpf filter: only traced calls stop the program".into());
+            meta.command = argv
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            meta.notes
+                .push("seccomp-bpf filter: only traced calls stop the program".into());
             let table: Vec<u32> = arch::table().iter().map(|&(n, _)| n).collect();
             let filter = seccomp::build_filter(arch::AUDIT_ARCH, &table);
             let child = spawn::fork_child(&path, argv, Some(&filter))?;
@@ -179,10 +190,27 @@ pub fn record<W: Write>(
                 let mut t = Tracer::new(w, t0, opts.clone(), true);
                 t.root = Some(pid);
                 t.add_process(pid, Rc::from(cwd.as_slice()), FdTable::default());
-                t.tasks.insert(pid, Task { pid, entry: None, pending_ts: None, exec_info: None, pre_exec: true });
+                t.tasks.insert(
+                    pid,
+                    Task {
+                        pid,
+                        entry: None,
+                        pending_ts: None,
+                        exec_info: None,
+                        pre_exec: true,
+                    },
+                );
                 t.learn_open_fds(pid);
-                t.push(Record::Spawn(Spawn { ts: 0, parent_pid: 0, parent_tid: 0, pid: pid as u32, tid: pid as u32, clone_flags: 0 }));
-                kernel::kill(pid, libc::SIGCONT).map_err(|e| RecordError::os("kill(SIGCONT)", e))?;
+                t.push(Record::Spawn(Spawn {
+                    ts: 0,
+                    parent_pid: 0,
+                    parent_tid: 0,
+                    pid: pid as u32,
+                    tid: pid as u32,
+                    clone_flags: 0,
+                }));
+                kernel::kill(pid, libc::SIGCONT)
+                    .map_err(|e| RecordError::os("kill(SIGCONT)", e))?;
                 t.run()?;
                 Ok(t)
             })();
@@ -210,13 +238,19 @@ pub fn record<W: Write>(
                     meta.cwd = String::from_utf8_lossy(&c).into_owned();
                 }
             }
-            meta.notes.push("attached: every call stops the program (no seccomp filter)".into());
+            meta.notes
+                .push("attached: every call stops the program (no seccomp filter)".into());
             let _sig = signals::install();
+            // Seize first: a refused attach must not leave an empty trace behind.
+            let mut seized = Vec::new();
+            for &p in pids {
+                seized.push((p, seize_threads(p)?));
+            }
             let w = make_writer(&meta)?;
             let mut t = Tracer::new(w, t0, opts.clone(), false);
             t.out.detached = true;
-            for &p in pids {
-                t.attach_process(p)?;
+            for (p, tids) in &seized {
+                t.attach_process(*p, tids);
             }
             t.run()?;
             t.finish()
@@ -291,14 +325,25 @@ impl<W: Write> Tracer<W> {
     fn add_process(&mut self, pid: Tid, cwd: Rc<[u8]>, fds: FdTable) {
         self.procs.insert(
             pid,
-            Process { fds: Rc::new(RefCell::new(fds)), fs: Rc::new(RefCell::new(FsContext { cwd })), tasks: 1 },
+            Process {
+                fds: Rc::new(RefCell::new(fds)),
+                fs: Rc::new(RefCell::new(FsContext { cwd })),
+                tasks: 1,
+            },
         );
         self.out.processes += 1;
     }
 
     fn resume(&mut self, tid: Tid, sig: i32) {
-        let in_call = self.tasks.get(&tid).is_some_and(|t| t.entry.is_some() || t.pending_ts.is_some());
-        let r = if !self.seccomp || in_call { kernel::syscall(tid, sig) } else { kernel::cont(tid, sig) };
+        let in_call = self
+            .tasks
+            .get(&tid)
+            .is_some_and(|t| t.entry.is_some() || t.pending_ts.is_some());
+        let r = if !self.seccomp || in_call {
+            kernel::syscall(tid, sig)
+        } else {
+            kernel::cont(tid, sig)
+        };
         // ESRCH: the task was killed meanwhile (SIGKILL, exit_group from another thread);
         // its exit is reported by waitpid.
         if let Err(e) = r {
@@ -330,7 +375,10 @@ impl<W: Write> Tracer<W> {
                 let st = if libc::WIFEXITED(status) {
                     ExitStatus::Code(libc::WEXITSTATUS(status))
                 } else {
-                    ExitStatus::Signal { signal: libc::WTERMSIG(status), core: libc::WCOREDUMP(status) }
+                    ExitStatus::Signal {
+                        signal: libc::WTERMSIG(status),
+                        core: libc::WCOREDUMP(status),
+                    }
                 };
                 self.task_exited(tid, st, now);
                 continue;
@@ -366,7 +414,10 @@ impl<W: Write> Tracer<W> {
                 self.exit_event(tid, now);
                 self.resume(tid, 0);
             } else if event == libc::PTRACE_EVENT_STOP {
-                if matches!(sig, libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU) {
+                if matches!(
+                    sig,
+                    libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU
+                ) {
                     // Group-stop: stay stopped as the program asked, but let the kernel
                     // tell us about SIGCONT.
                     if let Err(e) = kernel::listen(tid) {
@@ -388,7 +439,12 @@ impl<W: Write> Tracer<W> {
                     continue;
                 }
                 let pid = self.tasks.get(&tid).map_or(tid, |t| t.pid);
-                self.push(Record::Signal(Signal { ts: now, pid: pid as u32, tid: tid as u32, signal: sig }));
+                self.push(Record::Signal(Signal {
+                    ts: now,
+                    pid: pid as u32,
+                    tid: tid as u32,
+                    signal: sig,
+                }));
                 self.resume(tid, sig);
             }
         }
@@ -437,7 +493,11 @@ impl<W: Write> Tracer<W> {
             let sig = libc::WSTOPSIG(status);
             let event = (status >> 16) & 0xff;
             // Pass the program's own pending signal along; tracer stops pass nothing.
-            let deliver = if event == 0 && sig != (libc::SIGTRAP | 0x80) { sig } else { 0 };
+            let deliver = if event == 0 && sig != (libc::SIGTRAP | 0x80) {
+                sig
+            } else {
+                0
+            };
             let _ = kernel::detach(tid, deliver);
             left.remove(&tid);
         }
@@ -458,7 +518,9 @@ impl<W: Write> Tracer<W> {
             return;
         }
         match kernel::syscall_info(tid) {
-            Ok(kernel::SyscallInfo::Entry { arch, nr, args }) => self.entry(tid, arch, nr, args, now),
+            Ok(kernel::SyscallInfo::Entry { arch, nr, args }) => {
+                self.entry(tid, arch, nr, args, now)
+            }
             _ => self.resume(tid, 0),
         }
     }
@@ -470,7 +532,9 @@ impl<W: Write> Tracer<W> {
             return;
         }
         match kernel::syscall_info(tid) {
-            Ok(kernel::SyscallInfo::Entry { arch, nr, args }) => self.entry(tid, arch, nr, args, now),
+            Ok(kernel::SyscallInfo::Entry { arch, nr, args }) => {
+                self.entry(tid, arch, nr, args, now)
+            }
             Ok(kernel::SyscallInfo::Exit { rval, .. }) => {
                 let entry = self.tasks.get_mut(&tid).and_then(|t| t.entry.take());
                 if let Some(e) = entry {
@@ -485,7 +549,10 @@ impl<W: Write> Tracer<W> {
     fn entry(&mut self, tid: Tid, audit_arch: u32, nr: u64, args: [u64; 6], now: u64) {
         if audit_arch != arch::AUDIT_ARCH {
             // Attach mode sees a 32-bit program's calls; we do not decode that ABI.
-            self.warn_once("abi", "a traced process uses a 32-bit ABI; its calls are not recorded".into());
+            self.warn_once(
+                "abi",
+                "a traced process uses a 32-bit ABI; its calls are not recorded".into(),
+            );
             self.resume(tid, 0);
             return;
         }
@@ -515,9 +582,13 @@ impl<W: Write> Tracer<W> {
 
     /// Fast path: the whole call, decoded at its exit stop from the registers.
     fn exit_decoded(&mut self, tid: Tid, ts: u64, now: u64) {
-        let Ok((nr, args, ret)) = arch::syscall_regs(tid) else { return };
+        let Ok((nr, args, ret)) = arch::syscall_regs(tid) else {
+            return;
+        };
         let Some(sys) = arch::sys_of(nr) else { return };
-        let Some(task) = self.tasks.get_mut(&tid) else { return };
+        let Some(task) = self.tasks.get_mut(&tid) else {
+            return;
+        };
         let pid = task.pid;
         if let (Sys::Execve | Sys::Execveat, Some((exe, argv))) = (sys, task.exec_info.take()) {
             // A successful exec: the registers and memory belong to the new program.
@@ -537,25 +608,37 @@ impl<W: Write> Tracer<W> {
     /// PTRACE_EVENT_EXIT: the task is about to die. A call it was inside never
     /// returns; decode it now, while its registers are still readable.
     fn exit_event(&mut self, tid: Tid, now: u64) {
-        let Some(ts) = self.tasks.get_mut(&tid).and_then(|t| t.pending_ts.take()) else { return };
-        let Ok((nr, args, _)) = arch::syscall_regs(tid) else { return };
+        let Some(ts) = self.tasks.get_mut(&tid).and_then(|t| t.pending_ts.take()) else {
+            return;
+        };
+        let Ok((nr, args, _)) = arch::syscall_regs(tid) else {
+            return;
+        };
         let Some(sys) = arch::sys_of(nr) else { return };
-        let Some(pid) = self.tasks.get(&tid).map(|t| t.pid) else { return };
+        let Some(pid) = self.tasks.get(&tid).map(|t| t.pid) else {
+            return;
+        };
         let e = self.decode_entry(tid, pid, sys, args, ts);
         self.unfinished(tid, e, now);
     }
 
     fn clone_event(&mut self, tid: Tid, event: i32, now: u64) {
-        let Ok(child) = kernel::event_msg(tid) else { return };
+        let Ok(child) = kernel::event_msg(tid) else {
+            return;
+        };
         let child = child as Tid;
-        let Some(parent) = self.tasks.get_mut(&tid) else { return };
+        let Some(parent) = self.tasks.get_mut(&tid) else {
+            return;
+        };
         let ppid = parent.pid;
         // The clone call is still in progress: its registers hold its arguments.
         let flags = match arch::syscall_regs(tid) {
             Ok((nr, args, _)) => crate::decode::clone_flags(tid, nr, &args),
             Err(_) => match event {
                 libc::PTRACE_EVENT_FORK => libc::SIGCHLD as u64,
-                libc::PTRACE_EVENT_VFORK => (libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as u64,
+                libc::PTRACE_EVENT_VFORK => {
+                    (libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as u64
+                }
                 _ => thread_flags_from_proc(child),
             },
         };
@@ -580,12 +663,26 @@ impl<W: Write> Tracer<W> {
                         Rc::new(RefCell::new(p.fs.borrow().clone()))
                     },
                 ),
-                None => (Rc::new(RefCell::new(FdTable::default())), Rc::new(RefCell::new(FsContext { cwd: Rc::from(&b"/"[..]) }))),
+                None => (
+                    Rc::new(RefCell::new(FdTable::default())),
+                    Rc::new(RefCell::new(FsContext {
+                        cwd: Rc::from(&b"/"[..]),
+                    })),
+                ),
             };
             self.procs.insert(child, Process { fds, fs, tasks: 1 });
             self.out.processes += 1;
         }
-        self.tasks.insert(child, Task { pid: new_pid, entry: None, pending_ts: None, exec_info: None, pre_exec: false });
+        self.tasks.insert(
+            child,
+            Task {
+                pid: new_pid,
+                entry: None,
+                pending_ts: None,
+                exec_info: None,
+                pre_exec: false,
+            },
+        );
         self.push(Record::Spawn(Spawn {
             ts: now,
             parent_pid: ppid as u32,
@@ -615,11 +712,18 @@ impl<W: Write> Tracer<W> {
                 self.tasks.insert(tid, t);
             }
         }
-        let Some(task) = self.tasks.get_mut(&tid) else { return };
+        let Some(task) = self.tasks.get_mut(&tid) else {
+            return;
+        };
         task.pre_exec = false;
         let pid = task.pid;
         // Every other thread of the process is gone now.
-        let others: Vec<Tid> = self.tasks.iter().filter(|(&k, t)| t.pid == pid && k != tid).map(|(&k, _)| k).collect();
+        let others: Vec<Tid> = self
+            .tasks
+            .iter()
+            .filter(|(&k, t)| t.pid == pid && k != tid)
+            .map(|(&k, _)| k)
+            .collect();
         for o in others {
             if let Some(mut t) = self.tasks.remove(&o) {
                 if let Some(e) = t.entry.take() {
@@ -633,7 +737,12 @@ impl<W: Write> Tracer<W> {
             let after = p.fds.borrow().after_exec();
             p.fds = Rc::new(RefCell::new(after));
         }
-        let (exe, argv) = match self.tasks.get(&tid).and_then(|t| t.entry.as_ref()).and_then(|e| e.exec.clone()) {
+        let (exe, argv) = match self
+            .tasks
+            .get(&tid)
+            .and_then(|t| t.entry.as_ref())
+            .and_then(|e| e.exec.clone())
+        {
             Some(x) => x,
             None => {
                 // Decoding at exit: the old memory is gone, but the kernel left the
@@ -650,9 +759,20 @@ impl<W: Write> Tracer<W> {
         }
         let exe = self.w.intern(&exe);
         let argv = self.w.intern(&argv);
-        self.push(Record::Exec(Exec { ts: now, pid: pid as u32, tid: tid as u32, exe, argv }));
+        self.push(Record::Exec(Exec {
+            ts: now,
+            pid: pid as u32,
+            tid: tid as u32,
+            exe,
+            argv,
+        }));
         if spawn::is_32bit(pid) {
-            self.push(Record::Lost(Lost { ts: now, pid: pid as u32, count: 0, reason: LostReason::ForeignAbi }));
+            self.push(Record::Lost(Lost {
+                ts: now,
+                pid: pid as u32,
+                count: 0,
+                reason: LostReason::ForeignAbi,
+            }));
             self.warn_once(
                 "abi32",
                 format!("process {pid} runs a 32-bit program; dejavu does not trace the 32-bit ABI, so its calls are missing"),
@@ -663,12 +783,19 @@ impl<W: Write> Tracer<W> {
     fn task_exited(&mut self, tid: Tid, st: ExitStatus, now: u64) {
         self.early.remove(&tid);
         self.expected.remove(&tid);
-        let Some(mut task) = self.tasks.remove(&tid) else { return };
+        let Some(mut task) = self.tasks.remove(&tid) else {
+            return;
+        };
         if let Some(e) = task.entry.take() {
             self.unfinished(tid, e, now);
         }
         let pid = task.pid;
-        self.push(Record::Exit(Exit { ts: now, pid: pid as u32, tid: tid as u32, status: st }));
+        self.push(Record::Exit(Exit {
+            ts: now,
+            pid: pid as u32,
+            tid: tid as u32,
+            status: st,
+        }));
         if let Some(p) = self.procs.get_mut(&pid) {
             p.tasks = p.tasks.saturating_sub(1);
             if tid == pid {
@@ -680,81 +807,136 @@ impl<W: Write> Tracer<W> {
         }
     }
 
-    fn attach_process(&mut self, pid: Tid) -> Result<(), RecordError> {
+    /// Registers a process seized by `seize_threads`: its tree, command line, threads.
+    fn attach_process(&mut self, pid: Tid, tids: &[Tid]) {
         let now = self.now();
-        let cwd = kernel::readlink(format!("/proc/{pid}/cwd").as_bytes()).unwrap_or_else(|_| b"/".to_vec());
+        let cwd = kernel::readlink(format!("/proc/{pid}/cwd").as_bytes())
+            .unwrap_or_else(|_| b"/".to_vec());
         self.add_process(pid, Rc::from(cwd.as_slice()), FdTable::default());
         let ppid = proc_ppid(pid);
-        self.push(Record::Spawn(Spawn { ts: now, parent_pid: ppid as u32, parent_tid: ppid as u32, pid: pid as u32, tid: pid as u32, clone_flags: 0 }));
+        self.push(Record::Spawn(Spawn {
+            ts: now,
+            parent_pid: ppid as u32,
+            parent_tid: ppid as u32,
+            pid: pid as u32,
+            tid: pid as u32,
+            clone_flags: 0,
+        }));
         let exe = kernel::readlink(format!("/proc/{pid}/exe").as_bytes()).unwrap_or_default();
         let argv = crate::decode::proc_cmdline(pid).join("\0").into_bytes();
         let (exe, argv) = (self.w.intern(&exe), self.w.intern(&argv));
-        self.push(Record::Exec(Exec { ts: now, pid: pid as u32, tid: pid as u32, exe, argv }));
-        // Threads can appear while we attach: list until no new one shows up.
-        let mut seized: FxHashMap<Tid, ()> = FxHashMap::default();
-        loop {
-            let mut new = 0;
-            let dir = std::fs::read_dir(format!("/proc/{pid}/task")).map_err(|_| RecordError::NoSuchProcess(pid))?;
-            for ent in dir.flatten() {
-                let Some(tid) = ent.file_name().to_str().and_then(|s| s.parse::<Tid>().ok()) else { continue };
-                if seized.contains_key(&tid) {
-                    continue;
+        self.push(Record::Exec(Exec {
+            ts: now,
+            pid: pid as u32,
+            tid: pid as u32,
+            exe,
+            argv,
+        }));
+        for &tid in tids {
+            self.tasks.insert(
+                tid,
+                Task {
+                    pid,
+                    entry: None,
+                    pending_ts: None,
+                    exec_info: None,
+                    pre_exec: false,
+                },
+            );
+            if tid != pid {
+                if let Some(p) = self.procs.get_mut(&pid) {
+                    p.tasks += 1;
                 }
-                match kernel::seize(tid, ptrace_options(false, false)) {
-                    Ok(()) => {}
-                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => continue,
-                    Err(e) => return Err(denied(e, true, Some(pid))),
-                }
-                let _ = kernel::interrupt(tid);
-                seized.insert(tid, ());
-                self.tasks.insert(tid, Task { pid, entry: None, pending_ts: None, exec_info: None, pre_exec: false });
-                if tid != pid {
-                    if let Some(p) = self.procs.get_mut(&pid) {
-                        p.tasks += 1;
-                    }
-                    self.out.threads += 1;
-                    self.push(Record::Spawn(Spawn { ts: now, parent_pid: pid as u32, parent_tid: pid as u32, pid: pid as u32, tid: tid as u32, clone_flags: libc::CLONE_THREAD as u64 }));
-                }
-                // Its interrupt stop arrives in the main loop like any new task's.
-                self.expected.insert(tid, ());
-                new += 1;
+                self.out.threads += 1;
+                self.push(Record::Spawn(Spawn {
+                    ts: now,
+                    parent_pid: pid as u32,
+                    parent_tid: pid as u32,
+                    pid: pid as u32,
+                    tid: tid as u32,
+                    clone_flags: libc::CLONE_THREAD as u64,
+                }));
             }
-            if new == 0 {
-                break;
-            }
+            // Its interrupt stop arrives in the main loop like any new task's.
+            self.expected.insert(tid, ());
         }
-        Ok(())
     }
 
     fn finish(mut self) -> Result<(Outcome, W), RecordError> {
         let now = self.now();
         // Anything still inside a call (attach/detach) never returned while traced.
-        let pending: Vec<(Tid, Entry)> =
-            self.tasks.iter_mut().filter_map(|(&tid, t)| t.entry.take().map(|e| (tid, e))).collect();
+        let pending: Vec<(Tid, Entry)> = self
+            .tasks
+            .iter_mut()
+            .filter_map(|(&tid, t)| t.entry.take().map(|e| (tid, e)))
+            .collect();
         for (tid, e) in pending {
             self.unfinished(tid, e, now);
         }
         let mut out = std::mem::take(&mut self.out);
         out.records = self.w.records();
-        let end = End { end_ts: now, exit: out.exit, ..End::default() };
+        let end = End {
+            end_ts: now,
+            exit: out.exit,
+            ..End::default()
+        };
         let w = self.w.finish(end).map_err(|e| {
             if out.write_error.is_none() {
                 RecordError::Trace(e)
             } else {
-                RecordError::Trace(TraceError::Io(io::Error::other(out.write_error.clone().unwrap_or_default())))
+                RecordError::Trace(TraceError::Io(io::Error::other(
+                    out.write_error.clone().unwrap_or_default(),
+                )))
             }
         })?;
         Ok((out, w))
     }
 }
 
+/// Seizes every thread of `pid` and asks each to stop. Threads can appear while we
+/// attach, so the task list is read until no new one shows up. On failure the tasks
+/// already seized are released when dejavu exits (the kernel detaches them).
+fn seize_threads(pid: Tid) -> Result<Vec<Tid>, RecordError> {
+    let mut seized: Vec<Tid> = Vec::new();
+    loop {
+        let mut new = 0;
+        let dir = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map_err(|_| RecordError::NoSuchProcess(pid))?;
+        for ent in dir.flatten() {
+            let Some(tid) = ent.file_name().to_str().and_then(|s| s.parse::<Tid>().ok()) else {
+                continue;
+            };
+            if seized.contains(&tid) {
+                continue;
+            }
+            match kernel::seize(tid, ptrace_options(false, false)) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => continue,
+                Err(e) => return Err(denied(e, true, Some(pid))),
+            }
+            let _ = kernel::interrupt(tid);
+            seized.push(tid);
+            new += 1;
+        }
+        if new == 0 {
+            break;
+        }
+    }
+    Ok(seized)
+}
+
 fn thread_flags_from_proc(tid: Tid) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{tid}/status")).unwrap_or_default();
     let field = |name: &str| {
-        s.lines().find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse::<i32>().ok()))
+        s.lines().find_map(|l| {
+            l.strip_prefix(name)
+                .and_then(|v| v.trim().parse::<i32>().ok())
+        })
     };
     match (field("Tgid:"), field("Pid:")) {
-        (Some(tg), Some(p)) if tg != p => (libc::CLONE_THREAD | libc::CLONE_FILES | libc::CLONE_FS | libc::CLONE_VM) as u64,
+        (Some(tg), Some(p)) if tg != p => {
+            (libc::CLONE_THREAD | libc::CLONE_FILES | libc::CLONE_FS | libc::CLONE_VM) as u64
+        }
         _ => libc::SIGCHLD as u64,
     }
 }
@@ -770,10 +952,38 @@ fn proc_ppid(pid: Tid) -> Tid {
 /// A signal's name for messages.
 pub fn signal_name(sig: i32) -> String {
     let names = [
-        "", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE", "SIGKILL",
-        "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM", "SIGSTKFLT", "SIGCHLD", "SIGCONT",
-        "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGURG", "SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF",
-        "SIGWINCH", "SIGIO", "SIGPWR", "SIGSYS",
+        "",
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
     ];
     match names.get(sig as usize) {
         Some(n) if !n.is_empty() => n.to_string(),
@@ -793,7 +1003,11 @@ struct CpuFollower {
 
 impl CpuFollower {
     fn new(enabled: bool) -> Self {
-        CpuFollower { enabled, pinned: None, stops: 0 }
+        CpuFollower {
+            enabled,
+            pinned: None,
+            stops: 0,
+        }
     }
 
     fn observe(&mut self, _tid: Tid, _tasks: usize) {

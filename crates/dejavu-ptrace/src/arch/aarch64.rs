@@ -11,9 +11,23 @@ pub const NAME: &str = "aarch64";
 pub const STAT_SIZE: usize = 128;
 /// Calls in the model that this architecture does not have.
 pub const LEGACY_ABSENT: &[Sys] = &[
-    Sys::Open, Sys::Creat, Sys::Stat, Sys::Lstat, Sys::Access, Sys::Readlink, Sys::Mkdir,
-    Sys::Rmdir, Sys::Unlink, Sys::Rename, Sys::Link, Sys::Symlink, Sys::Chmod, Sys::Chown,
-    Sys::Lchown, Sys::Dup2, Sys::Pipe,
+    Sys::Open,
+    Sys::Creat,
+    Sys::Stat,
+    Sys::Lstat,
+    Sys::Access,
+    Sys::Readlink,
+    Sys::Mkdir,
+    Sys::Rmdir,
+    Sys::Unlink,
+    Sys::Rename,
+    Sys::Link,
+    Sys::Symlink,
+    Sys::Chmod,
+    Sys::Chown,
+    Sys::Lchown,
+    Sys::Dup2,
+    Sys::Pipe,
 ];
 
 macro_rules! t {
@@ -53,7 +67,11 @@ pub fn parse_stat(b: &[u8]) -> Option<FileStat> {
     if b.len() < STAT_SIZE {
         return None;
     }
-    let ts = |at: usize| (le_u64(b, at) as i64).wrapping_mul(1_000_000_000).wrapping_add(le_u64(b, at + 8) as i64);
+    let ts = |at: usize| {
+        (le_u64(b, at) as i64)
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(le_u64(b, at + 8) as i64)
+    };
     Some(FileStat {
         known: dejavu_trace::stat_known::ALL,
         dev: le_u64(b, 0),
@@ -83,10 +101,26 @@ pub const ARGS_AT_EXIT: bool = false;
 pub fn syscall_regs(tid: i32) -> std::io::Result<(u64, [u64; 6], i64)> {
     // SAFETY: zeroed POD; PTRACE_GETREGSET writes at most iov_len bytes.
     let mut r: libc::user_regs_struct = unsafe { std::mem::zeroed() };
-    let mut iov = libc::iovec { iov_base: &mut r as *mut _ as *mut libc::c_void, iov_len: std::mem::size_of::<libc::user_regs_struct>() };
-    let rc = unsafe { libc::ptrace(libc::PTRACE_GETREGSET, tid, libc::NT_PRSTATUS as usize as *mut libc::c_void, &mut iov as *mut _ as *mut libc::c_void) };
+    let mut iov = libc::iovec {
+        iov_base: &mut r as *mut _ as *mut libc::c_void,
+        iov_len: std::mem::size_of::<libc::user_regs_struct>(),
+    };
+    let rc = unsafe {
+        libc::ptrace(
+            libc::PTRACE_GETREGSET,
+            tid,
+            libc::NT_PRSTATUS as usize as *mut libc::c_void,
+            &mut iov as *mut _ as *mut libc::c_void,
+        )
+    };
     if rc == -1 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok((r.regs[8], [r.regs[0], r.regs[1], r.regs[2], r.regs[3], r.regs[4], r.regs[5]], r.regs[0] as i64))
+    Ok((
+        r.regs[8],
+        [
+            r.regs[0], r.regs[1], r.regs[2], r.regs[3], r.regs[4], r.regs[5],
+        ],
+        r.regs[0] as i64,
+    ))
 }

@@ -63,8 +63,15 @@ pub fn parse_statx(b: &[u8]) -> Option<FileStat> {
         return None;
     }
     let mask = le_u32(b, 0);
-    let ts = |at: usize| (le_u64(b, at) as i64).wrapping_mul(1_000_000_000).wrapping_add(le_u32(b, at + 8) as i64);
-    let mut st = FileStat { known: k::IDENTITY | k::RDEV, ..FileStat::default() };
+    let ts = |at: usize| {
+        (le_u64(b, at) as i64)
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(le_u32(b, at + 8) as i64)
+    };
+    let mut st = FileStat {
+        known: k::IDENTITY | k::RDEV,
+        ..FileStat::default()
+    };
     st.dev = FileStat::makedev(le_u32(b, 136), le_u32(b, 140));
     st.rdev = FileStat::makedev(le_u32(b, 128), le_u32(b, 132));
     st.ino = le_u64(b, 32);
@@ -84,7 +91,9 @@ pub fn parse_statx(b: &[u8]) -> Option<FileStat> {
         st.known |= k::CTIME;
         st.ctime_ns = ts(96);
     }
-    if mask & (libc::STATX_NLINK | libc::STATX_UID | libc::STATX_GID) == (libc::STATX_NLINK | libc::STATX_UID | libc::STATX_GID) {
+    if mask & (libc::STATX_NLINK | libc::STATX_UID | libc::STATX_GID)
+        == (libc::STATX_NLINK | libc::STATX_UID | libc::STATX_GID)
+    {
         st.known |= k::OWNER;
         st.nlink = le_u32(b, 16) as u64;
         st.uid = le_u32(b, 20);
@@ -108,8 +117,14 @@ pub fn from_libc_stat(s: &libc::stat) -> FileStat {
         gid: s.st_gid,
         rdev: s.st_rdev,
         size: s.st_size,
-        mtime_ns: s.st_mtime.wrapping_mul(1_000_000_000).wrapping_add(s.st_mtime_nsec),
-        ctime_ns: s.st_ctime.wrapping_mul(1_000_000_000).wrapping_add(s.st_ctime_nsec),
+        mtime_ns: s
+            .st_mtime
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(s.st_mtime_nsec),
+        ctime_ns: s
+            .st_ctime
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(s.st_ctime_nsec),
     }
 }
 
@@ -127,7 +142,10 @@ mod tests {
         // Every call in the model exists on this architecture, or is a legacy call the
         // architecture never had.
         for s in Sys::ALL {
-            assert!(seen.contains(s) || LEGACY_ABSENT.contains(s), "{s} has no number");
+            assert!(
+                seen.contains(s) || LEGACY_ABSENT.contains(s),
+                "{s} has no number"
+            );
         }
         assert_eq!(sys_of(u64::MAX), None);
     }
@@ -139,7 +157,10 @@ mod tests {
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         assert_eq!(unsafe { libc::stat(path.as_ptr(), &mut st) }, 0);
         let bytes = unsafe {
-            std::slice::from_raw_parts(&st as *const libc::stat as *const u8, std::mem::size_of::<libc::stat>())
+            std::slice::from_raw_parts(
+                &st as *const libc::stat as *const u8,
+                std::mem::size_of::<libc::stat>(),
+            )
         };
         assert_eq!(STAT_SIZE, bytes.len());
         assert_eq!(parse_stat(bytes), Some(from_libc_stat(&st)));

@@ -51,7 +51,11 @@ pub fn parse_stat(b: &[u8]) -> Option<FileStat> {
     if b.len() < STAT_SIZE {
         return None;
     }
-    let ts = |at: usize| (le_u64(b, at) as i64).wrapping_mul(1_000_000_000).wrapping_add(le_u64(b, at + 8) as i64);
+    let ts = |at: usize| {
+        (le_u64(b, at) as i64)
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(le_u64(b, at + 8) as i64)
+    };
     Some(FileStat {
         known: dejavu_trace::stat_known::ALL,
         dev: le_u64(b, 0),
@@ -84,10 +88,19 @@ pub fn syscall_regs(tid: i32) -> std::io::Result<(u64, [u64; 6], i64)> {
     // SAFETY: zeroed POD; PTRACE_GETREGS writes exactly one user_regs_struct.
     let mut r: libc::user_regs_struct = unsafe { std::mem::zeroed() };
     let rc = unsafe {
-        libc::ptrace(libc::PTRACE_GETREGS, tid, std::ptr::null_mut::<libc::c_void>(), &mut r as *mut _ as *mut libc::c_void)
+        libc::ptrace(
+            libc::PTRACE_GETREGS,
+            tid,
+            std::ptr::null_mut::<libc::c_void>(),
+            &mut r as *mut _ as *mut libc::c_void,
+        )
     };
     if rc == -1 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok((r.orig_rax, [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9], r.rax as i64))
+    Ok((
+        r.orig_rax,
+        [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9],
+        r.rax as i64,
+    ))
 }
