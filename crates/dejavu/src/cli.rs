@@ -9,7 +9,9 @@ use std::path::PathBuf;
 /// open/close around every small write, the mkdir of an existing directory.
 #[derive(Parser, Debug)]
 #[command(name = "dejavu", version, about, long_about = None, max_term_width = 100)]
-#[command(after_help = "Exit codes and examples: see docs/cli.md. Report bugs with the output of `dejavu --version`.")]
+#[command(
+    after_help = "Exit codes and examples: see docs/cli.md. Report bugs with the output of `dejavu --version`."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -43,7 +45,13 @@ pub struct RecordArgs {
     pub output: PathBuf,
     /// Attach to this running process and all its threads instead of starting a command
     /// (repeat or separate with commas for several).
-    #[arg(short, long = "pid", value_name = "PID", value_delimiter = ',', conflicts_with = "command")]
+    #[arg(
+        short,
+        long = "pid",
+        value_name = "PID",
+        value_delimiter = ',',
+        conflicts_with = "command"
+    )]
     pub pids: Vec<i32>,
     /// Keep this many bytes of each write to a terminal, pipe, socket, /dev/null or
     /// append-mode file (the only writes whose bytes are kept).
@@ -63,7 +71,11 @@ pub struct RecordArgs {
     #[arg(short, long)]
     pub verbose: bool,
     /// The command to run, after `--`.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
     pub command: Vec<OsString>,
 }
 
@@ -117,8 +129,8 @@ pub struct ImportStraceArgs {
     /// Write the trace here.
     #[arg(short, long, value_name = "FILE", default_value = "dejavu.dvt")]
     pub output: PathBuf,
-    /// Working directory of the traced program, to make relative paths absolute
-    /// (default: this directory).
+    /// Working directory of the traced program, to make relative paths absolute (default:
+    /// learned from the log's `AT_FDCWD</dir>` annotations with -y; else they stay relative).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Keep this many bytes of write payloads from the log.

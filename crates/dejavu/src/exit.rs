@@ -6,8 +6,6 @@ use dejavu_ptrace::RecordError;
 pub const OK: i32 = 0;
 /// A command that reads traces failed (unreadable, corrupt, not a trace).
 pub const FAILURE: i32 = 1;
-/// dejavu itself failed while recording (cannot write the trace, internal error).
-pub const INTERNAL: i32 = 125;
 
 /// Prints `err` (with its causes) on stderr and returns the exit code it maps to.
 pub fn report(err: &anyhow::Error) -> i32 {
@@ -16,8 +14,14 @@ pub fn report(err: &anyhow::Error) -> i32 {
         return OK;
     }
     eprintln!("dejavu: {err}");
+    let mut last = err.to_string();
     for cause in err.chain().skip(1) {
-        eprintln!("  caused by: {cause}");
+        // Library errors often repeat their source in their own message; say it once.
+        let text = cause.to_string();
+        if !last.contains(&text) {
+            eprintln!("  caused by: {text}");
+        }
+        last = text;
     }
     if let Some(rec) = err.downcast_ref::<RecordError>() {
         return rec.exit_code();

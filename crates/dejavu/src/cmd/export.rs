@@ -7,9 +7,12 @@ use std::io::Write;
 
 /// Exports; a closed stdout (`| head`) is success.
 pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
-    let mut reader = TraceReader::open(&a.trace).with_context(|| format!("reading {}", a.trace.display()))?;
+    let mut reader =
+        TraceReader::open(&a.trace).with_context(|| format!("reading {}", a.trace.display()))?;
     let mut out: Box<dyn Write> = match &a.output {
-        Some(p) => Box::new(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?),
+        Some(p) => {
+            Box::new(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?)
+        }
         None => Box::new(std::io::stdout().lock()),
     };
     let stats = match a.format {

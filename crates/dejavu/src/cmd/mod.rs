@@ -1,7 +1,9 @@
 //! One module per subcommand; `run` dispatches.
 
 mod export;
+mod import;
 mod record;
+mod summary;
 
 use crate::cli::{Cli, Command};
 
@@ -10,8 +12,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Record(a) => record::run(a),
         Command::Export(a) => export::run(a),
-        Command::Summary(_) | Command::Import(_) => {
-            anyhow::bail!("not built yet")
-        }
+        Command::Summary(a) => summary::run(a),
+        Command::Import(c) => import::run(c),
     }
 }

@@ -1,7 +1,6 @@
 //! `dejavu record`: run or attach, write the trace, exit with the program's status.
 
 use crate::cli::RecordArgs;
-use anyhow::Context;
 use dejavu_ptrace::{RecordOptions, Target};
 use dejavu_trace::{ExitStatus, TraceWriter, WriterOptions};
 
@@ -12,7 +11,18 @@ pub fn run(a: RecordArgs) -> anyhow::Result<i32> {
     } else if !a.command.is_empty() {
         Target::Command(a.command.clone())
     } else {
-        anyhow::bail!("nothing to record: give a command after `--`, or attach with --pid PID");
+        use clap::CommandFactory;
+        let mut cmd = crate::cli::Cli::command();
+        cmd.build();
+        let record = cmd
+            .find_subcommand_mut("record")
+            .expect("record subcommand exists");
+        record
+            .error(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "nothing to record: give a command after `--` (dejavu record -- CMD ARGS...), or attach with --pid PID",
+            )
+            .exit();
     };
     let opts = RecordOptions {
         payload_bytes: if a.no_payload { 0 } else { a.payload_bytes },
@@ -24,8 +34,13 @@ pub fn run(a: RecordArgs) -> anyhow::Result<i32> {
     let (outcome, _file) = dejavu_ptrace::record(target, &opts, |meta| {
         TraceWriter::create(&out_path, meta, WriterOptions::default())
     })
-    .map_err(anyhow::Error::from)
-    .with_context(|| format!("recording to {}", a.output.display()))?;
+    .map_err(|e| match e {
+        // Only trace-writing errors need the path; the others say all there is.
+        dejavu_ptrace::RecordError::Trace(_) => {
+            anyhow::Error::from(e).context(format!("recording to {}", a.output.display()))
+        }
+        e => anyhow::Error::from(e),
+    })?;
     for w in &outcome.warnings {
         eprintln!("dejavu: warning: {w}");
     }

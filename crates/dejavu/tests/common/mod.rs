@@ -1,0 +1,226 @@
+//! Helpers shared by the integration tests: build the C workloads, run dejavu and strace
+//! on the same program, and read what each counted.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+/// The dejavu binary under test.
+pub fn dejavu() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_dejavu"))
+}
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repo root")
+}
+
+/// Whether a tool is on PATH; tests that need it print why they skip.
+pub fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Skips the calling test (with a reason on stderr) when `tool` is missing.
+#[macro_export]
+macro_rules! require {
+    ($tool:expr) => {
+        if !common::have($tool) {
+            eprintln!("SKIP: {} is not installed", $tool);
+            return;
+        }
+    };
+}
+
+fn build_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("tempdir"))
+        .path()
+}
+
+/// Compiles tests/workloads/c/NAME.c (once per test binary) and returns the executable.
+pub fn c_workload(name: &str) -> PathBuf {
+    static BUILT: OnceLock<std::sync::Mutex<BTreeMap<String, PathBuf>>> = OnceLock::new();
+    let m = BUILT.get_or_init(Default::default);
+    let mut m = m.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = m.get(name) {
+        return p.clone();
+    }
+    let src = repo().join("tests/workloads/c").join(format!("{name}.c"));
+    let out = build_dir().join(name);
+    let st = Command::new("gcc")
+        .args(["-O1", "-g", "-pthread", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("gcc runs");
+    assert!(st.success(), "compiling {}", src.display());
+    m.insert(name.to_string(), out.clone());
+    out
+}
+
+/// The traced set as strace names it (strace 6.1 does not know fchmodat2).
+pub const STRACE_SET: &str = "open,openat,openat2,creat,close,close_range,read,pread64,readv,preadv,preadv2,write,\
+pwrite64,writev,pwritev,pwritev2,lseek,stat,lstat,fstat,newfstatat,statx,access,faccessat,faccessat2,readlink,\
+readlinkat,getdents64,mkdir,mkdirat,rmdir,unlink,unlinkat,rename,renameat,renameat2,link,linkat,symlink,symlinkat,\
+chmod,fchmod,fchmodat,chown,fchown,lchown,fchownat,truncate,ftruncate,fsync,fdatasync,sync_file_range,dup,dup2,\
+dup3,fcntl,pipe,pipe2,socket,accept,accept4,connect,sendfile,copy_file_range,splice,utimensat,chdir,fchdir,execve,\
+execveat,memfd_create,io_uring_setup,io_uring_enter";
+
+/// (calls, errors) per syscall.
+pub type Counts = BTreeMap<String, (u64, u64)>;
+
+/// Runs `cmd` under `strace -f -c` limited to the traced set; returns its counts. The
+/// program gets the same stdio as under `record_quiet` (null, null, a file): a program's
+/// calls depend on what its descriptors are (lseek on a pipe fails, on /dev/null not).
+pub fn strace_counts(cmd: &[&str], cwd: &Path) -> Counts {
+    let out = tempfile::NamedTempFile::new().expect("tmp");
+    let err = tempfile::tempfile().expect("tmp");
+    let st = Command::new("strace")
+        .args(["-f", "-c", "-e", &format!("trace={STRACE_SET}"), "-o"])
+        .arg(out.path())
+        .arg("--")
+        .args(cmd)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err)
+        .status()
+        .expect("strace runs");
+    assert!(st.success(), "strace {cmd:?} failed: {st}");
+    parse_strace_c(&std::fs::read_to_string(out.path()).expect("strace output"))
+}
+
+/// Parses the table of `strace -c`.
+pub fn parse_strace_c(text: &str) -> Counts {
+    let mut m = Counts::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 5 || !f[0].chars().next().is_some_and(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let name = *f.last().unwrap_or(&"");
+        if name == "total" {
+            continue;
+        }
+        let calls: u64 = f[3].parse().unwrap_or(0);
+        let errors: u64 = if f.len() == 6 {
+            f[4].parse().unwrap_or(0)
+        } else {
+            0
+        };
+        m.insert(name.to_string(), (calls, errors));
+    }
+    m
+}
+
+/// Runs `dejavu record -o TRACE -- cmd`; returns the output of dejavu.
+pub fn record(trace: &Path, cmd: &[&str], cwd: &Path) -> Output {
+    Command::new(dejavu())
+        .arg("record")
+        .arg("-o")
+        .arg(trace)
+        .arg("--")
+        .args(cmd)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .expect("dejavu runs")
+}
+
+/// `dejavu record` with the stdio `strace_counts` gives the program; returns dejavu's
+/// exit status and its stderr.
+pub fn record_quiet(trace: &Path, cmd: &[&str], cwd: &Path) -> (std::process::ExitStatus, String) {
+    use std::io::{Read, Seek};
+    let mut err = tempfile::tempfile().expect("tmp");
+    let st = Command::new(dejavu())
+        .arg("record")
+        .arg("-o")
+        .arg(trace)
+        .arg("--")
+        .args(cmd)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err.try_clone().expect("dup"))
+        .status()
+        .expect("dejavu runs");
+    let mut text = String::new();
+    err.rewind().ok();
+    err.read_to_string(&mut text).ok();
+    (st, text)
+}
+
+/// `dejavu summary --json TRACE`.
+pub fn summary_json(trace: &Path) -> Value {
+    let out = Command::new(dejavu())
+        .arg("summary")
+        .arg("--json")
+        .arg(trace)
+        .output()
+        .expect("dejavu summary runs");
+    assert!(
+        out.status.success(),
+        "summary failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("summary --json is JSON")
+}
+
+/// Per-syscall (calls, errors) from `dejavu summary --json`.
+pub fn dejavu_counts(trace: &Path) -> Counts {
+    let v = summary_json(trace);
+    let mut m = Counts::new();
+    for (name, s) in v["syscalls"].as_object().expect("syscalls object") {
+        let calls = s["calls"].as_u64().unwrap_or(0);
+        let errors = s["errors"].as_u64().unwrap_or(0);
+        // strace 6.1 has no name for fchmodat2: not in its set.
+        if name != "fchmodat2" {
+            m.insert(name.clone(), (calls, errors));
+        }
+    }
+    m
+}
+
+/// Records `cmd` with dejavu and with strace in `cwd`; asserts equal counts.
+pub fn assert_counts_match_strace(cmd: &[&str], cwd: &Path) {
+    assert_counts_match_strace_with(cmd, cwd, |_| {})
+}
+
+/// As `assert_counts_match_strace`, calling `prepare(cwd)` before each of the two runs so
+/// both start from the same files.
+pub fn assert_counts_match_strace_with(cmd: &[&str], cwd: &Path, prepare: impl Fn(&Path)) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let trace = dir.path().join("t.dvt");
+    prepare(cwd);
+    let (st, err) = record_quiet(&trace, cmd, cwd);
+    assert!(st.success(), "dejavu record {cmd:?}: {st}\n{err}");
+    let ours = dejavu_counts(&trace);
+    prepare(cwd);
+    let theirs = strace_counts(cmd, cwd);
+    if ours != theirs {
+        let mut diff = String::new();
+        for k in ours
+            .keys()
+            .chain(theirs.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+        {
+            let (a, b) = (ours.get(k), theirs.get(k));
+            if a != b {
+                diff.push_str(&format!("  {k}: dejavu {a:?} strace {b:?}\n"));
+            }
+        }
+        panic!("{cmd:?}: per-syscall (calls, errors) differ from strace -f -c:\n{diff}");
+    }
+    assert!(!ours.is_empty(), "{cmd:?}: nothing recorded");
+}

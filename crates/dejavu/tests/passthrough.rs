@@ -1,0 +1,207 @@
+//! The traced program must not notice dejavu: its exit status, signal death, stdin,
+//! stdout, environment, working directory and signals pass through unchanged.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn record_cmd(trace: &std::path::Path) -> Command {
+    let mut c = Command::new(common::dejavu());
+    c.arg("record").arg("-o").arg(trace).arg("--");
+    c
+}
+
+#[test]
+fn exit_codes_pass_through() {
+    let prog = common::c_workload("signals");
+    let d = tempfile::tempdir().unwrap();
+    for code in [0, 1, 3, 42, 255] {
+        let st = record_cmd(&d.path().join("t.dvt"))
+            .arg(&prog)
+            .args(["exit", &code.to_string()])
+            .status()
+            .unwrap();
+        assert_eq!(st.code(), Some(code));
+    }
+}
+
+#[test]
+fn a_signal_death_exits_128_plus_the_signal_like_a_shell() {
+    let prog = common::c_workload("signals");
+    let d = tempfile::tempdir().unwrap();
+    for sig in [libc::SIGTERM, libc::SIGKILL, libc::SIGSEGV, libc::SIGABRT] {
+        let trace = d.path().join("t.dvt");
+        let out = record_cmd(&trace)
+            .arg(&prog)
+            .args(["kill", &sig.to_string()])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(128 + sig), "signal {sig}");
+        // The trace records the death too.
+        let v = common::summary_json(&trace);
+        assert_eq!(v["processes"][0]["exit"].as_i64(), Some(128 + sig as i64));
+    }
+}
+
+#[test]
+fn the_programs_own_signal_handlers_run() {
+    let prog = common::c_workload("signals");
+    let d = tempfile::tempdir().unwrap();
+    let st = record_cmd(&d.path().join("t.dvt"))
+        .arg(&prog)
+        .arg("handler")
+        .status()
+        .unwrap();
+    assert_eq!(
+        st.code(),
+        Some(7),
+        "the SIGUSR1 handler ran exactly as untraced"
+    );
+}
+
+#[test]
+fn sigstop_and_sigcont_are_the_programs_not_the_tracers() {
+    let prog = common::c_workload("signals");
+    let d = tempfile::tempdir().unwrap();
+    let st = record_cmd(&d.path().join("t.dvt"))
+        .arg(&prog)
+        .arg("stopcont")
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(0));
+}
+
+#[test]
+fn stdin_and_stdout_pass_through() {
+    let d = tempfile::tempdir().unwrap();
+    let mut child = record_cmd(&d.path().join("t.dvt"))
+        .args(["tr", "a-z", "A-Z"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"hello through dejavu\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(out.stdout, b"HELLO THROUGH DEJAVU\n");
+}
+
+#[test]
+fn environment_and_working_directory_are_untouched() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().canonicalize().unwrap();
+    let out = record_cmd(&dir.join("t.dvt"))
+        .args(["sh", "-c", "echo \"$DEJAVU_TEST_VAR\"; pwd"])
+        .env("DEJAVU_TEST_VAR", "a value with spaces")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text, format!("a value with spaces\n{}\n", dir.display()));
+}
+
+#[test]
+fn sigpipe_has_its_default_action_in_the_program() {
+    // Rust ignores SIGPIPE in dejavu itself; the program must get the default back,
+    // or `yes | head` would never end under dejavu.
+    let d = tempfile::tempdir().unwrap();
+    let out = record_cmd(&d.path().join("t.dvt"))
+        .args(["sh", "-c", "yes | head -n 3"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(out.stdout, b"y\ny\ny\n");
+}
+
+#[test]
+fn a_program_that_ignores_sigint_survives_a_sigint_sent_to_dejavu() {
+    let prog = common::c_workload("signals");
+    let d = tempfile::tempdir().unwrap();
+    let stop = d.path().join("stop");
+    let mut child = record_cmd(&d.path().join("t.dvt"))
+        .arg(&prog)
+        .arg("ignore-int")
+        .arg(&stop)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    use std::io::BufRead;
+    std::io::BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "ready\n");
+    // A SIGINT from another process (not the terminal) is forwarded to the program,
+    // which ignores it: both keep running.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "dejavu must not exit on a forwarded SIGINT"
+    );
+    std::fs::write(&stop, "").unwrap();
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(0));
+    let v = common::summary_json(&d.path().join("t.dvt"));
+    assert_eq!(v["processes"][0]["exit"].as_i64(), Some(0));
+}
+
+#[test]
+fn sigterm_to_dejavu_reaches_the_program() {
+    let d = tempfile::tempdir().unwrap();
+    let mut child = record_cmd(&d.path().join("t.dvt"))
+        .args(["sleep", "30"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let t = Instant::now();
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let st = child.wait().unwrap();
+    assert_eq!(
+        st.code(),
+        Some(128 + libc::SIGTERM),
+        "sleep died of the forwarded SIGTERM"
+    );
+    assert!(t.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn a_missing_command_exits_127_and_a_non_executable_one_126() {
+    let d = tempfile::tempdir().unwrap();
+    let out = record_cmd(&d.path().join("t.dvt"))
+        .arg("no-such-command-xyz")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("command not found: no-such-command-xyz"));
+    let f = d.path().join("not-exec");
+    std::fs::write(&f, "#!/bin/sh\n").unwrap();
+    let out = record_cmd(&d.path().join("t.dvt"))
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(126),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn record_without_a_command_is_a_usage_error() {
+    let out = Command::new(common::dejavu())
+        .arg("record")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--pid"));
+}

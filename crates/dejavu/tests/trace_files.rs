@@ -1,0 +1,108 @@
+//! Traces cut off by kill -9 stay readable up to their last complete block; damaged or
+//! foreign files give an error naming the byte offset, never a panic.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+fn summary(trace: &std::path::Path) -> std::process::Output {
+    Command::new(common::dejavu())
+        .arg("summary")
+        .arg(trace)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_recording_killed_with_sigkill_is_readable_up_to_its_last_block() {
+    let prog = common::c_workload("threads");
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("t.dvt");
+    // Enough stats to run for several seconds under the tracer.
+    let mut dv = Command::new(common::dejavu())
+        .args(["record", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&prog)
+        .args(["1", "10000000"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    dv.kill().unwrap(); // SIGKILL
+    dv.wait().unwrap();
+    let out = summary(&trace);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("cut off") || err.contains("no end marker"),
+        "{err}"
+    );
+    let v = common::summary_json(&trace);
+    let calls = v["syscalls"]["newfstatat"]["calls"].as_u64().unwrap_or(0)
+        + v["syscalls"]["stat"]["calls"].as_u64().unwrap_or(0);
+    assert!(
+        calls > 1000,
+        "the blocks written before the kill are there: {calls} stats"
+    );
+    assert!(
+        v["truncated"].is_object(),
+        "summary --json says the trace is incomplete: {}",
+        v["truncated"]
+    );
+}
+
+#[test]
+fn a_damaged_trace_is_an_error_that_names_the_offset() {
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("t.dvt");
+    let (st, _) = common::record_quiet(&trace, &["ls", "/"], d.path());
+    assert!(st.success());
+    let mut bytes = std::fs::read(&trace).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x55;
+    std::fs::write(&trace, &bytes).unwrap();
+    let out = summary(&trace);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("corrupt trace at byte offset"), "{err}");
+}
+
+#[test]
+fn a_file_that_is_not_a_trace_is_named_as_such() {
+    let out = summary(std::path::Path::new("/bin/sh"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        err.contains("not a dejavu trace") && err.contains("offset 0"),
+        "{err}"
+    );
+    let out = summary(std::path::Path::new("/nonexistent.dvt"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("No such file"));
+}
+
+#[test]
+fn export_to_a_closed_pipe_is_not_an_error() {
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("t.dvt");
+    let (st, _) = common::record_quiet(&trace, &["ls", "-l", "/usr/bin"], d.path());
+    assert!(st.success());
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{}' export '{}' | head -n 1",
+            common::dejavu().display(),
+            trace.display()
+        ))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("{\"type\":\"meta\""));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
