@@ -1,0 +1,103 @@
+//! What counts as a path lookup, which lookups ask the same question, and what their
+//! answer is. Shared by repeated-lookup, negative-probe and check-then-act.
+
+use dejavu_trace::{ev, Sys, Syscall};
+
+const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
+
+/// The question a lookup asks.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Question {
+    /// Metadata (stat, lstat, statx, newfstatat), following the last symlink or not.
+    Stat {
+        /// lstat / AT_SYMLINK_NOFOLLOW.
+        nofollow: bool,
+    },
+    /// Access check with this mode (F_OK, R_OK, ...).
+    Access {
+        /// The mode bits.
+        mode: u32,
+        /// AT_SYMLINK_NOFOLLOW.
+        nofollow: bool,
+    },
+    /// A symlink's target.
+    Readlink,
+    /// Whether the file can be opened (only failed opens count as lookups).
+    Open,
+}
+
+impl Question {
+    /// Short name for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Question::Stat { nofollow: false } => "stat",
+            Question::Stat { nofollow: true } => "lstat",
+            Question::Access { .. } => "access",
+            Question::Readlink => "readlink",
+            Question::Open => "open",
+        }
+    }
+}
+
+/// The question `s` asks about its path, when it is a path lookup. Calls on a descriptor
+/// (fstat, AT_EMPTY_PATH) are never lookups of a path.
+#[inline]
+pub fn question(s: &Syscall) -> Option<Question> {
+    if s.ev & ev::PATH_FROM_FD != 0 || s.path.is_none() {
+        return None;
+    }
+    Some(match s.sys {
+        Sys::Stat => Question::Stat { nofollow: false },
+        Sys::Lstat => Question::Stat { nofollow: true },
+        Sys::Newfstatat | Sys::Statx => Question::Stat {
+            nofollow: s.flags & AT_SYMLINK_NOFOLLOW != 0,
+        },
+        Sys::Access => Question::Access {
+            mode: s.mode,
+            nofollow: false,
+        },
+        Sys::Faccessat | Sys::Faccessat2 => Question::Access {
+            mode: s.mode,
+            nofollow: s.flags & AT_SYMLINK_NOFOLLOW != 0,
+        },
+        Sys::Readlink | Sys::Readlinkat => Question::Readlink,
+        Sys::Open | Sys::Openat | Sys::Openat2 => Question::Open,
+        _ => return None,
+    })
+}
+
+/// Whether the call's kind can be a lookup at all (for `Detector::wants`).
+pub fn is_lookup_call(sys: Sys) -> bool {
+    use Sys::*;
+    matches!(
+        sys,
+        Stat | Lstat
+            | Newfstatat
+            | Statx
+            | Access
+            | Faccessat
+            | Faccessat2
+            | Readlink
+            | Readlinkat
+            | Open
+            | Openat
+            | Openat2
+    )
+}
+
+/// The answer, comparable between two lookups of the same question: the result and what
+/// the kernel wrote back (stat answers are interned by value, atime excluded).
+#[inline]
+pub fn answer(s: &Syscall) -> u64 {
+    let extra = match s.sys {
+        Sys::Readlink | Sys::Readlinkat => s.path2.map_or(u32::MAX, |p| p.0),
+        _ => s.stat.map_or(u32::MAX, |p| p.0),
+    };
+    ((s.ret as u64) << 32) ^ extra as u64
+}
+
+/// A negative answer: the path (or a directory on the way) does not exist.
+#[inline]
+pub fn is_negative(s: &Syscall) -> bool {
+    s.ret == -2 /* ENOENT */ || s.ret == -20 /* ENOTDIR */
+}

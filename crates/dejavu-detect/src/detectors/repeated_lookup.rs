@@ -1,0 +1,208 @@
+//! repeated-lookup: the same lookup of the same path, at the same path version, with the
+//! same answer, by the same process: what a perfect cache with exact invalidation would
+//! have answered from memory.
+
+use super::lookup::{answer, is_lookup_call, is_negative, question, Question};
+use crate::group::{cache_hazards, Tallies, Wording};
+use crate::{Config, Cx, Detector, DetectorInfo, Finding};
+use dejavu_replay::{PathKey, Version, View};
+use dejavu_trace::{ev, Sys, Syscall};
+use rustc_hash::FxHashMap;
+
+/// Documentation and constructor.
+pub static INFO: DetectorInfo = DetectorInfo {
+    id: "repeated-lookup",
+    summary: "the same stat/access/readlink of an unchanged path, with the same answer",
+    explain: "A lookup (stat, lstat, statx, newfstatat, access, faccessat, readlink) is redundant when \
+the same process already made the same lookup of the same path at the same path version and got the \
+same answer: a cache with exact invalidation would have answered it from memory. A lookup after an \
+observed mutation of the path (a write, truncate, rename, unlink, create, chmod, chown or utime by any \
+traced process) is not redundant; the finding lists such mutations as the invalidation points a cache \
+must honour. When the answer changed although dejavu saw no mutation, another program changed the file: \
+the finding says caching is unsafe and counts the stale answers a cache would have served. fstat of an \
+open descriptor is never a lookup of the path. Negative answers (ENOENT, ENOTDIR) are the \
+negative-probe detector's.",
+    example: "for each request: fs.statSync('config.json')   // 10,000 stats, 1 distinct answer",
+    fix: "cache the answer per path and drop it on the invalidation points in the hazards, or pass the \
+result along instead of asking again",
+    hazards: "A cache must be dropped when the program itself changes the path (listed per finding). If \
+another program may change the file, a cache serves stale answers: dejavu counts how many it would have \
+served in this trace.",
+    options: &[],
+    make: |_cfg: &Config| Box::new(RepeatedLookup::default()),
+};
+
+#[derive(Clone, Copy)]
+struct Last {
+    version: Version,
+    answer: u64,
+}
+
+#[derive(Default)]
+struct RepeatedLookup {
+    last: FxHashMap<(u32, PathKey, Question), Last>,
+    tallies: Tallies,
+}
+
+impl Detector for RepeatedLookup {
+    fn wants(&self, sys: Sys) -> bool {
+        is_lookup_call(sys) && !matches!(sys, Sys::Open | Sys::Openat | Sys::Openat2)
+    }
+
+    fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        if s.ev & ev::UNFINISHED != 0 || is_negative(s) {
+            return;
+        }
+        let (Some(q), Some(path)) = (question(s), v.path) else {
+            return;
+        };
+        let ans = answer(s);
+        let counting = cx.config.counts(s.ts);
+        let prev = self.last.insert(
+            (s.pid, path, q),
+            Last {
+                version: v.version,
+                answer: ans,
+            },
+        );
+        if !counting {
+            return;
+        }
+        let t = self.tallies.get(s.pid, path);
+        t.calls += 1;
+        match prev {
+            Some(p) if p.version == v.version && p.answer == ans => t.redundant(s.ts, s.dur),
+            Some(p) if p.version == v.version => t.stale += 1,
+            Some(_) => {
+                t.invalidations += 1;
+                t.invalidated_by = t.invalidated_by.or(cx.replay.paths.changed_by(path));
+            }
+            None => {}
+        }
+    }
+
+    fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
+        self.tallies
+            .findings(&INFO, cx, Wording { cache: true }, &|t, _| {
+                cache_hazards(t, "cached answer")
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::{file, TraceBuilder};
+    use dejavu_trace::Sys;
+
+    #[test]
+    fn the_same_answer_at_the_same_version_is_redundant() {
+        let mut b = TraceBuilder::new();
+        for _ in 0..5 {
+            b.stat("/etc/app.conf", Ok(file(7, 100, 1)));
+        }
+        let f = b.findings("repeated-lookup");
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            (f[0].calls, f[0].redundant_calls, f[0].wasted_ns),
+            (5, 4, 2000)
+        );
+        assert_eq!(f[0].paths, vec!["/etc/app.conf".to_string()]);
+        let cache = f[0].cache.clone().unwrap();
+        assert!(cache.safe && cache.saved_calls == 4 && cache.stale_answers == 0);
+    }
+
+    #[test]
+    fn a_stat_after_a_real_change_is_not_redundant_and_names_the_invalidation() {
+        let mut b = TraceBuilder::new();
+        b.stat("/d/f", Ok(file(7, 100, 1)));
+        b.open("/d/f", 0o1, 3, Some(file(7, 100, 1)));
+        b.write(3, "/d/f", "more", false);
+        b.stat("/d/f", Ok(file(7, 104, 2)));
+        b.stat("/d/f", Ok(file(7, 104, 2)));
+        let f = b.findings("repeated-lookup");
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            f[0].redundant_calls, 1,
+            "only the stat after the stat after the write"
+        );
+        assert!(
+            f[0].hazards.iter().any(|h| h.contains("write")),
+            "{:?}",
+            f[0].hazards
+        );
+    }
+
+    #[test]
+    fn an_answer_that_changed_without_a_mutation_is_unsafe_to_cache() {
+        let mut b = TraceBuilder::new();
+        b.stat("/d/f", Ok(file(7, 100, 1)));
+        b.stat("/d/f", Ok(file(7, 100, 1)));
+        b.stat("/d/f", Ok(file(7, 250, 9))); // another program rewrote it
+        let f = b.findings("repeated-lookup");
+        let cache = f[0].cache.clone().unwrap();
+        assert_eq!(
+            (cache.saved_calls, cache.stale_answers, cache.safe),
+            (1, 1, false)
+        );
+        assert!(f[0].hazards.iter().any(|h| h.contains("unsafe")));
+    }
+
+    #[test]
+    fn one_lookup_per_distinct_path_is_not_reported() {
+        let mut b = TraceBuilder::new();
+        for i in 0..100 {
+            b.stat(&format!("/repo/file{i}"), Ok(file(i, 1, 1)));
+        }
+        assert!(
+            b.findings("repeated-lookup").is_empty(),
+            "git-status style: nothing repeated"
+        );
+    }
+
+    #[test]
+    fn different_processes_and_fstat_do_not_count() {
+        let mut b = TraceBuilder::new();
+        b.stat("/x", Ok(file(1, 1, 1)));
+        b.fork(200);
+        b.pid = 200;
+        b.tid = 200;
+        b.stat("/x", Ok(file(1, 1, 1)));
+        b.call(Sys::Newfstatat, |c, b| {
+            c.fd = Some(3);
+            c.path = Some(b.s("/x"));
+            c.ev = dejavu_trace::ev::PATH_FROM_FD;
+            c.stat = Some(b.st(file(1, 1, 1)));
+        });
+        assert!(b.findings("repeated-lookup").is_empty());
+    }
+
+    #[test]
+    fn many_paths_each_repeated_a_little_are_grouped_into_a_pattern() {
+        let mut b = TraceBuilder::new();
+        for round in 0..3 {
+            for m in ["a", "b", "c", "d", "e"] {
+                let _ = round;
+                b.stat(
+                    &format!("/app/node_modules/{m}/package.json"),
+                    Ok(file(m.len() as u64 + m.as_bytes()[0] as u64, 1, 1)),
+                );
+            }
+        }
+        let cfg = crate::Config {
+            min_calls: 5,
+            ..crate::Config::default()
+        };
+        let a = b.analyze_with(&cfg);
+        let f: Vec<_> = a
+            .findings
+            .iter()
+            .filter(|f| f.detector == "repeated-lookup")
+            .collect();
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            f[0].paths,
+            vec!["/app/node_modules/*/package.json".to_string()]
+        );
+        assert_eq!((f[0].path_count, f[0].redundant_calls), (5, 10));
+    }
+}

@@ -1,0 +1,184 @@
+//! One pass over a trace: replay each record, show each call to the detectors that asked
+//! for it, then collect, filter and rank their findings.
+
+use crate::{registry, Config, Detector, Finding};
+use dejavu_replay::{Replay, View};
+use dejavu_trace::{FileStat, Meta, Record, StatId, Strings, Sys, TraceError, TraceReader};
+use std::io::Read;
+
+/// What a detector may consult while it works.
+pub struct Cx<'a> {
+    /// Replay state (paths, versions, processes, descriptor tables).
+    pub replay: &'a Replay,
+    /// The trace's strings.
+    pub strings: &'a Strings,
+    /// The analysis settings.
+    pub config: &'a Config,
+    stats: &'a dyn Fn(StatId) -> FileStat,
+}
+
+impl std::fmt::Debug for Cx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Cx")
+    }
+}
+
+impl<'a> Cx<'a> {
+    /// Builds a context (for tests and tools that drive detectors themselves).
+    pub fn new(
+        replay: &'a Replay,
+        strings: &'a Strings,
+        config: &'a Config,
+        stats: &'a dyn Fn(StatId) -> FileStat,
+    ) -> Self {
+        Cx {
+            replay,
+            strings,
+            config,
+            stats,
+        }
+    }
+
+    /// A stat answer.
+    pub fn stat(&self, id: StatId) -> FileStat {
+        (self.stats)(id)
+    }
+
+    /// A path for people.
+    pub fn path(&self, k: dejavu_replay::PathKey) -> String {
+        self.replay.paths.display(k)
+    }
+
+    /// A process's command line for people.
+    pub fn command(&self, pid: u32) -> String {
+        self.replay.command(pid, self.strings)
+    }
+
+    /// The share of all traced syscall time that `ns` is.
+    pub fn share(&self, ns: u64) -> f64 {
+        if self.replay.syscall_ns == 0 {
+            0.0
+        } else {
+            ns as f64 / self.replay.syscall_ns as f64
+        }
+    }
+}
+
+/// The result of an analysis.
+#[derive(Debug)]
+pub struct Analysis {
+    /// Findings over the thresholds, most time wasted first.
+    pub findings: Vec<Finding>,
+    /// Findings below the thresholds (hidden by default).
+    pub hidden: usize,
+    /// Syscall records in the trace.
+    pub syscalls: u64,
+    /// Their total duration, ns.
+    pub syscall_ns: u64,
+    /// Processes in the trace.
+    pub processes: usize,
+    /// The trace's meta.
+    pub meta: Meta,
+    /// Events the trace says were lost.
+    pub lost_events: u64,
+    /// How the trace was cut off, if it was.
+    pub truncated: Option<dejavu_trace::Truncation>,
+    /// Ids of the detectors that ran.
+    pub detectors: Vec<&'static str>,
+}
+
+/// Replays `reader` through every enabled detector. `progress(bytes_read)` is called
+/// every few thousand records.
+pub fn analyze<R: Read>(
+    reader: &mut TraceReader<R>,
+    cfg: &Config,
+    mut progress: impl FnMut(u64),
+) -> Result<Analysis, TraceError> {
+    let infos: Vec<_> = registry()
+        .iter()
+        .filter(|d| {
+            cfg.only
+                .as_ref()
+                .is_none_or(|o| o.iter().any(|x| x == d.id))
+        })
+        .collect();
+    let mut dets: Vec<Box<dyn Detector>> = infos.iter().map(|d| (d.make)(cfg)).collect();
+    // Which detectors see which calls, decided once.
+    let dispatch: Vec<Vec<usize>> = Sys::ALL
+        .iter()
+        .map(|&s| (0..dets.len()).filter(|&i| dets[i].wants(s)).collect())
+        .collect();
+    let mut replay = Replay::new(reader.meta());
+    let mut n: u64 = 0;
+    while let Some(rec) = reader.next_record()? {
+        n += 1;
+        if n & 0xffff == 0 {
+            progress(reader.bytes_read());
+        }
+        let strings = reader.strings();
+        let stat_of = |id: StatId| reader.stat(id);
+        match rec {
+            Record::Syscall(s) => {
+                let v: View = replay.view(&s, strings);
+                let targets = &dispatch[s.sys as usize];
+                if !targets.is_empty() {
+                    let cx = Cx {
+                        replay: &replay,
+                        strings,
+                        config: cfg,
+                        stats: &stat_of,
+                    };
+                    for &i in targets {
+                        dets[i].on_syscall(&s, &v, &cx);
+                    }
+                }
+                replay.apply(&s, &v, strings, &stat_of);
+            }
+            other => {
+                replay.apply_record(&other, strings);
+                let cx = Cx {
+                    replay: &replay,
+                    strings,
+                    config: cfg,
+                    stats: &stat_of,
+                };
+                for d in dets.iter_mut() {
+                    d.on_record(&other, &cx);
+                }
+            }
+        }
+    }
+    let strings = reader.strings();
+    let stat_of = |id: StatId| reader.stat(id);
+    let cx = Cx {
+        replay: &replay,
+        strings,
+        config: cfg,
+        stats: &stat_of,
+    };
+    let mut all: Vec<Finding> = dets.iter_mut().flat_map(|d| d.finish(&cx)).collect();
+    let before = all.len();
+    all.retain(|f| f.redundant_calls >= cfg.min_calls.max(1));
+    let hidden = before - all.len();
+    all.sort_by(|a, b| {
+        b.wasted_ns
+            .cmp(&a.wasted_ns)
+            .then(b.redundant_calls.cmp(&a.redundant_calls))
+            .then(a.detector.cmp(b.detector))
+            .then(a.pid.cmp(&b.pid))
+            .then(a.paths.cmp(&b.paths))
+    });
+    Ok(Analysis {
+        findings: all,
+        hidden,
+        syscalls: replay.syscalls,
+        syscall_ns: replay.syscall_ns,
+        processes: replay.procs.len(),
+        meta: reader.meta().clone(),
+        lost_events: reader
+            .lost_events()
+            .max(reader.end().map_or(0, |e| e.lost_events)),
+        truncated: reader.truncation().cloned(),
+        detectors: infos.iter().map(|d| d.id).collect(),
+    })
+}

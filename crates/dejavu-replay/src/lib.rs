@@ -1,0 +1,648 @@
+//! Replay: walks a trace's records in order and keeps the state every detector needs —
+//! per-process descriptor tables (fork inheritance, dup, fcntl, close-on-exec,
+//! close_range), working directories, the process tree, and a version for every path
+//! (see [`paths`]). Detectors read a [`View`] of each call, taken before its effects are
+//! applied, and never re-implement any of this.
+
+pub mod paths;
+
+pub use paths::{PathKey, Paths, Version};
+
+use dejavu_trace::{
+    mode, ExitStatus, FileStat, Meta, Record, StatId, StrId, Strings, Sys, Syscall,
+};
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// What a descriptor refers to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FdKind {
+    /// A regular file (or something opened by path whose type is unknown).
+    File,
+    /// A directory.
+    Dir,
+    /// A terminal.
+    Tty,
+    /// /dev/null.
+    DevNull,
+    /// A pipe or FIFO.
+    Pipe,
+    /// A socket.
+    Socket,
+    /// Anything else: other devices, anon inodes, memfds.
+    Other,
+}
+
+impl FdKind {
+    /// Classifies by stat answer when there is one, else by the path's name.
+    pub fn classify(path: &[u8], st: Option<&FileStat>) -> FdKind {
+        if let Some(st) = st.filter(|s| s.known & dejavu_trace::stat_known::MODE != 0) {
+            return match st.file_type() {
+                mode::S_IFREG => FdKind::File,
+                mode::S_IFDIR => FdKind::Dir,
+                mode::S_IFIFO => FdKind::Pipe,
+                mode::S_IFSOCK => FdKind::Socket,
+                mode::S_IFCHR => match (FileStat::major(st.rdev), FileStat::minor(st.rdev)) {
+                    (1, 3) => FdKind::DevNull,
+                    (4, _) | (5, 0..=2) | (136..=143, _) => FdKind::Tty,
+                    _ if path == b"/dev/null" => FdKind::DevNull,
+                    _ => FdKind::Other,
+                },
+                _ => FdKind::Other,
+            };
+        }
+        if path == b"/dev/null" {
+            FdKind::DevNull
+        } else if path.starts_with(b"/dev/pts/")
+            || path.starts_with(b"/dev/tty")
+            || path == b"/dev/console"
+        {
+            FdKind::Tty
+        } else if path.starts_with(b"pipe:") {
+            FdKind::Pipe
+        } else if path.starts_with(b"socket:") {
+            FdKind::Socket
+        } else if path.starts_with(b"anon_inode:") || path.starts_with(b"/memfd:") {
+            FdKind::Other
+        } else {
+            FdKind::File
+        }
+    }
+}
+
+/// One open descriptor, as replay knows it.
+#[derive(Clone, Copy, Debug)]
+pub struct Fd {
+    /// The path it was opened with (or /proc's name for pipes and sockets).
+    pub path: Option<PathKey>,
+    /// What it is.
+    pub kind: FdKind,
+    /// Opened with O_APPEND (or set by F_SETFL).
+    pub append: bool,
+    /// Closed on exec.
+    pub cloexec: bool,
+    /// A number unique to the open call that created the open file (shared by dups and
+    /// forks of it): tells one open/close cycle from the next.
+    pub open_id: u64,
+    /// When it was opened (ns), 0 if before the trace.
+    pub opened_ts: u64,
+    /// The open file's identity when it was opened.
+    pub stat: Option<StatId>,
+    /// The open flags (O_ACCMODE, O_CREAT, O_TRUNC ...), when known.
+    pub flags: u64,
+}
+
+/// A descriptor table; shared between tasks created with CLONE_FILES.
+#[derive(Clone, Debug, Default)]
+pub struct FdTable {
+    fds: FxHashMap<i32, Fd>,
+}
+
+impl FdTable {
+    /// Looks up a descriptor.
+    pub fn get(&self, fd: i32) -> Option<&Fd> {
+        self.fds.get(&fd)
+    }
+
+    /// Number of open descriptors known.
+    pub fn len(&self) -> usize {
+        self.fds.len()
+    }
+
+    /// No known descriptors.
+    pub fn is_empty(&self) -> bool {
+        self.fds.is_empty()
+    }
+}
+
+/// A process in the traced tree.
+#[derive(Debug)]
+pub struct Proc {
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id (0 for the root or when unknown).
+    pub ppid: u32,
+    /// The latest exec'd program, when seen.
+    pub exe: Option<StrId>,
+    /// Its NUL-separated argv, when seen.
+    pub argv: Option<StrId>,
+    /// When the latest exec happened (or the process appeared).
+    pub exec_ts: u64,
+    /// Runs Node.js (by its executable's name).
+    pub is_node: bool,
+    /// Threads seen (including the leader).
+    pub threads: u32,
+    /// How it ended.
+    pub exit: Option<ExitStatus>,
+    fds: Rc<RefCell<FdTable>>,
+}
+
+impl Proc {
+    fn new(pid: u32, ppid: u32, ts: u64, fds: Rc<RefCell<FdTable>>) -> Proc {
+        Proc {
+            pid,
+            ppid,
+            exe: None,
+            argv: None,
+            exec_ts: ts,
+            is_node: false,
+            threads: 1,
+            exit: None,
+            fds,
+        }
+    }
+
+    /// A descriptor of this process.
+    pub fn fd(&self, fd: i32) -> Option<Fd> {
+        self.fds.borrow().get(fd).copied()
+    }
+
+    /// Shares its table (threads, CLONE_FILES children).
+    fn share_fds(&self) -> Rc<RefCell<FdTable>> {
+        self.fds.clone()
+    }
+
+    /// A copy of its table (fork).
+    fn copy_fds(&self) -> Rc<RefCell<FdTable>> {
+        Rc::new(RefCell::new(self.fds.borrow().clone()))
+    }
+}
+
+/// What replay knows about one syscall before its effects: resolved paths, their
+/// versions, and the descriptors it names.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct View {
+    /// The call's primary path (from the record, or from the descriptor table).
+    pub path: Option<PathKey>,
+    /// Its second path (rename/link target, fd2's path).
+    pub path2: Option<PathKey>,
+    /// `path`'s version before the call.
+    pub version: Version,
+    /// The version deciding whether a negative answer about `path` still holds.
+    pub negative_version: Version,
+    /// The primary descriptor, as it was before the call.
+    pub fd: Option<Fd>,
+    /// The second descriptor.
+    pub fd2: Option<Fd>,
+}
+
+const O_CREAT: u64 = 0o100;
+const O_TRUNC: u64 = 0o1000;
+const O_APPEND: u64 = 0o2000;
+const O_CLOEXEC: u64 = 0o2000000;
+const O_ACCMODE: u64 = 3;
+const AT_REMOVEDIR: u64 = 0x200;
+const F_DUPFD: u64 = 0;
+const F_SETFD: u64 = 2;
+const F_SETFL: u64 = 4;
+const F_DUPFD_CLOEXEC: u64 = 1030;
+const CLONE_FILES: u64 = 0x400;
+const CLOSE_RANGE_CLOEXEC: u64 = 4;
+
+/// The replay state. Feed every record in order: for syscalls, [`Replay::view`] first,
+/// then [`Replay::apply`]; for everything else, [`Replay::apply_record`].
+#[derive(Debug)]
+pub struct Replay {
+    /// Paths and versions.
+    pub paths: Paths,
+    /// The process tree.
+    pub procs: FxHashMap<u32, Proc>,
+    /// The root process, when known.
+    pub root: Option<u32>,
+    next_open: u64,
+    /// Syscall records seen.
+    pub syscalls: u64,
+    /// Sum of their durations.
+    pub syscall_ns: u64,
+    meta_command: Vec<String>,
+}
+
+impl Replay {
+    /// A fresh replay for a trace with this meta.
+    pub fn new(meta: &Meta) -> Replay {
+        Replay {
+            paths: Paths::default(),
+            procs: FxHashMap::default(),
+            root: None,
+            next_open: 1,
+            syscalls: 0,
+            syscall_ns: 0,
+            meta_command: meta.command.clone(),
+        }
+    }
+
+    fn proc_mut(&mut self, pid: u32, ts: u64) -> &mut Proc {
+        let root = &mut self.root;
+        self.procs.entry(pid).or_insert_with(|| {
+            // A process we never saw start (attach, import without -f): its own table.
+            root.get_or_insert(pid);
+            Proc::new(pid, 0, ts, Rc::new(RefCell::new(FdTable::default())))
+        })
+    }
+
+    /// The process, if known.
+    pub fn proc(&self, pid: u32) -> Option<&Proc> {
+        self.procs.get(&pid)
+    }
+
+    /// A short command line for reports: the exec'd argv, else the trace's command.
+    pub fn command(&self, pid: u32, strings: &Strings) -> String {
+        let p = self.procs.get(&pid);
+        if let Some(argv) = p.and_then(|p| p.argv) {
+            let parts: Vec<String> = strings
+                .get(argv)
+                .split(|&c| c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect();
+            if !parts.is_empty() {
+                return parts.join(" ");
+            }
+        }
+        if Some(pid) == self.root && !self.meta_command.is_empty() {
+            return self.meta_command.join(" ");
+        }
+        p.and_then(|p| p.exe)
+            .map(|e| strings.lossy(e).into_owned())
+            .unwrap_or_else(|| format!("pid {pid}"))
+    }
+
+    /// What a detector sees of `s`: state before the call.
+    #[inline]
+    pub fn view(&mut self, s: &Syscall, strings: &Strings) -> View {
+        let mut v = View::default();
+        let fds = self.proc_mut(s.pid, s.ts).fds.clone();
+        {
+            let t = fds.borrow();
+            if let Some(fd) = s.fd {
+                v.fd = t.get(fd).copied();
+            }
+            if let Some(fd) = s.fd2 {
+                v.fd2 = t.get(fd).copied();
+            }
+        }
+        v.path = match s.path {
+            Some(id) => Some(self.paths.key(id, strings)),
+            None => v.fd.and_then(|f| f.path),
+        };
+        v.path2 = match s.path2 {
+            // readlink's answer and symlink's target are contents, not paths to version.
+            Some(id)
+                if !matches!(
+                    s.sys,
+                    Sys::Readlink
+                        | Sys::Readlinkat
+                        | Sys::Symlink
+                        | Sys::Symlinkat
+                        | Sys::MemfdCreate
+                ) =>
+            {
+                Some(self.paths.key(id, strings))
+            }
+            _ => v.fd2.and_then(|f| f.path),
+        };
+        if let Some(p) = v.path {
+            v.version = self.paths.version(p);
+            v.negative_version = self.paths.negative_version(p);
+        }
+        v
+    }
+
+    /// Applies the effects of `s` (whose view is `v`): descriptor tables, working
+    /// directories, path versions.
+    pub fn apply(
+        &mut self,
+        s: &Syscall,
+        v: &View,
+        strings: &Strings,
+        stats: &dyn Fn(StatId) -> FileStat,
+    ) {
+        use Sys::*;
+        self.syscalls += 1;
+        self.syscall_ns += s.dur;
+        if s.ev & dejavu_trace::ev::UNFINISHED != 0 {
+            // It may or may not have taken effect; assume it did for mutations (safe: a
+            // version that moves needlessly only makes fewer calls redundant).
+            if let (Some(p), true) = (v.path, is_mutation(s.sys)) {
+                self.paths.entry_changed(p, s.sys);
+            }
+            return;
+        }
+        let ok = s.ret >= 0;
+        let pid = s.pid;
+        match s.sys {
+            Open | Openat | Openat2 | Creat if ok => {
+                let st = s.stat.map(stats);
+                let path_bytes = v
+                    .path
+                    .map(|p| self.paths.bytes(p).to_vec())
+                    .unwrap_or_default();
+                let kind = FdKind::classify(&path_bytes, st.as_ref());
+                if let Some(p) = v.path {
+                    if kind == FdKind::Dir {
+                        self.paths.mark_dir(p);
+                    }
+                    if s.flags & O_CREAT != 0 {
+                        // Maybe created (we cannot tell): the parent may have changed.
+                        self.paths.entry_changed(p, s.sys);
+                    } else if s.flags & O_TRUNC != 0 && s.flags & O_ACCMODE != 0 {
+                        self.paths.touch(p, s.sys);
+                    }
+                }
+                let fd = Fd {
+                    path: v.path,
+                    kind,
+                    append: s.flags & O_APPEND != 0,
+                    cloexec: s.flags & O_CLOEXEC != 0,
+                    open_id: self.next_open(),
+                    opened_ts: s.ts,
+                    stat: s.stat,
+                    flags: s.flags,
+                };
+                self.install(pid, s.ret as i32, fd, s.ts);
+            }
+            MemfdCreate if ok => {
+                let fd = Fd {
+                    path: None,
+                    kind: FdKind::Other,
+                    append: false,
+                    cloexec: s.flags & 1 != 0,
+                    open_id: self.next_open(),
+                    opened_ts: s.ts,
+                    stat: None,
+                    flags: 2,
+                };
+                self.install(pid, s.ret as i32, fd, s.ts);
+            }
+            Close => {
+                // Linux releases the descriptor even when close reports an error other
+                // than EBADF.
+                if s.ret != -9 {
+                    if let Some(fd) = s.fd {
+                        self.proc_mut(pid, s.ts).fds.borrow_mut().fds.remove(&fd);
+                    }
+                }
+            }
+            CloseRange if ok => {
+                let (first, last) = (s.fd.unwrap_or(0) as u32, s.aux as u32);
+                let cloexec = s.flags & CLOSE_RANGE_CLOEXEC != 0;
+                let p = self.proc_mut(pid, s.ts);
+                let mut t = p.fds.borrow_mut();
+                let in_range = |fd: i32| fd >= 0 && (fd as u32) >= first && (fd as u32) <= last;
+                if cloexec {
+                    t.fds
+                        .iter_mut()
+                        .filter(|(fd, _)| in_range(**fd))
+                        .for_each(|(_, f)| f.cloexec = true);
+                } else {
+                    t.fds.retain(|fd, _| !in_range(*fd));
+                }
+            }
+            Dup | Dup2 | Dup3 if ok => {
+                if let Some(mut f) = v.fd {
+                    f.cloexec = s.sys == Dup3 && s.flags & O_CLOEXEC != 0;
+                    if s.ret as i32 != s.fd.unwrap_or(-1) {
+                        self.install(pid, s.ret as i32, f, s.ts);
+                    }
+                }
+            }
+            Fcntl if ok => match s.flags {
+                F_DUPFD | F_DUPFD_CLOEXEC => {
+                    if let Some(mut f) = v.fd {
+                        f.cloexec = s.flags == F_DUPFD_CLOEXEC;
+                        self.install(pid, s.ret as i32, f, s.ts);
+                    }
+                }
+                F_SETFD | F_SETFL => {
+                    if let Some(fd) = s.fd {
+                        let p = self.proc_mut(pid, s.ts);
+                        if let Some(f) = p.fds.borrow_mut().fds.get_mut(&fd) {
+                            if s.flags == F_SETFD {
+                                f.cloexec = s.aux & 1 != 0;
+                            } else {
+                                f.append = s.aux & O_APPEND != 0;
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            },
+            Pipe | Pipe2 | Socket | Accept | Accept4 if ok => {
+                let kind = if matches!(s.sys, Pipe | Pipe2) {
+                    FdKind::Pipe
+                } else {
+                    FdKind::Socket
+                };
+                let cloexec = s.flags & O_CLOEXEC != 0;
+                let new: Vec<i32> = match s.sys {
+                    Pipe | Pipe2 => [s.fd, s.fd2].into_iter().flatten().collect(),
+                    _ => vec![s.ret as i32],
+                };
+                for fd in new {
+                    let f = Fd {
+                        path: None,
+                        kind,
+                        append: false,
+                        cloexec,
+                        open_id: self.next_open(),
+                        opened_ts: s.ts,
+                        stat: None,
+                        flags: 2,
+                    };
+                    self.install(pid, fd, f, s.ts);
+                }
+            }
+            Write | Pwrite64 | Writev | Pwritev | Pwritev2 | Sendfile | CopyFileRange | Splice
+                if ok && s.ret > 0 =>
+            {
+                let target = v.fd.filter(|f| f.kind == FdKind::File).and(v.path);
+                if let Some(p) = target {
+                    self.paths.touch(p, s.sys);
+                }
+            }
+            Truncate | Ftruncate | Chmod | Fchmod | Fchmodat | Fchmodat2 | Chown | Fchown
+            | Lchown | Fchownat | Utimensat
+                if ok =>
+            {
+                if let Some(p) = v.path {
+                    self.paths.touch(p, s.sys);
+                }
+            }
+            Mkdir | Mkdirat if ok => {
+                if let Some(p) = v.path {
+                    self.paths.entry_changed(p, s.sys);
+                    self.paths.mark_dir(p);
+                }
+            }
+            Mkdir | Mkdirat if s.ret == -17 => {
+                // EEXIST: whatever is there exists; nothing changed.
+            }
+            Unlink | Rmdir | Unlinkat if ok => {
+                if let Some(p) = v.path {
+                    if s.sys == Rmdir || s.flags & AT_REMOVEDIR != 0 {
+                        self.paths.moved(p, s.sys);
+                    } else {
+                        self.paths.entry_changed(p, s.sys);
+                    }
+                }
+            }
+            Rename | Renameat | Renameat2 if ok => {
+                if let Some(p) = v.path {
+                    self.paths.moved(p, s.sys);
+                }
+                if let Some(p) = v.path2 {
+                    self.paths.moved(p, s.sys);
+                }
+            }
+            Link | Linkat if ok => {
+                if let Some(p) = v.path {
+                    self.paths.touch(p, s.sys); // its link count changed
+                }
+                if let Some(p) = v.path2 {
+                    self.paths.entry_changed(p, s.sys);
+                }
+            }
+            Symlink | Symlinkat if ok => {
+                if let Some(p) = v.path {
+                    self.paths.entry_changed(p, s.sys);
+                }
+            }
+            Stat | Lstat | Fstat | Newfstatat | Statx if ok => {
+                if let (Some(p), Some(st)) = (v.path, s.stat) {
+                    if stats(st).file_type() == mode::S_IFDIR
+                        && stats(st).known & dejavu_trace::stat_known::MODE != 0
+                    {
+                        self.paths.mark_dir(p);
+                    }
+                }
+            }
+            Execve | Execveat if ok => {
+                // The exec record (which comes with it) applies close-on-exec.
+                let _ = strings;
+            }
+            _ => {}
+        }
+    }
+
+    fn next_open(&mut self) -> u64 {
+        let id = self.next_open;
+        self.next_open += 1;
+        id
+    }
+
+    fn install(&mut self, pid: u32, fd: i32, f: Fd, ts: u64) {
+        self.proc_mut(pid, ts).fds.borrow_mut().fds.insert(fd, f);
+    }
+
+    /// Applies a non-syscall record: the process tree, exec, exit.
+    pub fn apply_record(&mut self, rec: &Record, strings: &Strings) {
+        match *rec {
+            Record::Spawn(sp) => {
+                if sp.is_thread() {
+                    self.proc_mut(sp.pid, sp.ts).threads += 1;
+                    return;
+                }
+                if sp.parent_pid == 0 || !self.procs.contains_key(&sp.parent_pid) {
+                    self.root.get_or_insert(sp.pid);
+                    self.procs.entry(sp.pid).or_insert_with(|| {
+                        Proc::new(
+                            sp.pid,
+                            sp.parent_pid,
+                            sp.ts,
+                            Rc::new(RefCell::new(FdTable::default())),
+                        )
+                    });
+                    return;
+                }
+                let (fds, parent_node, parent_exe, parent_argv) = {
+                    let parent = &self.procs[&sp.parent_pid];
+                    let fds = if sp.clone_flags & CLONE_FILES != 0 {
+                        parent.share_fds()
+                    } else {
+                        parent.copy_fds()
+                    };
+                    (fds, parent.is_node, parent.exe, parent.argv)
+                };
+                let mut p = Proc::new(sp.pid, sp.parent_pid, sp.ts, fds);
+                // A fork runs the parent's program until it execs.
+                p.is_node = parent_node;
+                p.exe = parent_exe;
+                p.argv = parent_argv;
+                self.procs.insert(sp.pid, p);
+            }
+            Record::Exec(e) => {
+                let p = self.proc_mut(e.pid, e.ts);
+                p.exe = Some(e.exe);
+                p.argv = Some(e.argv);
+                p.exec_ts = e.ts;
+                p.threads = 1;
+                let exe = strings.get(e.exe);
+                let base = exe.rsplit(|&c| c == b'/').next().unwrap_or(exe);
+                p.is_node = base == b"node"
+                    || base == b"nodejs"
+                    || base.starts_with(b"node-")
+                    || base == b"bun";
+                // exec closes close-on-exec descriptors and unshares the table.
+                let kept: FdTable = {
+                    let t = p.fds.borrow();
+                    FdTable {
+                        fds: t
+                            .fds
+                            .iter()
+                            .filter(|(_, f)| !f.cloexec)
+                            .map(|(k, v)| (*k, *v))
+                            .collect(),
+                    }
+                };
+                p.fds = Rc::new(RefCell::new(kept));
+            }
+            Record::Exit(e) => {
+                if e.tid == e.pid {
+                    self.proc_mut(e.pid, e.ts).exit = Some(e.status);
+                }
+            }
+            Record::Signal(_) | Record::Lost(_) | Record::Syscall(_) => {}
+        }
+    }
+}
+
+/// Calls that change the filesystem when they succeed.
+pub fn is_mutation(sys: Sys) -> bool {
+    use Sys::*;
+    matches!(
+        sys,
+        Write
+            | Pwrite64
+            | Writev
+            | Pwritev
+            | Pwritev2
+            | Truncate
+            | Ftruncate
+            | Mkdir
+            | Mkdirat
+            | Rmdir
+            | Unlink
+            | Unlinkat
+            | Rename
+            | Renameat
+            | Renameat2
+            | Link
+            | Linkat
+            | Symlink
+            | Symlinkat
+            | Chmod
+            | Fchmod
+            | Fchmodat
+            | Fchmodat2
+            | Chown
+            | Fchown
+            | Lchown
+            | Fchownat
+            | Utimensat
+            | Creat
+            | Sendfile
+            | CopyFileRange
+            | Splice
+    )
+}

@@ -1,0 +1,203 @@
+//! Paths as small integer keys, their parents, and their versions.
+//!
+//! A path's *version* moves on every observed mutation of it: a write or truncate
+//! through any descriptor, a create, unlink or rename of it, a chmod/chown/utime. Creating
+//! or removing an entry also moves the parent directory's version (its listing and its
+//! mtime changed), which is what invalidates a cached negative lookup. Renaming a
+//! directory moves every path below it; that is rare, so it moves a global epoch instead
+//! (over-invalidating is safe: it can only make dejavu call fewer lookups redundant).
+
+use dejavu_trace::{StrId, Strings, Sys};
+use rustc_hash::FxHashMap;
+
+/// A path known to the replay (trace paths and their ancestors).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct PathKey(pub u32);
+
+/// A path's version: equal at two times exactly when no observed mutation touched the
+/// path in between.
+pub type Version = u64;
+
+/// The path table.
+#[derive(Debug, Default)]
+pub struct Paths {
+    by_str: Vec<u32>, // StrId -> PathKey + 1 (0: not yet known)
+    by_bytes: FxHashMap<Box<[u8]>, u32>,
+    bytes: Vec<Box<[u8]>>,
+    parent: Vec<u32>, // PathKey -> parent PathKey + 1 (0: none)
+    own: Vec<u64>,
+    /// The last call that changed each path (Sys id + 1; 0: none seen).
+    changed_by: Vec<u16>,
+    /// Paths that are known to be directories (ancestors of other paths, mkdir'ed, or
+    /// answered S_IFDIR).
+    is_dir: Vec<bool>,
+    epoch: u64,
+}
+
+const NONE: u32 = 0;
+
+impl Paths {
+    /// The key of a trace path (interned on first sight).
+    #[inline]
+    pub fn key(&mut self, id: StrId, strings: &Strings) -> PathKey {
+        let i = id.0 as usize;
+        if let Some(&k) = self.by_str.get(i) {
+            if k != NONE {
+                return PathKey(k - 1);
+            }
+        }
+        let k = self.intern(strings.get(id));
+        if self.by_str.len() <= i {
+            self.by_str.resize(i + 1, NONE);
+        }
+        self.by_str[i] = k.0 + 1;
+        k
+    }
+
+    /// The key of a path given by its bytes.
+    pub fn intern(&mut self, b: &[u8]) -> PathKey {
+        if let Some(&k) = self.by_bytes.get(b) {
+            return PathKey(k);
+        }
+        let k = self.bytes.len() as u32;
+        self.by_bytes.insert(b.into(), k);
+        self.bytes.push(b.into());
+        self.parent.push(NONE);
+        self.own.push(0);
+        self.changed_by.push(0);
+        self.is_dir.push(false);
+        // Only absolute paths have a meaningful parent; "pipe:[..]" and friends do not.
+        if b.len() > 1 && b[0] == b'/' {
+            let cut = b.iter().rposition(|&c| c == b'/').unwrap_or(0);
+            let parent = if cut == 0 { &b[..1] } else { &b[..cut] };
+            let p = self.intern(parent);
+            self.parent[k as usize] = p.0 + 1;
+            self.is_dir[p.0 as usize] = true;
+        }
+        PathKey(k)
+    }
+
+    /// Looks up a path without interning it.
+    pub fn find(&self, b: &[u8]) -> Option<PathKey> {
+        self.by_bytes.get(b).map(|&k| PathKey(k))
+    }
+
+    /// The path's bytes.
+    pub fn bytes(&self, k: PathKey) -> &[u8] {
+        &self.bytes[k.0 as usize]
+    }
+
+    /// The path as text (invalid UTF-8 replaced).
+    pub fn display(&self, k: PathKey) -> String {
+        String::from_utf8_lossy(self.bytes(k)).into_owned()
+    }
+
+    /// Its parent directory, for absolute paths other than `/`.
+    #[inline]
+    pub fn parent(&self, k: PathKey) -> Option<PathKey> {
+        let p = self.parent[k.0 as usize];
+        (p != NONE).then(|| PathKey(p - 1))
+    }
+
+    /// The current version of a path.
+    #[inline]
+    pub fn version(&self, k: PathKey) -> Version {
+        self.own[k.0 as usize] + self.epoch
+    }
+
+    /// The version that decides whether a negative answer (ENOENT) could have changed:
+    /// the path's own and its parent directory's (a create in the parent makes it exist).
+    #[inline]
+    pub fn negative_version(&self, k: PathKey) -> Version {
+        let parent = self.parent(k).map_or(0, |p| self.own[p.0 as usize]);
+        // Both counters only grow, so their sum changes whenever either does.
+        self.version(k) + parent
+    }
+
+    /// Whether the path is known to be a directory.
+    pub fn is_dir(&self, k: PathKey) -> bool {
+        self.is_dir[k.0 as usize]
+    }
+
+    /// Notes that `k` is a directory.
+    pub fn mark_dir(&mut self, k: PathKey) {
+        self.is_dir[k.0 as usize] = true;
+    }
+
+    /// The content or metadata of `k` changed, by call `by`.
+    #[inline]
+    pub fn touch(&mut self, k: PathKey, by: Sys) {
+        self.own[k.0 as usize] += 1;
+        self.changed_by[k.0 as usize] = by as u16 + 1;
+    }
+
+    /// An entry named `k` appeared or disappeared (by call `by`): `k` and its parent
+    /// directory change.
+    pub fn entry_changed(&mut self, k: PathKey, by: Sys) {
+        self.touch(k, by);
+        if let Some(p) = self.parent(k) {
+            self.touch(p, by);
+        }
+    }
+
+    /// A rename or removal of `k`, which may be a directory with paths below it.
+    pub fn moved(&mut self, k: PathKey, by: Sys) {
+        self.entry_changed(k, by);
+        if self.is_dir(k) {
+            self.epoch += 1;
+        }
+    }
+
+    /// The last observed call that changed `k` (for invalidation hazards).
+    pub fn changed_by(&self, k: PathKey) -> Option<Sys> {
+        match self.changed_by[k.0 as usize] {
+            0 => None,
+            v => Sys::from_id(v - 1),
+        }
+    }
+
+    /// Number of known paths.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// No paths yet.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parents_are_interned_and_marked_as_directories() {
+        let mut p = Paths::default();
+        let f = p.intern(b"/a/b/c.txt");
+        let b = p.parent(f).unwrap();
+        assert_eq!(p.bytes(b), b"/a/b");
+        assert!(p.is_dir(b));
+        let a = p.parent(b).unwrap();
+        let root = p.parent(a).unwrap();
+        assert_eq!(p.bytes(root), b"/");
+        assert_eq!(p.parent(root), None);
+        let pipe = p.intern(b"pipe:[12]");
+        assert_eq!(p.parent(pipe), None);
+    }
+
+    #[test]
+    fn versions_move_on_mutation_and_negative_versions_on_parent_changes() {
+        let mut p = Paths::default();
+        let f = p.intern(b"/d/f");
+        let g = p.intern(b"/d/g");
+        let (v, nv) = (p.version(f), p.negative_version(f));
+        p.entry_changed(g, Sys::Openat); // a sibling was created: /d changed
+        assert_eq!(p.version(f), v, "a positive answer about f still holds");
+        assert_ne!(p.negative_version(f), nv, "an ENOENT about f may not");
+        let d = p.intern(b"/d");
+        p.moved(d, Sys::Rename); // renaming a directory invalidates everything
+        assert_ne!(p.version(f), v);
+        assert_eq!(p.changed_by(d), Some(Sys::Rename));
+    }
+}
