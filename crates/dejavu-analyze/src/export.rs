@@ -206,6 +206,11 @@ impl<W: Write> Exporter<'_, W> {
 
     /// A string as cached JSON (paths repeat: a stat loop names the same few paths).
     fn cached_str<R: Read>(&mut self, id: StrId, reader: &TraceReader<R>) {
+        if id.is_local() {
+            // Block-local ids are reused by later blocks: never cache them.
+            json_str(&mut self.buf, reader.str(id));
+            return;
+        }
         let i = id.0 as usize;
         if i >= self.str_json.len() {
             self.str_json

@@ -724,7 +724,7 @@ impl<W: Write> Tracer<W> {
                     }
                     let mut buf = std::mem::take(&mut self.buf);
                     if kernel::read_mem_gather(tid, &take, &mut buf).is_ok() {
-                        c.payload = Some(self.w.intern(&buf));
+                        c.payload = Some(self.w.intern_local(&buf));
                         if (ret as u64) > buf.len() as u64 {
                             c.ev |= ev::PAYLOAD_TRUNCATED;
                         }
@@ -739,7 +739,7 @@ impl<W: Write> Tracer<W> {
                 buf.resize(want, 0);
                 if let Ok(n) = kernel::read_mem(tid, a[1], &mut buf) {
                     buf.truncate(n);
-                    c.payload = Some(self.w.intern(&buf));
+                    c.payload = Some(self.w.intern_local(&buf));
                     if ret as u64 > n as u64 {
                         c.ev |= ev::PAYLOAD_TRUNCATED;
                     }

@@ -40,6 +40,10 @@ impl Paths {
     /// The key of a trace path (interned on first sight).
     #[inline]
     pub fn key(&mut self, id: StrId, strings: &Strings) -> PathKey {
+        if id.is_local() {
+            // Block-local ids are not stable across blocks: go by the bytes.
+            return self.intern(strings.get(id));
+        }
         let i = id.0 as usize;
         if let Some(&k) = self.by_str.get(i) {
             if k != NONE {

@@ -218,10 +218,10 @@ pub fn put_record(out: &mut Vec<u8>, d: &mut Deltas, rec: &Record) {
                 put_i64(out, fd as i64);
             }
             if let Some(p) = s.path {
-                put_u64(out, p.0 as u64);
+                put_str(out, p);
             }
             if let Some(p) = s.path2 {
-                put_u64(out, p.0 as u64);
+                put_str(out, p);
             }
             if m & field::FLAGS != 0 {
                 put_u64(out, s.flags);
@@ -242,7 +242,7 @@ pub fn put_record(out: &mut Vec<u8>, d: &mut Deltas, rec: &Record) {
                 put_u64(out, st.0 as u64);
             }
             if let Some(p) = s.payload {
-                put_u64(out, p.0 as u64);
+                put_str(out, p);
             }
         }
         Record::Spawn(s) => {
@@ -259,8 +259,8 @@ pub fn put_record(out: &mut Vec<u8>, d: &mut Deltas, rec: &Record) {
             put_ts(out, d, e.ts);
             put_u64(out, e.pid as u64);
             put_u64(out, e.tid as u64);
-            put_u64(out, e.exe.0 as u64);
-            put_u64(out, e.argv.0 as u64);
+            put_str(out, e.exe);
+            put_str(out, e.argv);
         }
         Record::Exit(e) => {
             out.push(tag::EXIT);
@@ -300,16 +300,40 @@ pub fn put_record(out: &mut Vec<u8>, d: &mut Deltas, rec: &Record) {
 pub struct Limits {
     /// Defined strings.
     pub strings: u32,
+    /// Block-local strings of the current block.
+    pub local_strings: u32,
     /// Defined stat answers.
     pub stats: u32,
 }
 
-fn str_ref(c: &mut Cursor<'_>, lim: &Limits) -> Result<StrId, &'static str> {
-    let id = c.u32().ok_or("record cut short")?;
-    if id >= lim.strings {
-        return Err("record refers to a string that was never defined");
+/// Low 24 bits of a block-local id: its index in the block (the writer keeps a block
+/// generation in bits 24..31 to catch misuse).
+pub const LOCAL_INDEX_MASK: u32 = 0x00ff_ffff;
+
+/// Appends a string reference: global ids as `id << 1`, block-local as `index << 1 | 1`.
+#[inline]
+pub fn put_str(out: &mut Vec<u8>, id: StrId) {
+    if id.is_local() {
+        put_u64(out, (((id.0 & LOCAL_INDEX_MASK) as u64) << 1) | 1);
+    } else {
+        put_u64(out, (id.0 as u64) << 1);
     }
-    Ok(StrId(id))
+}
+
+fn str_ref(c: &mut Cursor<'_>, lim: &Limits) -> Result<StrId, &'static str> {
+    let v = c.u64().ok_or("record cut short")?;
+    let idx = v >> 1;
+    if v & 1 == 1 {
+        if idx >= lim.local_strings as u64 {
+            return Err("record refers to a block-local string the block does not define");
+        }
+        Ok(StrId(StrId::LOCAL | idx as u32))
+    } else {
+        if idx >= lim.strings as u64 {
+            return Err("record refers to a string that was never defined");
+        }
+        Ok(StrId(idx as u32))
+    }
 }
 
 fn u32_field(c: &mut Cursor<'_>) -> Result<u32, &'static str> {

@@ -8,8 +8,24 @@ use crate::sys::Sys;
 use serde::{Deserialize, Serialize};
 
 /// An interned byte string: a path, a NUL-separated argv, a payload prefix.
+///
+/// Ids with the high bit set are *block-local* (see [`StrId::is_local`]): the writer
+/// deduplicates payloads only within a block so that neither it nor a reader keeps every
+/// distinct payload of a long recording in memory. A block-local id is valid while the
+/// record that carries it is being processed, and two block-local ids are only comparable
+/// within one block: compare payload bytes, never payload ids.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub struct StrId(pub u32);
+
+impl StrId {
+    /// The bit that marks a block-local id.
+    pub const LOCAL: u32 = 1 << 31;
+
+    /// A block-local id, valid only within the block that defines it.
+    pub fn is_local(self) -> bool {
+        self.0 & Self::LOCAL != 0
+    }
+}
 
 /// An interned stat answer ([`FileStat`]).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]

@@ -15,18 +15,29 @@ use std::path::Path;
 pub struct Strings {
     bytes: Vec<u8>,
     ends: Vec<usize>,
+    local_bytes: Vec<u8>,
+    local_ends: Vec<usize>,
 }
 
 impl Strings {
     /// The bytes of `id`; empty for an id this trace never defined (a reader only hands
-    /// out records whose ids it has checked).
+    /// out records whose ids it has checked). A block-local id (payloads) resolves
+    /// against the block of the record being processed.
     pub fn get(&self, id: StrId) -> &[u8] {
-        let i = id.0 as usize;
-        let Some(&end) = self.ends.get(i) else {
+        let (bytes, ends, i) = if id.is_local() {
+            (
+                &self.local_bytes,
+                &self.local_ends,
+                (id.0 & crate::codec::LOCAL_INDEX_MASK) as usize,
+            )
+        } else {
+            (&self.bytes, &self.ends, id.0 as usize)
+        };
+        let Some(&end) = ends.get(i) else {
             return &[];
         };
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.bytes[start..end]
+        let start = if i == 0 { 0 } else { ends[i - 1] };
+        &bytes[start..end]
     }
 
     /// `get` as text, with invalid UTF-8 replaced.
@@ -47,6 +58,16 @@ impl Strings {
     fn push(&mut self, s: &[u8]) {
         self.bytes.extend_from_slice(s);
         self.ends.push(self.bytes.len());
+    }
+
+    fn push_local(&mut self, s: &[u8]) {
+        self.local_bytes.extend_from_slice(s);
+        self.local_ends.push(self.local_bytes.len());
+    }
+
+    fn clear_local(&mut self) {
+        self.local_bytes.clear();
+        self.local_ends.clear();
     }
 }
 
@@ -274,6 +295,7 @@ impl<R: Read> TraceReader<R> {
     fn decode_one(&mut self) -> Result<Record> {
         let lim = Limits {
             strings: self.strings.len() as u32,
+            local_strings: self.strings.local_ends.len() as u32,
             stats: self.stats.len() as u32,
         };
         let mut c = Cursor::at(&self.raw, self.pos);
@@ -329,6 +351,23 @@ impl<R: Read> TraceReader<R> {
                     let at = c.pos();
                     let st = get_stat(&mut c).map_err(|w| bad(w, at))?;
                     self.stats.push(st);
+                }
+                self.strings.clear_local();
+                let at = c.pos();
+                let n = c
+                    .u64()
+                    .ok_or_else(|| bad("block-local string count missing", at))?;
+                if n > crate::codec::LOCAL_INDEX_MASK as u64 + 1 {
+                    return Err(bad("too many block-local strings", at));
+                }
+                for _ in 0..n {
+                    let at = c.pos();
+                    let len = c.u64().ok_or_else(|| bad("string cut short", at))?;
+                    let s = usize::try_from(len)
+                        .ok()
+                        .and_then(|l| c.bytes(l))
+                        .ok_or_else(|| bad("string longer than the block", at))?;
+                    self.strings.push_local(s);
                 }
                 let at = c.pos();
                 self.remaining = c.u64().ok_or_else(|| bad("record count missing", at))?;

@@ -42,6 +42,9 @@ pub struct TraceWriter<W: Write> {
     new_string_count: u64,
     new_stats: Vec<u8>,
     new_stat_count: u64,
+    local: FxHashMap<Box<[u8]>, u32>,
+    new_local: Vec<u8>,
+    generation: u32,
     records: Vec<u8>,
     record_count: u64,
     block_first_ts: Option<u64>,
@@ -93,6 +96,9 @@ impl<W: Write> TraceWriter<W> {
             new_string_count: 0,
             new_stats: Vec::new(),
             new_stat_count: 0,
+            local: FxHashMap::default(),
+            new_local: Vec::new(),
+            generation: 0,
             records: Vec::with_capacity(opts.block_bytes + 1024),
             record_count: 0,
             block_first_ts: None,
@@ -121,6 +127,40 @@ impl<W: Write> TraceWriter<W> {
         StrId(id)
     }
 
+    /// A block-local id for `bytes` (payloads): deduplicated within the current block
+    /// only, so memory stays bounded however many distinct payloads a recording has. The
+    /// record using it must be pushed before the block is flushed: push it right away
+    /// (`push` rejects a block-local id from an earlier block).
+    pub fn intern_local(&mut self, bytes: &[u8]) -> StrId {
+        let idx = match self.local.get(bytes) {
+            Some(&i) => i,
+            None => {
+                let i = self.local.len() as u32;
+                if i > codec::LOCAL_INDEX_MASK {
+                    // 16 M distinct payloads in one block cannot happen with the block
+                    // size limits; fall back to a global string rather than overflow.
+                    return self.intern(bytes);
+                }
+                self.local.insert(bytes.into(), i);
+                put_u64(&mut self.new_local, bytes.len() as u64);
+                self.new_local.extend_from_slice(bytes);
+                i
+            }
+        };
+        StrId(StrId::LOCAL | (self.generation << 24) | idx)
+    }
+
+    fn check_local(&self, id: Option<StrId>) -> Result<()> {
+        match id {
+            Some(id) if id.is_local() && (id.0 >> 24) & 0x7f != self.generation => Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a block-local string from an earlier block: push a record right after intern_local",
+            )
+            .into()),
+            _ => Ok(()),
+        }
+    }
+
     /// The id of a stat answer, defining it in the next block if it is new.
     pub fn intern_stat(&mut self, st: &FileStat) -> StatId {
         if let Some(&id) = self.stats.get(st) {
@@ -136,6 +176,18 @@ impl<W: Write> TraceWriter<W> {
     /// Appends a record; writes a block when the current one is full or old enough.
     /// Ids in the record must come from this writer's `intern*` calls.
     pub fn push(&mut self, rec: &Record) -> Result<()> {
+        match rec {
+            Record::Syscall(s) => {
+                self.check_local(s.path)?;
+                self.check_local(s.path2)?;
+                self.check_local(s.payload)?;
+            }
+            Record::Exec(e) => {
+                self.check_local(Some(e.exe))?;
+                self.check_local(Some(e.argv))?;
+            }
+            _ => {}
+        }
         let ts = rec.ts();
         let first = *self.block_first_ts.get_or_insert(ts);
         put_record(&mut self.records, &mut self.deltas, rec);
@@ -154,7 +206,11 @@ impl<W: Write> TraceWriter<W> {
 
     /// Writes everything pending as one data block (no-op when nothing is pending).
     pub fn flush_block(&mut self) -> Result<()> {
-        if self.record_count == 0 && self.new_string_count == 0 && self.new_stat_count == 0 {
+        if self.record_count == 0
+            && self.new_string_count == 0
+            && self.new_stat_count == 0
+            && self.local.is_empty()
+        {
             return Ok(());
         }
         let mut raw = std::mem::take(&mut self.scratch);
@@ -163,6 +219,8 @@ impl<W: Write> TraceWriter<W> {
         raw.extend_from_slice(&self.new_strings);
         put_u64(&mut raw, self.new_stat_count);
         raw.extend_from_slice(&self.new_stats);
+        put_u64(&mut raw, self.local.len() as u64);
+        raw.extend_from_slice(&self.new_local);
         put_u64(&mut raw, self.record_count);
         raw.extend_from_slice(&self.records);
         let res = self.write_block(kind::DATA, &raw, true);
@@ -173,6 +231,9 @@ impl<W: Write> TraceWriter<W> {
         self.new_string_count = 0;
         self.new_stats.clear();
         self.new_stat_count = 0;
+        self.local.clear();
+        self.new_local.clear();
+        self.generation = (self.generation + 1) & 0x7f;
         self.records.clear();
         self.record_count = 0;
         self.block_first_ts = None;

@@ -69,6 +69,22 @@ pub fn c_workload(name: &str) -> PathBuf {
     out
 }
 
+/// Compiles the C file at `src` (once per test binary) and returns the executable.
+pub fn c_workload_at(src: &Path) -> PathBuf {
+    let name = src.to_string_lossy().replace('/', "_");
+    static BUILT: OnceLock<std::sync::Mutex<BTreeMap<String, PathBuf>>> = OnceLock::new();
+    let m = BUILT.get_or_init(Default::default);
+    let mut m = m.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = m.get(&name) {
+        return p.clone();
+    }
+    let out = build_dir().join(&name);
+    let st = Command::new("gcc").args(["-O1", "-g", "-pthread", "-o"]).arg(&out).arg(src).status().expect("gcc runs");
+    assert!(st.success(), "compiling {}", src.display());
+    m.insert(name, out.clone());
+    out
+}
+
 /// The traced set as strace names it (strace 6.1 does not know fchmodat2).
 pub const STRACE_SET: &str = "open,openat,openat2,creat,close,close_range,read,pread64,readv,preadv,preadv2,write,\
 pwrite64,writev,pwritev,pwritev2,lseek,stat,lstat,fstat,newfstatat,statx,access,faccessat,faccessat2,readlink,\
