@@ -205,3 +205,92 @@ fn record_without_a_command_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--pid"));
 }
+
+/// Runs `shell_cmd` in a new pseudo-terminal (util-linux `script`), feeding it `input`
+/// after `delay`; returns what the terminal showed.
+fn in_terminal(shell_cmd: &str, delay: Duration, input: &[u8]) -> String {
+    let mut child = Command::new("script")
+        .args(["-qec", shell_cmd, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::sleep(delay);
+    stdin.write_all(input).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn signal_records(trace: &std::path::Path, sig: &str) -> usize {
+    let out = Command::new(common::dejavu()).arg("export").arg(trace).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("{\"type\":\"signal\"") && l.contains(&format!("\"name\":\"{sig}\"")))
+        .count()
+}
+
+#[test]
+fn a_terminal_passes_through_and_what_is_written_to_it_is_kept() {
+    require!("script");
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("t.dvt");
+    let shown = in_terminal(
+        &format!(
+            "'{}' record -o '{}' -- sh -c 'test -t 0 && test -t 1 && echo on-a-tty'",
+            common::dejavu().display(),
+            trace.display()
+        ),
+        Duration::from_millis(0),
+        b"",
+    );
+    assert!(shown.contains("on-a-tty"), "{shown:?}");
+    let out = Command::new(common::dejavu()).arg("export").arg(&trace).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"payload\":\"on-a-tty\\n\""), "the bytes written to the terminal are kept");
+}
+
+#[test]
+fn ctrl_c_in_a_terminal_reaches_the_program_exactly_once() {
+    require!("script");
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("t.dvt");
+    let shown = in_terminal(
+        &format!("'{}' record -o '{}' -- sleep 20; echo status=$?", common::dejavu().display(), trace.display()),
+        Duration::from_millis(1500),
+        b"\x03",
+    );
+    assert!(shown.contains("status=130"), "{shown:?}");
+    assert_eq!(signal_records(&trace, "SIGINT"), 1, "delivered once, not forwarded a second time");
+}
+
+#[test]
+fn ctrl_c_to_a_program_that_ignores_it_leaves_both_running() {
+    require!("script");
+    let prog = common::c_workload("signals");
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("t.dvt");
+    let stop = d.path().join("stop");
+    let stopper = stop.clone();
+    // Let the program go on for a while after the ^C, then tell it to finish.
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(2500));
+        std::fs::write(stopper, "").unwrap();
+    });
+    let shown = in_terminal(
+        &format!(
+            "'{}' record -o '{}' -- '{}' ignore-int '{}'; echo status=$?",
+            common::dejavu().display(),
+            trace.display(),
+            prog.display(),
+            stop.display()
+        ),
+        Duration::from_millis(1500),
+        b"\x03",
+    );
+    t.join().unwrap();
+    assert!(shown.contains("ready") && shown.contains("status=0"), "{shown:?}");
+    assert_eq!(signal_records(&trace, "SIGINT"), 1);
+}
