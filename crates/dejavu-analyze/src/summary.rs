@@ -152,7 +152,7 @@ impl ProcAcc {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct PathAcc {
     calls: u64,
     errors: u64,
@@ -169,6 +169,7 @@ pub struct SummaryBuilder {
     meta: Meta,
     syscalls: Vec<SyscallStats>,
     paths: FxHashMap<StrId, PathAcc>,
+    local_paths: FxHashMap<Box<[u8]>, PathAcc>,
     procs: Vec<ProcAcc>,
     by_pid: FxHashMap<u32, usize>,
     last_pid: Option<(u32, usize)>,
@@ -184,6 +185,7 @@ impl SummaryBuilder {
             meta: meta.clone(),
             syscalls: vec![SyscallStats::default(); Sys::ALL.len()],
             paths: FxHashMap::default(),
+            local_paths: FxHashMap::default(),
             procs: Vec::new(),
             by_pid: FxHashMap::default(),
             last_pid: None,
@@ -224,8 +226,8 @@ impl SummaryBuilder {
         i
     }
 
-    /// Adds one record; `str_of` resolves the trace's string ids (exec's exe and argv).
-    fn record(&mut self, rec: &Record, str_of: impl Fn(StrId) -> Vec<u8>) {
+    /// Adds one record; `str_of` resolves the trace's string ids.
+    fn record<'s>(&mut self, rec: &Record, str_of: impl Fn(StrId) -> &'s [u8]) {
         self.records += 1;
         let ts = rec.ts();
         match rec {
@@ -238,7 +240,18 @@ impl SummaryBuilder {
                 self.last_ts = self.last_ts.max(end);
                 self.syscalls[s.sys as usize].add(s);
                 if let Some(p) = s.path {
-                    let acc = self.paths.entry(p).or_default();
+                    // A block-local id means something else in the next block: key such
+                    // paths by their bytes. (Writers use local ids for payloads, so this
+                    // is the rare case, and a global id is the cheap key.)
+                    let acc = if p.is_local() {
+                        let bytes = str_of(p);
+                        if !self.local_paths.contains_key(bytes) {
+                            self.local_paths.insert(bytes.into(), PathAcc::default());
+                        }
+                        self.local_paths.get_mut(bytes).expect("inserted above")
+                    } else {
+                        self.paths.entry(p).or_default()
+                    };
                     acc.calls += 1;
                     if s.is_error() {
                         acc.errors += 1;
@@ -298,8 +311,8 @@ impl SummaryBuilder {
             Record::Exec(e) => {
                 self.last_ts = self.last_ts.max(ts);
                 let i = self.proc(e.pid);
-                let argv = str_of(e.argv);
-                let exe = str_of(e.exe);
+                let argv = str_of(e.argv).to_vec();
+                let exe = str_of(e.exe).to_vec();
                 let p = &mut self.procs[i];
                 p.exec_argv = Some(argv);
                 p.exe = Some(exe);
@@ -333,7 +346,7 @@ impl SummaryBuilder {
 
     /// Adds one record read from `reader` (which resolves its string ids).
     pub fn record_from<R: Read>(&mut self, rec: &Record, reader: &TraceReader<R>) {
-        self.record(rec, |id| reader.str(id).to_vec());
+        self.record(rec, |id| reader.str(id));
     }
 
     /// The summary of the records added, with the facts only the end of `reader` knows
@@ -360,8 +373,13 @@ impl SummaryBuilder {
         // Writers intern each path once, but nothing forbids a producer from defining the
         // same bytes twice: merge by bytes so a path is never listed twice.
         let mut merged: FxHashMap<&[u8], PathAcc> = FxHashMap::default();
-        for (id, acc) in self.paths {
-            let m = merged.entry(str_of(id)).or_default();
+        let global = self.paths.into_iter().map(|(id, acc)| (str_of(id), acc));
+        let local = self
+            .local_paths
+            .iter()
+            .map(|(bytes, acc)| (&bytes[..], acc.clone()));
+        for (bytes, acc) in global.chain(local) {
+            let m = merged.entry(bytes).or_default();
             m.calls += acc.calls;
             m.errors += acc.errors;
             m.time_ns = m.time_ns.saturating_add(acc.time_ns);

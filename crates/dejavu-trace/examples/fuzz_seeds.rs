@@ -81,6 +81,10 @@ fn every_kind(opts: WriterOptions, records: u64) -> Result<Vec<u8>> {
         s.aux = 0xfff;
         s.stat = Some(st[i as usize % 2]);
         s.payload = (i % 6 == 0).then_some(payload);
+        if i % 6 == 3 {
+            // Write payloads are block-local in real traces.
+            s.payload = Some(w.intern_local(format!("line {i}\n").as_bytes()));
+        }
         w.push(&Record::Syscall(s))?;
     }
     w.push(&Record::Spawn(Spawn {

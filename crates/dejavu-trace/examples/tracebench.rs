@@ -164,7 +164,7 @@ fn generate(path: &Path, events: u64) -> Result<(u64, f64)> {
     let data = w.intern(b"/home/dev/app/data/feature-flags.json");
     let data_stat = w.intern_stat(&stat_of(1_310_790, 9_812, false));
     let stdout = w.intern(b"pipe:[2291187]");
-    let line = w.intern(b"config unchanged\n");
+    let line: &[u8] = b"config unchanged\n";
 
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut ts: u64 = 25_000_000;
@@ -222,7 +222,8 @@ fn generate(path: &Path, events: u64) -> Result<(u64, f64)> {
             s.ev = ev::PATH_FROM_FD;
             s.count = 17;
             s.ret = 17;
-            s.payload = Some(line);
+            // Payloads are block-local, as the recorder writes them.
+            s.payload = Some(w.intern_local(line));
             s.dur = rng.range(2_000, 6_000);
             push(&mut w, s, &mut n)?;
         } else {

@@ -347,6 +347,7 @@ fn ts_field(c: &mut Cursor<'_>, d: &mut Deltas) -> Result<u64, &'static str> {
 }
 
 /// Reads one record.
+#[inline]
 pub fn get_record(
     c: &mut Cursor<'_>,
     d: &mut Deltas,

@@ -292,6 +292,7 @@ impl<R: Read> TraceReader<R> {
         }
     }
 
+    #[inline]
     fn decode_one(&mut self) -> Result<Record> {
         let lim = Limits {
             strings: self.strings.len() as u32,
@@ -463,8 +464,20 @@ impl<R: Read> TraceReader<R> {
                 ),
             ));
         }
-        self.stored.resize(stored_len as usize, 0);
-        let got = read_full(&mut self.src, &mut self.stored)?;
+        // Read in bounded steps: a damaged header claiming 64 MiB must not cost a 64 MiB
+        // allocation when the file holds a few bytes.
+        self.stored.clear();
+        let mut got = 0usize;
+        while got < stored_len as usize {
+            let step = (stored_len as usize - got).min(1 << 20);
+            self.stored.resize(got + step, 0);
+            let n = read_full(&mut self.src, &mut self.stored[got..got + step])?;
+            got += n;
+            if n < step {
+                self.stored.truncate(got);
+                break;
+            }
+        }
         if got < stored_len as usize {
             self.truncated = Some(Truncation {
                 valid_bytes: self.offset,

@@ -54,14 +54,26 @@ impl<'a> Cursor<'a> {
     }
 
     /// An unsigned varint (at most 10 bytes; longer encodings are corrupt).
-    #[inline]
+    #[inline(always)]
     pub fn u64(&mut self) -> Option<u64> {
-        // Fast path: one byte, the common case for deltas, ids and flags.
-        let b = *self.buf.get(self.pos)?;
-        if b < 0x80 {
+        // Fast paths: one and two bytes, the common cases for deltas, ids and flags. The
+        // general loop stays out of line so this inlines into every decoder.
+        let b0 = *self.buf.get(self.pos)?;
+        if b0 < 0x80 {
             self.pos += 1;
-            return Some(b as u64);
+            return Some(b0 as u64);
         }
+        if let Some(&b1) = self.buf.get(self.pos + 1) {
+            if b1 < 0x80 {
+                self.pos += 2;
+                return Some((b0 & 0x7f) as u64 | (b1 as u64) << 7);
+            }
+        }
+        self.u64_slow()
+    }
+
+    #[inline(never)]
+    fn u64_slow(&mut self) -> Option<u64> {
         let mut v: u64 = 0;
         let mut shift = 0u32;
         loop {

@@ -410,3 +410,27 @@ fn an_unknown_stat_is_an_empty_object() {
     stat_json(&mut out, &FileStat::default());
     assert_eq!(out, b"{}");
 }
+
+#[test]
+fn block_local_strings_export_their_own_bytes_in_every_block() {
+    // One record per block, so every block numbers its local strings from 0 again.
+    let opts = WriterOptions {
+        block_bytes: 1,
+        ..WriterOptions::default()
+    };
+    let mut w = TraceWriter::new(Vec::new(), &meta(&["prog"]), opts).unwrap();
+    let words = ["first\n", "second\n", "first\n", "third\n"];
+    for (i, word) in words.iter().enumerate() {
+        let mut s = Syscall::new(i as u64, 1, 1, Sys::Write);
+        s.path = Some(w.intern_local(format!("/log/{i}").as_bytes()));
+        s.payload = Some(w.intern_local(word.as_bytes()));
+        w.push(&Record::Syscall(s)).unwrap();
+    }
+    let bytes = w.finish(End::default()).unwrap();
+    let (res, lines) = export(&bytes);
+    assert_eq!(res.unwrap().records, 4);
+    for (i, word) in words.iter().enumerate() {
+        assert_eq!(lines[i + 1]["payload"], *word);
+        assert_eq!(lines[i + 1]["path"], format!("/log/{i}"));
+    }
+}

@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::testutil::{file_stat, meta, reader, TestTrace};
-use dejavu_trace::{End, Exec, Exit, Lost, Signal, Spawn};
+use dejavu_trace::{End, Exec, Exit, Lost, Signal, Spawn, TraceWriter, WriterOptions};
 
 fn summarize(bytes: &[u8]) -> Summary {
     Summary::from_reader(&mut reader(bytes)).unwrap()
@@ -134,7 +134,7 @@ fn the_same_path_defined_twice_is_listed_once_and_bad_utf8_is_replaced() {
         let mut s = Syscall::new(id as u64, 1, 1, Sys::Stat);
         s.path = Some(StrId(id));
         s.dur = 10;
-        b.record(&Record::Syscall(s), |id| strs[id.0 as usize].to_vec());
+        b.record(&Record::Syscall(s), |id| strs[id.0 as usize]);
     }
     let sum = b.finish_with(None, None, |id| strs[id.0 as usize]);
     let paths: Vec<(&str, u64)> = sum
@@ -143,6 +143,40 @@ fn the_same_path_defined_twice_is_listed_once_and_bad_utf8_is_replaced() {
         .map(|p| (p.path.as_str(), p.calls))
         .collect();
     assert_eq!(paths, [("/dup", 2), ("/bad\u{fffd}", 1)]);
+}
+
+#[test]
+fn paths_with_block_local_ids_are_counted_by_their_bytes() {
+    // Block-local ids are renumbered in every block; only the bytes identify a path.
+    let opts = WriterOptions {
+        block_bytes: 1,
+        ..WriterOptions::default()
+    };
+    let mut w = TraceWriter::new(Vec::new(), &meta(&["prog"]), opts).unwrap();
+    for (i, p) in ["/a", "/b", "/a", "/a", "/b"].iter().enumerate() {
+        let mut s = Syscall::new(i as u64, 1, 1, Sys::Stat);
+        s.path = Some(w.intern_local(p.as_bytes()));
+        s.dur = 10;
+        w.push(&Record::Syscall(s)).unwrap();
+    }
+    // The same path under a global id joins the local ones.
+    let mut s = Syscall::new(9, 1, 1, Sys::Lstat);
+    s.path = Some(w.intern(b"/b"));
+    w.push(&Record::Syscall(s)).unwrap();
+    let sum = summarize(&w.finish(End::default()).unwrap());
+    type Row<'a> = (&'a str, u64, &'a [(Sys, u64)]);
+    let paths: Vec<Row> = sum
+        .paths
+        .iter()
+        .map(|p| (p.path.as_str(), p.calls, &p.by_syscall[..]))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            ("/a", 3, &[(Sys::Stat, 3)][..]),
+            ("/b", 3, &[(Sys::Stat, 2), (Sys::Lstat, 1)][..])
+        ]
+    );
 }
 
 #[test]
