@@ -6,6 +6,7 @@
 //!
 //! The export is written to a discarding writer, so the number is the exporter's own cost
 //! (formatting included) and not that of a disk or a pipe.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dejavu_analyze::{export_jsonl, Summary};
 use dejavu_trace::TraceReader;

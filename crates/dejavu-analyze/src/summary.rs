@@ -447,7 +447,7 @@ fn resolve_processes(procs: &[ProcAcc], meta: &Meta, end: Option<&End>) -> Vec<P
     // the meta command is that of the attached process only when there is exactly one.
     let root = procs
         .iter()
-        .position(|p| p.seen && p.parent.map_or(true, |k| !procs[k].seen))
+        .position(|p| p.seen && p.parent.is_none_or(|k| !procs[k].seen))
         .filter(|&i| match meta.attached.as_slice() {
             [] => true,
             [pid] => *pid == procs[i].pid,

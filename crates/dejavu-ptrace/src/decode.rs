@@ -619,14 +619,13 @@ impl<W: Write> Tracer<W> {
                 };
                 self.install_fd(pid, fd, f);
             }
-            Close => {
+            Close
                 // Linux releases the descriptor even when close reports EINTR/EIO.
-                if ret != -(libc::EBADF as i64) {
+                if ret != -(libc::EBADF as i64) => {
                     if let Some(p) = self.procs.get(&pid) {
                         p.fds.borrow_mut().remove(a[0] as u32 as i32);
                     }
                 }
-            }
             CloseRange if ok => {
                 if let Some(p) = self.procs.get(&pid) {
                     let cloexec_only = a[2] & libc::CLOSE_RANGE_CLOEXEC as u64 != 0;

@@ -334,11 +334,8 @@ impl Replay {
         match s.sys {
             Open | Openat | Openat2 | Creat if ok => {
                 let st = s.stat.map(stats);
-                let path_bytes = v
-                    .path
-                    .map(|p| self.paths.bytes(p).to_vec())
-                    .unwrap_or_default();
-                let kind = FdKind::classify(&path_bytes, st.as_ref());
+                let kind =
+                    FdKind::classify(v.path.map_or(&[][..], |p| self.paths.bytes(p)), st.as_ref());
                 if let Some(p) = v.path {
                     if kind == FdKind::Dir {
                         self.paths.mark_dir(p);
@@ -375,13 +372,11 @@ impl Replay {
                 };
                 self.install(pid, s.ret as i32, fd, s.ts);
             }
-            Close => {
-                // Linux releases the descriptor even when close reports an error other
-                // than EBADF.
-                if s.ret != -9 {
-                    if let Some(fd) = s.fd {
-                        self.proc_mut(pid, s.ts).fds.borrow_mut().fds.remove(&fd);
-                    }
+            // Linux releases the descriptor even when close reports an error other than
+            // EBADF.
+            Close if s.ret != -9 => {
+                if let Some(fd) = s.fd {
+                    self.proc_mut(pid, s.ts).fds.borrow_mut().fds.remove(&fd);
                 }
             }
             CloseRange if ok => {
@@ -400,10 +395,18 @@ impl Replay {
                 }
             }
             Dup | Dup2 | Dup3 if ok => {
-                if let Some(mut f) = v.fd {
-                    f.cloexec = s.sys == Dup3 && s.flags & O_CLOEXEC != 0;
-                    if s.ret as i32 != s.fd.unwrap_or(-1) {
-                        self.install(pid, s.ret as i32, f, s.ts);
+                let new = s.ret as i32;
+                if new != s.fd.unwrap_or(-1) {
+                    match v.fd {
+                        Some(mut f) => {
+                            f.cloexec = s.sys == Dup3 && s.flags & O_CLOEXEC != 0;
+                            self.install(pid, new, f, s.ts);
+                        }
+                        // A copy of a descriptor we never knew: whatever `new` was is
+                        // gone, and what it is now is unknown.
+                        None => {
+                            self.proc_mut(pid, s.ts).fds.borrow_mut().fds.remove(&new);
+                        }
                     }
                 }
             }

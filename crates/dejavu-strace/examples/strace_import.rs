@@ -1,6 +1,7 @@
 //! Imports strace logs into a trace file and prints the import report; with `--dump`,
 //! prints every record of the written trace (a debugging aid and the speed benchmark:
 //! `cargo run --release -p dejavu-strace --example strace_import -- OUT.dvt LOG...`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dejavu_strace::{import_files, ImportOptions};
 use dejavu_trace::{Record, TraceReader};

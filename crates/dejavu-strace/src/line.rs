@@ -284,7 +284,7 @@ fn split_prefix(line: &[u8]) -> (Option<u32>, Option<Timestamp>, &[u8]) {
     let mut ts = None;
     if s.first().is_some_and(u8::is_ascii_digit) {
         if let Some((t, used)) = timestamp(s) {
-            if s.get(used).map_or(true, |&c| c == b' ') {
+            if s.get(used).is_none_or(|&c| c == b' ') {
                 // `-r` prints seconds since the previous line; `-ttt` prints seconds
                 // since 1970, which are never below ~3 years.
                 ts = Some(match t {

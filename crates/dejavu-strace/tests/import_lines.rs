@@ -1,6 +1,7 @@
 //! Unit tests of the importer on hand-written strace lines, one format feature at a
 //! time. Expected values come from strace's documented output and the kernel's
 //! constants (docs/trace-format.md), not from running the importer.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dejavu_strace::{import_files, ImportOptions, ImportReport, Importer, MemorySink};
 use dejavu_trace::{

@@ -4,6 +4,7 @@
 //! stderr `[pid N]` ...) log. Programs: a C program compiled here (tests/prog.c),
 //! `ls -l /`, python3 and node. Each test is skipped, with the reason printed, when the
 //! tool it needs (strace able to trace, gcc, python3, node) is missing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dejavu_strace::{import_files, ImportOptions, ImportReport};
 use dejavu_trace::{ev, Record, Sys, TraceReader};

@@ -6,6 +6,7 @@
 //! record kind, every syscall field, stat answers with some groups unknown, several
 //! blocks, raw and zstd blocks, an empty trace, and a trace cut off mid-block. Most are
 //! uncompressed so that the mutate_trace target's mutations land in decodable bytes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dejavu_trace::*;
 use std::path::PathBuf;

@@ -12,6 +12,7 @@
 //! The output is a Markdown table for bench/RESULTS.md. The "breakdown" rows re-read the
 //! file block by block outside `TraceReader` to show how the read time divides between
 //! I/O, checksums, decompression and record decoding.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dejavu_trace::codec::{self, codec_id};
 use dejavu_trace::*;
@@ -387,7 +388,7 @@ fn main() -> Result<()> {
             d.as_secs_f64()
         );
         folds.push(fold);
-        if best.map_or(true, |(_, b)| d < b) {
+        if best.is_none_or(|(_, b)| d < b) {
             best = Some((n, d));
         }
     }

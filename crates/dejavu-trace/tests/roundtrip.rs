@@ -1,5 +1,6 @@
 //! The trace format round-trips every record kind, survives truncation at every byte, and
 //! never panics on damaged input.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dejavu_trace::*;
 
@@ -266,7 +267,7 @@ fn checksums_are_verified_so_a_damaged_record_is_caught() {
     let mut b = bytes.clone();
     let at = end_block - 60;
     b[at] ^= 0xff;
-    let e = read_all(&b).err().expect("damage is detected");
+    let e = read_all(&b).expect_err("damage is detected");
     assert!(e.to_string().contains("checksum"), "{e}");
 }
 

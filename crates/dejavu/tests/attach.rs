@@ -1,5 +1,6 @@
 //! `dejavu record -p PID` attaches to a running process and all its threads; SIGINT
 //! detaches and the process keeps running as if nothing happened.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

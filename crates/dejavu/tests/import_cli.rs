@@ -1,5 +1,6 @@
 //! `dejavu import strace`: a strace log becomes a trace with the same counts as a live
 //! recording of the same program; lines it cannot parse are listed and counted as lost.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

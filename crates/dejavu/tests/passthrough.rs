@@ -1,5 +1,6 @@
 //! The traced program must not notice dejavu: its exit status, signal death, stdin,
 //! stdout, environment, working directory and signals pass through unchanged.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

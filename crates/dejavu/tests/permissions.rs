@@ -1,5 +1,6 @@
 //! When ptrace is refused, dejavu says why and how to allow it, exits 77 (EX_NOPERM),
 //! and leaves no empty trace behind.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! dejavu record counts every traced call exactly as strace does: per syscall, the call
 //! and error counts of `dejavu summary --json` equal `strace -f -c` on the same program.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

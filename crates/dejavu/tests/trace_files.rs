@@ -1,5 +1,6 @@
 //! Traces cut off by kill -9 stay readable up to their last complete block; damaged or
 //! foreign files give an error naming the byte offset, never a panic.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

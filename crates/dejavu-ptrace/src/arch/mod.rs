@@ -112,7 +112,8 @@ pub fn from_libc_stat(s: &libc::stat) -> FileStat {
         dev: s.st_dev,
         ino: s.st_ino,
         mode: s.st_mode,
-        nlink: s.st_nlink as u64,
+        #[allow(clippy::useless_conversion)] // u32 on aarch64
+        nlink: s.st_nlink.into(),
         uid: s.st_uid,
         gid: s.st_gid,
         rdev: s.st_rdev,
