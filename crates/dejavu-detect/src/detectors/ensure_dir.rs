@@ -1,31 +1,540 @@
-//! ensure-dir: not implemented yet (placeholder so the registry lists every detector id).
+//! ensure-dir: mkdir of a directory the process already knows exists (EEXIST), per event,
+//! and the existence checks wrapped around it (existsSync(dir) + mkdirSync(dir) per record).
 
+use super::lookup::{question, Question};
+use super::no_reader::{attach, count};
+use crate::group::{Tallies, Tally, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
-use dejavu_replay::View;
-use dejavu_trace::{Sys, Syscall};
+use dejavu_replay::{PathKey, View};
+use dejavu_trace::{ev, Sys, Syscall};
+use rustc_hash::FxHashMap;
 
 /// Documentation and constructor.
 pub static INFO: DetectorInfo = DetectorInfo {
     id: "ensure-dir",
-    summary: "(not implemented yet)",
-    explain: "(not implemented yet)",
-    example: "",
-    fix: "",
-    hazards: "",
+    summary: "mkdir of a directory that already exists (EEXIST), with its existence checks, per event",
+    explain: "A process learns that directory D exists from its own mkdir(D): a success, or a failure \
+with EEXIST. From then on, every further mkdir(D) by that process that fails with EEXIST is \
+redundant, unless a traced process removed or renamed D or one of its parents in between (rmdir, \
+unlink, rename in or out) — then D was recreated by someone and the next answer is news. A successful \
+mkdir is never redundant (the directory was missing; when no traced removal explains it, another \
+program removed it, which the finding reports). A mkdir failing otherwise (ENOENT, EACCES, EROFS) is \
+not redundant and makes the process forget D. The existence checks that make up the ensure-dir idiom \
+are redundant along with the mkdir: the stat/lstat/statx/newfstatat/access/faccessat of D that the \
+same thread made immediately before the redundant mkdir (no other call of that thread in between: \
+existsSync(dir), os.path.isdir), and the stat of D it made immediately after (mkdir -p, \
+recursive: true and exist_ok=True verify that the existing entry is a directory). Checks around a \
+mkdir that is not redundant are not counted. A finding's calls are the process's mkdir calls of D \
+with the checks right before them and the verifying stats after the redundant ones; its time is the \
+redundant calls' own. The cache verdict replays the fix (an ensured flag per directory): a \
+directory that vanished with no traced removal is an answer the flag would have got wrong.",
+    example: "for each chat record: if (!fs.existsSync(dir)) {...}; fs.mkdirSync(dir, {recursive: true})   \
+// access + mkdir (EEXIST) + statx per record",
+    fix: "ensure the directory once: remember per directory that it exists, set the flag only after \
+mkdir succeeded or failed with EEXIST (a failed mkdir must not poison the cache, seed 000's review), \
+and drop the separate existence check — mkdir -p semantics already tolerate an existing directory",
+    hazards: "Another program (a cleanup job, the user) may remove the directory while the flag says it \
+exists: the next create inside it fails with ENOENT, so on that error clear the flag, recreate the \
+directory and retry once. If the program removes or renames the directory itself, it must clear the \
+flag there. EEXIST also comes back when a file, not a directory, has the name: check the type once \
+before setting the flag.",
     options: &[],
-    make: |_cfg: &Config| Box::new(Placeholder),
+    make: |_cfg: &Config| Box::new(EnsureDir::default()),
 };
 
-struct Placeholder;
+const EEXIST: i64 = -17;
 
-impl Detector for Placeholder {
-    fn wants(&self, _sys: Sys) -> bool {
-        false
+/// A check the thread just made (its last call).
+#[derive(Clone, Copy)]
+struct Check {
+    path: PathKey,
+    ts: u64,
+    dur: u64,
+    sys: Sys,
+}
+
+/// What the thread's last call leaves pending.
+#[derive(Clone, Copy, Default)]
+struct Thread {
+    /// The last call was a check of this path: a mkdir of it may follow.
+    check: Option<Check>,
+    /// The last call was a redundant mkdir of this path: a verifying stat may follow.
+    after: Option<PathKey>,
+}
+
+impl Thread {
+    fn is_empty(&self) -> bool {
+        self.check.is_none() && self.after.is_none()
+    }
+}
+
+#[derive(Default)]
+struct Extra {
+    redundant: u64,
+    mkdirs: u64,
+    before: u64,
+    before_sys: Option<Sys>,
+    after: u64,
+    after_sys: Option<Sys>,
+}
+
+#[derive(Default)]
+struct EnsureDir {
+    /// (pid, directory) -> the removal sequence number when the process learned it exists.
+    ensured: FxHashMap<(u32, PathKey), u64>,
+    /// Path -> sequence number and call of its latest removal or rename (in or out).
+    removed: FxHashMap<PathKey, (u64, Sys)>,
+    seq: u64,
+    threads: FxHashMap<u32, Thread>,
+    /// Threads whose state is not empty; when 0, unrelated calls need no lookup.
+    armed: usize,
+    tallies: Tallies,
+    extra: FxHashMap<(u32, PathKey), Extra>,
+}
+
+impl EnsureDir {
+    /// Replaces the thread's state, keeping `armed` in step.
+    fn set(&mut self, tid: u32, new: Thread) -> Thread {
+        let slot = self.threads.entry(tid).or_default();
+        let old = std::mem::replace(slot, new);
+        match (old.is_empty(), new.is_empty()) {
+            (true, false) => self.armed += 1,
+            (false, true) => self.armed -= 1,
+            _ => {}
+        }
+        old
     }
 
-    fn on_syscall(&mut self, _s: &Syscall, _v: &View, _cx: &Cx<'_>) {}
+    fn clear(&mut self, tid: u32) -> Thread {
+        if self.armed == 0 {
+            return Thread::default();
+        }
+        match self.threads.get(&tid) {
+            Some(t) if !t.is_empty() => self.set(tid, Thread::default()),
+            _ => Thread::default(),
+        }
+    }
 
-    fn finish(&mut self, _cx: &Cx<'_>) -> Vec<Finding> {
-        Vec::new()
+    /// The call that removed or renamed `d` or a parent of it after sequence number
+    /// `since`, if any did.
+    fn removed_since(&self, cx: &Cx<'_>, d: PathKey, since: u64) -> Option<Sys> {
+        if self.removed.is_empty() {
+            return None;
+        }
+        let mut k = Some(d);
+        while let Some(p) = k {
+            match self.removed.get(&p) {
+                Some(&(seq, by)) if seq > since => return Some(by),
+                _ => k = cx.replay.paths.parent(p),
+            }
+        }
+        None
+    }
+
+    fn mkdir(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        let prev = self.clear(s.tid);
+        let Some(d) = v.path else { return };
+        if s.ev & ev::UNFINISHED != 0 {
+            return;
+        }
+        let check = prev.check.filter(|c| c.path == d);
+        let key = (s.pid, d);
+        let known = self.ensured.get(&key).copied();
+        let counting = cx.config.counts(s.ts);
+        match s.ret {
+            0 | EEXIST => {
+                self.ensured.insert(key, self.seq);
+            }
+            // Not created, not known to exist: forget it (a failure must not poison).
+            _ => {
+                self.ensured.remove(&key);
+            }
+        }
+        if !counting {
+            return;
+        }
+        let removed = known.and_then(|since| self.removed_since(cx, d, since));
+        let t = self.tallies.get(s.pid, d);
+        t.calls += 1 + check.is_some() as u64;
+        if known.is_none() {
+            return;
+        }
+        match s.ret {
+            EEXIST if removed.is_none() => {
+                t.redundant(s.ts, s.dur);
+                let e = self.extra.entry(key).or_default();
+                e.redundant += 1;
+                e.mkdirs += 1;
+                if let Some(c) = check {
+                    t.redundant(c.ts, c.dur);
+                    e.redundant += 1;
+                    e.before += 1;
+                    e.before_sys = Some(c.sys);
+                }
+                self.set(
+                    s.tid,
+                    Thread {
+                        check: None,
+                        after: Some(d),
+                    },
+                );
+            }
+            0 | EEXIST if removed.is_some() => {
+                t.invalidations += 1;
+                t.invalidated_by = t.invalidated_by.or(removed);
+            }
+            // Created although the process knew it existed, and no traced removal: another
+            // program removed it.
+            0 => t.stale += 1,
+            _ => {}
+        }
+    }
+
+    fn check(&mut self, s: &Syscall, v: &View, q: Question, cx: &Cx<'_>) {
+        let Some(path) = v.path else {
+            self.clear(s.tid);
+            return;
+        };
+        let prev = self.set(
+            s.tid,
+            Thread {
+                check: Some(Check {
+                    path,
+                    ts: s.ts,
+                    dur: s.dur,
+                    sys: s.sys,
+                }),
+                after: None,
+            },
+        );
+        // mkdir -p's verification of the entry a redundant mkdir ran into.
+        if prev.after == Some(path) && matches!(q, Question::Stat { .. }) && cx.config.counts(s.ts)
+        {
+            let t = self.tallies.get(s.pid, path);
+            t.calls += 1;
+            t.redundant(s.ts, s.dur);
+            let e = self.extra.entry((s.pid, path)).or_default();
+            e.redundant += 1;
+            e.after += 1;
+            e.after_sys = Some(s.sys);
+        }
+    }
+
+    fn removal(&mut self, s: &Syscall, v: &View) {
+        if s.ret < 0 && s.ev & ev::UNFINISHED == 0 {
+            return;
+        }
+        self.seq += 1;
+        for p in [v.path, v.path2].into_iter().flatten() {
+            self.removed.insert(p, (self.seq, s.sys));
+        }
+    }
+}
+
+impl Detector for EnsureDir {
+    fn wants(&self, _sys: Sys) -> bool {
+        // "Immediately before/after" needs to see every call of the thread.
+        true
+    }
+
+    fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        match s.sys {
+            Sys::Mkdir | Sys::Mkdirat => self.mkdir(s, v, cx),
+            Sys::Rmdir
+            | Sys::Unlink
+            | Sys::Unlinkat
+            | Sys::Rename
+            | Sys::Renameat
+            | Sys::Renameat2 => {
+                self.clear(s.tid);
+                self.removal(s, v);
+            }
+            _ => match question(s) {
+                Some(q @ (Question::Stat { .. } | Question::Access { .. }))
+                    if s.ev & ev::UNFINISHED == 0 =>
+                {
+                    self.check(s, v, q, cx)
+                }
+                _ => {
+                    self.clear(s.tid);
+                }
+            },
+        }
+    }
+
+    fn on_record(&mut self, rec: &dejavu_trace::Record, _cx: &Cx<'_>) {
+        // An ended thread frees its slot: memory follows live threads.
+        if let dejavu_trace::Record::Exit(e) = rec {
+            if self.threads.remove(&e.tid).is_some_and(|t| !t.is_empty()) {
+                self.armed -= 1;
+            }
+        }
+    }
+
+    fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
+        let mut out = self
+            .tallies
+            // The ensured flag is a cache of "D exists": its counterfactual is the finding's
+            // cache verdict (a vanished directory is a stale answer).
+            .findings(&INFO, cx, Wording { cache: true }, &hazards);
+        attach(
+            &mut out,
+            &self.extra,
+            cx,
+            |e| e.redundant,
+            |a, b| {
+                a.redundant += b.redundant;
+                a.mkdirs += b.mkdirs;
+                a.before += b.before;
+                a.before_sys = a.before_sys.or(b.before_sys);
+                a.after += b.after;
+                a.after_sys = a.after_sys.or(b.after_sys);
+            },
+            |f, e| {
+                let mut text = format!(
+                    "{} mkdir call{} failed with EEXIST on a directory the process already knew existed",
+                    count(e.mkdirs),
+                    if e.mkdirs == 1 { "" } else { "s" }
+                );
+                let checks = |n: u64, sys: Option<Sys>, place: &str| {
+                    format!(
+                        "{} {} check{} {place}",
+                        count(n),
+                        sys.map_or("stat", |s| s.name()),
+                        if n == 1 { "" } else { "s" }
+                    )
+                };
+                match (e.before, e.after) {
+                    (0, 0) => {}
+                    (b, 0) => text += &format!(", with {}", checks(b, e.before_sys, "before them")),
+                    (0, a) => text += &format!(", with {}", checks(a, e.after_sys, "after them")),
+                    (b, a) => {
+                        text += &format!(
+                            ", with {} and {}",
+                            checks(b, e.before_sys, "before them"),
+                            checks(a, e.after_sys, "after them")
+                        )
+                    }
+                }
+                f.example = Some(text);
+            },
+        );
+        out
+    }
+}
+
+fn hazards(t: &Tally, _cx: &Cx<'_>) -> Vec<String> {
+    let mut h = vec![
+        "set the ensured flag only after mkdir succeeded or failed with EEXIST; a failed mkdir must \
+         leave it unset so the next event retries"
+            .to_string(),
+    ];
+    if t.invalidations > 0 {
+        h.push(format!(
+            "a traced process removed or renamed the directory (or a parent) {} time(s) ({}): the flag \
+             must be cleared there",
+            t.invalidations,
+            t.invalidated_by.map_or("rmdir/rename", |s| s.name())
+        ));
+    }
+    if t.stale > 0 {
+        h.push(format!(
+            "{} time(s) the directory had disappeared with no traced removal (another program removed \
+             it): on ENOENT when creating a file inside it, clear the flag, recreate and retry",
+            t.stale
+        ));
+    } else {
+        h.push(
+            "another program may remove the directory: on ENOENT when creating a file inside it, clear \
+             the flag, recreate and retry"
+                .into(),
+        );
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::{dir, file, TraceBuilder};
+    use crate::Config;
+    use dejavu_trace::Sys;
+
+    const D: &str = "/home/u/.app/chats";
+    const F: &str = "/home/u/.app/chats/s.jsonl";
+
+    /// Seed 000 as Node.js does it: existsSync(dir) + mkdirSync(dir, {recursive: true})
+    /// (mkdir, then statx when it exists) + appendFileSync(file) per record.
+    fn seed_000(b: &mut TraceBuilder, records: usize) {
+        for i in 0..records {
+            b.access(D, 0, if i == 0 { -2 } else { 0 });
+            b.mkdir(D, if i == 0 { 0 } else { -17 });
+            if i > 0 {
+                b.call(Sys::Statx, |c, b| {
+                    c.path = Some(b.s(D));
+                    c.stat = Some(b.st(dir(5)));
+                });
+            }
+            b.access(F, 0, if i == 0 { -2 } else { 0 });
+            b.open(F, 0o2101, 18, Some(file(6, i as i64 * 8, 1)));
+            b.write(18, F, "{\"i\":1}\n", true);
+            b.close(18, F);
+        }
+    }
+
+    #[test]
+    fn mkdir_eexist_per_record_with_its_checks_is_redundant() {
+        let mut b = TraceBuilder::new();
+        seed_000(&mut b, 10);
+        let f = b.findings("ensure-dir");
+        assert_eq!(f.len(), 1);
+        // 10 mkdirs + 10 access before + 9 statx after; all but the first record's.
+        assert_eq!(
+            (f[0].calls, f[0].redundant_calls, f[0].wasted_ns),
+            (29, 27, 27 * 500)
+        );
+        assert_eq!(f[0].paths, vec![D.to_string()]);
+        let cache = f[0].cache.clone().unwrap_or_default();
+        assert_eq!(
+            (cache.saved_calls, cache.stale_answers, cache.safe),
+            (27, 0, true)
+        );
+        assert_eq!(
+            f[0].example.as_deref(),
+            Some(
+                "9 mkdir calls failed with EEXIST on a directory the process already knew existed, \
+                 with 9 access checks before them and 9 statx checks after them"
+            )
+        );
+    }
+
+    #[test]
+    fn ensuring_once_is_clean() {
+        let mut b = TraceBuilder::new();
+        b.mkdir(D, 0);
+        for i in 0..10 {
+            b.open(F, 0o2101, 18, Some(file(6, i * 8, 1)));
+            b.write(18, F, "{\"i\":1}\n", true);
+            b.close(18, F);
+        }
+        assert!(b.findings("ensure-dir").is_empty());
+    }
+
+    #[test]
+    fn the_first_eexist_establishes_and_only_later_ones_count() {
+        let mut b = TraceBuilder::new();
+        for _ in 0..4 {
+            b.mkdir("/tmp/cache", -17);
+        }
+        let f = b.findings("ensure-dir");
+        assert_eq!((f[0].calls, f[0].redundant_calls), (4, 3));
+    }
+
+    #[test]
+    fn a_failed_mkdir_does_not_establish_and_makes_the_process_forget() {
+        let mut b = TraceBuilder::new();
+        b.mkdir("/ro/dir", -13); // EACCES
+        b.mkdir("/ro/dir", -17); // now it exists: establishes, not redundant
+        b.mkdir("/ro/dir", -2); // ENOENT: the parent went away
+        b.mkdir("/ro/dir", -17); // establishes again
+        assert!(b.findings("ensure-dir").is_empty());
+    }
+
+    #[test]
+    fn a_removal_by_the_program_is_an_invalidation_not_a_repeat() {
+        let mut b = TraceBuilder::new();
+        b.mkdir("/w/tmp/x", 0);
+        b.mkdir("/w/tmp/x", -17); // redundant
+        b.call(Sys::Rmdir, |c, b| c.path = Some(b.s("/w/tmp/x")));
+        b.mkdir("/w/tmp/x", 0); // needed
+        b.mkdir("/w/tmp/x", -17); // redundant
+        b.call(Sys::Rename, |c, b| {
+            c.path = Some(b.s("/w/tmp"));
+            c.path2 = Some(b.s("/w/old"));
+        }); // a parent moved away
+        b.mkdir("/w/tmp/x", -17); // someone recreated it: news, not a repeat
+        let f = b.findings("ensure-dir");
+        assert_eq!((f[0].calls, f[0].redundant_calls), (5, 2));
+        assert!(
+            f[0].hazards.iter().any(|h| h.contains("2 time(s) (rmdir)")),
+            "{:?}",
+            f[0].hazards
+        );
+    }
+
+    #[test]
+    fn a_directory_that_vanished_without_a_traced_removal_is_reported_as_external() {
+        let mut b = TraceBuilder::new();
+        b.mkdir("/spool", 0);
+        b.mkdir("/spool", -17);
+        b.mkdir("/spool", 0); // another program removed it
+        let f = b.findings("ensure-dir");
+        assert_eq!(f[0].redundant_calls, 1);
+        assert!(f[0].hazards.iter().any(|h| h.contains("no traced removal")));
+        let cache = f[0].cache.clone().unwrap_or_default();
+        assert_eq!((cache.stale_answers, cache.safe), (1, false));
+    }
+
+    #[test]
+    fn only_checks_immediately_around_the_mkdir_in_the_same_thread_count() {
+        let mut b = TraceBuilder::new();
+        b.mkdir(D, 0);
+        for _ in 0..3 {
+            b.access(D, 0, 0);
+            b.read(0, "/dev/pts/0", 1, 1); // something else in between
+            b.mkdir(D, -17);
+            b.stat("/other", Ok(file(1, 1, 1))); // a stat, but of another path
+            b.stat(D, Ok(dir(5)));
+        }
+        // Another thread's check does not belong to this thread's mkdir.
+        b.read(0, "/dev/pts/0", 1, 1);
+        b.tid = 101;
+        b.access(D, 0, 0);
+        b.tid = 100;
+        b.mkdir(D, -17);
+        let f = b.findings("ensure-dir");
+        assert_eq!((f[0].calls, f[0].redundant_calls), (5, 4));
+    }
+
+    #[test]
+    fn a_failing_check_before_a_redundant_mkdir_counts_too() {
+        let mut b = TraceBuilder::new();
+        b.mkdir("/srv/out", 0);
+        for _ in 0..3 {
+            b.access("/srv/out", 2, -13); // W_OK denied, then mkdir anyway
+            b.mkdir("/srv/out", -17);
+        }
+        let f = b.findings("ensure-dir");
+        assert_eq!((f[0].calls, f[0].redundant_calls), (7, 6));
+    }
+
+    #[test]
+    fn processes_learn_separately() {
+        let mut b = TraceBuilder::new();
+        b.mkdir("/out", 0);
+        b.fork(200);
+        b.pid = 200;
+        b.tid = 200;
+        b.mkdir("/out", -17); // first for this process
+        assert!(b.findings("ensure-dir").is_empty());
+    }
+
+    #[test]
+    fn skip_startup_ignores_early_repeats() {
+        let mut b = TraceBuilder::new();
+        for _ in 0..5 {
+            b.mkdir("/out", -17);
+        }
+        let cfg = Config {
+            min_calls: 1,
+            skip_startup_ns: 5_000,
+            ..Config::default()
+        };
+        let a = b.analyze_with(&cfg);
+        let f: Vec<_> = a
+            .findings
+            .iter()
+            .filter(|f| f.detector == "ensure-dir")
+            .collect();
+        assert_eq!(f[0].redundant_calls, 1, "only the mkdir at 5 µs counts");
     }
 }

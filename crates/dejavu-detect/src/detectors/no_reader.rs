@@ -1,31 +1,444 @@
-//! no-reader: not implemented yet (placeholder so the registry lists every detector id).
+//! no-reader: output nobody can read — writes to /dev/null, and writes that fail with
+//! EPIPE because the reader of the pipe or socket has gone. Also home of a few helpers
+//! the write-side detectors (small-writes, open-close-churn, fsync-per-op, ensure-dir,
+//! check-then-act) share for wording their findings.
 
+use crate::group::{Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
-use dejavu_replay::View;
-use dejavu_trace::{Sys, Syscall};
+use dejavu_replay::{FdKind, PathKey, View};
+use dejavu_trace::{ev, Sys, Syscall};
+use rustc_hash::FxHashMap;
 
 /// Documentation and constructor.
 pub static INFO: DetectorInfo = DetectorInfo {
     id: "no-reader",
-    summary: "(not implemented yet)",
-    explain: "(not implemented yet)",
-    example: "",
-    fix: "",
-    hazards: "",
+    summary: "output nobody can read: writes to /dev/null, and writes that fail with EPIPE",
+    explain: "Every write (write, pwrite64, writev, pwritev, pwritev2, sendfile, splice) whose \
+destination is /dev/null is redundant: the descriptor is /dev/null by its stat answer (character \
+device 1:3) or, when the descriptor was opened before the trace began, by its path. So is every write \
+that fails with EPIPE: the read end of the pipe or socket is closed, nothing will ever read the bytes, \
+and the program only survives because SIGPIPE is ignored or handled. The finding counts the calls, \
+their time, and the bytes that went nowhere (bytes returned for /dev/null, bytes requested for EPIPE). \
+Writes to a terminal, a file, or a pipe with a live reader are never counted here, however \
+uninteresting their content; other failures (EAGAIN, EBADF, ENOSPC) are not counted either.",
+    example: "a worker started with stdout and stderr redirected to /dev/null formats and writes a debug \
+line per request: 1.2 MB written to /dev/null in 30,000 writes",
+    fix: "don't produce the output: check the log level, isatty() or a --quiet flag before formatting \
+the message, and stop writing (or exit cleanly) on the first EPIPE instead of writing on",
+    hazards: "Redirecting a child's output to /dev/null is often a deliberate way to silence it: the \
+fix belongs where the output is produced (a quiet flag or log level the parent passes), not in \
+removing the redirection. On EPIPE, stop producing but still flush and close what matters (files, \
+queues): exiting straight from the error handler can drop buffered data. A write may be kept for its \
+side effects (a progress heartbeat, a syscall used as a delay); check before removing it.",
     options: &[],
-    make: |_cfg: &Config| Box::new(Placeholder),
+    make: |_cfg: &Config| Box::new(NoReader::default()),
 };
 
-struct Placeholder;
+const EPIPE: i64 = -32;
 
-impl Detector for Placeholder {
-    fn wants(&self, _sys: Sys) -> bool {
-        false
+/// What went nowhere on one (pid, path).
+#[derive(Clone, Default)]
+struct Lost {
+    null_writes: u64,
+    null_bytes: u64,
+    epipe_writes: u64,
+    epipe_bytes: u64,
+    /// Writes through descriptor 1 or 2: the standard streams someone redirected.
+    std_streams: u64,
+    redundant: u64,
+}
+
+impl Lost {
+    fn add(&mut self, o: &Lost) {
+        self.null_writes += o.null_writes;
+        self.null_bytes += o.null_bytes;
+        self.epipe_writes += o.epipe_writes;
+        self.epipe_bytes += o.epipe_bytes;
+        self.std_streams += o.std_streams;
+        self.redundant += o.redundant;
+    }
+}
+
+#[derive(Default)]
+struct NoReader {
+    tallies: Tallies,
+    lost: FxHashMap<(u32, PathKey), Lost>,
+}
+
+impl Detector for NoReader {
+    fn wants(&self, sys: Sys) -> bool {
+        is_write(sys) || matches!(sys, Sys::Sendfile | Sys::Splice)
     }
 
-    fn on_syscall(&mut self, _s: &Syscall, _v: &View, _cx: &Cx<'_>) {}
+    fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        if s.ev & ev::UNFINISHED != 0 || !cx.config.counts(s.ts) {
+            return;
+        }
+        let Some(path) = v.path else { return };
+        let (null, bytes) = if s.ret == EPIPE {
+            (false, s.count)
+        } else if s.ret >= 0 && is_dev_null(v, path, cx) {
+            (true, s.ret as u64)
+        } else {
+            return;
+        };
+        let t = self.tallies.get(s.pid, path);
+        t.calls += 1;
+        t.redundant(s.ts, s.dur);
+        let l = self.lost.entry((s.pid, path)).or_default();
+        l.redundant += 1;
+        if null {
+            l.null_writes += 1;
+            l.null_bytes += bytes;
+        } else {
+            l.epipe_writes += 1;
+            l.epipe_bytes += bytes;
+        }
+        if matches!(s.fd, Some(1 | 2)) {
+            l.std_streams += 1;
+        }
+    }
 
-    fn finish(&mut self, _cx: &Cx<'_>) -> Vec<Finding> {
-        Vec::new()
+    fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
+        let mut out = self
+            .tallies
+            .findings(&INFO, cx, Wording { cache: false }, &|_, _| Vec::new());
+        attach(
+            &mut out,
+            &self.lost,
+            cx,
+            |l| l.redundant,
+            Lost::add,
+            |f, l| {
+                let mut parts = Vec::new();
+                if l.null_writes > 0 {
+                    parts.push(format!(
+                        "{} written to /dev/null in {} write{}",
+                        bytes(l.null_bytes),
+                        count(l.null_writes),
+                        plural(l.null_writes)
+                    ));
+                }
+                if l.epipe_writes > 0 {
+                    parts.push(format!(
+                        "{} write{} of {} failed with EPIPE after the reader had gone",
+                        count(l.epipe_writes),
+                        plural(l.epipe_writes),
+                        bytes(l.epipe_bytes)
+                    ));
+                    f.hazards.push(
+                        "the program kept writing after its reader had gone (SIGPIPE is ignored or \
+                         handled): stop on the first EPIPE, but flush and close files and queues before \
+                         exiting"
+                            .into(),
+                    );
+                }
+                if l.null_writes > 0 {
+                    f.hazards.push(
+                        "/dev/null may be a deliberate way to silence this output: make the producer \
+                         quiet (log level, isatty(), a --quiet flag) instead of removing the redirection"
+                            .into(),
+                    );
+                }
+                if l.std_streams > 0 {
+                    f.hazards.push(format!(
+                        "{} of these writes went to stdout/stderr, which the parent pointed at /dev/null \
+                         or a closed pipe: the fix may belong in how the parent starts this program",
+                        count(l.std_streams)
+                    ));
+                }
+                f.example = Some(parts.join("; "));
+            },
+        );
+        out
+    }
+}
+
+fn is_dev_null(v: &View, path: PathKey, cx: &Cx<'_>) -> bool {
+    match v.fd {
+        Some(f) => f.kind == FdKind::DevNull,
+        // Opened before the trace began (inherited stdout, say): only the name is known.
+        None => cx.replay.paths.bytes(path) == b"/dev/null",
+    }
+}
+
+// ---- Helpers shared by the write-side detectors of this directory. They would belong in
+// group.rs (extras per (pid, path) grouped like the tallies, number wording).
+
+/// The write family: calls that write through their `fd` argument.
+pub(crate) fn is_write(sys: Sys) -> bool {
+    matches!(
+        sys,
+        Sys::Write | Sys::Pwrite64 | Sys::Writev | Sys::Pwritev | Sys::Pwritev2
+    )
+}
+
+/// Calls whose `fd` (or `fd2`) argument is an open file they act on.
+pub(crate) fn uses_fd(sys: Sys) -> bool {
+    use Sys::*;
+    matches!(
+        sys,
+        Close
+            | Read
+            | Pread64
+            | Readv
+            | Preadv
+            | Preadv2
+            | Write
+            | Pwrite64
+            | Writev
+            | Pwritev
+            | Pwritev2
+            | Lseek
+            | Fstat
+            | Newfstatat
+            | Statx
+            | Getdents64
+            | Fchmod
+            | Fchown
+            | Ftruncate
+            | Fsync
+            | Fdatasync
+            | SyncFileRange
+            | Dup
+            | Dup2
+            | Dup3
+            | Fcntl
+            | Sendfile
+            | CopyFileRange
+            | Splice
+            | Utimensat
+            | Fchdir
+    )
+}
+
+/// Per-(pid, path) extras summed the way `Tallies::findings` grouped the paths of each
+/// finding: a finding with at least `min_calls` redundant calls is one path; the others
+/// are the process's paths with fewer, together. `redundant(e)` must equal the redundant
+/// count of the (pid, path)'s tally for this to line up.
+pub(crate) fn attach<E: Default>(
+    findings: &mut [Finding],
+    extras: &FxHashMap<(u32, PathKey), E>,
+    cx: &Cx<'_>,
+    redundant: impl Fn(&E) -> u64,
+    add: impl Fn(&mut E, &E),
+    mut apply: impl FnMut(&mut Finding, &E),
+) {
+    let min = cx.config.min_calls.max(1);
+    let mut single: FxHashMap<(u32, String), &E> = FxHashMap::default();
+    let mut grouped: FxHashMap<u32, E> = FxHashMap::default();
+    for ((pid, path), e) in extras {
+        match redundant(e) {
+            0 => {}
+            r if r >= min => {
+                single.insert((*pid, cx.path(*path)), e);
+            }
+            _ => add(grouped.entry(*pid).or_default(), e),
+        }
+    }
+    for f in findings.iter_mut() {
+        // One path on its own, or the process's paths with fewer than `min` each (which
+        // together may well have more).
+        let e = if f.path_count == 1 && f.redundant_calls >= min {
+            single.get(&(f.pid, f.paths[0].clone())).copied()
+        } else {
+            grouped.get(&f.pid)
+        };
+        if let Some(e) = e {
+            apply(f, e);
+        }
+    }
+}
+
+/// 12345 -> "12,345".
+pub(crate) fn count(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A byte count for people: "512 bytes", "12.3 kB", "1.2 MB", "3.4 GB" (powers of 1000).
+pub(crate) fn bytes(n: u64) -> String {
+    match n {
+        0..=999 => format!("{n} byte{}", plural(n)),
+        1_000..=999_999 => format!("{:.1} kB", n as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.1} MB", n as f64 / 1e6),
+        _ => format!("{:.1} GB", n as f64 / 1e9),
+    }
+}
+
+/// "s" unless `n` is 1.
+pub(crate) fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{bytes, count};
+    use crate::testkit::{chardev, file, TraceBuilder};
+    use dejavu_trace::Sys;
+
+    #[test]
+    fn writes_to_dev_null_are_all_redundant_and_bytes_are_reported() {
+        let mut b = TraceBuilder::new();
+        b.open("/dev/null", 1, 3, Some(chardev(1, 3)));
+        for _ in 0..20 {
+            b.write(3, "/dev/null", "debug: request handled\n", true); // 23 bytes
+        }
+        let f = b.findings("no-reader");
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            (f[0].calls, f[0].redundant_calls, f[0].wasted_ns),
+            (20, 20, 20 * 500)
+        );
+        assert_eq!(f[0].paths, vec!["/dev/null".to_string()]);
+        assert_eq!(
+            f[0].example.as_deref(),
+            Some("460 bytes written to /dev/null in 20 writes")
+        );
+        assert!(f[0].hazards.iter().any(|h| h.contains("deliberate")));
+    }
+
+    #[test]
+    fn an_inherited_descriptor_is_known_by_its_path_and_flags_the_std_streams() {
+        let mut b = TraceBuilder::new();
+        for _ in 0..4 {
+            b.write(1, "/dev/null", "x", true);
+        }
+        let f = b.findings("no-reader");
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].redundant_calls, 4);
+        assert!(f[0].hazards.iter().any(|h| h.contains("stdout/stderr")));
+    }
+
+    #[test]
+    fn epipe_writes_are_redundant_and_count_the_bytes_requested() {
+        let mut b = TraceBuilder::new();
+        b.call(Sys::Pipe2, |c, _| {
+            c.fd = Some(3);
+            c.fd2 = Some(4);
+        });
+        b.write(4, "pipe:[77]", "first line\n", true); // the reader was still there
+        for _ in 0..5 {
+            b.call(Sys::Write, |c, b| {
+                c.fd = Some(4);
+                c.path = Some(b.s("pipe:[77]"));
+                c.ev = dejavu_trace::ev::PATH_FROM_FD;
+                c.count = 100;
+                c.ret = -32;
+            });
+        }
+        // Other failures are not the reader's absence.
+        b.call(Sys::Write, |c, b| {
+            c.fd = Some(4);
+            c.path = Some(b.s("pipe:[77]"));
+            c.count = 100;
+            c.ret = -11; // EAGAIN
+        });
+        let f = b.findings("no-reader");
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].calls, f[0].redundant_calls), (5, 5));
+        assert_eq!(f[0].paths, vec!["pipe:[77]".to_string()]);
+        assert_eq!(
+            f[0].example.as_deref(),
+            Some("5 writes of 500 bytes failed with EPIPE after the reader had gone")
+        );
+        assert!(f[0].hazards.iter().any(|h| h.contains("EPIPE")));
+    }
+
+    #[test]
+    fn writes_to_files_terminals_and_live_pipes_are_not_reported() {
+        let mut b = TraceBuilder::new();
+        b.open("/var/log/app.log", 0o2101, 3, Some(file(5, 0, 1)));
+        b.open("/dev/pts/0", 2, 4, Some(chardev(136, 0)));
+        // A device that is not /dev/null, even if it is named like it in a chroot.
+        b.open("/srv/dev/null", 1, 5, Some(chardev(1, 5)));
+        for _ in 0..10 {
+            b.write(3, "/var/log/app.log", "line\n", true);
+            b.write(4, "/dev/pts/0", "line\n", true);
+            b.write(5, "/srv/dev/null", "line\n", true);
+            b.write(6, "pipe:[9]", "line\n", true);
+        }
+        assert!(b.findings("no-reader").is_empty());
+    }
+
+    #[test]
+    fn a_fd_opened_on_dev_null_by_name_but_stat_says_otherwise_is_trusted_to_stat() {
+        let mut b = TraceBuilder::new();
+        // /dev/null replaced by a regular file (it happens in containers): writes land.
+        b.open("/dev/null", 1, 3, Some(file(8, 0, 1)));
+        for _ in 0..3 {
+            b.write(3, "/dev/null", "x", false);
+        }
+        assert!(b.findings("no-reader").is_empty());
+    }
+
+    #[test]
+    fn the_default_threshold_hides_a_single_epipe() {
+        let mut b = TraceBuilder::new();
+        b.call(Sys::Write, |c, b| {
+            c.fd = Some(1);
+            c.path = Some(b.s("pipe:[5]"));
+            c.count = 10;
+            c.ret = -32;
+        });
+        let cfg = crate::Config {
+            only: Some(vec!["no-reader".into()]),
+            ..crate::Config::default()
+        };
+        let a = b.analyze_with(&cfg);
+        assert!(a.findings.iter().all(|f| f.detector != "no-reader"));
+        assert_eq!(a.hidden, 1);
+    }
+
+    #[test]
+    fn paths_grouped_into_a_pattern_get_the_summed_example() {
+        let mut b = TraceBuilder::new();
+        for i in 0..5 {
+            for _ in 0..2 {
+                b.call(Sys::Write, |c, b| {
+                    c.fd = Some(4);
+                    c.path = Some(b.s(&format!("/run/app/sock{i}")));
+                    c.count = 10;
+                    c.ret = -32;
+                });
+            }
+        }
+        let cfg = crate::Config {
+            min_calls: 3,
+            only: Some(vec!["no-reader".into()]),
+            ..crate::Config::default()
+        };
+        let a = b.analyze_with(&cfg);
+        assert_eq!(a.findings.len(), 1);
+        let f = &a.findings[0];
+        assert_eq!((f.path_count, f.redundant_calls), (5, 10));
+        assert_eq!(f.paths, vec!["/run/app/*".to_string()]);
+        assert_eq!(
+            f.example.as_deref(),
+            Some("10 writes of 100 bytes failed with EPIPE after the reader had gone")
+        );
+    }
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(1000), "1,000");
+        assert_eq!(count(1234567), "1,234,567");
+        assert_eq!(bytes(1), "1 byte");
+        assert_eq!(bytes(512), "512 bytes");
+        assert_eq!(bytes(1_200_000), "1.2 MB");
+        assert_eq!(bytes(12_300), "12.3 kB");
     }
 }

@@ -1,31 +1,477 @@
-//! open-close-churn: not implemented yet (placeholder so the registry lists every detector id).
+//! open-close-churn: the same file opened for writing, a few small operations, closed,
+//! again and again in one process (appendFileSync per record, open+pwrite+close per write).
 
+use super::no_reader::{attach, count, uses_fd};
+use crate::group::{Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
-use dejavu_replay::View;
-use dejavu_trace::{Sys, Syscall};
+use dejavu_replay::{FdKind, PathKey, Version, View};
+use dejavu_trace::{ev, stat_known, Sys, Syscall};
+use rustc_hash::FxHashMap;
 
 /// Documentation and constructor.
 pub static INFO: DetectorInfo = DetectorInfo {
     id: "open-close-churn",
-    summary: "(not implemented yet)",
-    explain: "(not implemented yet)",
-    example: "",
-    fix: "",
-    hazards: "",
-    options: &[],
-    make: |_cfg: &Config| Box::new(Placeholder),
+    summary: "the same file opened, written a little, closed, again and again",
+    explain: "A cycle is one successful open of a regular file for writing (O_WRONLY or O_RDWR: open, \
+openat, openat2, creat) until the close of that descriptor, with at most max_ops calls on the \
+descriptor in between (writes, reads, lseek, fstat, fsync ...). Cycles are counted per process and \
+path; read-only opens are left to reread-unchanged, and a cycle with more than max_ops calls is real \
+work and not counted. Every short cycle after the first is a repeat, and its open and its close are \
+the redundant calls (so N cycles give 2 x N calls and 2 x (N - 1) redundant calls, and the time \
+counted is those opens' and closes' own durations): one handle kept open would have carried the same operations. A \
+cycle that opened a different file (other device or inode) than the previous cycle is not a repeat \
+when no traced process touched the path in between — another program replaced or rotated the file, \
+and reopening was needed; when the program itself replaced it (unlink, rename, recreate), the cycle \
+still counts.",
+    example: "for each chat record: fs.appendFileSync('chats/session.jsonl', line)   // open + write + \
+close, 5,000 times",
+    fix: "open the file once and keep the handle; buffer the small writes and flush them in batches, on \
+exit and on fatal signals (or move the writes off the hot path onto one writer that owns the handle)",
+    hazards: "Another program may rotate or rename the file (logrotate): with one long-lived handle the \
+program keeps writing to the old file, so reopen on rotation (SIGHUP, or when the path's dev/inode no \
+longer matches fstat of the handle). Threads or processes sharing one handle need a lock, or O_APPEND \
+with one write per record. Buffered data must be flushed on exit, on signals and on a broken pipe, or \
+the last records are lost (seed 000's lesson).",
+    options: &[(
+        "max_ops",
+        8,
+        "a cycle with at most this many calls between its open and its close is short enough to count",
+    )],
+    make: |cfg: &Config| {
+        Box::new(OpenCloseChurn {
+            max_ops: cfg.opt("open-close-churn", "max_ops", 8),
+            open: FxHashMap::default(),
+            paths: FxHashMap::default(),
+            tallies: Tallies::default(),
+            extra: FxHashMap::default(),
+        })
+    },
 };
 
-struct Placeholder;
+const O_ACCMODE: u64 = 3;
+const O_TRUNC: u64 = 0o1000;
 
-impl Detector for Placeholder {
-    fn wants(&self, _sys: Sys) -> bool {
-        false
+/// A cycle under way: an open for writing whose close has not come yet.
+#[derive(Clone, Copy)]
+struct Cycle {
+    path: PathKey,
+    opened_ts: u64,
+    open_dur: u64,
+    ops: u64,
+    first_op: Option<Sys>,
+    ident: Option<(u64, u64)>,
+    version_at_open: Version,
+    trunc: bool,
+    tid: u32,
+}
+
+/// The last finished short cycle of one (pid, path).
+#[derive(Clone, Copy)]
+struct Last {
+    ident: Option<(u64, u64)>,
+    version_at_close: Version,
+    tid: u32,
+}
+
+#[derive(Default)]
+struct Extra {
+    redundant: u64,
+    cycles: u64,
+    repeats: u64,
+    ops: u64,
+    op: Option<Sys>,
+    trunc: u64,
+    replaced: u64,
+    threads: bool,
+}
+
+struct OpenCloseChurn {
+    max_ops: u64,
+    open: FxHashMap<(u32, i32), Cycle>,
+    paths: FxHashMap<(u32, PathKey), Last>,
+    tallies: Tallies,
+    extra: FxHashMap<(u32, PathKey), Extra>,
+}
+
+impl OpenCloseChurn {
+    fn opened(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        let fd = s.ret as i32;
+        // The number was free: whatever we thought it was is gone.
+        self.open.remove(&(s.pid, fd));
+        let Some(path) = v.path else { return };
+        if s.flags & O_ACCMODE == 0 {
+            return;
+        }
+        let st = s.stat.map(|id| cx.stat(id));
+        if FdKind::classify(cx.replay.paths.bytes(path), st.as_ref()) != FdKind::File {
+            return;
+        }
+        let ident = st
+            .filter(|st| st.known & stat_known::IDENTITY != 0)
+            .map(|st| (st.dev, st.ino));
+        self.open.insert(
+            (s.pid, fd),
+            Cycle {
+                path,
+                opened_ts: s.ts,
+                open_dur: s.dur,
+                ops: 0,
+                first_op: None,
+                ident,
+                version_at_open: v.version,
+                trunc: s.flags & O_TRUNC != 0,
+                tid: s.tid,
+            },
+        );
     }
 
-    fn on_syscall(&mut self, _s: &Syscall, _v: &View, _cx: &Cx<'_>) {}
+    fn closed(&mut self, s: &Syscall, v: &View, c: Cycle, cx: &Cx<'_>) {
+        if c.ops > self.max_ops {
+            return;
+        }
+        let key = (s.pid, c.path);
+        let prev = self.paths.insert(
+            key,
+            Last {
+                ident: c.ident,
+                version_at_close: v.version,
+                tid: c.tid,
+            },
+        );
+        let (repeat, replaced) = match prev {
+            None => (false, false),
+            Some(p) => match (p.ident, c.ident) {
+                // A different file, and nothing traced touched the path since the previous
+                // close: another program replaced it; this reopen was needed.
+                (Some(a), Some(b)) if a != b && c.version_at_open == p.version_at_close => {
+                    (false, true)
+                }
+                _ => (true, false),
+            },
+        };
+        if !cx.config.counts(c.opened_ts) {
+            return;
+        }
+        let t = self.tallies.get(s.pid, c.path);
+        t.calls += 2;
+        let e = self.extra.entry(key).or_default();
+        e.cycles += 1;
+        e.replaced += replaced as u64;
+        if !repeat {
+            return;
+        }
+        t.redundant(c.opened_ts, c.open_dur);
+        t.redundant(s.ts, s.dur);
+        e.redundant += 2;
+        e.repeats += 1;
+        e.ops += c.ops;
+        e.op = c.first_op.or(e.op);
+        e.trunc += c.trunc as u64;
+        e.threads |= prev.is_some_and(|p| p.tid != c.tid);
+    }
+}
 
-    fn finish(&mut self, _cx: &Cx<'_>) -> Vec<Finding> {
-        Vec::new()
+impl Detector for OpenCloseChurn {
+    fn wants(&self, sys: Sys) -> bool {
+        uses_fd(sys) || matches!(sys, Sys::Open | Sys::Openat | Sys::Openat2 | Sys::Creat)
+    }
+
+    fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        if matches!(s.sys, Sys::Open | Sys::Openat | Sys::Openat2 | Sys::Creat) {
+            if s.ev & ev::UNFINISHED == 0 && s.ret >= 0 {
+                self.opened(s, v, cx);
+            }
+            return;
+        }
+        if self.open.is_empty() {
+            return;
+        }
+        for fd in [s.fd, s.fd2].into_iter().flatten() {
+            let key = (s.pid, fd);
+            let Some(c) = self.open.get_mut(&key) else {
+                continue;
+            };
+            let primary = Some(fd) == s.fd;
+            let seen = if primary { v.fd } else { v.fd2 };
+            // The descriptor table must agree that this is still the open we saw; dup2 onto
+            // the descriptor replaces it without a close of ours.
+            if seen.is_some_and(|f| f.opened_ts != c.opened_ts)
+                || (!primary && matches!(s.sys, Sys::Dup2 | Sys::Dup3))
+            {
+                self.open.remove(&key);
+                continue;
+            }
+            if s.sys == Sys::Close && primary {
+                if s.ret == -9 {
+                    continue; // EBADF: nothing was closed
+                }
+                let c = *c;
+                self.open.remove(&key);
+                self.closed(s, v, c, cx);
+            } else {
+                c.ops += 1;
+                c.first_op = c.first_op.or(Some(s.sys));
+            }
+        }
+    }
+
+    fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
+        let mut out = self
+            .tallies
+            .findings(&INFO, cx, Wording { cache: false }, &|_, _| Vec::new());
+        attach(
+            &mut out,
+            &self.extra,
+            cx,
+            |e| e.redundant,
+            |a, b| {
+                a.redundant += b.redundant;
+                a.cycles += b.cycles;
+                a.repeats += b.repeats;
+                a.ops += b.ops;
+                a.op = a.op.or(b.op);
+                a.trunc += b.trunc;
+                a.replaced += b.replaced;
+                a.threads |= b.threads;
+            },
+            |f, e| {
+                let per = e.ops as f64 / e.repeats.max(1) as f64;
+                f.example = Some(format!(
+                    "{} of {} open/close cycles repeated, {:.1} call{} in between on average{}",
+                    count(e.repeats),
+                    count(e.cycles),
+                    per,
+                    if per == 1.0 { "" } else { "s" },
+                    e.op.map(|s| format!(" ({})", s.name())).unwrap_or_default()
+                ));
+                if e.threads {
+                    f.hazards.push(
+                        "the cycles come from several threads: one shared handle needs a lock, or \
+                         O_APPEND with one write per record"
+                            .into(),
+                    );
+                }
+                if e.trunc > 0 {
+                    f.hazards.push(format!(
+                        "{} cycle(s) opened with O_TRUNC: the program rewrites the whole file each time; \
+                         keep the handle and rewrite in place (ftruncate + pwrite), or rewrite once per \
+                         batch of changes",
+                        count(e.trunc)
+                    ));
+                }
+                if e.replaced > 0 {
+                    f.hazards.push(format!(
+                        "another program replaced the file {} time(s) during the trace (a different \
+                         inode, no traced change): a kept handle must be reopened when that happens",
+                        count(e.replaced)
+                    ));
+                }
+                f.hazards.push(
+                    "reopen the kept handle when the file is rotated or renamed, and flush buffered \
+                     data on exit and on signals"
+                        .into(),
+                );
+            },
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::{dir, file, TraceBuilder};
+    use crate::Config;
+    use dejavu_trace::{ev, Sys};
+
+    const APPEND: u64 = 0o2101; // O_WRONLY|O_CREAT|O_APPEND
+
+    fn pwrite(b: &mut TraceBuilder, fd: i32, path: &str, off: i64) {
+        b.call(Sys::Pwrite64, |c, b| {
+            c.fd = Some(fd);
+            c.path = Some(b.s(path));
+            c.ev = ev::PATH_FROM_FD;
+            c.offset = Some(off);
+            c.count = 8;
+            c.ret = 8;
+        });
+    }
+
+    /// Seed 004: open + pwrite + close per small write.
+    fn per_write(b: &mut TraceBuilder, n: i64, ino: impl Fn(i64) -> u64) {
+        for i in 0..n {
+            b.open("/data/tile.bin", 0o101, 5, Some(file(ino(i), i * 8, 1)));
+            pwrite(b, 5, "/data/tile.bin", i * 8);
+            b.close(5, "/data/tile.bin");
+        }
+    }
+
+    #[test]
+    fn every_cycle_after_the_first_is_two_redundant_calls() {
+        let mut b = TraceBuilder::new();
+        per_write(&mut b, 10, |_| 7);
+        let f = b.findings("open-close-churn");
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            (f[0].calls, f[0].redundant_calls, f[0].wasted_ns),
+            (20, 18, 18 * 500)
+        );
+        assert_eq!(f[0].paths, vec!["/data/tile.bin".to_string()]);
+        assert_eq!(
+            f[0].example.as_deref(),
+            Some("9 of 10 open/close cycles repeated, 1.0 call in between on average (pwrite64)")
+        );
+        assert_eq!(f[0].first_ts, 4000, "the second open");
+    }
+
+    #[test]
+    fn one_kept_handle_is_clean() {
+        let mut b = TraceBuilder::new();
+        b.open("/data/tile.bin", 0o101, 5, Some(file(7, 0, 1)));
+        for i in 0..10 {
+            pwrite(&mut b, 5, "/data/tile.bin", i * 8);
+        }
+        b.close(5, "/data/tile.bin");
+        assert!(b.findings("open-close-churn").is_empty());
+    }
+
+    #[test]
+    fn append_per_record_is_caught_and_read_only_opens_are_not() {
+        let mut b = TraceBuilder::new();
+        for i in 0..5 {
+            b.open("/app/chats/s.jsonl", APPEND, 18, Some(file(9, i * 10, 1)));
+            b.write(18, "/app/chats/s.jsonl", "{\"i\":1}\n", true);
+            b.close(18, "/app/chats/s.jsonl");
+            b.open("/app/config.json", 0, 19, Some(file(10, 100, 1)));
+            b.read(19, "/app/config.json", 4096, 100);
+            b.close(19, "/app/config.json");
+        }
+        let f = b.findings("open-close-churn");
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].paths, vec!["/app/chats/s.jsonl".to_string()]);
+        assert_eq!(f[0].redundant_calls, 8);
+    }
+
+    #[test]
+    fn long_cycles_are_real_work() {
+        let mut b = TraceBuilder::new();
+        for _ in 0..5 {
+            b.open("/out/batch", 1, 3, Some(file(4, 0, 1)));
+            for _ in 0..9 {
+                b.write(3, "/out/batch", "x", false);
+            }
+            b.close(3, "/out/batch");
+        }
+        assert!(b.findings("open-close-churn").is_empty());
+        // With max_ops 9 the same cycles are short.
+        let mut b = TraceBuilder::new();
+        for _ in 0..5 {
+            b.open("/out/batch", 1, 3, Some(file(4, 0, 1)));
+            for _ in 0..9 {
+                b.write(3, "/out/batch", "x", false);
+            }
+            b.close(3, "/out/batch");
+        }
+        let mut cfg = Config {
+            min_calls: 1,
+            ..Config::default()
+        };
+        cfg.options
+            .insert("open-close-churn.max_ops".into(), "9".into());
+        let a = b.analyze_with(&cfg);
+        let f: Vec<_> = a
+            .findings
+            .iter()
+            .filter(|f| f.detector == "open-close-churn")
+            .collect();
+        assert_eq!(f[0].redundant_calls, 8);
+    }
+
+    #[test]
+    fn a_file_replaced_by_another_program_makes_the_reopen_needed() {
+        let mut b = TraceBuilder::new();
+        // Rotated behind the program's back at cycles 3 and 4: new inodes, no traced change.
+        per_write(&mut b, 6, |i| {
+            if i < 3 {
+                7
+            } else if i < 4 {
+                8
+            } else {
+                9
+            }
+        });
+        let f = b.findings("open-close-churn");
+        assert_eq!(
+            f[0].redundant_calls, 6,
+            "cycles 2, 3 and 6 repeat; 4 and 5 reopen a replaced file"
+        );
+        assert!(
+            f[0].hazards
+                .iter()
+                .any(|h| h.contains("replaced the file 2 time")),
+            "{:?}",
+            f[0].hazards
+        );
+    }
+
+    #[test]
+    fn a_file_the_program_replaces_itself_still_counts() {
+        let mut b = TraceBuilder::new();
+        for i in 0..4 {
+            b.call(Sys::Unlink, |c, b| c.path = Some(b.s("/data/tile.bin")));
+            b.open("/data/tile.bin", 0o101, 5, Some(file(20 + i, 0, 1)));
+            pwrite(&mut b, 5, "/data/tile.bin", 0);
+            b.close(5, "/data/tile.bin");
+        }
+        let f = b.findings("open-close-churn");
+        assert_eq!(f[0].redundant_calls, 6);
+    }
+
+    #[test]
+    fn directories_processes_and_unclosed_handles_are_separate() {
+        let mut b = TraceBuilder::new();
+        b.open("/data/tile.bin", 0o101, 5, Some(file(7, 0, 1)));
+        b.close(5, "/data/tile.bin");
+        b.fork(200);
+        b.pid = 200;
+        b.tid = 200;
+        b.open("/data/tile.bin", 0o101, 5, Some(file(7, 0, 1)));
+        b.close(5, "/data/tile.bin");
+        b.open("/data/tile.bin", 0o101, 6, Some(file(7, 0, 1)));
+        b.open("/data", 0o200002, 7, Some(dir(3))); // a directory: not a file cycle
+        b.close(7, "/data");
+        b.open("/data", 0o200002, 7, Some(dir(3)));
+        b.close(7, "/data");
+        assert!(b.findings("open-close-churn").is_empty());
+    }
+
+    #[test]
+    fn a_descriptor_replaced_by_dup2_is_not_a_cycle() {
+        let mut b = TraceBuilder::new();
+        for _ in 0..4 {
+            b.open("/data/tile.bin", 0o101, 5, Some(file(7, 0, 1)));
+            pwrite(&mut b, 5, "/data/tile.bin", 0);
+            b.call(Sys::Dup2, |c, b| {
+                c.fd = Some(1);
+                c.fd2 = Some(5);
+                c.path = Some(b.s("/dev/pts/0"));
+                c.ret = 5;
+            });
+            b.close(5, "/dev/pts/0");
+        }
+        assert!(b.findings("open-close-churn").is_empty());
+    }
+
+    #[test]
+    fn threads_and_truncation_add_hazards() {
+        let mut b = TraceBuilder::new();
+        for i in 0..4 {
+            b.tid = if i % 2 == 0 { 100 } else { 101 };
+            b.open("/state.json", 0o1101, 5, Some(file(7, 0, 1)));
+            b.write(5, "/state.json", "{}", false);
+            b.close(5, "/state.json");
+        }
+        let f = b.findings("open-close-churn");
+        assert!(f[0].hazards.iter().any(|h| h.contains("several threads")));
+        assert!(f[0].hazards.iter().any(|h| h.contains("O_TRUNC")));
     }
 }

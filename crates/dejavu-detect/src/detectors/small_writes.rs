@@ -1,31 +1,476 @@
-//! small-writes: not implemented yet (placeholder so the registry lists every detector id).
+//! small-writes: runs of tiny writes to one descriptor that one buffered or vectored
+//! write would carry (unbuffered output, a write per field or per line).
 
+use super::no_reader::{attach, bytes, count, is_write, plural, uses_fd};
+use crate::group::{Tallies, Tally, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
-use dejavu_replay::View;
-use dejavu_trace::{Sys, Syscall};
+use dejavu_replay::{FdKind, PathKey, View};
+use dejavu_trace::{ev, Sys, Syscall};
+use rustc_hash::FxHashMap;
 
 /// Documentation and constructor.
 pub static INFO: DetectorInfo = DetectorInfo {
     id: "small-writes",
-    summary: "(not implemented yet)",
-    explain: "(not implemented yet)",
-    example: "",
-    fix: "",
-    hazards: "",
-    options: &[],
-    make: |_cfg: &Config| Box::new(Placeholder),
+    summary: "runs of tiny writes to one descriptor that one buffered write would carry",
+    explain: "A run is a sequence of successful writes (write, writev, pwrite64, pwritev, pwritev2) of at \
+most max_bytes each to one descriptor of one process, with no other call on that descriptor in between \
+(a read, lseek, fstat, fsync, ftruncate, fcntl or close ends the run, as does a write larger than \
+max_bytes or a failed one), no pause longer than gap_ms between the end of one write and the start of \
+the next, and, for the positional calls, each write starting where the previous one ended. Within a \
+run, a 64 KiB buffer would have carried the bytes in ceil(bytes / 64 KiB) writes; every write beyond \
+that is redundant: redundant = writes - max(1, ceil(bytes / 65536)). The time counted is that share \
+of the run's write time (redundant / writes of it); the finding's calls are all tiny writes seen on \
+the path, runs of one included. Writes to /dev/null are the no-reader detector's and are not counted here. \
+Terminals, pipes and sockets are reported like files, with the hazards that apply to them.",
+    example: "for each field: os.write(fd, field)   // 40,000 writes of 12 bytes where one 64 KiB \
+write per batch would do",
+    fix: "buffer the output: a BufWriter / fwrite with a real buffer / io.BufferedWriter instead of \
+unbuffered writes (python3 -u, os.write, setvbuf(_IONBF)), build the record in memory and write it \
+once, or hand the pieces to one writev; in Node.js, cork the stream or join the chunks",
+    hazards: "Buffered output must be flushed on exit, on fatal signals and before the process waits \
+for input or another process, or it is lost or arrives late (seed 000's lesson). Interactive output (a \
+terminal, a prompt, a progress line) needs line buffering, not full buffering. Several writers to one \
+file or pipe rely on each write being one record: buffer whole records, and keep pipe writes at most \
+PIPE_BUF (4 KiB) if they must stay atomic.",
+    options: &[
+        (
+            "max_bytes",
+            512,
+            "a write of at most this many bytes is tiny and can belong to a run",
+        ),
+        (
+            "gap_ms",
+            100,
+            "a pause longer than this between two writes ends the run (the program was waiting, not \
+             writing piecemeal)",
+        ),
+    ],
+    make: |cfg: &Config| {
+        Box::new(SmallWrites {
+            max_bytes: cfg.opt("small-writes", "max_bytes", 512),
+            gap_ns: cfg.opt("small-writes", "gap_ms", 100).saturating_mul(1_000_000),
+            runs: FxHashMap::default(),
+            tallies: Tallies::default(),
+            extra: FxHashMap::default(),
+        })
+    },
 };
 
-struct Placeholder;
+/// What one buffer flush carries.
+const BUFFER: u64 = 64 * 1024;
 
-impl Detector for Placeholder {
-    fn wants(&self, _sys: Sys) -> bool {
-        false
+/// The current run of tiny writes on one (pid, fd).
+#[derive(Clone, Copy)]
+struct Run {
+    /// The open file the run writes to (0 when the descriptor predates the trace).
+    open_id: u64,
+    path: PathKey,
+    kind: FdKind,
+    append: bool,
+    writes: u64,
+    bytes: u64,
+    dur: u64,
+    first_ts: u64,
+    second_ts: u64,
+    last_ts: u64,
+    last_end: u64,
+    /// pwrite family: the offset the next write must start at to continue the run.
+    next_offset: Option<i64>,
+}
+
+/// Kinds of destination seen, for the hazards.
+const K_TTY: u8 = 1;
+const K_PIPE: u8 = 2;
+const K_SOCKET: u8 = 4;
+const K_APPEND: u8 = 8;
+
+#[derive(Default)]
+struct Extra {
+    redundant: u64,
+    runs: u64,
+    writes: u64,
+    bytes: u64,
+    /// Writes a buffer would have needed.
+    needed: u64,
+    kinds: u8,
+}
+
+struct SmallWrites {
+    max_bytes: u64,
+    gap_ns: u64,
+    runs: FxHashMap<(u32, i32), Run>,
+    tallies: Tallies,
+    extra: FxHashMap<(u32, PathKey), Extra>,
+}
+
+impl SmallWrites {
+    fn end_run(&mut self, pid: u32, r: &Run, cx: &Cx<'_>) {
+        if !cx.config.counts(r.first_ts) {
+            return;
+        }
+        let t = self.tallies.get(pid, r.path);
+        t.calls += r.writes;
+        let needed = r.bytes.div_ceil(BUFFER).max(1);
+        if r.writes <= needed {
+            return;
+        }
+        let redundant = r.writes - needed;
+        // u128: a long run's total time times its count can exceed u64.
+        let wasted = (r.dur as u128 * redundant as u128 / r.writes as u128) as u64;
+        add_batch(t, redundant, wasted, r.second_ts, r.last_ts);
+        let e = self.extra.entry((pid, r.path)).or_default();
+        e.redundant += redundant;
+        e.runs += 1;
+        e.writes += r.writes;
+        e.bytes += r.bytes;
+        e.needed += needed;
+        e.kinds |= match r.kind {
+            FdKind::Tty => K_TTY,
+            FdKind::Pipe => K_PIPE,
+            FdKind::Socket => K_SOCKET,
+            _ => 0,
+        } | if r.append { K_APPEND } else { 0 };
     }
 
-    fn on_syscall(&mut self, _s: &Syscall, _v: &View, _cx: &Cx<'_>) {}
+    fn end(&mut self, pid: u32, fd: i32, cx: &Cx<'_>) {
+        if let Some(r) = self.runs.remove(&(pid, fd)) {
+            self.end_run(pid, &r, cx);
+        }
+    }
+}
 
-    fn finish(&mut self, _cx: &Cx<'_>) -> Vec<Finding> {
-        Vec::new()
+/// Counts `n` redundant calls of one batch at once.
+fn add_batch(t: &mut Tally, n: u64, wasted: u64, first: u64, last: u64) {
+    if t.redundant == 0 || first < t.first_ts {
+        t.first_ts = first;
+    }
+    t.last_ts = t.last_ts.max(last);
+    t.redundant += n;
+    t.wasted_ns += wasted;
+}
+
+impl Detector for SmallWrites {
+    fn wants(&self, sys: Sys) -> bool {
+        uses_fd(sys)
+    }
+
+    fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        let Some(fd) = s.fd else { return };
+        if let Some(fd2) = s.fd2 {
+            // sendfile's source, dup2's target: the run on it ends.
+            if !self.runs.is_empty() {
+                self.end(s.pid, fd2, cx);
+            }
+        }
+        let tiny = is_write(s.sys)
+            && s.ev & ev::UNFINISHED == 0
+            && s.ret >= 0
+            && s.count.max(s.ret as u64) <= self.max_bytes;
+        let path = v.path;
+        let kind = match (v.fd, path) {
+            (Some(f), _) => f.kind,
+            (None, Some(p)) => FdKind::classify(cx.replay.paths.bytes(p), None),
+            (None, None) => FdKind::Other,
+        };
+        let (Some(path), true) = (path, tiny && kind != FdKind::DevNull) else {
+            if !self.runs.is_empty() {
+                self.end(s.pid, fd, cx);
+            }
+            return;
+        };
+        let open_id = v.fd.map_or(0, |f| f.open_id);
+        let n = s.ret as u64;
+        let end = s.ts + s.dur;
+        let key = (s.pid, fd);
+        if let Some(r) = self.runs.get_mut(&key) {
+            let continues = r.open_id == open_id
+                && r.path == path
+                && s.ts.saturating_sub(r.last_end) <= self.gap_ns
+                && r.next_offset == s.offset;
+            if continues {
+                if r.writes == 1 {
+                    r.second_ts = s.ts;
+                }
+                r.writes += 1;
+                r.bytes += n;
+                r.dur += s.dur;
+                r.last_ts = s.ts;
+                r.last_end = r.last_end.max(end);
+                r.next_offset = s.offset.map(|o| o + n as i64);
+                return;
+            }
+            self.end(s.pid, fd, cx);
+        }
+        self.runs.insert(
+            key,
+            Run {
+                open_id,
+                path,
+                kind,
+                append: v.fd.is_some_and(|f| f.append),
+                writes: 1,
+                bytes: n,
+                dur: s.dur,
+                first_ts: s.ts,
+                second_ts: s.ts,
+                last_ts: s.ts,
+                last_end: end,
+                next_offset: s.offset.map(|o| o + n as i64),
+            },
+        );
+    }
+
+    fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
+        let mut open: Vec<((u32, i32), Run)> = self.runs.drain().collect();
+        open.sort_by_key(|(k, _)| *k);
+        for ((pid, _), r) in open {
+            self.end_run(pid, &r, cx);
+        }
+        let mut out = self
+            .tallies
+            .findings(&INFO, cx, Wording { cache: false }, &|_, _| Vec::new());
+        attach(
+            &mut out,
+            &self.extra,
+            cx,
+            |e| e.redundant,
+            |a, b| {
+                a.redundant += b.redundant;
+                a.runs += b.runs;
+                a.writes += b.writes;
+                a.bytes += b.bytes;
+                a.needed += b.needed;
+                a.kinds |= b.kinds;
+            },
+            |f, e| {
+                f.example = Some(format!(
+                    "{} writes of {} on average in {} run{}, which {} buffered write{} would carry",
+                    count(e.writes),
+                    bytes(e.bytes / e.writes.max(1)),
+                    count(e.runs),
+                    plural(e.runs),
+                    count(e.needed),
+                    plural(e.needed)
+                ));
+                if e.kinds & K_TTY != 0 {
+                    f.hazards.push(
+                        "this is a terminal: interactive output needs line buffering (flush at each \
+                         newline and before reading input), not a buffer that fills"
+                            .into(),
+                    );
+                }
+                if e.kinds & K_PIPE != 0 {
+                    f.hazards.push(
+                        "this is a pipe: its reader may wait for each line or record, so flush at record \
+                         boundaries; writes above PIPE_BUF (4 KiB) are not atomic when several processes \
+                         write to it"
+                            .into(),
+                    );
+                }
+                if e.kinds & K_SOCKET != 0 {
+                    f.hazards.push(
+                        "this is a socket: on a datagram or SEQPACKET socket every write is one message \
+                         and must not be merged; on a stream socket, merging also avoids one packet per \
+                         write"
+                            .into(),
+                    );
+                }
+                if e.kinds & K_APPEND != 0 {
+                    f.hazards.push(
+                        "the file is opened with O_APPEND, maybe shared with other writers: keep each \
+                         record in one write so records do not interleave"
+                            .into(),
+                    );
+                }
+                f.hazards.push(
+                    "flush the buffer on exit, on fatal signals and on errors, or the tail of the output \
+                     is lost"
+                        .into(),
+                );
+            },
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::{chardev, file, TraceBuilder};
+    use crate::Config;
+    use dejavu_trace::{ev, Sys};
+
+    fn pwrite(b: &mut TraceBuilder, fd: i32, path: &str, off: i64, n: u64) {
+        b.call(Sys::Pwrite64, |c, b| {
+            c.fd = Some(fd);
+            c.path = Some(b.s(path));
+            c.ev = ev::PATH_FROM_FD;
+            c.offset = Some(off);
+            c.count = n;
+            c.ret = n as i64;
+        });
+    }
+
+    #[test]
+    fn a_run_of_tiny_writes_is_redundant_beyond_one_buffer() {
+        let mut b = TraceBuilder::new();
+        b.open("/out/data.csv", 0o1101, 3, Some(file(3, 0, 1)));
+        for _ in 0..100 {
+            b.write(3, "/out/data.csv", "field,", false); // 6 bytes
+        }
+        b.close(3, "/out/data.csv");
+        let f = b.findings("small-writes");
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            (f[0].calls, f[0].redundant_calls, f[0].wasted_ns),
+            (100, 99, 99 * 500)
+        );
+        assert_eq!(f[0].paths, vec!["/out/data.csv".to_string()]);
+        assert_eq!(
+            f[0].example.as_deref(),
+            Some("100 writes of 6 bytes on average in 1 run, which 1 buffered write would carry")
+        );
+        assert_eq!(
+            f[0].first_ts, 3000,
+            "the second write is the first redundant one"
+        );
+    }
+
+    #[test]
+    fn one_buffered_write_is_clean() {
+        let mut b = TraceBuilder::new();
+        b.open("/out/data.csv", 0o1101, 3, Some(file(3, 0, 1)));
+        b.write(3, "/out/data.csv", &"field,".repeat(100), false);
+        b.close(3, "/out/data.csv");
+        assert!(b.findings("small-writes").is_empty());
+    }
+
+    #[test]
+    fn a_read_a_seek_or_a_pause_ends_the_run() {
+        let mut b = TraceBuilder::new();
+        b.open("/db/f", 2, 3, Some(file(3, 0, 1)));
+        for _ in 0..3 {
+            b.write(3, "/db/f", "ab", false);
+        }
+        b.read(3, "/db/f", 10, 0); // run 1: 3 writes, 2 redundant
+        for _ in 0..3 {
+            b.write(3, "/db/f", "ab", false);
+        }
+        b.wait(200_000_000); // a 200 ms pause: run 2 ends (2 redundant)
+        for _ in 0..3 {
+            b.write(3, "/db/f", "ab", false);
+        }
+        b.call(Sys::Lseek, |c, b| {
+            c.fd = Some(3);
+            c.path = Some(b.s("/db/f"));
+        }); // run 3: 2 redundant
+        b.write(3, "/db/f", "ab", false); // alone: nothing
+        let f = b.findings("small-writes");
+        assert_eq!((f[0].calls, f[0].redundant_calls), (10, 6));
+        let example = f[0].example.as_deref().unwrap_or_default();
+        assert!(example.contains("in 3 runs"), "{example}");
+    }
+
+    #[test]
+    fn big_writes_do_not_run_and_a_run_needs_one_write_per_64k() {
+        let mut b = TraceBuilder::new();
+        b.open("/f", 1, 3, Some(file(3, 0, 1)));
+        for _ in 0..10 {
+            b.write(3, "/f", &"x".repeat(600), false);
+        }
+        b.close(3, "/f");
+        assert!(b.findings("small-writes").is_empty());
+        // 200 writes of 500 bytes = 100,000 bytes: a 64 KiB buffer needs 2 writes.
+        let mut b = TraceBuilder::new();
+        b.open("/f", 1, 3, Some(file(3, 0, 1)));
+        for _ in 0..200 {
+            b.write(3, "/f", &"x".repeat(500), false);
+        }
+        let f = b.findings("small-writes");
+        assert_eq!(f[0].redundant_calls, 198);
+    }
+
+    #[test]
+    fn positional_writes_run_only_when_contiguous() {
+        let mut b = TraceBuilder::new();
+        b.open("/db/pages", 2, 3, Some(file(3, 0, 1)));
+        for i in 0..5 {
+            pwrite(&mut b, 3, "/db/pages", i * 100, 100); // contiguous: one run
+        }
+        for i in 0..5 {
+            pwrite(&mut b, 3, "/db/pages", 10_000 + i * 4096, 100); // scattered
+        }
+        let f = b.findings("small-writes");
+        assert_eq!(f[0].redundant_calls, 4);
+    }
+
+    #[test]
+    fn descriptors_are_separate_and_dev_null_is_not_ours() {
+        let mut b = TraceBuilder::new();
+        b.open("/a", 1, 3, Some(file(3, 0, 1)));
+        b.open("/b", 1, 4, Some(file(4, 0, 1)));
+        b.open("/dev/null", 1, 5, Some(chardev(1, 3)));
+        for _ in 0..4 {
+            b.write(3, "/a", "x", false);
+            b.write(4, "/b", "y", false); // interleaved: each descriptor has its run
+            b.write(5, "/dev/null", "z", true);
+        }
+        let mut f = b.findings("small-writes");
+        f.sort_by(|a, b| a.paths.cmp(&b.paths));
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert_eq!(f[0].paths, vec!["/a".to_string()]);
+        assert_eq!((f[0].redundant_calls, f[1].redundant_calls), (3, 3));
+    }
+
+    #[test]
+    fn terminals_are_reported_with_the_line_buffering_hazard() {
+        let mut b = TraceBuilder::new();
+        for _ in 0..5 {
+            b.write(1, "/dev/pts/3", "progress 1%\r", true);
+        }
+        let f = b.findings("small-writes");
+        assert_eq!(f[0].redundant_calls, 4);
+        assert!(f[0].hazards.iter().any(|h| h.contains("line buffering")));
+    }
+
+    #[test]
+    fn a_closed_and_reused_descriptor_starts_a_new_run() {
+        let mut b = TraceBuilder::new();
+        for i in 0..3 {
+            b.open("/log", 0o2101, 3, Some(file(3, i, 1)));
+            b.write(3, "/log", "one line\n", true);
+            b.close(3, "/log");
+        }
+        assert!(
+            b.findings("small-writes").is_empty(),
+            "open-close-churn's pattern, not ours"
+        );
+    }
+
+    #[test]
+    fn options_change_the_outcome() {
+        let run = |opts: &[(&str, &str)]| {
+            let mut b = TraceBuilder::new();
+            b.open("/f", 1, 3, Some(file(3, 0, 1)));
+            for _ in 0..20 {
+                b.write(3, "/f", &"x".repeat(100), false);
+                b.wait(5_000_000); // 5 ms apart
+            }
+            let mut cfg = Config {
+                min_calls: 1,
+                ..Config::default()
+            };
+            for (k, v) in opts {
+                cfg.options.insert(k.to_string(), v.to_string());
+            }
+            b.analyze_with(&cfg)
+                .findings
+                .into_iter()
+                .filter(|f| f.detector == "small-writes")
+                .map(|f| f.redundant_calls)
+                .sum::<u64>()
+        };
+        assert_eq!(run(&[]), 19);
+        assert_eq!(run(&[("small-writes.max_bytes", "99")]), 0);
+        assert_eq!(run(&[("small-writes.gap_ms", "1")]), 0);
     }
 }
