@@ -1,31 +1,693 @@
-//! repeated-exec: not implemented yet (placeholder so the registry lists every detector id).
+//! repeated-exec: the same program run again and again by one process (a process per
+//! operation), and the PATH search (failed execve calls) repeated for every spawn.
 
-use crate::{Config, Cx, Detector, DetectorInfo, Finding};
-use dejavu_replay::View;
-use dejavu_trace::{Sys, Syscall};
+use super::repeated_output::{mask, shorten};
+use crate::group::pattern;
+use crate::{Config, Cx, Detector, DetectorInfo, Finding, Severity};
+use dejavu_replay::{PathKey, View};
+use dejavu_trace::{ev, Record, StrId, Sys, Syscall};
+use rustc_hash::{FxHashMap, FxHasher};
+use std::hash::Hasher;
 
 /// Documentation and constructor.
 pub static INFO: DetectorInfo = DetectorInfo {
     id: "repeated-exec",
-    summary: "(not implemented yet)",
-    explain: "(not implemented yet)",
-    example: "",
-    fix: "",
-    hazards: "",
-    options: &[],
-    make: |_cfg: &Config| Box::new(Placeholder),
+    summary: "the same program exec'd again and again (a process per operation), or the PATH searched per spawn",
+    explain: "Two patterns. (1) Repeated program: successful execs (exec records, or execve/execveat \
+calls that returned 0) are grouped by the process that started them and by program path plus \
+command line, with numbers, hex ids, UUIDs and timestamps in the arguments masked as in \
+repeated-output; a shell started per operation (sh -c '...', itself run repeatedly by the same \
+parent) is looked through, so the commands it runs count toward the process that started the \
+shell. A group with at least min_repeats execs is a finding: every exec after the first is \
+redundant, and the time counted for each is that program's traced syscall time (its execve and \
+every call it made until it exec'd again or exited). (2) PATH probes: execve calls failing with \
+ENOENT or ENOTDIR in a process that then exec'd successfully are the search along PATH; per \
+starting process and probed path, every probe after the first is redundant (resolving the path \
+once avoids them), including a directory listed twice in PATH. Probes of a process whose execs all \
+failed (command not found) are not counted, nor execs before --skip-startup. Calls count execs or \
+probes; wasted time is the redundant ones'.",
+    example: "for f in files: subprocess.run(['git', '--version'])   # 500 processes for one answer; \
+each one also tries execve on every PATH entry before /usr/bin",
+    fix: "run the program once and reuse its result; keep one long-lived worker (or use a library) \
+instead of a process per operation; exec by full path, resolved once, instead of searching PATH \
+per spawn",
+    hazards: "Reusing a result is right only while what the program reads stays the same (a \
+repository, configuration, the clock): re-run it when that changes. A long-lived worker must be \
+restarted if it dies and must not leak state between operations. A path resolved once must be \
+resolved again if PATH or the installed program changes.",
+    options: &[(
+        "min_repeats",
+        10,
+        "the same command must be exec'd at least this many times by one process to be reported",
+    )],
+    make: |cfg: &Config| {
+        Box::new(RepeatedExec {
+            min_repeats: cfg.opt(INFO.id, "min_repeats", 10).max(2),
+            ..RepeatedExec::default()
+        })
+    },
 };
 
-struct Placeholder;
+const ENOENT: i64 = -2;
+const ENOTDIR: i64 = -20;
+/// Probes remembered per process until its exec succeeds.
+const MAX_PENDING: usize = 128;
 
-impl Detector for Placeholder {
-    fn wants(&self, _sys: Sys) -> bool {
-        false
+/// Execs of one command by one (raw) parent.
+struct Group {
+    /// The parent process (or the process itself when it has none in the trace).
+    parent: u32,
+    hash: u64,
+    exe: StrId,
+    argv: StrId,
+    count: u64,
+    /// Traced syscall time of all runs, and of the first.
+    ns: u64,
+    first_ns: u64,
+    /// First and second exec, and the last.
+    ts1: u64,
+    ts2: u64,
+    last_ts: u64,
+}
+
+/// The program a process runs now, and what it costs.
+struct Img {
+    group: u32,
+    ns: u64,
+    first: bool,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Probe {
+    count: u64,
+    ns: u64,
+    first_ns: u64,
+    ts1: u64,
+    ts2: u64,
+    last_ts: u64,
+    /// The group of the exec that followed (for the example).
+    then: u32,
+}
+
+impl Probe {
+    fn add(&mut self, ts: u64, dur: u64, then: u32) {
+        if self.count == 0 || ts < self.ts1 {
+            self.ts2 = if self.count == 0 { 0 } else { self.ts1 };
+            self.ts1 = ts;
+            self.first_ns = dur;
+        } else if self.count == 1 || ts < self.ts2 {
+            self.ts2 = ts;
+        }
+        self.count += 1;
+        self.ns += dur;
+        self.last_ts = self.last_ts.max(ts);
+        self.then = then;
     }
 
-    fn on_syscall(&mut self, _s: &Syscall, _v: &View, _cx: &Cx<'_>) {}
+    fn merge(&mut self, o: &Probe) {
+        if self.count == 0 {
+            *self = *o;
+            return;
+        }
+        let first_ns = if o.ts1 < self.ts1 {
+            o.first_ns
+        } else {
+            self.first_ns
+        };
+        // The two earliest occurrences of both (a second one exists when count > 1).
+        let mut ts = [self.ts1, o.ts1, u64::MAX, u64::MAX];
+        if self.count > 1 {
+            ts[2] = self.ts2;
+        }
+        if o.count > 1 {
+            ts[3] = o.ts2;
+        }
+        ts.sort_unstable();
+        self.ts1 = ts[0];
+        self.ts2 = ts[1];
+        self.first_ns = first_ns;
+        self.count += o.count;
+        self.ns += o.ns;
+        self.last_ts = self.last_ts.max(o.last_ts);
+    }
+}
 
-    fn finish(&mut self, _cx: &Cx<'_>) -> Vec<Finding> {
-        Vec::new()
+#[derive(Default)]
+struct RepeatedExec {
+    min_repeats: u64,
+    groups: Vec<Group>,
+    by_key: FxHashMap<(u32, u64), u32>,
+    imgs: FxHashMap<u32, Img>,
+    /// The group of each process's first exec (to recognise per-operation shells).
+    first_group: FxHashMap<u32, u32>,
+    /// Failed execve calls per process, waiting for its exec to succeed.
+    pending: FxHashMap<u32, Vec<(PathKey, u64, u64)>>,
+    probes: FxHashMap<(u32, PathKey), Probe>,
+    /// Time of each process's last exec record, and of an exec counted from its syscall
+    /// whose exec record may still come (strace imports write the record after the call).
+    exec_rec_ts: FxHashMap<u32, u64>,
+    exec_sys_ts: FxHashMap<u32, u64>,
+    scratch: Vec<u8>,
+}
+
+fn is_shell(exe: &[u8]) -> bool {
+    let base = exe.rsplit(|&c| c == b'/').next().unwrap_or(exe);
+    matches!(
+        base,
+        b"sh" | b"bash" | b"dash" | b"zsh" | b"ksh" | b"mksh" | b"ash" | b"busybox" | b"fish"
+    )
+}
+
+impl RepeatedExec {
+    fn close_img(&mut self, pid: u32) {
+        if let Some(img) = self.imgs.remove(&pid) {
+            let g = &mut self.groups[img.group as usize];
+            g.ns += img.ns;
+            if img.first {
+                g.first_ns = img.ns;
+            }
+        }
+    }
+
+    /// A successful exec of `exe` with `argv` by `pid`; `ns` is the execve call's time
+    /// when already known.
+    fn exec(&mut self, pid: u32, exe: StrId, argv: StrId, ts: u64, ns: u64, cx: &Cx<'_>) {
+        self.close_img(pid);
+        let probes = self.pending.remove(&pid);
+        if !cx.config.counts(ts) {
+            return;
+        }
+        let parent = match cx.replay.proc(pid).map_or(0, |p| p.ppid) {
+            0 => pid,
+            p => p,
+        };
+        mask(cx.strings.get(argv), &mut self.scratch);
+        let mut h = FxHasher::default();
+        h.write(cx.strings.get(exe));
+        h.write_u8(0xff);
+        h.write(&self.scratch);
+        let hash = h.finish();
+        let next = self.groups.len() as u32;
+        let gi = *self.by_key.entry((parent, hash)).or_insert(next);
+        if gi == next {
+            self.groups.push(Group {
+                parent,
+                hash,
+                exe,
+                argv,
+                count: 0,
+                ns: 0,
+                first_ns: 0,
+                ts1: ts,
+                ts2: 0,
+                last_ts: ts,
+            });
+        }
+        let g = &mut self.groups[gi as usize];
+        g.count += 1;
+        if g.count == 2 {
+            g.ts2 = ts;
+        }
+        g.last_ts = g.last_ts.max(ts);
+        self.imgs.insert(
+            pid,
+            Img {
+                group: gi,
+                ns,
+                first: g.count == 1,
+            },
+        );
+        self.first_group.entry(pid).or_insert(gi);
+        for (path, pts, dur) in probes.into_iter().flatten() {
+            self.probes
+                .entry((parent, path))
+                .or_default()
+                .add(pts, dur, gi);
+        }
+    }
+}
+
+/// Resolves the process that a command's execs count toward, looking through shells
+/// started per operation.
+struct Anchors<'a> {
+    groups: &'a [Group],
+    first_group: &'a FxHashMap<u32, u32>,
+    /// Per group: its program is a shell.
+    shell: Vec<bool>,
+    /// Shell groups by command hash.
+    by_hash: FxHashMap<u64, Vec<u32>>,
+    memo: FxHashMap<u32, u32>,
+}
+
+impl Anchors<'_> {
+    fn of(&mut self, p: u32, depth: u32) -> u32 {
+        if let Some(&a) = self.memo.get(&p) {
+            return a;
+        }
+        let a = self.resolve(p, depth);
+        self.memo.insert(p, a);
+        a
+    }
+
+    fn resolve(&mut self, p: u32, depth: u32) -> u32 {
+        let Some(&gs) = self.first_group.get(&p) else {
+            return p;
+        };
+        let shell = &self.groups[gs as usize];
+        if depth > 16 || shell.parent == p || !self.shell[gs as usize] {
+            return p;
+        }
+        let (parent, hash) = (shell.parent, shell.hash);
+        let a = self.of(parent, depth + 1);
+        // The shell's command, run by the same (resolved) starter more than once: a shell
+        // per operation.
+        let same: Vec<u32> = self.by_hash.get(&hash).cloned().unwrap_or_default();
+        let mut runs = 0;
+        for g in same {
+            let gp = self.groups[g as usize].parent;
+            if self.of(gp, depth + 1) == a {
+                runs += self.groups[g as usize].count;
+            }
+        }
+        if runs >= 2 {
+            a
+        } else {
+            p
+        }
+    }
+}
+
+impl Detector for RepeatedExec {
+    fn wants(&self, _sys: Sys) -> bool {
+        // Every call of an exec'd program is part of what one run costs.
+        true
+    }
+
+    fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        let is_exec = matches!(s.sys, Sys::Execve | Sys::Execveat);
+        if !is_exec || s.ret != 0 || s.ev & ev::UNFINISHED != 0 {
+            if let Some(img) = self.imgs.get_mut(&s.pid) {
+                img.ns += s.dur;
+            }
+        }
+        if !is_exec || s.ev & ev::UNFINISHED != 0 {
+            return;
+        }
+        match s.ret {
+            0 => {
+                if self.exec_rec_ts.get(&s.pid).is_some_and(|&t| t >= s.ts) {
+                    // Its exec record came first (ptrace): the run started there.
+                    if let Some(img) = self.imgs.get_mut(&s.pid) {
+                        img.ns += s.dur;
+                    }
+                } else if let (Some(exe), Some(argv)) = (s.path, s.payload) {
+                    // No exec record yet: count the exec from the call; a record that
+                    // follows (strace import) is the same exec.
+                    self.exec_sys_ts.insert(s.pid, s.ts);
+                    self.exec(s.pid, exe, argv, s.ts, s.dur, cx);
+                }
+            }
+            ENOENT | ENOTDIR => {
+                if let Some(path) = v.path {
+                    let p = self.pending.entry(s.pid).or_default();
+                    if p.len() < MAX_PENDING {
+                        p.push((path, s.ts, s.dur));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_record(&mut self, rec: &Record, cx: &Cx<'_>) {
+        match *rec {
+            Record::Exec(e) => {
+                self.exec_rec_ts.insert(e.pid, e.ts);
+                if self.exec_sys_ts.remove(&e.pid).is_some_and(|t| e.ts >= t) {
+                    return; // already counted from its execve call
+                }
+                self.exec(e.pid, e.exe, e.argv, e.ts, 0, cx);
+            }
+            Record::Exit(e) if e.pid == e.tid => {
+                self.close_img(e.pid);
+                self.pending.remove(&e.pid);
+                self.exec_rec_ts.remove(&e.pid);
+                self.exec_sys_ts.remove(&e.pid);
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
+        let pids: Vec<u32> = self.imgs.keys().copied().collect();
+        for pid in pids {
+            self.close_img(pid);
+        }
+        let shell: Vec<bool> = self
+            .groups
+            .iter()
+            .map(|g| is_shell(cx.strings.get(g.exe)))
+            .collect();
+        let mut by_hash: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
+        for (i, g) in self.groups.iter().enumerate() {
+            if shell[i] {
+                by_hash.entry(g.hash).or_default().push(i as u32);
+            }
+        }
+        // Only processes that started as a shell are looked through.
+        let shells: Vec<u32> = self
+            .first_group
+            .iter()
+            .filter(|(_, &g)| shell[g as usize])
+            .map(|(&p, _)| p)
+            .collect();
+        let mut anchors = Anchors {
+            groups: &self.groups,
+            first_group: &self.first_group,
+            shell,
+            by_hash,
+            memo: FxHashMap::default(),
+        };
+        let mut anchor_of: FxHashMap<u32, u32> = FxHashMap::default();
+        for p in shells {
+            anchor_of.insert(p, anchors.of(p, 0));
+        }
+        let anchor = |p: u32| anchor_of.get(&p).copied().unwrap_or(p);
+
+        let mut out = Vec::new();
+        // (1) the same command, again and again.
+        let mut merged: FxHashMap<(u32, u64), Vec<u32>> = FxHashMap::default();
+        for (i, g) in self.groups.iter().enumerate() {
+            merged
+                .entry((anchor(g.parent), g.hash))
+                .or_default()
+                .push(i as u32);
+        }
+        for ((pid, _), members) in merged {
+            let gs: Vec<&Group> = members.iter().map(|&i| &self.groups[i as usize]).collect();
+            let count: u64 = gs.iter().map(|g| g.count).sum();
+            if count < self.min_repeats {
+                continue;
+            }
+            let Some(first) = gs.iter().min_by_key(|g| g.ts1) else {
+                continue;
+            };
+            let mut ts: Vec<u64> = gs
+                .iter()
+                .flat_map(|g| std::iter::once(g.ts1).chain((g.count > 1).then_some(g.ts2)))
+                .collect();
+            ts.sort_unstable();
+            let ns: u64 = gs.iter().map(|g| g.ns).sum();
+            let wasted = ns.saturating_sub(first.first_ns);
+            let share = cx.share(wasted);
+            let exe = cx.strings.lossy(first.exe).into_owned();
+            let cmdline: Vec<u8> = cx
+                .strings
+                .get(first.argv)
+                .iter()
+                .map(|&c| if c == 0 { b' ' } else { c })
+                .collect();
+            out.push(Finding {
+                detector: INFO.id,
+                severity: Severity::grade(share, count - 1),
+                pid,
+                command: cx.command(pid),
+                paths: vec![exe.clone()],
+                path_count: 1,
+                example_paths: Vec::new(),
+                calls: count,
+                redundant_calls: count - 1,
+                wasted_ns: wasted,
+                share,
+                first_ts: ts.get(1).copied().unwrap_or(first.ts1),
+                last_ts: gs.iter().map(|g| g.last_ts).max().unwrap_or(0),
+                fix: "run it once and reuse the result, or keep one long-lived worker (or use a \
+                      library) instead of a process per operation"
+                    .into(),
+                hazards: vec![
+                    format!(
+                        "{exe} ran {count} times with the same (masked) arguments; reuse its \
+                         output only while what it reads stays the same"
+                    ),
+                    "the time counted is each run's traced syscall time; process creation and \
+                     the program's own CPU time come on top"
+                        .into(),
+                ],
+                cache: None,
+                example: Some(shorten(&cmdline, 120)),
+                callsites: Vec::new(),
+            });
+        }
+
+        // (2) the PATH search, per spawn.
+        let mut per: FxHashMap<u32, FxHashMap<PathKey, Probe>> = FxHashMap::default();
+        for (&(parent, path), p) in &self.probes {
+            per.entry(anchor(parent))
+                .or_default()
+                .entry(path)
+                .or_default()
+                .merge(p);
+        }
+        for (pid, paths) in per {
+            let mut items: Vec<(PathKey, Probe)> = paths.into_iter().collect();
+            let redundant: u64 = items.iter().map(|(_, p)| p.count - 1).sum();
+            if redundant == 0 {
+                continue;
+            }
+            items.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(&b.0)));
+            let calls: u64 = items.iter().map(|(_, p)| p.count).sum();
+            let wasted: u64 = items
+                .iter()
+                .map(|(_, p)| p.ns.saturating_sub(p.first_ns))
+                .sum();
+            let names: Vec<String> = items.iter().map(|(k, _)| cx.path(*k)).collect();
+            let (paths, examples) = if names.len() <= 3 {
+                (names.clone(), Vec::new())
+            } else {
+                (
+                    vec![pattern(&names)],
+                    names.iter().take(5).cloned().collect(),
+                )
+            };
+            let then = &self.groups[items[0].1.then as usize];
+            let cmdline: Vec<u8> = cx
+                .strings
+                .get(then.argv)
+                .iter()
+                .map(|&c| if c == 0 { b' ' } else { c })
+                .collect();
+            let share = cx.share(wasted);
+            let spawns = items.iter().map(|(_, p)| p.count).max().unwrap_or(0);
+            out.push(Finding {
+                detector: INFO.id,
+                severity: Severity::grade(share, redundant),
+                pid,
+                command: cx.command(pid),
+                path_count: names.len() as u64,
+                paths,
+                example_paths: examples,
+                calls,
+                redundant_calls: redundant,
+                wasted_ns: wasted,
+                share,
+                first_ts: items
+                    .iter()
+                    .filter(|(_, p)| p.count > 1)
+                    .map(|(_, p)| p.ts2)
+                    .min()
+                    .unwrap_or(0),
+                last_ts: items.iter().map(|(_, p)| p.last_ts).max().unwrap_or(0),
+                fix: "resolve the program's full path once (shutil.which, `command -v`, at \
+                      start-up) and exec that path instead of searching PATH for every spawn"
+                    .into(),
+                hazards: vec![format!(
+                    "failed execve along PATH before {} (up to {spawns} times per path); a path \
+                     resolved once must be resolved again if PATH or the installation changes",
+                    cx.strings.lossy(then.exe)
+                )],
+                cache: None,
+                example: Some(shorten(&cmdline, 120)),
+                callsites: Vec::new(),
+            });
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::TraceBuilder;
+    use dejavu_trace::{Record, Spawn, Sys};
+
+    /// The current process forks `child`, which fails execve on `probes` and then execs.
+    fn spawn(b: &mut TraceBuilder, child: u32, probes: &[&str], exe: &str, argv: &[&str]) {
+        let parent = b.pid;
+        b.fork(child);
+        b.pid = child;
+        b.tid = child;
+        for p in probes {
+            b.call(Sys::Execve, |c, b| {
+                c.path = Some(b.s(p));
+                c.payload = Some(b.s(&argv.join("\0")));
+                c.ret = -2;
+            });
+        }
+        // As the ptrace backend writes it: the exec record, then the call.
+        b.exec(exe, argv);
+        b.call(Sys::Execve, |c, b| {
+            c.path = Some(b.s(exe));
+            c.payload = Some(b.s(&argv.join("\0")));
+            c.dur = 3000;
+        });
+        b.stat("/etc/gitconfig", Err(2));
+        let ts = 0;
+        b.push(Record::Exit(dejavu_trace::Exit {
+            ts,
+            pid: child,
+            tid: child,
+            status: dejavu_trace::ExitStatus::Code(0),
+        }));
+        b.pid = parent;
+        b.tid = parent;
+    }
+
+    #[test]
+    fn the_same_command_per_item_is_redundant_after_the_first_run() {
+        let mut b = TraceBuilder::new();
+        for i in 0..12 {
+            spawn(
+                &mut b,
+                200 + i,
+                &[],
+                "/usr/bin/git",
+                &[
+                    "git",
+                    "log",
+                    "-1",
+                    &format!("{:040x}", 0xabcdef12u64 + i as u64),
+                ],
+            );
+        }
+        let f = b.findings("repeated-exec");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!((f[0].pid, f[0].calls, f[0].redundant_calls), (100, 12, 11));
+        assert_eq!(f[0].paths, vec!["/usr/bin/git".to_string()]);
+        // Each run: its execve (3000 ns) and one stat (500 ns).
+        assert_eq!(f[0].wasted_ns, 11 * 3500);
+        assert!(
+            f[0].example
+                .as_deref()
+                .is_some_and(|e| e.starts_with("git log -1 0000")),
+            "{:?}",
+            f[0].example
+        );
+    }
+
+    #[test]
+    fn path_probes_repeated_per_spawn_are_redundant_after_the_first_spawn() {
+        let mut b = TraceBuilder::new();
+        let probes = ["/opt/a/bin/true", "/home/u/bin/true", "/home/u/bin/true"];
+        for i in 0..4 {
+            spawn(&mut b, 300 + i, &probes, "/usr/bin/true", &["true"]);
+        }
+        let f = b.findings("repeated-exec");
+        assert_eq!(f.len(), 1, "4 runs are below min_repeats: {f:?}");
+        assert_eq!((f[0].calls, f[0].redundant_calls), (12, 10));
+        assert_eq!(f[0].path_count, 2);
+        assert_eq!(f[0].wasted_ns, 10 * 500);
+        assert_eq!(f[0].example.as_deref(), Some("true"));
+    }
+
+    #[test]
+    fn different_commands_few_runs_and_failed_searches_are_quiet() {
+        let mut b = TraceBuilder::new();
+        for i in 0..12 {
+            let name = format!("/usr/bin/tool-{}", ["a", "b", "c", "d"][i % 4]);
+            spawn(&mut b, 400 + i as u32, &[], &name, &[&name]);
+        }
+        // "command not found": every probe fails, nothing to resolve once.
+        for i in 0..5 {
+            b.fork(500 + i);
+            b.pid = 500 + i;
+            b.tid = 500 + i;
+            b.call(Sys::Execve, |c, b| {
+                c.path = Some(b.s("/usr/bin/nope"));
+                c.ret = -2;
+            });
+            b.pid = 100;
+            b.tid = 100;
+        }
+        assert!(b.findings("repeated-exec").is_empty());
+    }
+
+    #[test]
+    fn commands_run_through_a_shell_per_operation_count_toward_its_starter() {
+        let mut b = TraceBuilder::new();
+        for i in 0..10u32 {
+            // node runs `sh -c 'git --version; true'`; the shell forks git.
+            let sh = 600 + 2 * i;
+            b.fork(sh);
+            b.pid = sh;
+            b.tid = sh;
+            b.exec("/bin/sh", &["sh", "-c", "git --version; true"]);
+            spawn(&mut b, sh + 1, &[], "/usr/bin/git", &["git", "--version"]);
+            b.pid = 100;
+            b.tid = 100;
+        }
+        let f = b.findings("repeated-exec");
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert!(f.iter().all(|f| f.pid == 100 && f.calls == 10), "{f:?}");
+        let mut paths: Vec<_> = f.iter().map(|f| f.paths[0].clone()).collect();
+        paths.sort();
+        assert_eq!(
+            paths,
+            vec!["/bin/sh".to_string(), "/usr/bin/git".to_string()]
+        );
+    }
+
+    #[test]
+    fn a_long_lived_shell_script_is_the_starter_of_its_commands() {
+        let mut b = TraceBuilder::new();
+        b.fork(150);
+        b.pid = 150;
+        b.tid = 150;
+        b.exec("/bin/bash", &["bash", "loop.sh"]);
+        for i in 0..10u32 {
+            spawn(&mut b, 800 + i, &[], "/usr/bin/git", &["git", "--version"]);
+        }
+        let f = b.findings("repeated-exec");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!((f[0].pid, f[0].calls), (150, 10));
+    }
+
+    #[test]
+    fn an_exec_seen_only_as_a_call_counts_once_in_either_order() {
+        let mut b = TraceBuilder::new();
+        for i in 0..10u32 {
+            let child = 700 + i;
+            b.push(Record::Spawn(Spawn {
+                ts: 0,
+                parent_pid: 100,
+                parent_tid: 100,
+                pid: child,
+                tid: child,
+                clone_flags: 17,
+            }));
+            b.pid = child;
+            b.tid = child;
+            // strace order: the call, then (for even runs) the record.
+            b.call(Sys::Execve, |c, b| {
+                c.path = Some(b.s("/bin/date"));
+                c.payload = Some(b.s("date\0+%s"));
+            });
+            if i % 2 == 0 {
+                b.exec("/bin/date", &["date", "+%s"]);
+            }
+            b.pid = 100;
+            b.tid = 100;
+        }
+        let f = b.findings("repeated-exec");
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].calls, f[0].redundant_calls), (10, 9));
     }
 }

@@ -1,31 +1,531 @@
-//! reread-unchanged: not implemented yet (placeholder so the registry lists every detector id).
+//! reread-unchanged: a file read in full again (or a directory listed in full again) by
+//! the same process, with nothing changed in between: what keeping the parsed content in
+//! memory would have saved.
 
+use crate::group::{cache_hazards, Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
-use dejavu_replay::View;
-use dejavu_trace::{Sys, Syscall};
+use dejavu_replay::{PathKey, Version, View};
+use dejavu_trace::{ev, mode, stat_known, Record, Sys, Syscall};
+use rustc_hash::{FxHashMap, FxHasher};
+use std::cell::Cell;
+use std::hash::Hasher;
 
 /// Documentation and constructor.
 pub static INFO: DetectorInfo = DetectorInfo {
     id: "reread-unchanged",
-    summary: "(not implemented yet)",
-    explain: "(not implemented yet)",
-    example: "",
-    fix: "",
-    hazards: "",
+    summary: "a file read in full (or a directory listed in full) again, unchanged since the last time",
+    explain: "A full read is one open/close cycle of a regular file by one process that reads it \
+from offset 0 onwards without skipping: read()s (or preads at the next offset) until one returns \
+0, or until the bytes read reach the size the open's stat answer gave; re-reading bytes already \
+read is allowed, reading past a gap first (a trailer, an index: random access) is not a full \
+read. A full listing is an open of a \
+directory whose getdents64 calls go on until one returns 0. A full read or listing is redundant when \
+the same process (the same exec'd program) already read that path in full at the same path version \
+(no write, truncate, rename, unlink, create, chmod or utime of it by any traced process in between, \
+for a directory no entry created or removed in it) and the file had the same identity (inode, size \
+and mtime from the open's stat answer). All calls of a redundant cycle count: the open, fstat, \
+lseek, reads or getdents, and the close; the time is theirs. Not redundant: the first full read; a \
+read after an observed change (listed in the hazards as an invalidation point); a read whose \
+identity changed with no observed change (another program rewrote the file: counted as a stale \
+answer, and caching is then unsafe). Not considered: partial reads, reads through mmap, files that \
+yield more bytes than their size (/proc, /sys and other generated files), files under /proc, /sys \
+and /dev, descriptors written to while open, and reads before --skip-startup.",
+    example: "def handle(req):\n    cfg = json.load(open('config.json'))   # the whole file, every \
+request, never changed",
+    fix: "keep the parsed content in memory and re-read only on the invalidation points listed in \
+the hazards (or when a file watch / an mtime+size check says it changed)",
+    hazards: "A cached copy must be dropped when the program itself changes the file (listed per \
+finding). If another program may rewrite the file, the cache serves stale content: dejavu counts \
+how often the identity changed with nothing it saw, and then says caching is unsafe unless a \
+watch (inotify) or a cheap stat check guards it.",
     options: &[],
-    make: |_cfg: &Config| Box::new(Placeholder),
+    make: |_cfg: &Config| Box::new(RereadUnchanged::default()),
 };
 
-struct Placeholder;
+const O_ACCMODE: u64 = 3;
+const O_WRONLY: u64 = 1;
+const O_DIRECTORY: u64 = 0o200000;
 
-impl Detector for Placeholder {
-    fn wants(&self, _sys: Sys) -> bool {
-        false
+/// One open/close cycle being followed.
+struct Cycle {
+    /// The replay's open id, learnt at the first call on the descriptor.
+    open_id: Option<u64>,
+    path: PathKey,
+    ts: u64,
+    version: Version,
+    ident: Option<u64>,
+    size: Option<u64>,
+    dir: bool,
+    calls: u64,
+    ns: u64,
+    /// Contiguous bytes read from offset 0, and the file position.
+    covered: u64,
+    pos: u64,
+    complete: bool,
+    broken: bool,
+}
+
+impl Cycle {
+    /// `n` bytes read at offset `at`.
+    fn extend(&mut self, at: u64, n: u64) {
+        if at == self.covered {
+            self.covered += n;
+            if n == 0 || self.size.is_some_and(|size| self.covered >= size) {
+                self.complete = true;
+            }
+        } else if at + n > self.covered {
+            self.broken = true;
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Last {
+    version: Version,
+    ident: Option<u64>,
+}
+
+#[derive(Default)]
+struct ProcState {
+    cycles: FxHashMap<i32, Cycle>,
+    last: FxHashMap<PathKey, Last>,
+}
+
+#[derive(Default)]
+struct RereadUnchanged {
+    procs: FxHashMap<u32, ProcState>,
+    tallies: Tallies,
+    /// Per path key: 0 not yet classified, 1 never a candidate (/proc, /sys, /dev), 2 fine.
+    class: Vec<u8>,
+    /// Redundant reads judged by version alone because the trace has no identity for them.
+    unverified: u64,
+}
+
+/// What the open's stat answer says about the opened file: `None` when it is neither a
+/// regular file nor a directory; else (identity hash, size, is a directory), each `None`
+/// when the answer does not tell.
+#[allow(clippy::type_complexity)]
+fn identity(cx: &Cx<'_>, s: &Syscall) -> Option<(Option<u64>, Option<u64>, Option<bool>)> {
+    let Some(id) = s.stat else {
+        return Some((None, None, None));
+    };
+    let st = cx.stat(id);
+    let is_dir = if st.known & stat_known::MODE != 0 {
+        match st.file_type() {
+            mode::S_IFDIR => Some(true),
+            mode::S_IFREG => Some(false),
+            _ => return None, // a device, FIFO or socket: never "a file read in full"
+        }
+    } else {
+        None
+    };
+    let need = stat_known::IDENTITY | stat_known::SIZE | stat_known::MTIME;
+    let ident = (st.known & need == need && s.ev & ev::STAT_PARTIAL == 0).then(|| {
+        let mut h = FxHasher::default();
+        h.write_u64(st.dev);
+        h.write_u64(st.ino);
+        h.write_i64(st.size);
+        h.write_i64(st.mtime_ns);
+        h.finish()
+    });
+    let size = (st.known & stat_known::SIZE != 0 && st.size >= 0).then_some(st.size as u64);
+    Some((ident, size, is_dir))
+}
+
+impl RereadUnchanged {
+    fn candidate(&mut self, cx: &Cx<'_>, p: PathKey) -> bool {
+        let i = p.0 as usize;
+        if self.class.len() <= i {
+            self.class.resize(i + 1, 0);
+        }
+        if self.class[i] == 0 {
+            let b = cx.replay.paths.bytes(p);
+            let generated = [&b"/proc/"[..], b"/sys/", b"/dev/"]
+                .iter()
+                .any(|pre| b.starts_with(pre));
+            self.class[i] = if generated || b.first() != Some(&b'/') {
+                1
+            } else {
+                2
+            };
+        }
+        self.class[i] == 2
     }
 
-    fn on_syscall(&mut self, _s: &Syscall, _v: &View, _cx: &Cx<'_>) {}
+    fn open(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        let Some(path) = v.path else { return };
+        if s.ret < 0 || s.flags & O_ACCMODE == O_WRONLY || !self.candidate(cx, path) {
+            return;
+        }
+        let Some((ident, size, is_dir)) = identity(cx, s) else {
+            return;
+        };
+        let dir = is_dir.unwrap_or(s.flags & O_DIRECTORY != 0);
+        let c = Cycle {
+            open_id: None,
+            path,
+            ts: s.ts,
+            version: v.version,
+            ident,
+            size,
+            dir,
+            calls: 1,
+            ns: s.dur,
+            covered: 0,
+            pos: 0,
+            complete: false,
+            broken: false,
+        };
+        self.procs
+            .entry(s.pid)
+            .or_default()
+            .cycles
+            .insert(s.ret as i32, c);
+    }
 
-    fn finish(&mut self, _cx: &Cx<'_>) -> Vec<Finding> {
-        Vec::new()
+    fn finish_cycle(&mut self, pid: u32, c: Cycle, close_version: Version, cx: &Cx<'_>) {
+        let grew = !c.dir && c.size.is_some_and(|n| c.covered > n);
+        if !c.complete || c.broken || grew || close_version != c.version {
+            return;
+        }
+        let Some(ps) = self.procs.get_mut(&pid) else {
+            return;
+        };
+        let prev = ps.last.insert(
+            c.path,
+            Last {
+                version: c.version,
+                ident: c.ident,
+            },
+        );
+        if !cx.config.counts(c.ts) {
+            return;
+        }
+        let t = self.tallies.get(pid, c.path);
+        t.calls += c.calls;
+        match prev {
+            Some(p) if p.version == c.version && p.ident == c.ident => {
+                // One redundant cycle: all of its calls and their time.
+                t.redundant(c.ts, c.ns);
+                t.redundant += c.calls - 1;
+                if c.ident.is_none() {
+                    self.unverified += 1;
+                }
+            }
+            Some(p) if p.version == c.version => t.stale += 1,
+            Some(_) => {
+                t.invalidations += 1;
+                t.invalidated_by = t.invalidated_by.or(cx.replay.paths.changed_by(c.path));
+            }
+            None => {}
+        }
+    }
+}
+
+impl Detector for RereadUnchanged {
+    fn wants(&self, sys: Sys) -> bool {
+        use Sys::*;
+        matches!(
+            sys,
+            Open | Openat
+                | Openat2
+                | Close
+                | Read
+                | Pread64
+                | Readv
+                | Preadv
+                | Preadv2
+                | Lseek
+                | Fstat
+                | Newfstatat
+                | Statx
+                | Getdents64
+        )
+    }
+
+    fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        if s.ev & ev::UNFINISHED != 0 {
+            return;
+        }
+        if matches!(s.sys, Sys::Open | Sys::Openat | Sys::Openat2) {
+            self.open(s, v, cx);
+            return;
+        }
+        let Some(fd) = s.fd else { return };
+        if matches!(s.sys, Sys::Newfstatat | Sys::Statx) && s.ev & ev::PATH_FROM_FD == 0 {
+            return; // a lookup by path, not a call on the descriptor
+        }
+        let Some(ps) = self.procs.get_mut(&s.pid) else {
+            return;
+        };
+        let Some(c) = ps.cycles.get_mut(&fd) else {
+            return;
+        };
+        // The descriptor number may have been reused (dup2 onto it, close_range, exec).
+        match (c.open_id, v.fd) {
+            (_, None) => {
+                ps.cycles.remove(&fd);
+                return;
+            }
+            (None, Some(f)) => c.open_id = Some(f.open_id),
+            (Some(id), Some(f)) if id != f.open_id => {
+                ps.cycles.remove(&fd);
+                return;
+            }
+            _ => {}
+        }
+        c.calls += 1;
+        c.ns += s.dur;
+        let ret = s.ret;
+        match s.sys {
+            Sys::Close => {
+                if let Some(c) = ps.cycles.remove(&fd) {
+                    self.finish_cycle(s.pid, c, v.version, cx);
+                }
+            }
+            _ if ret < 0 => c.broken = true,
+            // A whole-file read goes from offset 0 onwards: reads at the edge of what is
+            // covered extend it, re-reads inside it are harmless, and a read beyond it (a
+            // trailer or an index first) is random access, not a read of the whole file.
+            Sys::Read | Sys::Readv => {
+                if c.dir {
+                    c.broken = true;
+                } else {
+                    c.extend(c.pos, ret as u64);
+                    c.pos += ret as u64;
+                }
+            }
+            Sys::Pread64 | Sys::Preadv | Sys::Preadv2 => match s.offset {
+                Some(off) if off >= 0 && !c.dir => c.extend(off as u64, ret as u64),
+                _ => c.broken = true,
+            },
+            Sys::Lseek => {
+                c.pos = ret as u64;
+                if c.dir && ret == 0 {
+                    c.complete = false; // rewinddir: the listing starts over
+                }
+            }
+            Sys::Getdents64 => {
+                if !c.dir {
+                    c.broken = true;
+                } else if ret == 0 {
+                    c.complete = true;
+                }
+            }
+            _ => {} // fstat: part of the cycle's cost
+        }
+    }
+
+    fn on_record(&mut self, rec: &Record, _cx: &Cx<'_>) {
+        // A new program (or a gone process) remembers nothing of what the old one read.
+        match rec {
+            Record::Exec(e) => {
+                self.procs.remove(&e.pid);
+            }
+            Record::Exit(e) if e.pid == e.tid => {
+                self.procs.remove(&e.pid);
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
+        let unverified = Cell::new(self.unverified);
+        self.tallies
+            .findings(&INFO, cx, Wording { cache: true }, &|t, _| {
+                let mut h = cache_hazards(t, "cached content");
+                if unverified.get() > 0 {
+                    h.push(
+                        "the trace has no identity (inode, size, mtime) for some of these files, \
+                         so changes by other programs could not be ruled out for them"
+                            .into(),
+                    );
+                }
+                h.push(
+                    "a cache keyed by path must also be dropped when the file is replaced \
+                     (renamed over, deleted and recreated)"
+                        .into(),
+                );
+                h
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::{dir, file, TraceBuilder};
+    use dejavu_trace::{ev, Sys};
+
+    const CFG: &str = "/srv/app/config.json";
+
+    /// Python's way: open, fstat, read(size+1), read -> 0, close (5 calls).
+    fn read_config(b: &mut TraceBuilder, st: dejavu_trace::FileStat) {
+        let size = st.size;
+        b.open(CFG, 0o2000000, 3, Some(st));
+        b.call(Sys::Fstat, |c, b| {
+            c.fd = Some(3);
+            c.path = Some(b.s(CFG));
+            c.ev = ev::PATH_FROM_FD;
+            c.stat = Some(b.st(st));
+        });
+        b.read(3, CFG, size as u64 + 1, size);
+        b.read(3, CFG, 1, 0);
+        b.close(3, CFG);
+    }
+
+    #[test]
+    fn the_same_file_read_in_full_again_unchanged_is_redundant_with_all_its_calls() {
+        let mut b = TraceBuilder::new();
+        for _ in 0..4 {
+            read_config(&mut b, file(7, 120, 1));
+        }
+        let f = b.findings("reread-unchanged");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!((f[0].calls, f[0].redundant_calls), (20, 15));
+        assert_eq!(f[0].wasted_ns, 15 * 500);
+        assert_eq!(f[0].paths, vec![CFG.to_string()]);
+        let cache = f[0].cache.clone().unwrap_or_default();
+        assert!(cache.safe && cache.saved_calls == 15 && cache.stale_answers == 0);
+    }
+
+    #[test]
+    fn reading_once_or_partially_is_not_redundant() {
+        let mut b = TraceBuilder::new();
+        read_config(&mut b, file(7, 120, 1));
+        for _ in 0..5 {
+            // Only the header: not a full read.
+            b.open(CFG, 0, 3, Some(file(7, 120, 1)));
+            b.read(3, CFG, 16, 16);
+            b.close(3, CFG);
+        }
+        assert!(b.findings("reread-unchanged").is_empty());
+    }
+
+    #[test]
+    fn preads_from_offset_zero_are_a_full_read_and_a_gap_is_not() {
+        let pread = |b: &mut TraceBuilder, off: i64, n: i64| {
+            b.call(Sys::Pread64, |c, b| {
+                c.fd = Some(3);
+                c.path = Some(b.s(CFG));
+                c.ev = ev::PATH_FROM_FD;
+                c.offset = Some(off);
+                c.count = 4096;
+                c.ret = n;
+            });
+        };
+        let mut b = TraceBuilder::new();
+        for _ in 0..3 {
+            // An index read in two chunks, to its size (no EOF read needed).
+            b.open(CFG, 0, 3, Some(file(7, 6000, 1)));
+            pread(&mut b, 0, 4096);
+            pread(&mut b, 4096, 1904);
+            b.close(3, CFG);
+        }
+        for _ in 0..3 {
+            // Header, then the index at the end, then the rest: random access, even though
+            // every byte is read in the end.
+            b.open(CFG, 0, 3, Some(file(7, 6000, 1)));
+            pread(&mut b, 0, 100);
+            pread(&mut b, 4096, 1904);
+            pread(&mut b, 100, 5900);
+            b.close(3, CFG);
+        }
+        let f = b.findings("reread-unchanged");
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].calls, f[0].redundant_calls), (12, 8));
+    }
+
+    #[test]
+    fn a_file_rewritten_by_another_program_is_not_redundant_and_unsafe_to_cache() {
+        let mut b = TraceBuilder::new();
+        read_config(&mut b, file(7, 120, 1));
+        read_config(&mut b, file(7, 120, 1));
+        // Rewritten by something dejavu did not trace: same path version, new identity.
+        read_config(&mut b, file(7, 133, 2));
+        read_config(&mut b, file(7, 133, 2));
+        let f = b.findings("reread-unchanged");
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].calls, f[0].redundant_calls), (20, 10));
+        let cache = f[0].cache.clone().unwrap_or_default();
+        assert_eq!((cache.stale_answers, cache.safe), (1, false));
+        assert!(
+            f[0].hazards.iter().any(|h| h.contains("unsafe")),
+            "{:?}",
+            f[0].hazards
+        );
+    }
+
+    #[test]
+    fn a_change_by_the_traced_program_is_an_invalidation_point() {
+        let mut b = TraceBuilder::new();
+        read_config(&mut b, file(7, 120, 1));
+        b.open(CFG, 0o1, 4, Some(file(7, 120, 1)));
+        b.write(4, CFG, "{\"x\":1}", false);
+        b.close(4, CFG);
+        read_config(&mut b, file(7, 127, 2));
+        read_config(&mut b, file(7, 127, 2));
+        let f = b.findings("reread-unchanged");
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].redundant_calls, 5, "only the read after the re-read");
+        assert!(
+            f[0].hazards.iter().any(|h| h.contains("write")),
+            "{:?}",
+            f[0].hazards
+        );
+        assert!(f[0].cache.clone().unwrap_or_default().safe);
+    }
+
+    #[test]
+    fn a_directory_listed_in_full_again_unchanged_is_redundant() {
+        let mut b = TraceBuilder::new();
+        for _ in 0..3 {
+            b.open("/srv/plugins", 0o200000, 5, Some(dir(40)));
+            b.call(Sys::Getdents64, |c, b| {
+                c.fd = Some(5);
+                c.path = Some(b.s("/srv/plugins"));
+                c.ev = ev::PATH_FROM_FD;
+                c.count = 32768;
+                c.ret = 400;
+            });
+            b.call(Sys::Getdents64, |c, b| {
+                c.fd = Some(5);
+                c.path = Some(b.s("/srv/plugins"));
+                c.ev = ev::PATH_FROM_FD;
+                c.count = 32768;
+            });
+            b.close(5, "/srv/plugins");
+        }
+        // A plugin is added: the listing changed.
+        b.open("/srv/plugins/new.so", 0o101, 6, Some(file(41, 0, 5)));
+        b.open("/srv/plugins", 0o200000, 5, Some(dir(40)));
+        b.call(Sys::Getdents64, |c, b| {
+            c.fd = Some(5);
+            c.path = Some(b.s("/srv/plugins"));
+            c.ev = ev::PATH_FROM_FD;
+        });
+        b.close(5, "/srv/plugins");
+        let f = b.findings("reread-unchanged");
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].calls, f[0].redundant_calls), (15, 8));
+    }
+
+    #[test]
+    fn generated_files_other_processes_and_new_programs_do_not_count() {
+        let mut b = TraceBuilder::new();
+        for _ in 0..3 {
+            // /proc files: size 0, content generated on read.
+            b.open("/proc/self/stat", 0, 3, Some(file(9, 0, 1)));
+            b.read(3, "/proc/self/stat", 1024, 300);
+            b.read(3, "/proc/self/stat", 1024, 0);
+            b.close(3, "/proc/self/stat");
+        }
+        read_config(&mut b, file(7, 120, 1));
+        b.exec("/usr/bin/python3", &["python3", "other.py"]);
+        read_config(&mut b, file(7, 120, 1));
+        b.fork(200);
+        b.pid = 200;
+        b.tid = 200;
+        read_config(&mut b, file(7, 120, 1));
+        assert!(b.findings("reread-unchanged").is_empty());
     }
 }

@@ -1,31 +1,678 @@
-//! self-inflicted-lookup: not implemented yet (placeholder so the registry lists every detector id).
+//! self-inflicted-lookup: stat/fstat/lseek asked to learn what the process itself just did:
+//! the size of a file only it has been writing (seed 004), or its own file position.
 
+use crate::group::{Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
-use dejavu_replay::View;
-use dejavu_trace::{Sys, Syscall};
+use dejavu_replay::{FdKind, PathKey, Version, View};
+use dejavu_trace::{ev, mode, stat_known, Record, Sys, Syscall};
+use rustc_hash::FxHashMap;
 
 /// Documentation and constructor.
 pub static INFO: DetectorInfo = DetectorInfo {
     id: "self-inflicted-lookup",
-    summary: "(not implemented yet)",
-    explain: "(not implemented yet)",
-    example: "",
-    fix: "",
-    hazards: "",
+    summary:
+        "stat/fstat/lseek to learn a size or offset the process's own writes already determine",
+    explain: "Per process and file it writes, dejavu keeps the size the process can know \
+without asking: established by a lookup answer (stat, fstat, statx, lseek(fd, 0, SEEK_END)) or by \
+an explicit truncation (ftruncate, truncate, an open with O_TRUNC), then carried forward through \
+the process's own successful writes (O_APPEND writes add their length; write at a known file \
+position and pwrite extend the size to offset + length; ftruncate sets it). Per descriptor opened \
+for writing it keeps the file position (0 after open, moved by read, write and lseek). A size \
+lookup (the size in a stat answer of a regular file, or lseek(fd, 0, SEEK_END)) or position \
+lookup (lseek(fd, 0, SEEK_CUR)) is redundant when the process wrote the file through its own \
+calls since its last lookup or open of it, nothing else changed the path meanwhile (its version \
+moved only by those writes), and the answer equals the derived value. Not redundant: the first \
+lookup (it establishes), a lookup after opening with no write since (buffer sizing, isatty \
+checks), a lookup after any change by another traced process (named in the hazards), and a lookup \
+whose answer differs from the derived value (another program wrote the file: counted as a stale \
+answer). Calls counts the size and position lookups of files the process writes or holds open for \
+writing; lookups of files it only reads are never considered. Descriptors inherited from before \
+the trace or shared with a forked child have no known position. A new program (exec) starts with \
+nothing known.",
+    example: "fd = open(log, O_WRONLY|O_APPEND); for each record: write(fd, rec, n); \
+fstat(fd, &st); offset = st.st_size;   // the size is offset + n",
+    fix: "keep the size (or offset) in a variable and add each write's return value (or take \
+pwrite's offset + length) instead of asking the kernel; ask again only where another writer may \
+have changed the file",
+    hazards: "A derived size is right only while this process is the only writer: if another \
+process (or another handle) may append, keep the lookup or coordinate (a lock, one writer). With \
+several threads writing, keep the running size under the same lock as the writes. dejavu counts \
+the answers that differed from the derived size with no change it saw.",
     options: &[],
-    make: |_cfg: &Config| Box::new(Placeholder),
+    make: |_cfg: &Config| Box::new(SelfInflicted::default()),
 };
 
-struct Placeholder;
+const O_ACCMODE: u64 = 3;
+const O_CREAT: u64 = 0o100;
+const O_TRUNC: u64 = 0o1000;
+const O_APPEND: u64 = 0o2000;
+const SEEK_CUR: u64 = 1;
+const SEEK_END: u64 = 2;
+const STATX_SIZE: u64 = 0x200;
 
-impl Detector for Placeholder {
-    fn wants(&self, _sys: Sys) -> bool {
-        false
+/// What the process can know about a file's size. Kept only for files the process
+/// writes (or holds open for writing), so memory follows the files written, not looked up.
+#[derive(Clone, Copy)]
+struct Know {
+    /// None: written by the process, size not established yet.
+    size: Option<i64>,
+    /// The path version this knowledge is valid at (the replay's version after the last
+    /// call that set it).
+    version: Version,
+    /// The process wrote (or truncated) the file since its last lookup or open.
+    dirty: bool,
+}
+
+/// What the process can know about one descriptor's file position.
+#[derive(Clone, Copy)]
+struct Pos {
+    open_id: Option<u64>,
+    pos: Option<i64>,
+    append: bool,
+    dirty: bool,
+}
+
+#[derive(Default)]
+struct ProcState {
+    know: FxHashMap<PathKey, Know>,
+    pos: FxHashMap<i32, Pos>,
+}
+
+#[derive(Default)]
+struct SelfInflicted {
+    procs: FxHashMap<u32, ProcState>,
+    tallies: Tallies,
+}
+
+fn pos_of<'a>(ps: &'a mut ProcState, fd: i32, v: &View) -> Option<&'a mut Pos> {
+    let f = v.fd?;
+    let p = ps.pos.get_mut(&fd)?;
+    match p.open_id {
+        None => p.open_id = Some(f.open_id),
+        // The descriptor number now names another open file.
+        Some(id) if id != f.open_id => {
+            ps.pos.remove(&fd);
+            return None;
+        }
+        _ => {}
+    }
+    ps.pos.get_mut(&fd)
+}
+
+enum Lookup {
+    Size(i64),
+    Position(i64),
+}
+
+impl SelfInflicted {
+    /// One size or position lookup of `path` answered `ans`; `expected` is what the
+    /// process could derive, when it wrote since it last asked.
+    #[allow(clippy::too_many_arguments)]
+    fn lookup(
+        &mut self,
+        s: &Syscall,
+        path: PathKey,
+        expected: Option<i64>,
+        ans: i64,
+        stale_possible: bool,
+        other_change: bool,
+        cx: &Cx<'_>,
+    ) {
+        if !cx.config.counts(s.ts) {
+            return;
+        }
+        let t = self.tallies.get(s.pid, path);
+        t.calls += 1;
+        match expected {
+            Some(e) if e == ans => t.redundant(s.ts, s.dur),
+            Some(_) if stale_possible => t.stale += 1,
+            _ if other_change => {
+                t.invalidations += 1;
+                t.invalidated_by = t.invalidated_by.or(cx.replay.paths.changed_by(path));
+            }
+            _ => {}
+        }
     }
 
-    fn on_syscall(&mut self, _s: &Syscall, _v: &View, _cx: &Cx<'_>) {}
+    fn on_lookup(&mut self, s: &Syscall, v: &View, path: PathKey, l: Lookup, cx: &Cx<'_>) {
+        // Only files the process writes can have self-inflicted lookups: a lookup of any
+        // other file costs one hash probe and leaves nothing behind.
+        let on_fd = s.ev & ev::PATH_FROM_FD != 0 || s.path.is_none();
+        let writable = on_fd && v.fd.is_some_and(|f| f.flags & O_ACCMODE != 0);
+        let ps = if writable {
+            self.procs.entry(s.pid).or_default()
+        } else {
+            match self.procs.get_mut(&s.pid) {
+                Some(ps) => ps,
+                None => return,
+            }
+        };
+        match l {
+            Lookup::Size(ans) => {
+                let k = ps.know.get(&path).copied();
+                if k.is_none() && !writable {
+                    return;
+                }
+                let valid = k.filter(|k| k.version == v.version);
+                let expected = valid.filter(|k| k.dirty).and_then(|k| k.size);
+                let other =
+                    k.is_some_and(|k| k.dirty && k.size.is_some() && k.version != v.version);
+                ps.know.insert(
+                    path,
+                    Know {
+                        size: Some(ans),
+                        version: v.version,
+                        dirty: false,
+                    },
+                );
+                if s.sys == Sys::Lseek {
+                    if let Some(p) = s.fd.and_then(|fd| pos_of(ps, fd, v)) {
+                        p.pos = Some(ans);
+                        p.dirty = false;
+                    }
+                }
+                self.lookup(s, path, expected, ans, true, other, cx);
+            }
+            Lookup::Position(ans) => {
+                // Positions are followed for descriptors opened for writing.
+                let Some(p) = s.fd.and_then(|fd| pos_of(ps, fd, v)) else {
+                    return;
+                };
+                let expected = p.pos.filter(|_| p.dirty);
+                p.pos = Some(ans);
+                p.dirty = false;
+                // A position only moves by calls on the open file itself: a difference
+                // means a call dejavu did not see (a forked child's, or an untraced one).
+                self.lookup(s, path, expected, ans, true, false, cx);
+            }
+        }
+    }
 
-    fn finish(&mut self, _cx: &Cx<'_>) -> Vec<Finding> {
-        Vec::new()
+    fn on_open(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        let flags = if s.sys == Sys::Creat {
+            O_CREAT | O_TRUNC | 1
+        } else {
+            s.flags
+        };
+        let writable = flags & O_ACCMODE != 0;
+        let moves = flags & O_CREAT != 0 || (flags & O_TRUNC != 0 && writable);
+        let Some(path) = v.path else { return };
+        if !writable && !moves {
+            // A read-only open changes nothing, but a lookup right after it is not about
+            // the process's own writes any more.
+            if let Some(k) = self
+                .procs
+                .get_mut(&s.pid)
+                .and_then(|ps| ps.know.get_mut(&path))
+            {
+                k.dirty = false;
+            }
+            return;
+        }
+        let ps = self.procs.entry(s.pid).or_default();
+        if writable {
+            ps.pos.insert(
+                s.ret as i32,
+                Pos {
+                    open_id: None,
+                    pos: Some(0),
+                    append: flags & O_APPEND != 0,
+                    dirty: false,
+                },
+            );
+        }
+        let st = s.stat.map(|id| cx.stat(id));
+        let regular = st
+            .is_some_and(|st| st.known & stat_known::MODE != 0 && st.file_type() == mode::S_IFREG);
+        if !regular {
+            ps.know.remove(&path);
+            return;
+        }
+        // The replay moves the path's version by one for an open that may create or
+        // truncate (O_CREAT, or O_TRUNC with write access); knowledge must follow it.
+        let after = v.version + u64::from(moves);
+        if flags & O_TRUNC != 0 && writable {
+            // The process truncated it: the size is 0, and it knows.
+            ps.know.insert(
+                path,
+                Know {
+                    size: Some(0),
+                    version: after,
+                    dirty: false,
+                },
+            );
+            return;
+        }
+        let opened_size = st
+            .filter(|st| st.known & stat_known::SIZE != 0)
+            .map(|st| st.size);
+        match ps.know.get_mut(&path) {
+            // Still what the process knew (an O_CREAT of an existing file creates nothing):
+            // the knowledge carries over, but a lookup right after an open is not about its
+            // own writes any more.
+            Some(k) if k.version == v.version && (!moves || opened_size == k.size) => {
+                k.version = after;
+                k.dirty = false;
+            }
+            Some(_) => {
+                ps.know.remove(&path);
+            }
+            None => {}
+        }
+    }
+
+    fn on_write(&mut self, s: &Syscall, v: &View) {
+        let (Some(fd), Some(path), Some(f)) = (s.fd, v.path, v.fd) else {
+            return;
+        };
+        if f.kind != FdKind::File || s.ret <= 0 {
+            return;
+        }
+        let ps = self.procs.entry(s.pid).or_default();
+        let n = s.ret;
+        let k = ps
+            .know
+            .get(&path)
+            .copied()
+            .filter(|k| k.version == v.version);
+        let positional = matches!(s.sys, Sys::Pwrite64 | Sys::Pwritev | Sys::Pwritev2)
+            && s.offset.is_some_and(|o| o >= 0);
+        let append = f.append || ps.pos.get(&fd).is_some_and(|p| p.append);
+        let p = pos_of(ps, fd, v).copied();
+        let size = k.and_then(|k| k.size);
+        let (new_size, new_pos) = if append {
+            // Linux appends even for pwrite on an O_APPEND descriptor.
+            let size = size.map(|z| z + n);
+            (
+                size,
+                if positional {
+                    p.and_then(|p| p.pos)
+                } else {
+                    size
+                },
+            )
+        } else if positional {
+            let end = s.offset.unwrap_or(0) + n;
+            (size.map(|z| z.max(end)), p.and_then(|p| p.pos))
+        } else {
+            let at = p.and_then(|p| p.pos);
+            (
+                size.zip(at).map(|(z, at)| z.max(at + n)),
+                at.map(|at| at + n),
+            )
+        };
+        // The replay touches the path once for this write. Without a size the file is
+        // still marked as written, so that its next lookup establishes one.
+        ps.know.insert(
+            path,
+            Know {
+                size: new_size,
+                version: v.version + 1,
+                dirty: true,
+            },
+        );
+        if let Some(p) = pos_of(ps, fd, v) {
+            p.pos = new_pos;
+            p.dirty = true;
+        }
+    }
+
+    fn on_truncate(&mut self, s: &Syscall, v: &View) {
+        let (Some(path), Some(len)) = (v.path, s.offset) else {
+            return;
+        };
+        if s.ret < 0 {
+            return;
+        }
+        if s.sys == Sys::Ftruncate && !matches!(v.fd, Some(f) if f.kind == FdKind::File) {
+            return;
+        }
+        self.procs.entry(s.pid).or_default().know.insert(
+            path,
+            Know {
+                size: Some(len),
+                version: v.version + 1,
+                dirty: true,
+            },
+        );
+    }
+}
+
+impl Detector for SelfInflicted {
+    fn wants(&self, sys: Sys) -> bool {
+        use Sys::*;
+        matches!(
+            sys,
+            Open | Openat
+                | Openat2
+                | Creat
+                | Close
+                | Read
+                | Readv
+                | Write
+                | Writev
+                | Pwrite64
+                | Pwritev
+                | Pwritev2
+                | Sendfile
+                | CopyFileRange
+                | Splice
+                | Lseek
+                | Stat
+                | Lstat
+                | Fstat
+                | Newfstatat
+                | Statx
+                | Truncate
+                | Ftruncate
+        )
+    }
+
+    fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        use Sys::*;
+        if s.ev & ev::UNFINISHED != 0 {
+            // It may or may not have happened: forget what it could have changed.
+            if let Some(ps) = self.procs.get_mut(&s.pid) {
+                if let Some(p) = v.path {
+                    ps.know.remove(&p);
+                }
+                if let Some(fd) = s.fd {
+                    ps.pos.remove(&fd);
+                }
+            }
+            return;
+        }
+        match s.sys {
+            Open | Openat | Openat2 | Creat if s.ret >= 0 => self.on_open(s, v, cx),
+            Close => {
+                if let (Some(ps), Some(fd)) = (self.procs.get_mut(&s.pid), s.fd) {
+                    ps.pos.remove(&fd);
+                }
+            }
+            Read | Readv if s.ret > 0 => {
+                if let (Some(ps), Some(fd)) = (self.procs.get_mut(&s.pid), s.fd) {
+                    if let Some(p) = pos_of(ps, fd, v) {
+                        p.pos = p.pos.map(|x| x + s.ret);
+                    }
+                }
+            }
+            Write | Writev | Pwrite64 | Pwritev | Pwritev2 => self.on_write(s, v),
+            Sendfile | CopyFileRange | Splice if s.ret > 0 => {
+                // Offsets of these are not modelled: forget the size of what they wrote
+                // and the positions they moved.
+                if let Some(ps) = self.procs.get_mut(&s.pid) {
+                    if let Some(p) = v.path {
+                        ps.know.remove(&p);
+                    }
+                    for fd in [s.fd, s.fd2].into_iter().flatten() {
+                        ps.pos.remove(&fd);
+                    }
+                }
+            }
+            Truncate | Ftruncate => self.on_truncate(s, v),
+            Lseek if s.ret >= 0 => {
+                let (Some(path), Some(fd)) = (v.path, s.fd) else {
+                    return;
+                };
+                if !matches!(v.fd, Some(f) if f.kind == FdKind::File) {
+                    return;
+                }
+                let off = s.offset.unwrap_or(0);
+                match s.aux {
+                    SEEK_CUR if off == 0 => self.on_lookup(s, v, path, Lookup::Position(s.ret), cx),
+                    SEEK_END if off == 0 => self.on_lookup(s, v, path, Lookup::Size(s.ret), cx),
+                    whence => {
+                        let Some(ps) = self.procs.get_mut(&s.pid) else {
+                            return;
+                        };
+                        if let Some(p) = pos_of(ps, fd, v) {
+                            p.pos = Some(s.ret);
+                            p.dirty = false;
+                        }
+                        // A move, not a question; SEEK_END relative to the end also tells
+                        // the size (kept for files the process writes).
+                        let writable = v.fd.is_some_and(|f| f.flags & O_ACCMODE != 0);
+                        if whence == SEEK_END && (writable || ps.know.contains_key(&path)) {
+                            let k = Know {
+                                size: Some(s.ret - off),
+                                version: v.version,
+                                dirty: false,
+                            };
+                            ps.know.insert(path, k);
+                        }
+                    }
+                }
+            }
+            Stat | Lstat | Fstat | Newfstatat | Statx if s.ret >= 0 => {
+                let (Some(path), Some(id)) = (v.path, s.stat) else {
+                    return;
+                };
+                if s.sys == Statx && s.aux != 0 && s.aux & STATX_SIZE == 0 {
+                    return; // a statx that did not ask for the size
+                }
+                // The common case, a file this process does not write: one probe, no more.
+                let writable = (s.ev & ev::PATH_FROM_FD != 0 || s.path.is_none())
+                    && v.fd.is_some_and(|f| f.flags & O_ACCMODE != 0);
+                if !writable
+                    && !self
+                        .procs
+                        .get(&s.pid)
+                        .is_some_and(|ps| ps.know.contains_key(&path))
+                {
+                    return;
+                }
+                let st = cx.stat(id);
+                let need = stat_known::MODE | stat_known::SIZE;
+                if st.known & need != need || st.file_type() != mode::S_IFREG {
+                    return;
+                }
+                self.on_lookup(s, v, path, Lookup::Size(st.size), cx);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_record(&mut self, rec: &Record, _cx: &Cx<'_>) {
+        match rec {
+            // A new program knows nothing of what the old one wrote; a gone process nothing.
+            Record::Exec(e) => {
+                self.procs.remove(&e.pid);
+            }
+            Record::Exit(e) if e.pid == e.tid => {
+                self.procs.remove(&e.pid);
+            }
+            // A forked child shares the parent's open files and their positions.
+            Record::Spawn(sp) if !sp.is_thread() => {
+                if let Some(ps) = self.procs.get_mut(&sp.parent_pid) {
+                    ps.pos.clear();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
+        self.tallies
+            .findings(&INFO, cx, Wording { cache: false }, &|t, _| {
+                let mut h = vec![
+                    "the derived size holds only while this process is the only writer; with \
+                     several writing threads, keep it under the same lock as the writes"
+                        .to_string(),
+                ];
+                if t.stale > 0 {
+                    h.push(format!(
+                        "{} answer(s) differed from the size this process's own writes imply, \
+                         with no change dejavu saw: another program writes this file, so those \
+                         lookups are needed",
+                        t.stale
+                    ));
+                }
+                if t.invalidations > 0 {
+                    let by = t.invalidated_by.map(|s| s.name()).unwrap_or("a write");
+                    h.push(format!(
+                        "{} lookup(s) followed a change by another traced process or handle \
+                         ({by}): a derived size must be re-established there",
+                        t.invalidations
+                    ));
+                }
+                h
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::{file, TraceBuilder};
+    use dejavu_trace::{ev, Sys};
+
+    const LOG: &str = "/data/tile.log";
+    const O_WRONLY: u64 = 0o1;
+    const O_CREAT: u64 = 0o100;
+    const O_TRUNC: u64 = 0o1000;
+    const O_APPEND: u64 = 0o2000;
+
+    fn fstat(b: &mut TraceBuilder, fd: i32, size: i64) {
+        b.call(Sys::Fstat, |c, b| {
+            c.fd = Some(fd);
+            c.path = Some(b.s(LOG));
+            c.ev = ev::PATH_FROM_FD;
+            c.stat = Some(b.st(file(5, size, size)));
+        });
+    }
+
+    fn lseek(b: &mut TraceBuilder, fd: i32, off: i64, whence: u64, ret: i64) {
+        b.call(Sys::Lseek, |c, b| {
+            c.fd = Some(fd);
+            c.path = Some(b.s(LOG));
+            c.ev = ev::PATH_FROM_FD;
+            c.offset = Some(off);
+            c.aux = whence;
+            c.ret = ret;
+        });
+    }
+
+    #[test]
+    fn fstat_after_each_append_is_redundant_after_the_first() {
+        let mut b = TraceBuilder::new();
+        b.open(LOG, O_WRONLY | O_CREAT | O_APPEND, 3, Some(file(5, 100, 1)));
+        let mut size = 100;
+        for _ in 0..20 {
+            b.write(3, LOG, "0123456789", false);
+            size += 10;
+            fstat(&mut b, 3, size);
+        }
+        let f = b.findings("self-inflicted-lookup");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!((f[0].calls, f[0].redundant_calls), (20, 19));
+        assert_eq!(f[0].wasted_ns, 19 * 500);
+        assert_eq!(f[0].paths, vec![LOG.to_string()]);
+        assert!(f[0].cache.is_none());
+    }
+
+    #[test]
+    fn a_truncating_open_establishes_the_size_and_stat_by_path_counts_too() {
+        let mut b = TraceBuilder::new();
+        b.open(LOG, O_WRONLY | O_CREAT | O_TRUNC, 3, Some(file(5, 0, 1)));
+        for i in 1..=5 {
+            b.write(3, LOG, "abcd", false);
+            b.stat(LOG, Ok(file(5, 4 * i, 1)));
+        }
+        let f = b.findings("self-inflicted-lookup");
+        assert_eq!((f[0].calls, f[0].redundant_calls), (5, 5));
+    }
+
+    #[test]
+    fn lseek_to_the_end_or_the_current_position_after_own_writes() {
+        let mut b = TraceBuilder::new();
+        b.open(LOG, O_WRONLY | O_CREAT, 3, Some(file(5, 0, 1)));
+        lseek(&mut b, 3, 0, 2, 0); // establishes: size 0, position 0
+        for i in 1..=4 {
+            b.write(3, LOG, "12345678", false);
+            lseek(&mut b, 3, 0, 1, 8 * i); // where am I? (tell)
+            lseek(&mut b, 3, 0, 2, 8 * i); // how big is it?
+        }
+        // pwrite past the end, then the size.
+        b.call(Sys::Pwrite64, |c, b| {
+            c.fd = Some(3);
+            c.path = Some(b.s(LOG));
+            c.ev = ev::PATH_FROM_FD;
+            c.offset = Some(100);
+            c.ret = 10;
+        });
+        fstat(&mut b, 3, 110);
+        let f = b.findings("self-inflicted-lookup");
+        assert_eq!((f[0].calls, f[0].redundant_calls), (10, 9));
+    }
+
+    #[test]
+    fn lookups_without_own_writes_or_with_counted_sizes_are_quiet() {
+        let mut b = TraceBuilder::new();
+        // Python-style: fstat and tell right after each open, no write in between.
+        for _ in 0..10 {
+            b.open(LOG, 0, 3, Some(file(5, 100, 1)));
+            fstat(&mut b, 3, 100);
+            lseek(&mut b, 3, 0, 1, 0);
+            b.read(3, LOG, 200, 100);
+            b.close(3, LOG);
+        }
+        // A database opened for writing, fstat per query, no write in between: a plain
+        // repeat (not about the process's own writes).
+        b.open("/data/app.db", 0o2, 5, Some(file(8, 4096, 1)));
+        for _ in 0..10 {
+            b.call(Sys::Fstat, |c, b| {
+                c.fd = Some(5);
+                c.path = Some(b.s("/data/app.db"));
+                c.ev = ev::PATH_FROM_FD;
+                c.stat = Some(b.st(file(8, 4096, 1)));
+            });
+            b.read(5, "/data/app.db", 4096, 4096);
+        }
+        // The clean twin of the append loop: one fstat up front, the size counted.
+        b.open(LOG, O_WRONLY | O_APPEND, 4, Some(file(5, 100, 1)));
+        fstat(&mut b, 4, 100);
+        for _ in 0..20 {
+            b.write(4, LOG, "0123456789", false);
+        }
+        assert!(b.findings("self-inflicted-lookup").is_empty());
+    }
+
+    #[test]
+    fn another_writer_makes_the_lookup_necessary() {
+        let mut b = TraceBuilder::new();
+        b.open(LOG, O_WRONLY | O_APPEND, 3, Some(file(5, 100, 1)));
+        fstat(&mut b, 3, 100);
+        b.write(3, LOG, "0123456789", false);
+        fstat(&mut b, 3, 110); // redundant
+                               // Another traced process appends between our write and our fstat.
+        b.write(3, LOG, "0123456789", false);
+        b.fork(300);
+        b.pid = 300;
+        b.tid = 300;
+        b.write(3, LOG, "xxxxx", false);
+        b.pid = 100;
+        b.tid = 100;
+        fstat(&mut b, 3, 125); // needed
+                               // An untraced program appends: the answer differs at the same version.
+        b.write(3, LOG, "0123456789", false);
+        fstat(&mut b, 3, 142); // needed: 135 expected
+        let f = b.findings("self-inflicted-lookup");
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].calls, f[0].redundant_calls), (4, 1));
+        let h = f[0].hazards.join("\n");
+        assert!(
+            h.contains("another program") && h.contains("another traced process"),
+            "{h}"
+        );
+    }
+
+    #[test]
+    fn a_new_program_knows_nothing() {
+        let mut b = TraceBuilder::new();
+        b.open(LOG, O_WRONLY | O_APPEND, 3, Some(file(5, 100, 1)));
+        fstat(&mut b, 3, 100);
+        b.write(3, LOG, "0123456789", false);
+        b.exec("/usr/bin/tool", &["tool"]);
+        fstat(&mut b, 3, 110);
+        assert!(b.findings("self-inflicted-lookup").is_empty());
     }
 }

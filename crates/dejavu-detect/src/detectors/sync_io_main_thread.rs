@@ -1,31 +1,405 @@
-//! sync-io-main-thread: not implemented yet (placeholder so the registry lists every detector id).
+//! sync-io-main-thread: file system calls made on a Node.js main thread after start-up
+//! (readFileSync, statSync, existsSync, appendFileSync ...): each one blocks the event loop
+//! (seed 000: 110 -> 10 sync calls per prompt).
 
+use crate::group::{Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
-use dejavu_replay::View;
-use dejavu_trace::{Sys, Syscall};
+use dejavu_replay::{FdKind, PathKey, View};
+use dejavu_trace::{ev, Record, Sys, SysClass, Syscall};
+use rustc_hash::FxHashMap;
 
 /// Documentation and constructor.
 pub static INFO: DetectorInfo = DetectorInfo {
     id: "sync-io-main-thread",
-    summary: "(not implemented yet)",
-    explain: "(not implemented yet)",
-    example: "",
-    fix: "",
-    hazards: "",
-    options: &[],
-    make: |_cfg: &Config| Box::new(Placeholder),
+    summary:
+        "file system calls on a Node.js main thread after start-up, each blocking the event loop",
+    explain: "Applies to Node.js processes (the executable is node, nodejs, node-* or bun, or \
+argv[0] is node). A call counts when it is made by the main thread (thread id == process id; \
+libuv's threadpool runs fs.promises and callback fs work on other threads, which never count), \
+after start-up, and is a file system call: a call on a path (open, stat family, access, readlink, \
+mkdir, unlink, rename, chmod, utimes ...) or on a descriptor of a regular file or directory (read, \
+write, close, fstat, lseek, getdents64, fsync, ftruncate ...); calls on pipes, sockets, terminals, \
+/dev/null, eventfds and the like are not file I/O and do not count. Module loading is not the \
+finding: calls on .js, .mjs, .cjs and .node files, on any package.json, and on anything inside a \
+node_modules directory are never counted. Start-up is the initial burst of module loading: it ends \
+at the last main-thread access to a module file that came within startup_gap_ms of the previous \
+one (the first measured from the exec); main-thread calls before that point are start-up work and \
+do not count; calls before --skip-startup never count. Every counted call is redundant (it blocks \
+the event loop; the async API would not), and its time is wasted. Findings are per path (paths \
+with few calls grouped into one pattern), ranked by time.",
+    example: "app.post('/chat', (req, res) => { fs.appendFileSync(log, line); \
+const cfg = JSON.parse(fs.readFileSync('config.json')); ... })",
+    fix: "use fs.promises (or callback APIs), which run on libuv's threadpool, and await them; \
+cache what is read on every request; create directories and check existence once, not per event",
+    hazards: "Going async changes ordering: code after the call must await it, errors arrive as \
+rejections, and writes that relied on being finished before the next line (append then read, \
+write then exit) need a queue or a flush on shutdown, including on process.exit and EPIPE paths.",
+    options: &[(
+        "startup_gap_ms",
+        1000,
+        "module loads closer together than this (ms) belong to the initial start-up burst",
+    )],
+    make: |cfg: &Config| {
+        Box::new(SyncIo {
+            gap_ns: cfg
+                .opt(INFO.id, "startup_gap_ms", 1000)
+                .saturating_mul(1_000_000),
+            procs: FxHashMap::default(),
+            class: Vec::new(),
+            tallies: Tallies::default(),
+            not_node: 0,
+        })
+    },
 };
 
-struct Placeholder;
+#[derive(Clone, Copy, Default)]
+struct Pend {
+    calls: u64,
+    ns: u64,
+    first_ts: u64,
+    last_ts: u64,
+}
 
-impl Detector for Placeholder {
-    fn wants(&self, _sys: Sys) -> bool {
-        false
+struct NodeProc {
+    is_node: bool,
+    startup: bool,
+    /// The last main-thread module access of the start-up burst (the exec at first).
+    last_module_ts: u64,
+    /// Calls since that access: start-up work if another module access follows within
+    /// the gap, else counted.
+    pending: FxHashMap<PathKey, Pend>,
+}
+
+struct SyncIo {
+    gap_ns: u64,
+    procs: FxHashMap<u32, NodeProc>,
+    /// Per path key: 0 unknown, 1 module file, 2 other.
+    class: Vec<u8>,
+    tallies: Tallies,
+    /// The last process seen not to be Node (most traces are runs of one program).
+    not_node: u32,
+}
+
+fn is_module_path(b: &[u8]) -> bool {
+    let name = b.rsplit(|&c| c == b'/').next().unwrap_or(b);
+    let under_modules =
+        b.ends_with(b"/node_modules") || b.windows(14).any(|w| w == b"/node_modules/");
+    under_modules
+        || name == b"package.json"
+        || [&b".js"[..], b".mjs", b".cjs", b".node"]
+            .iter()
+            .any(|ext| name.ends_with(ext))
+}
+
+fn is_node_proc(cx: &Cx<'_>, pid: u32) -> bool {
+    let Some(p) = cx.replay.proc(pid) else {
+        return false;
+    };
+    if p.is_node {
+        return true;
+    }
+    p.argv.is_some_and(|a| {
+        let argv0 = cx.strings.get(a).split(|&c| c == 0).next().unwrap_or(&[]);
+        let base = argv0.rsplit(|&c| c == b'/').next().unwrap_or(argv0);
+        base == b"node" || base == b"nodejs"
+    })
+}
+
+/// Whether a call on a descriptor of this kind is file I/O.
+fn file_kind(k: FdKind) -> bool {
+    matches!(k, FdKind::File | FdKind::Dir)
+}
+
+impl SyncIo {
+    fn module(&mut self, cx: &Cx<'_>, p: PathKey) -> bool {
+        let i = p.0 as usize;
+        if self.class.len() <= i {
+            self.class.resize(i + 1, 0);
+        }
+        if self.class[i] == 0 {
+            self.class[i] = if is_module_path(cx.replay.paths.bytes(p)) {
+                1
+            } else {
+                2
+            };
+        }
+        self.class[i] == 1
     }
 
-    fn on_syscall(&mut self, _s: &Syscall, _v: &View, _cx: &Cx<'_>) {}
+    fn commit(tallies: &mut Tallies, pid: u32, np: &mut NodeProc) {
+        for (path, p) in np.pending.drain() {
+            let t = tallies.get(pid, path);
+            t.calls += p.calls;
+            t.redundant(p.first_ts, p.ns);
+            t.redundant += p.calls - 1;
+            t.last_ts = t.last_ts.max(p.last_ts);
+        }
+    }
+}
 
-    fn finish(&mut self, _cx: &Cx<'_>) -> Vec<Finding> {
-        Vec::new()
+impl Detector for SyncIo {
+    fn wants(&self, sys: Sys) -> bool {
+        matches!(
+            sys.class(),
+            SysClass::Open
+                | SysClass::Close
+                | SysClass::Read
+                | SysClass::Write
+                | SysClass::Lookup
+                | SysClass::Mutate
+                | SysClass::Sync
+                | SysClass::Seek
+        ) && !matches!(sys, Sys::MemfdCreate | Sys::CloseRange)
+    }
+
+    fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        // Threadpool and worker threads do not block the event loop.
+        if s.tid != s.pid || s.ev & ev::UNFINISHED != 0 {
+            return;
+        }
+        if s.pid == self.not_node {
+            return;
+        }
+        let Some(path) = v.path else { return };
+        // On a descriptor, only regular files and directories are file I/O.
+        let on_fd = s.ev & ev::PATH_FROM_FD != 0 || s.path.is_none();
+        if on_fd {
+            let kind = |f: Option<dejavu_replay::Fd>, p: Option<PathKey>| match f {
+                Some(f) => f.kind,
+                None => p.map_or(FdKind::Other, |p| {
+                    FdKind::classify(cx.replay.paths.bytes(p), None)
+                }),
+            };
+            let file = file_kind(kind(v.fd, v.path))
+                || (matches!(s.sys, Sys::Sendfile | Sys::CopyFileRange | Sys::Splice)
+                    && file_kind(kind(v.fd2, v.path2)));
+            if !file {
+                return;
+            }
+        }
+        let module = self.module(cx, path);
+        let gap = self.gap_ns;
+        let np = self.procs.entry(s.pid).or_insert_with(|| NodeProc {
+            is_node: is_node_proc(cx, s.pid),
+            startup: true,
+            last_module_ts: cx.replay.proc(s.pid).map_or(0, |p| p.exec_ts),
+            pending: FxHashMap::default(),
+        });
+        if !np.is_node {
+            self.not_node = s.pid;
+            return;
+        }
+        if module {
+            if np.startup {
+                if s.ts.saturating_sub(np.last_module_ts) <= gap {
+                    // Still loading modules: what came before was start-up.
+                    np.pending.clear();
+                    np.last_module_ts = np.last_module_ts.max(s.ts);
+                } else {
+                    np.startup = false;
+                    Self::commit(&mut self.tallies, s.pid, np);
+                }
+            }
+            return;
+        }
+        if !cx.config.counts(s.ts) {
+            return;
+        }
+        if np.startup {
+            if s.ts.saturating_sub(np.last_module_ts) > gap {
+                np.startup = false;
+                Self::commit(&mut self.tallies, s.pid, np);
+            } else {
+                let p = np.pending.entry(path).or_default();
+                if p.calls == 0 {
+                    p.first_ts = s.ts;
+                }
+                p.calls += 1;
+                p.ns += s.dur;
+                p.last_ts = p.last_ts.max(s.ts);
+                return;
+            }
+        }
+        let t = self.tallies.get(s.pid, path);
+        t.calls += 1;
+        t.redundant(s.ts, s.dur);
+    }
+
+    fn on_record(&mut self, rec: &Record, _cx: &Cx<'_>) {
+        match rec {
+            // A new program starts up again (and may not be Node at all).
+            Record::Exec(e) => {
+                if self.not_node == e.pid {
+                    self.not_node = 0;
+                }
+                if let Some(mut np) = self.procs.remove(&e.pid) {
+                    Self::commit(&mut self.tallies, e.pid, &mut np);
+                }
+            }
+            Record::Exit(e) if e.pid == e.tid => {
+                if self.not_node == e.pid {
+                    self.not_node = 0;
+                }
+                if let Some(mut np) = self.procs.remove(&e.pid) {
+                    Self::commit(&mut self.tallies, e.pid, &mut np);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
+        // The calls after the last module load of the start-up burst are the program's.
+        for (&pid, np) in self.procs.iter_mut() {
+            Self::commit(&mut self.tallies, pid, np);
+        }
+        let mut out = self
+            .tallies
+            .findings(&INFO, cx, Wording { cache: false }, &|_, _| Vec::new());
+        for f in &mut out {
+            f.hazards.push(format!(
+                "{} call(s) on the main thread; fs.promises or callbacks run them on libuv's \
+                 threadpool; code after them must then await the result",
+                f.calls
+            ));
+            f.hazards.push(
+                "start-up (the initial burst of module loading) is not counted; use \
+                 --skip-startup to exclude more"
+                    .into(),
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::{file, TraceBuilder};
+    use crate::Config;
+
+    const APP: &str = "/app/server.js";
+    const CFG: &str = "/app/config.json";
+
+    /// node starts: loads its main script, a dependency and their package.json files.
+    fn start_node(b: &mut TraceBuilder, exe: &str, argv0: &str) {
+        b.exec(exe, &[argv0, APP]);
+        b.open("/etc/ssl/openssl.cnf", 0, 17, Some(file(1, 10, 1)));
+        b.read(17, "/etc/ssl/openssl.cnf", 4096, 10);
+        b.close(17, "/etc/ssl/openssl.cnf");
+        b.stat("/app/package.json", Err(2));
+        b.open(APP, 0, 18, Some(file(2, 300, 1)));
+        b.read(18, APP, 8192, 300);
+        b.close(18, APP);
+        b.stat("/app/node_modules/dep/package.json", Ok(file(3, 40, 1)));
+        b.stat("/app/node_modules", Ok(crate::testkit::dir(4)));
+        b.open(
+            "/app/node_modules/dep/index.js",
+            0,
+            18,
+            Some(file(5, 99, 1)),
+        );
+        b.read(18, "/app/node_modules/dep/index.js", 8192, 99);
+        b.close(18, "/app/node_modules/dep/index.js");
+    }
+
+    /// One request: readFileSync(config.json) and statSync(data.bin).
+    fn request(b: &mut TraceBuilder) {
+        b.open(CFG, 0o2000000, 19, Some(file(6, 23, 1)));
+        b.read(19, CFG, 8192, 23);
+        b.read(19, CFG, 8192, 0);
+        b.close(19, CFG);
+        b.stat("/app/data.bin", Ok(file(7, 4096, 1)));
+    }
+
+    #[test]
+    fn sync_fs_calls_per_request_after_start_up_count_every_one() {
+        let mut b = TraceBuilder::new();
+        start_node(&mut b, "/usr/bin/node", "node");
+        for _ in 0..20 {
+            request(&mut b);
+        }
+        let mut f = b.findings("sync-io-main-thread");
+        f.sort_by(|a, b| a.paths.cmp(&b.paths));
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert_eq!(f[0].paths, vec!["/app/config.json".to_string()]);
+        assert_eq!((f[0].calls, f[0].redundant_calls), (80, 80));
+        assert_eq!(f[0].wasted_ns, 80 * 500);
+        assert_eq!(f[1].paths, vec!["/app/data.bin".to_string()]);
+        assert_eq!((f[1].calls, f[1].redundant_calls), (20, 20));
+    }
+
+    #[test]
+    fn async_fs_on_threadpool_threads_does_not_count() {
+        let mut b = TraceBuilder::new();
+        start_node(&mut b, "/usr/bin/node", "node");
+        for i in 0..20 {
+            // fs.promises: open, read, close on libuv worker threads.
+            b.tid = 101 + i % 4;
+            request(&mut b);
+        }
+        b.tid = 100;
+        assert!(b.findings("sync-io-main-thread").is_empty());
+    }
+
+    #[test]
+    fn other_runtimes_and_start_up_work_do_not_count() {
+        let mut b = TraceBuilder::new();
+        start_node(&mut b, "/usr/bin/python3", "python3");
+        for _ in 0..20 {
+            request(&mut b);
+        }
+        assert!(b.findings("sync-io-main-thread").is_empty());
+        // Node, but only start-up work: the config read before the last module load.
+        let mut b = TraceBuilder::new();
+        b.exec("/usr/bin/node", &["node", APP]);
+        for _ in 0..20 {
+            request(&mut b);
+        }
+        b.open(APP, 0, 18, Some(file(2, 300, 1)));
+        b.close(18, APP);
+        assert!(b.findings("sync-io-main-thread").is_empty());
+    }
+
+    #[test]
+    fn argv0_node_is_node_and_a_module_load_after_the_gap_ends_start_up() {
+        let mut b = TraceBuilder::new();
+        start_node(&mut b, "/opt/runtime/bin/js-host", "node");
+        for _ in 0..5 {
+            request(&mut b);
+        }
+        b.wait(2_000_000_000);
+        // A lazy require() long after start-up: not counted, and not start-up either.
+        b.open("/app/lazy.js", 0, 18, Some(file(9, 10, 1)));
+        b.close(18, "/app/lazy.js");
+        for _ in 0..5 {
+            request(&mut b);
+        }
+        let f = b.findings("sync-io-main-thread");
+        let cfg: Vec<_> = f.iter().filter(|f| f.paths[0] == CFG).collect();
+        assert_eq!(cfg.len(), 1, "{f:?}");
+        assert_eq!(cfg[0].calls, 40, "all ten requests count");
+    }
+
+    #[test]
+    fn skip_startup_excludes_early_calls() {
+        let mut b = TraceBuilder::new();
+        start_node(&mut b, "/usr/bin/node", "node");
+        for _ in 0..20 {
+            request(&mut b);
+        }
+        let cfg = Config {
+            min_calls: 1,
+            // The builder's clock starts at 1 µs and moves 1 µs per call: start-up is 12
+            // calls, a request 5; skip the first 10 requests.
+            skip_startup_ns: 1000 + 12 * 1000 + 10 * 5 * 1000,
+            ..Config::default()
+        };
+        let a = b.analyze_with(&cfg);
+        let f: Vec<_> = a
+            .findings
+            .iter()
+            .filter(|f| f.detector == "sync-io-main-thread" && f.paths[0] == CFG)
+            .collect();
+        assert_eq!(f[0].calls, 40);
     }
 }

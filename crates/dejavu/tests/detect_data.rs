@@ -1,0 +1,447 @@
+//! reread-unchanged, self-inflicted-lookup, repeated-output, repeated-exec and
+//! sync-io-main-thread on real programs (tests/workloads/detectors/<id>/): each dirty
+//! fixture, recorded with `dejavu record`, yields its finding with the counts the program
+//! implies, and each clean twin stays quiet for that detector.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use dejavu_detect::{analyze, Config, Finding};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn dejavu() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_dejavu"))
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repo root")
+}
+
+fn fixture(detector: &str, file: &str) -> String {
+    let p = repo()
+        .join("tests/workloads/detectors")
+        .join(detector)
+        .join(file);
+    p.to_str().expect("utf-8 path").to_string()
+}
+
+/// The full path of `tool` on PATH, if it is there.
+fn which(tool: &str) -> Option<PathBuf> {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .ok()?;
+    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && p.starts_with('/')).then(|| PathBuf::from(p))
+}
+
+/// Skips the calling test (saying why) when `$e` is None.
+macro_rules! require {
+    ($e:expr, $what:expr) => {
+        match $e {
+            Some(v) => v,
+            None => {
+                eprintln!("SKIP: {} is not installed", $what);
+                return;
+            }
+        }
+    };
+}
+
+/// The real Python interpreter: `python3` may be a pyenv shim (a bash script that runs
+/// more programs, each with execs and file reads of its own); the fixtures' traces should
+/// hold only the fixture.
+fn python() -> Option<PathBuf> {
+    which("python3")?;
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()?;
+    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    (out.status.success() && p.is_absolute()).then_some(p)
+}
+
+/// A fresh working directory (canonical, as the traced program sees it).
+struct Work {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Work {
+    fn new() -> Work {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().canonicalize().expect("canonical tempdir");
+        Work { _dir: dir, path }
+    }
+
+    fn file(&self, name: &str) -> String {
+        self.path.join(name).to_str().expect("utf-8").to_string()
+    }
+
+    fn write(&self, name: &str, text: &str) {
+        std::fs::write(self.path.join(name), text).expect("write fixture input");
+    }
+
+    fn trace(&self) -> PathBuf {
+        self.path.join("t.dvt")
+    }
+}
+
+/// `dejavu record -o WORK/t.dvt -- cmd` in `work`, with `env` added; asserts success.
+fn record(work: &Work, cmd: &[&str], env: &[(&str, &str)]) {
+    let out = Command::new(dejavu())
+        .arg("record")
+        .arg("-o")
+        .arg(work.trace())
+        .arg("--")
+        .args(cmd)
+        .current_dir(&work.path)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .expect("dejavu runs");
+    assert!(
+        out.status.success(),
+        "dejavu record {cmd:?}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The findings of `detector` in the recorded trace, default settings.
+fn findings(work: &Work, detector: &str) -> Vec<Finding> {
+    let mut r = dejavu_trace::TraceReader::open(&work.trace()).expect("trace opens");
+    let a = analyze(&mut r, &Config::default(), |_| {}).expect("analysis");
+    a.findings
+        .into_iter()
+        .filter(|f| f.detector == detector)
+        .collect()
+}
+
+fn on_path<'a>(f: &'a [Finding], path: &str) -> Vec<&'a Finding> {
+    f.iter().filter(|f| f.paths == [path]).collect()
+}
+
+// ---- reread-unchanged (Python) ------------------------------------------------------
+
+const CONFIG: &str = "{\"greeting\": \"hello\", \"limits\": [1, 2, 3]}\n";
+
+#[test]
+fn reread_unchanged_python_rereads_config_per_request() {
+    let py = require!(python(), "python3");
+    let w = Work::new();
+    w.write("config.json", CONFIG);
+    record(
+        &w,
+        &[
+            py.to_str().unwrap_or("python3"),
+            &fixture("reread-unchanged", "dirty.py"),
+            "100",
+        ],
+        &[],
+    );
+    let f = findings(&w, "reread-unchanged");
+    let mine = on_path(&f, &w.file("config.json"));
+    assert_eq!(mine.len(), 1, "{f:#?}");
+    let m = mine[0];
+    assert!(m.command.contains("dirty.py"), "{}", m.command);
+    // 100 full reads, each the same cycle of calls (open, fstat, ..., read, read, close):
+    // 99 of them redundant, all their calls counted.
+    assert_eq!(m.calls % 100, 0, "{m:#?}");
+    let per_read = m.calls / 100;
+    assert!(
+        per_read >= 4,
+        "open, read, read to EOF, close at least: {m:#?}"
+    );
+    assert_eq!(m.redundant_calls, 99 * per_read, "{m:#?}");
+    let cache = m.cache.clone().expect("a cache verdict");
+    assert_eq!((cache.stale_answers, cache.safe), (0, true));
+}
+
+#[test]
+fn reread_unchanged_python_caching_the_config_is_quiet() {
+    let py = require!(python(), "python3");
+    let w = Work::new();
+    w.write("config.json", CONFIG);
+    record(
+        &w,
+        &[
+            py.to_str().unwrap_or("python3"),
+            &fixture("reread-unchanged", "clean.py"),
+            "100",
+        ],
+        &[],
+    );
+    let f = findings(&w, "reread-unchanged");
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+#[test]
+fn reread_unchanged_a_rewrite_by_another_program_makes_caching_unsafe() {
+    let py = require!(python(), "python3");
+    let w = Work::new();
+    w.write("config.json", CONFIG);
+    let mut child = Command::new(dejavu())
+        .arg("record")
+        .arg("-o")
+        .arg(w.trace())
+        .arg("--")
+        .arg(&py)
+        .args([&fixture("reread-unchanged", "dirty.py"), "20", "10"])
+        .current_dir(&w.path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dejavu runs");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line)
+        .expect("the program says it paused");
+    assert_eq!(line.trim(), "paused");
+    // Another program, not traced, rewrites the file between request 10 and 11.
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg("printf '{\"greeting\": \"hello again\", \"limits\": [1]}\\n' > config.json")
+        .current_dir(&w.path)
+        .status()
+        .expect("sh runs");
+    assert!(st.success());
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"go\n")
+        .expect("resume the program");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).ok();
+    let o = child.wait_with_output().expect("dejavu ends");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let f = findings(&w, "reread-unchanged");
+    let mine = on_path(&f, &w.file("config.json"));
+    assert_eq!(mine.len(), 1, "{f:#?}");
+    let m = mine[0];
+    // 20 full reads: the first of each identity establishes, the rest (9 + 9) repeat.
+    assert_eq!(m.calls % 20, 0, "{m:#?}");
+    assert_eq!(m.redundant_calls, 18 * (m.calls / 20), "{m:#?}");
+    let cache = m.cache.clone().expect("a cache verdict");
+    assert_eq!((cache.stale_answers, cache.safe), (1, false), "{m:#?}");
+    assert!(m.hazards.iter().any(|h| h.contains("unsafe")), "{m:#?}");
+}
+
+// ---- self-inflicted-lookup (C) ------------------------------------------------------
+
+/// Compiles a fixture's C file into `work`.
+fn gcc(work: &Work, detector: &str, name: &str) -> Option<String> {
+    which("gcc")?;
+    let out = work.file(name);
+    let st = Command::new("gcc")
+        .args(["-O1", "-o", &out, &fixture(detector, &format!("{name}.c"))])
+        .status()
+        .expect("gcc runs");
+    assert!(st.success(), "compiling {name}.c");
+    Some(out)
+}
+
+#[test]
+fn self_inflicted_lookup_fstat_after_each_append() {
+    let w = Work::new();
+    let prog = require!(gcc(&w, "self-inflicted-lookup", "dirty"), "gcc");
+    let log = w.file("out.log");
+    record(&w, &[&prog, &log, "100"], &[]);
+    let f = findings(&w, "self-inflicted-lookup");
+    let mine = on_path(&f, &log);
+    assert_eq!(mine.len(), 1, "{f:#?}");
+    // 100 fstats: the first establishes the size, the other 99 follow from the appends.
+    assert_eq!(
+        (mine[0].calls, mine[0].redundant_calls),
+        (100, 99),
+        "{f:#?}"
+    );
+    assert!(mine[0].command.contains("dirty"), "{}", mine[0].command);
+}
+
+#[test]
+fn self_inflicted_lookup_counting_the_size_is_quiet() {
+    let w = Work::new();
+    let prog = require!(gcc(&w, "self-inflicted-lookup", "clean"), "gcc");
+    let log = w.file("out.log");
+    record(&w, &[&prog, &log, "100"], &[]);
+    let f = findings(&w, "self-inflicted-lookup");
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+// ---- repeated-output (Node.js) -------------------------------------------------------
+
+#[test]
+fn repeated_output_the_same_warning_per_message() {
+    let node = require!(which("node"), "node");
+    let w = Work::new();
+    record(
+        &w,
+        &[
+            node.to_str().unwrap_or("node"),
+            &fixture("repeated-output", "dirty.js"),
+            "100",
+        ],
+        &[],
+    );
+    let f = findings(&w, "repeated-output");
+    assert_eq!(f.len(), 1, "{f:#?}");
+    let m = &f[0];
+    // One line per message, each with its own timestamp: 100 occurrences, 99 repeats.
+    assert_eq!((m.calls, m.redundant_calls), (100, 99), "{m:#?}");
+    assert!(m.command.contains("dirty.js"), "{}", m.command);
+    assert!(m.paths[0].starts_with("pipe:"), "stderr is a pipe: {m:#?}");
+    let ex = m.example.clone().unwrap_or_default();
+    assert!(
+        ex.contains("[WARN] bypassing socket.io authentication") && ex.starts_with("20"),
+        "the first occurrence, timestamp and all: {ex}"
+    );
+}
+
+#[test]
+fn repeated_output_warning_once_is_quiet() {
+    let node = require!(which("node"), "node");
+    let w = Work::new();
+    record(
+        &w,
+        &[
+            node.to_str().unwrap_or("node"),
+            &fixture("repeated-output", "clean.js"),
+            "100",
+        ],
+        &[],
+    );
+    let f = findings(&w, "repeated-output");
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+// ---- repeated-exec (Python) ----------------------------------------------------------
+
+/// PATH for the program: two directories without git, then git's own.
+fn exec_path(w: &Work, git: &Path) -> String {
+    let dir = git.parent().and_then(Path::to_str).unwrap_or("/usr/bin");
+    format!("{}:{}:{dir}", w.file("nobin1"), w.file("nobin2"))
+}
+
+#[test]
+fn repeated_exec_git_version_per_item() {
+    let py = require!(python(), "python3");
+    let git = require!(which("git"), "git");
+    let w = Work::new();
+    let path = exec_path(&w, &git);
+    record(
+        &w,
+        &[
+            py.to_str().unwrap_or("python3"),
+            &fixture("repeated-exec", "dirty.py"),
+            "50",
+        ],
+        &[("PATH", &path)],
+    );
+    let f = findings(&w, "repeated-exec");
+    let git_path = git.to_str().unwrap_or("/usr/bin/git");
+    let runs = on_path(&f, git_path);
+    assert_eq!(runs.len(), 1, "{f:#?}");
+    assert_eq!((runs[0].calls, runs[0].redundant_calls), (50, 49), "{f:#?}");
+    assert_eq!(runs[0].example.as_deref(), Some("git --version"));
+    assert!(runs[0].command.contains("dirty.py"), "{}", runs[0].command);
+    // subprocess tries execve in each PATH directory before git's, per spawn.
+    let probes: Vec<_> = f
+        .iter()
+        .filter(|f| f.paths.iter().any(|p| p.contains("/nobin")))
+        .collect();
+    assert_eq!(probes.len(), 1, "{f:#?}");
+    let mut paths = probes[0].paths.clone();
+    paths.sort();
+    assert_eq!(paths, vec![w.file("nobin1/git"), w.file("nobin2/git")]);
+    assert_eq!((probes[0].calls, probes[0].redundant_calls), (100, 98));
+    assert_eq!(probes[0].pid, runs[0].pid);
+    assert_eq!(f.len(), 2, "{f:#?}");
+}
+
+#[test]
+fn repeated_exec_git_version_once_is_quiet() {
+    let py = require!(python(), "python3");
+    let git = require!(which("git"), "git");
+    let w = Work::new();
+    let path = exec_path(&w, &git);
+    record(
+        &w,
+        &[
+            py.to_str().unwrap_or("python3"),
+            &fixture("repeated-exec", "clean.py"),
+            "50",
+        ],
+        &[("PATH", &path)],
+    );
+    let f = findings(&w, "repeated-exec");
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+// ---- sync-io-main-thread (Node.js) ---------------------------------------------------
+
+fn sync_io_inputs(w: &Work) {
+    w.write("config.json", CONFIG);
+    w.write("data.txt", "some data\n");
+}
+
+#[test]
+fn sync_io_main_thread_read_and_stat_sync_per_request() {
+    let node = require!(which("node"), "node");
+    let w = Work::new();
+    sync_io_inputs(&w);
+    record(
+        &w,
+        &[
+            node.to_str().unwrap_or("node"),
+            &fixture("sync-io-main-thread", "dirty.js"),
+            "100",
+        ],
+        &[],
+    );
+    let f = findings(&w, "sync-io-main-thread");
+    // statSync: one statx per request, every one on the main thread.
+    let stat = on_path(&f, &w.file("data.txt"));
+    assert_eq!(stat.len(), 1, "{f:#?}");
+    assert_eq!((stat[0].calls, stat[0].redundant_calls), (100, 100));
+    assert!(stat[0].command.contains("dirty.js"), "{}", stat[0].command);
+    // readFileSync: open, read(s), close per request, the same number each time.
+    let read = on_path(&f, &w.file("config.json"));
+    assert_eq!(read.len(), 1, "{f:#?}");
+    assert_eq!(read[0].calls % 100, 0, "{:#?}", read[0]);
+    assert!(read[0].calls >= 300, "{:#?}", read[0]);
+    assert_eq!(read[0].redundant_calls, read[0].calls);
+    assert!(read[0].wasted_ns > 0);
+    // Start-up (loading dirty.js and probing package.json) is not the finding.
+    assert!(
+        !f.iter().any(|f| f
+            .paths
+            .iter()
+            .any(|p| p.ends_with(".js") || p.ends_with("package.json"))),
+        "{f:#?}"
+    );
+}
+
+#[test]
+fn sync_io_main_thread_fs_promises_is_quiet() {
+    let node = require!(which("node"), "node");
+    let w = Work::new();
+    sync_io_inputs(&w);
+    record(
+        &w,
+        &[
+            node.to_str().unwrap_or("node"),
+            &fixture("sync-io-main-thread", "clean.js"),
+            "100",
+        ],
+        &[],
+    );
+    let f = findings(&w, "sync-io-main-thread");
+    assert!(f.is_empty(), "{f:#?}");
+}
