@@ -147,7 +147,7 @@ fn make(
         last_ts: t.last_ts,
         fix: info.fix.to_string(),
         hazards: hazards(t, cx),
-        cache: wording.cache.then(|| CacheVerdict {
+        cache: wording.cache.then_some(CacheVerdict {
             saved_calls: t.redundant,
             stale_answers: t.stale,
             safe: t.stale == 0,

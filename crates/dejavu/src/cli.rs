@@ -29,6 +29,38 @@ Exit status: the program's own (128+N if killed by signal N); 77 if tracing is n
 permitted here; 126/127 if the command cannot be executed / is not found; 125 if dejavu
 itself failed; 2 for bad flags.")]
     Record(RecordArgs),
+    /// Report the work a trace repeats for nothing: ranked findings with their fix.
+    #[command(after_help = "\
+Examples:
+  dejavu report t.dvt
+  dejavu report --json t.dvt > findings.json       # schema: docs/report-format.md
+  dejavu report --detector ensure-dir,open-close-churn --min-calls 20 --skip-startup 2s t.dvt
+  dejavu report -O small-writes.max_bytes=512 t.dvt
+  dejavu report --list-detectors
+
+Exit status: 0 when the trace was analysed (with or without findings); 1 if the trace
+cannot be read; 2 for bad flags (an unknown detector or option: the message lists the
+valid ones).")]
+    Report(ReportArgs),
+    /// Record a program, then report the work it repeated for nothing.
+    #[command(after_help = "\
+The program keeps its stdin, stdout, stderr and terminal. The report is printed after it
+exits, on stderr (so the program's stdout stays its own); --report-to stdout or -o FILE
+send it elsewhere. The trace goes to a temporary file, deleted afterwards, unless
+--keep-trace FILE.
+
+Examples:
+  dejavu run -- node server.js
+  dejavu run --json -o findings.json -- make -j4
+  dejavu run --fail-on finding --keep-trace t.dvt -- npm test
+
+Exit status: the program's own (128+N if killed by signal N). With --fail-on finding,
+1 when the program succeeded but there are findings; the program's failure still wins.
+77/126/127/125 as for `dejavu record`; 2 for bad flags.")]
+    Run(RunArgs),
+    /// What a detector finds, an example, the fix, the hazards and its options.
+    #[command(after_help = "`dejavu report --list-detectors` lists the detectors.")]
+    Explain(ExplainArgs),
     /// Per-syscall and per-path counts, errors and time (like strace -c, per path too).
     Summary(SummaryArgs),
     /// Convert a trace to another format (jsonl: one JSON object per event).
@@ -53,6 +85,25 @@ pub struct RecordArgs {
         conflicts_with = "command"
     )]
     pub pids: Vec<i32>,
+    /// Print what was recorded when done.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// The command to run, after `--`.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<OsString>,
+    // Last: a flattened group's help heading applies to the fields after it.
+    #[command(flatten)]
+    pub capture: CaptureFlags,
+}
+
+/// How to record: shared by `record` and `run`.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Recording")]
+pub struct CaptureFlags {
     /// Keep this many bytes of each write to a terminal, pipe, socket, /dev/null or
     /// append-mode file (the only writes whose bytes are kept).
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(0..=65536))]
@@ -67,16 +118,154 @@ pub struct RecordArgs {
     /// Do not move the tracer onto the program's CPU (see docs/ptrace-backend.md).
     #[arg(long, hide = true)]
     pub no_follow_cpu: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// The trace to analyse.
+    #[arg(required_unless_present = "list_detectors")]
+    pub trace: Option<PathBuf>,
+    /// List every detector (id and what it finds) and exit.
+    #[arg(long, exclusive = true)]
+    pub list_detectors: bool,
+    #[command(flatten)]
+    pub report: ReportFlags,
+}
+
+/// What to report and how: shared by `report` and `run`.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Report")]
+pub struct ReportFlags {
+    /// Machine-readable output: one JSON object (docs/report-format.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Under each finding, also every path, the time window, every call site and the full
+    /// command line.
+    #[arg(long)]
+    pub details: bool,
+    /// Run only these detectors (comma-separated ids; `dejavu report --list-detectors`
+    /// lists them).
+    #[arg(long = "detector", value_name = "ID,...", value_delimiter = ',')]
+    pub detectors: Vec<String>,
+    /// Hide findings with fewer redundant calls than this.
+    #[arg(long, value_name = "N", default_value_t = dejavu_detect::Config::default().min_calls)]
+    pub min_calls: u64,
+    /// Do not count calls made in the first DUR of the trace (start-up), e.g. 2s, 500ms,
+    /// 1.5s; they still update what is known about files.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub skip_startup: Option<u64>,
+    /// Set a detector option, e.g. -O small-writes.max_bytes=512 (repeatable; `dejavu
+    /// explain DETECTOR` lists a detector's options).
+    #[arg(short = 'O', long = "option", value_name = "DETECTOR.OPTION=VALUE")]
+    pub options: Vec<String>,
+    /// Colour: auto (when the report goes to a terminal and NO_COLOR is not set), always,
+    /// never.
+    #[arg(long, value_name = "WHEN", value_enum, default_value = "auto")]
+    pub color: ColorWhen,
+    /// Show this many findings (terminal default 20; --json lists all unless given).
+    #[arg(long, value_name = "N", conflicts_with = "all")]
+    pub top: Option<usize>,
+    /// Show every finding over the thresholds.
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColorWhen {
+    /// When the report goes to a terminal and NO_COLOR is unset or empty.
+    Auto,
+    /// Always, even into a file or a pipe.
+    Always,
+    /// Never.
+    Never,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Where the report goes: stderr (the program's stdout stays its own) or stdout.
+    #[arg(long, value_name = "STREAM", value_enum, default_value = "stderr")]
+    pub report_to: ReportTo,
+    /// Write the report to FILE instead of a stream.
+    #[arg(short = 'o', long, value_name = "FILE", conflicts_with = "report_to")]
+    pub report_file: Option<PathBuf>,
+    /// Keep the trace in FILE (by default it goes to a temporary file, deleted after the
+    /// report).
+    #[arg(long, value_name = "FILE")]
+    pub keep_trace: Option<PathBuf>,
+    /// `finding`: exit with 1 when the program succeeded but there are findings (the
+    /// program's own failure status still wins); `never`: always the program's status.
+    #[arg(long, value_name = "WHEN", value_enum, default_value = "never")]
+    pub fail_on: FailOn,
     /// Print what was recorded when done.
     #[arg(short, long)]
     pub verbose: bool,
     /// The command to run, after `--`.
     #[arg(
+        required = true,
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "COMMAND"
     )]
     pub command: Vec<OsString>,
+    // Last: a flattened group's help heading applies to the fields after it.
+    #[command(flatten)]
+    pub capture: CaptureFlags,
+    #[command(flatten)]
+    pub report: ReportFlags,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReportTo {
+    /// Standard error (the default: the program's stdout stays untouched).
+    Stderr,
+    /// Standard output, after everything the program wrote there.
+    Stdout,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailOn {
+    /// Exit with 1 when there are findings (unless the program itself failed).
+    Finding,
+    /// Exit with the program's status whatever the findings.
+    Never,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// The detector's id (`dejavu report --list-detectors` lists them).
+    pub id: String,
+}
+
+/// `2s`, `500ms`, `1.5s`, `250us`, `1m` -> nanoseconds. A bare number is refused: `2`
+/// could mean seconds or milliseconds, and guessing wrong skips the wrong calls.
+pub fn parse_duration(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale: f64 = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "m" | "min" => 60e9,
+        "" if num.parse::<f64>() == Ok(0.0) => 0.0,
+        "" => return Err(format!("`{s}` needs a unit: 2s, 500ms, 1.5s")),
+        u => {
+            return Err(format!(
+                "unknown unit `{u}` in `{s}`: use ns, us, ms, s or m (2s, 500ms, 1.5s)"
+            ))
+        }
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration: use 2s, 500ms, 1.5s"))?;
+    let ns = n * scale;
+    if !ns.is_finite() || ns >= u64::MAX as f64 {
+        return Err(format!("`{s}` is too long"));
+    }
+    Ok(ns.round() as u64)
 }
 
 #[derive(Args, Debug)]
@@ -139,4 +328,29 @@ pub struct ImportStraceArgs {
     /// List every unparsed line, not just the first ten.
     #[arg(short, long)]
     pub verbose: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skip_startup_takes_durations_with_units() {
+        assert_eq!(parse_duration("2s"), Ok(2_000_000_000));
+        assert_eq!(parse_duration("500ms"), Ok(500_000_000));
+        assert_eq!(parse_duration("1.5s"), Ok(1_500_000_000));
+        assert_eq!(parse_duration("250us"), Ok(250_000));
+        assert_eq!(parse_duration("1m"), Ok(60_000_000_000));
+        assert_eq!(parse_duration("0"), Ok(0));
+        assert!(parse_duration("2").is_err_and(|e| e.contains("needs a unit")));
+        assert!(parse_duration("2h").is_err_and(|e| e.contains("unknown unit")));
+        assert!(parse_duration("s").is_err());
+        assert!(parse_duration("1.2.3s").is_err());
+    }
+
+    #[test]
+    fn the_flags_are_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
 }

@@ -226,10 +226,16 @@ fn in_terminal(shell_cmd: &str, delay: Duration, input: &[u8]) -> String {
 }
 
 fn signal_records(trace: &std::path::Path, sig: &str) -> usize {
-    let out = Command::new(common::dejavu()).arg("export").arg(trace).output().unwrap();
+    let out = Command::new(common::dejavu())
+        .arg("export")
+        .arg(trace)
+        .output()
+        .unwrap();
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter(|l| l.starts_with("{\"type\":\"signal\"") && l.contains(&format!("\"name\":\"{sig}\"")))
+        .filter(|l| {
+            l.starts_with("{\"type\":\"signal\"") && l.contains(&format!("\"name\":\"{sig}\""))
+        })
         .count()
 }
 
@@ -248,9 +254,16 @@ fn a_terminal_passes_through_and_what_is_written_to_it_is_kept() {
         b"",
     );
     assert!(shown.contains("on-a-tty"), "{shown:?}");
-    let out = Command::new(common::dejavu()).arg("export").arg(&trace).output().unwrap();
+    let out = Command::new(common::dejavu())
+        .arg("export")
+        .arg(&trace)
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("\"payload\":\"on-a-tty\\n\""), "the bytes written to the terminal are kept");
+    assert!(
+        text.contains("\"payload\":\"on-a-tty\\n\""),
+        "the bytes written to the terminal are kept"
+    );
 }
 
 #[test]
@@ -259,12 +272,20 @@ fn ctrl_c_in_a_terminal_reaches_the_program_exactly_once() {
     let d = tempfile::tempdir().unwrap();
     let trace = d.path().join("t.dvt");
     let shown = in_terminal(
-        &format!("'{}' record -o '{}' -- sleep 20; echo status=$?", common::dejavu().display(), trace.display()),
+        &format!(
+            "'{}' record -o '{}' -- sleep 20; echo status=$?",
+            common::dejavu().display(),
+            trace.display()
+        ),
         Duration::from_millis(1500),
         b"\x03",
     );
     assert!(shown.contains("status=130"), "{shown:?}");
-    assert_eq!(signal_records(&trace, "SIGINT"), 1, "delivered once, not forwarded a second time");
+    assert_eq!(
+        signal_records(&trace, "SIGINT"),
+        1,
+        "delivered once, not forwarded a second time"
+    );
 }
 
 #[test]
@@ -292,6 +313,9 @@ fn ctrl_c_to_a_program_that_ignores_it_leaves_both_running() {
         b"\x03",
     );
     t.join().unwrap();
-    assert!(shown.contains("ready") && shown.contains("status=0"), "{shown:?}");
+    assert!(
+        shown.contains("ready") && shown.contains("status=0"),
+        "{shown:?}"
+    );
     assert_eq!(signal_records(&trace, "SIGINT"), 1);
 }

@@ -1,8 +1,11 @@
 //! One module per subcommand; `run` dispatches.
 
+mod explain;
 mod export;
 mod import;
 mod record;
+mod report;
+mod run;
 mod summary;
 
 use crate::cli::{Cli, Command};
@@ -11,6 +14,9 @@ use crate::cli::{Cli, Command};
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Record(a) => record::run(a),
+        Command::Report(a) => report::run(a),
+        Command::Run(a) => run::run(a),
+        Command::Explain(a) => explain::run(a),
         Command::Export(a) => export::run(a),
         Command::Summary(a) => summary::run(a),
         Command::Import(c) => import::run(c),

@@ -1,8 +1,9 @@
 //! `dejavu record`: run or attach, write the trace, exit with the program's status.
 
-use crate::cli::RecordArgs;
-use dejavu_ptrace::{RecordOptions, Target};
+use crate::cli::{CaptureFlags, RecordArgs};
+use dejavu_ptrace::{Outcome, RecordOptions, Target};
 use dejavu_trace::{ExitStatus, TraceWriter, WriterOptions};
+use std::path::Path;
 
 /// Records and returns the exit code: the program's own status, shell-style.
 pub fn run(a: RecordArgs) -> anyhow::Result<i32> {
@@ -24,20 +25,36 @@ pub fn run(a: RecordArgs) -> anyhow::Result<i32> {
             )
             .exit();
     };
+    let outcome = capture(target, &a.capture, a.verbose, &a.output)?;
+    Ok(program_status(&outcome))
+}
+
+/// Records `target` into the trace at `path`, then says on stderr what the user must
+/// know (warnings, a failed write, with `verbose` what was recorded). Shared with
+/// `dejavu run`.
+pub fn capture(
+    target: Target,
+    flags: &CaptureFlags,
+    verbose: bool,
+    path: &Path,
+) -> anyhow::Result<Outcome> {
     let opts = RecordOptions {
-        payload_bytes: if a.no_payload { 0 } else { a.payload_bytes },
-        open_identity: !a.no_file_identity,
-        follow_cpu: !a.no_follow_cpu,
-        verbose: a.verbose,
+        payload_bytes: if flags.no_payload {
+            0
+        } else {
+            flags.payload_bytes
+        },
+        open_identity: !flags.no_file_identity,
+        follow_cpu: !flags.no_follow_cpu,
+        verbose,
     };
-    let out_path = a.output.clone();
     let (outcome, _file) = dejavu_ptrace::record(target, &opts, |meta| {
-        TraceWriter::create(&out_path, meta, WriterOptions::default())
+        TraceWriter::create(path, meta, WriterOptions::default())
     })
     .map_err(|e| match e {
         // Only trace-writing errors need the path; the others say all there is.
         dejavu_ptrace::RecordError::Trace(_) => {
-            anyhow::Error::from(e).context(format!("recording to {}", a.output.display()))
+            anyhow::Error::from(e).context(format!("recording to {}", path.display()))
         }
         e => anyhow::Error::from(e),
     })?;
@@ -50,30 +67,36 @@ pub fn run(a: RecordArgs) -> anyhow::Result<i32> {
             outcome.dropped
         );
     }
-    if a.verbose {
+    if verbose {
         eprintln!(
             "dejavu: recorded {} system calls from {} processes ({} threads) to {}",
             outcome.syscalls,
             outcome.processes,
             outcome.threads,
-            a.output.display()
+            path.display()
         );
     }
-    Ok(match outcome.exit {
+    Ok(outcome)
+}
+
+/// The program's exit status as a shell reports it (128+N for signal N); says which
+/// signal killed it. 0 when there is no status (attached processes keep running).
+pub fn program_status(outcome: &Outcome) -> i32 {
+    match outcome.exit {
         Some(ExitStatus::Code(c)) => c,
         Some(ExitStatus::Signal { signal, core }) => {
-            if signal != libc_sigint() && signal != 13 {
+            // We exit with 128+N instead of dying of the signal, so the shell will not
+            // say what happened: say it as a shell would (and, like bash, not for
+            // SIGINT and SIGPIPE, which the user caused or expects).
+            if signal != 2 && signal != 13 {
                 eprintln!(
-                    "dejavu: the program was killed by signal {signal}{}",
+                    "dejavu: the program was killed by {}{}",
+                    dejavu_analyze::names::signal_label(signal),
                     if core { " (core dumped)" } else { "" }
                 );
             }
             128 + signal
         }
         None => 0,
-    })
-}
-
-fn libc_sigint() -> i32 {
-    2
+    }
 }

@@ -79,7 +79,12 @@ pub fn c_workload_at(src: &Path) -> PathBuf {
         return p.clone();
     }
     let out = build_dir().join(&name);
-    let st = Command::new("gcc").args(["-O1", "-g", "-pthread", "-o"]).arg(&out).arg(src).status().expect("gcc runs");
+    let st = Command::new("gcc")
+        .args(["-O1", "-g", "-pthread", "-o"])
+        .arg(&out)
+        .arg(src)
+        .status()
+        .expect("gcc runs");
     assert!(st.success(), "compiling {}", src.display());
     m.insert(name, out.clone());
     out

@@ -1,0 +1,187 @@
+//! dejavu's reports: an [`Analysis`] rendered for people ([`TerminalReporter`]) and for
+//! programs ([`JsonReporter`], documented field by field in docs/report-format.md), one
+//! file per format behind the [`Reporter`] trait; plus the progress bar the CLI shows
+//! while a long analysis runs.
+
+mod json;
+mod progress;
+mod terminal;
+pub mod text;
+
+pub use json::{JsonReporter, FORMAT_VERSION};
+pub use progress::Progress;
+pub use terminal::TerminalReporter;
+
+use dejavu_detect::{Analysis, Config};
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::io::{self, Write};
+
+/// How to render: the settings the analysis ran with (reports state them, so a reader
+/// knows what was hidden) and presentation choices.
+#[derive(Clone, Debug)]
+pub struct RenderOptions {
+    /// The settings the analysis ran with.
+    pub config: Config,
+    /// Show at most this many findings; None shows all.
+    pub top: Option<usize>,
+    /// Everything about each finding: all paths, the time window, every call site.
+    pub details: bool,
+    /// ANSI colours (decide with [`color_enabled`]).
+    pub color: bool,
+    /// Columns the terminal report may use.
+    pub width: usize,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        RenderOptions {
+            config: Config::default(),
+            top: Some(20),
+            details: false,
+            color: false,
+            width: 100,
+        }
+    }
+}
+
+/// One output format.
+pub trait Reporter {
+    /// Writes the report of `analysis` to `out`.
+    fn render(
+        &self,
+        analysis: &Analysis,
+        out: &mut dyn Write,
+        opts: &RenderOptions,
+    ) -> io::Result<()>;
+}
+
+/// What the findings over the thresholds add up to, each redundant call counted once as
+/// far as the findings can tell.
+///
+/// Detectors may flag the same calls: the writes of one log line repeated per request
+/// are both small-writes and repeated-output; the stat before each mkdir is both
+/// ensure-dir and repeated-lookup. Findings do not list their calls, so where several
+/// findings name the same process and the same paths, only the one with the most
+/// redundant calls counts (with its time). Summing every finding would report more
+/// redundant calls than the trace has.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Totals {
+    /// Redundant calls.
+    pub redundant_calls: u64,
+    /// Time in them, ns.
+    pub wasted_ns: u64,
+}
+
+impl Totals {
+    /// Over every finding of `a` (not only those a `--top` limit shows), at most the
+    /// trace's own totals.
+    pub fn of(a: &Analysis) -> Totals {
+        let mut most: BTreeMap<(u32, &[String]), (u64, u64)> = BTreeMap::new();
+        for f in &a.findings {
+            let e = most.entry((f.pid, f.paths.as_slice())).or_default();
+            *e = (*e).max((f.redundant_calls, f.wasted_ns));
+        }
+        let (calls, ns) = most
+            .values()
+            .fold((0u64, 0u64), |(c, n), &(fc, fnn)| (c + fc, n + fnn));
+        Totals {
+            redundant_calls: calls.min(a.syscalls),
+            wasted_ns: ns.min(a.syscall_ns),
+        }
+    }
+}
+
+/// What a user must know about the trace before trusting the counts: lost events and a
+/// cut-off trace. One line each, for stderr.
+pub fn warnings(a: &Analysis) -> Vec<String> {
+    let mut w = Vec::new();
+    if a.lost_events > 0 {
+        w.push(format!(
+            "{} events were lost while recording: counts are lower bounds",
+            text::fmt_count(a.lost_events)
+        ));
+    }
+    if let Some(t) = &a.truncated {
+        w.push(t.warning());
+    }
+    w
+}
+
+/// When to colour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColorWhen {
+    /// When the output is a terminal and NO_COLOR is unset or empty.
+    Auto,
+    /// Always (overrides NO_COLOR, as an explicit flag should).
+    Always,
+    /// Never.
+    Never,
+}
+
+/// Whether to colour output going to a terminal (`is_terminal`) given the `NO_COLOR`
+/// variable's value (https://no-color.org: set and not empty means no colour).
+pub fn color_enabled(when: ColorWhen, is_terminal: bool, no_color: Option<&OsStr>) -> bool {
+    match when {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => {
+            let no_color_set = matches!(no_color, Some(v) if !v.is_empty());
+            is_terminal && !no_color_set
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod fixture;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_color_and_non_terminals_turn_colour_off_unless_forced() {
+        let set = Some(OsStr::new("1"));
+        let empty = Some(OsStr::new(""));
+        assert!(color_enabled(ColorWhen::Auto, true, None));
+        assert!(color_enabled(ColorWhen::Auto, true, empty));
+        assert!(!color_enabled(ColorWhen::Auto, true, set));
+        assert!(!color_enabled(ColorWhen::Auto, false, None));
+        assert!(color_enabled(ColorWhen::Always, false, set));
+        assert!(!color_enabled(ColorWhen::Never, true, None));
+    }
+
+    #[test]
+    fn calls_two_detectors_flag_count_once_in_the_totals() {
+        let mut a = fixture::analysis();
+        let before = Totals::of(&a);
+        assert_eq!(before.redundant_calls, 1_000 + 120 + 44 + 40);
+        // small-writes on the same log lines as repeated-output, with more calls.
+        let mut twin = a.findings[3].clone();
+        twin.detector = "small-writes";
+        twin.redundant_calls = 50;
+        twin.wasted_ns = 2_000;
+        a.findings.push(twin);
+        let after = Totals::of(&a);
+        assert_eq!(after.redundant_calls, before.redundant_calls + 10);
+        assert_eq!(after.wasted_ns, before.wasted_ns + 500);
+        // Never more than the trace has.
+        a.syscalls = 100;
+        assert_eq!(Totals::of(&a).redundant_calls, 100);
+    }
+
+    #[test]
+    fn warnings_name_lost_events_and_truncation() {
+        let mut a = fixture::analysis();
+        assert!(warnings(&a).is_empty());
+        a.lost_events = 1200;
+        a.truncated = Some(dejavu_trace::Truncation {
+            valid_bytes: 4096,
+            lost_bytes: 17,
+        });
+        let w = warnings(&a);
+        assert_eq!(w.len(), 2);
+        assert!(w[0].contains("1,200 events were lost"), "{w:?}");
+        assert!(w[1].contains("4096"), "{w:?}");
+    }
+}

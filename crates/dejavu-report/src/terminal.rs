@@ -1,0 +1,692 @@
+//! The terminal report: a one-paragraph summary, then the findings as a ranked, aligned
+//! table that fits the width (100 columns by default), each row followed by what to do
+//! about it: the fix, the cache verdict, the hazards, an example and the call sites.
+
+use crate::text::{
+    fmt_count, fmt_duration_short as fmt_duration, fmt_share, ratio, sanitize, shell_join,
+    shorten_end, shorten_middle, wrap,
+};
+use crate::{RenderOptions, Reporter, Totals};
+use dejavu_detect::{Analysis, Finding, Severity};
+use std::io::{self, Write};
+
+/// Renders the analysis for people.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TerminalReporter;
+
+/// Space between table columns: one, as `ps` does, to leave the paths room in 100
+/// columns.
+const GAP: &str = " ";
+/// Call sites under a row unless `--details`.
+const CALLSITES: usize = 3;
+/// Paths of a pattern named under a row unless `--details`.
+const EXAMPLE_PATHS: usize = 2;
+/// Said when a cache would have served stale answers.
+const UNSAFE: &str = "unsafe to cache:";
+/// Narrower than this, the table cannot fit; lines then wrap in the terminal.
+const MIN_WIDTH: usize = 80;
+/// Findings named in the summary paragraph.
+const TOP_IN_SUMMARY: usize = 3;
+
+impl Reporter for TerminalReporter {
+    fn render(&self, a: &Analysis, out: &mut dyn Write, opts: &RenderOptions) -> io::Result<()> {
+        let r = Render {
+            a,
+            opts,
+            st: Style(opts.color),
+            width: opts.width.max(MIN_WIDTH),
+        };
+        r.summary(out)?;
+        if !a.findings.is_empty() {
+            writeln!(out)?;
+            r.table(out)?;
+        }
+        r.footer(out)
+    }
+}
+
+struct Render<'a> {
+    a: &'a Analysis,
+    opts: &'a RenderOptions,
+    st: Style,
+    width: usize,
+}
+
+impl Render<'_> {
+    /// The paragraph at the top: what was traced, how much of it was redundant, the top
+    /// findings; or, with nothing to report, what was analysed with which thresholds.
+    fn summary(&self, out: &mut dyn Write) -> io::Result<()> {
+        let a = self.a;
+        let mut text = format!(
+            "{} ({}, {} {}): ",
+            shorten_end(&sanitize(&shell_join(&a.meta.command)), 60),
+            if a.meta.backend.is_empty() {
+                "trace"
+            } else {
+                &a.meta.backend
+            },
+            fmt_count(a.processes as u64),
+            plural(a.processes as u64, "process", "processes"),
+        );
+        if a.findings.is_empty() {
+            text.push_str(&format!(
+                "no redundant work found in {} file {} ({} traced), {}.",
+                fmt_count(a.syscalls),
+                plural(a.syscalls, "syscall", "syscalls"),
+                fmt_duration(a.syscall_ns),
+                self.thresholds(),
+            ));
+            text.push(' ');
+            text.push_str(&self.hidden_sentence(true));
+        } else {
+            let t = Totals::of(a);
+            text.push_str(&format!(
+                "{} of {} file syscalls were redundant ({}), {} of {} traced ({}), in {} {}. Top: ",
+                fmt_count(t.redundant_calls),
+                fmt_count(a.syscalls),
+                fmt_share(ratio(t.redundant_calls, a.syscalls)),
+                fmt_duration(t.wasted_ns),
+                fmt_duration(a.syscall_ns),
+                fmt_share(ratio(t.wasted_ns, a.syscall_ns)),
+                fmt_count(a.findings.len() as u64),
+                plural(a.findings.len() as u64, "finding", "findings"),
+            ));
+            let top: Vec<String> = a
+                .findings
+                .iter()
+                .take(TOP_IN_SUMMARY)
+                .map(|f| {
+                    format!(
+                        "{} of {} in {} ({} {})",
+                        f.detector,
+                        shorten_middle(&paths_label(f), 40),
+                        process_label(f),
+                        fmt_count(f.redundant_calls),
+                        plural(f.redundant_calls, "call", "calls"),
+                    )
+                })
+                .collect();
+            text.push_str(&top.join("; "));
+            match a.findings.len().saturating_sub(TOP_IN_SUMMARY) {
+                0 => text.push('.'),
+                n => text.push_str(&format!("; and {n} more.")),
+            }
+        }
+        for line in wrap(&text, self.width, "", "") {
+            writeln!(out, "{line}")?;
+        }
+        Ok(())
+    }
+
+    /// "with 13 detectors, at least 10 redundant calls per finding, ..." for the
+    /// no-findings paragraph.
+    fn thresholds(&self) -> String {
+        let cfg = &self.opts.config;
+        let dets = &self.a.detectors;
+        let mut s = if cfg.only.is_some() {
+            format!(
+                "with {} {} ({})",
+                dets.len(),
+                plural(dets.len() as u64, "detector", "detectors"),
+                dets.join(", ")
+            )
+        } else {
+            format!("with all {} detectors", dets.len())
+        };
+        s.push_str(&format!(
+            ", counting findings of at least {} redundant {}",
+            fmt_count(cfg.min_calls.max(1)),
+            plural(cfg.min_calls.max(1), "call", "calls")
+        ));
+        if cfg.skip_startup_ns > 0 {
+            s.push_str(&format!(
+                ", skipping calls in the first {}",
+                fmt_duration(cfg.skip_startup_ns)
+            ));
+        }
+        if !cfg.options.is_empty() {
+            let o: Vec<String> = cfg
+                .options
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            s.push_str(&format!(" and {}", o.join(", ")));
+        }
+        s
+    }
+
+    /// What `--min-calls` hid, and how to see it.
+    fn hidden_sentence(&self, always: bool) -> String {
+        let min = self.opts.config.min_calls.max(1);
+        match self.a.hidden {
+            0 if always => "No finding was hidden by the thresholds.".to_string(),
+            0 => String::new(),
+            n => format!(
+                "{} {} with fewer than {} redundant calls {} hidden (--min-calls 1 shows {}).",
+                fmt_count(n as u64),
+                plural(n as u64, "finding", "findings"),
+                fmt_count(min),
+                if n == 1 { "was" } else { "were" },
+                if n == 1 { "it" } else { "them" },
+            ),
+        }
+    }
+
+    fn shown(&self) -> &[Finding] {
+        let n = self
+            .opts
+            .top
+            .map_or(self.a.findings.len(), |t| t.min(self.a.findings.len()));
+        &self.a.findings[..n]
+    }
+
+    fn table(&self, out: &mut dyn Write) -> io::Result<()> {
+        let shown = self.shown();
+        let rows: Vec<[String; 9]> = shown
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                [
+                    (i + 1).to_string(),
+                    f.severity.name().to_string(),
+                    f.detector.to_string(),
+                    process_label(f),
+                    paths_label(f),
+                    fmt_count(f.calls),
+                    fmt_count(f.redundant_calls),
+                    fmt_duration(f.wasted_ns),
+                    fmt_share(f.share),
+                ]
+            })
+            .collect();
+        let cols = Columns::fit(&rows, self.width);
+        // The header.
+        let head: Vec<String> = HEADERS
+            .iter()
+            .enumerate()
+            .map(|(i, h)| cols.cell(i, h))
+            .collect();
+        writeln!(out, "{}", self.st.bold(head.join(GAP).trim_end()))?;
+        let indent = " ".repeat(cols.w[0] + cols.w[1] + 2 * GAP.len());
+        let path_room = cols.w[Columns::PATHS];
+        for (i, (f, row)) in shown.iter().zip(&rows).enumerate() {
+            let mut cells: Vec<String> = row
+                .iter()
+                .enumerate()
+                .map(|(c, v)| cols.cell(c, v))
+                .collect();
+            cells[1] = self.st.severity(f.severity, &cells[1]);
+            cells[6] = self.st.bold(&cells[6]);
+            cells[7] = self.st.bold(&cells[7]);
+            cells[8] = self.st.severity(f.severity, &cells[8]);
+            writeln!(out, "{}", cells.join(GAP))?;
+            // Under the row: what to do about it. Texts a row above already gave for the
+            // same detector are referred to, not repeated.
+            let above = &shown[..i];
+            let refs = Refs {
+                fix: above
+                    .iter()
+                    .position(|e| e.detector == f.detector && e.fix == f.fix),
+                hazards: above.iter().position(|e| {
+                    e.detector == f.detector && !f.hazards.is_empty() && e.hazards == f.hazards
+                }),
+                cut: row[Columns::PATHS].chars().count() > path_room,
+            };
+            for line in self.block(f, &refs, &indent) {
+                writeln!(out, "{line}")?;
+            }
+            writeln!(out)?;
+        }
+        Ok(())
+    }
+
+    /// The lines under one row.
+    fn block(&self, f: &Finding, refs: &Refs, indent: &str) -> Vec<String> {
+        const LABEL: usize = 9;
+        let st = &self.st;
+        let mut lines = Vec::new();
+        let mut field = |label: &str, text: &str, paint: &dyn Fn(&str) -> String| {
+            let first = format!("{indent}{label:<LABEL$}");
+            let rest = format!("{indent}{:LABEL$}", "");
+            for (n, l) in wrap(text, self.width, &first, &rest)
+                .into_iter()
+                .enumerate()
+            {
+                // Colour the label only: a wrapped line must keep its width.
+                lines.push(if n == 0 {
+                    format!(
+                        "{indent}{}{}",
+                        paint(&l[indent.len()..indent.len() + LABEL]),
+                        &l[indent.len() + LABEL..]
+                    )
+                } else {
+                    l
+                });
+            }
+        };
+        let details = self.opts.details;
+        let room = self.width.saturating_sub(indent.len() + LABEL);
+        // Paths are single words to `wrap`: shorten each to fit a line of its own.
+        let fit_paths = |ps: &[String]| {
+            ps.iter()
+                .map(|p| shorten_middle(&sanitize(p), room.saturating_sub(1)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if details {
+            field(
+                "process:",
+                &format!("{} {}", f.pid, sanitize(&f.command)),
+                &|s| st.dim(s),
+            );
+            let paths = if f.example_paths.is_empty() {
+                fit_paths(&f.paths)
+            } else {
+                format!(
+                    "{} ({} paths; e.g. {})",
+                    fit_paths(&f.paths),
+                    fmt_count(f.path_count),
+                    fit_paths(&f.example_paths)
+                )
+            };
+            field("paths:", &paths, &|s| st.dim(s));
+            field(
+                "window:",
+                &format!(
+                    "redundant calls from {} to {} after the trace started",
+                    fmt_duration(f.first_ts),
+                    fmt_duration(f.last_ts)
+                ),
+                &|s| st.dim(s),
+            );
+        }
+        if !details && (refs.cut || f.paths.len() > 1 || f.path_count > f.paths.len() as u64) {
+            let mut paths = fit_paths(&f.paths);
+            if f.path_count > f.paths.len() as u64 {
+                // A pattern can be as vague as `/**/*`: name a couple of the paths too.
+                let shown = &f.example_paths[..f.example_paths.len().min(EXAMPLE_PATHS)];
+                paths.push_str(&format!(" ({} paths", fmt_count(f.path_count)));
+                if !shown.is_empty() {
+                    paths.push_str(&format!(", e.g. {}", fit_paths(shown)));
+                }
+                paths.push(')');
+            }
+            field("paths:", &paths, &|s| st.dim(s));
+        }
+        match refs.fix {
+            Some(e) if !details => field("fix:", &format!("as for #{}", e + 1), &|s| st.green(s)),
+            _ if f.fix.is_empty() => {}
+            _ => field("fix:", &sanitize(&f.fix), &|s| st.green(s)),
+        }
+        if let Some(c) = &f.cache {
+            let text = if c.safe {
+                format!(
+                    "a cache would have saved {} {} and served no stale answers",
+                    fmt_count(c.saved_calls),
+                    plural(c.saved_calls, "call", "calls")
+                )
+            } else {
+                format!(
+                    "{UNSAFE} a cache would have saved {} {} but served {} stale {}",
+                    fmt_count(c.saved_calls),
+                    plural(c.saved_calls, "call", "calls"),
+                    fmt_count(c.stale_answers),
+                    plural(c.stale_answers, "answer", "answers")
+                )
+            };
+            field("cache:", &text, &|s| st.dim(s));
+        }
+        match refs.hazards {
+            Some(e) if !details => {
+                field("hazard:", &format!("as for #{}", e + 1), &|s| st.yellow(s))
+            }
+            _ => {
+                for h in &f.hazards {
+                    field("hazard:", &sanitize(h), &|s| st.yellow(s));
+                }
+            }
+        }
+        if let Some(e) = &f.example {
+            // Wrapped rather than cut, but a long one (a stack of output) stops at three lines.
+            let e = shorten_end(&sanitize(e), room * 3 - 12);
+            field("example:", &e, &|s| st.dim(s));
+        }
+        let limit = if details { usize::MAX } else { CALLSITES };
+        for (n, c) in f.callsites.iter().take(limit).enumerate() {
+            let calls = format!(
+                "  ({} {})",
+                fmt_count(c.redundant_calls),
+                plural(c.redundant_calls, "call", "calls")
+            );
+            let func = shorten_end(&sanitize(&c.function), room / 3);
+            let loc = format!("{}:{}", sanitize(&c.file), c.line);
+            let loc = shorten_middle(
+                &loc,
+                room.saturating_sub(func.chars().count() + 1 + calls.len()),
+            );
+            let label = if n == 0 { "at:" } else { "" };
+            field(label, &format!("{func} {loc}{calls}"), &|s| st.dim(s));
+        }
+        if f.callsites.len() > limit {
+            let more = f.callsites.len() - limit;
+            field(
+                "",
+                &format!("and {more} more (--details shows them)"),
+                &|s| s.to_string(),
+            );
+        }
+        if details {
+            field("more:", &format!("dejavu explain {}", f.detector), &|s| {
+                st.dim(s)
+            });
+        }
+        if st.0 {
+            // Coloured after wrapping, so that colour cannot change where lines break.
+            for l in &mut lines {
+                *l = l.replace(UNSAFE, &st.red(UNSAFE));
+            }
+        }
+        lines
+    }
+
+    fn footer(&self, out: &mut dyn Write) -> io::Result<()> {
+        if self.a.findings.is_empty() {
+            return Ok(());
+        }
+        let omitted = self.a.findings.len() - self.shown().len();
+        let mut text = String::new();
+        if omitted > 0 {
+            text.push_str(&format!(
+                "{} more {} not shown (--all shows every finding). ",
+                fmt_count(omitted as u64),
+                plural(omitted as u64, "finding", "findings")
+            ));
+        }
+        text.push_str(&self.hidden_sentence(false));
+        if !text.trim().is_empty() {
+            for line in wrap(&text, self.width, "", "") {
+                writeln!(out, "{line}")?;
+            }
+        }
+        writeln!(
+            out,
+            "`dejavu explain DETECTOR` says what a finding means and how to fix it."
+        )
+    }
+}
+
+/// What a row's block can refer to instead of repeating it.
+struct Refs {
+    /// A row above with the same fix.
+    fix: Option<usize>,
+    /// A row above with the same hazards.
+    hazards: Option<usize>,
+    /// The table had to shorten the paths: spell them out.
+    cut: bool,
+}
+
+const HEADERS: [&str; 9] = [
+    "#",
+    "sev",
+    "detector",
+    "process",
+    "paths",
+    "calls",
+    "redundant",
+    "wasted",
+    "share",
+];
+
+/// Column widths fitted to the content and the terminal width.
+struct Columns {
+    w: [usize; 9],
+}
+
+impl Columns {
+    const PROCESS: usize = 3;
+    const PATHS: usize = 4;
+
+    /// Natural widths when they fit. Otherwise the process column gives way first (down
+    /// to 20), then the paths (down to 24: a path is what the row is about), then both
+    /// down to 12; the other columns are short and never cut.
+    fn fit(rows: &[[String; 9]], width: usize) -> Columns {
+        let mut w = [0usize; 9];
+        for (i, h) in HEADERS.iter().enumerate() {
+            w[i] = rows
+                .iter()
+                .map(|r| r[i].chars().count())
+                .chain(std::iter::once(h.chars().count()))
+                .max()
+                .unwrap_or(0);
+        }
+        w[Self::PROCESS] = w[Self::PROCESS].min(32);
+        for (col, floor) in [
+            (Self::PROCESS, 20),
+            (Self::PATHS, 24),
+            (Self::PROCESS, 12),
+            (Self::PATHS, 12),
+        ] {
+            let total: usize = w.iter().sum::<usize>() + GAP.len() * (w.len() - 1);
+            let over = total.saturating_sub(width);
+            w[col] -= over.min(w[col].saturating_sub(floor));
+        }
+        Columns { w }
+    }
+
+    /// `v` fitted to column `i`: numbers right-aligned, text left-aligned and shortened
+    /// (paths in the middle, the rest at the end).
+    fn cell(&self, i: usize, v: &str) -> String {
+        let w = self.w[i];
+        match i {
+            0 | 5..=8 => format!("{v:>w$}"),
+            Self::PATHS => format!("{:<w$}", shorten_middle(v, w)),
+            _ => format!("{:<w$}", shorten_end(v, w)),
+        }
+    }
+}
+
+/// `4242 node server.js`: the pid, the program's name and, when the next argument is not
+/// a flag, that argument's file name (which script an interpreter runs is what tells two
+/// `python3` processes apart).
+fn process_label(f: &Finding) -> String {
+    let cmd = sanitize(&f.command);
+    let mut words = cmd.split(' ').filter(|w| !w.is_empty());
+    let base = |w: &str| w.rsplit('/').next().unwrap_or(w).to_string();
+    let mut label = format!("{} {}", f.pid, words.next().map(base).unwrap_or_default());
+    if let Some(arg) = words.next().filter(|w| !w.starts_with('-')) {
+        label.push(' ');
+        label.push_str(&base(arg));
+    }
+    label
+}
+
+/// The path or pattern; `first (+2)` when a finding has several.
+fn paths_label(f: &Finding) -> String {
+    match f.paths.as_slice() {
+        [] => "-".to_string(),
+        [one] => sanitize(one),
+        [first, rest @ ..] => format!("{} (+{})", sanitize(first), rest.len()),
+    }
+}
+
+fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
+/// ANSI styles, or none.
+#[derive(Clone, Copy)]
+struct Style(bool);
+
+impl Style {
+    fn paint(&self, s: &str, code: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    fn bold(&self, s: &str) -> String {
+        self.paint(s, "1")
+    }
+    fn dim(&self, s: &str) -> String {
+        self.paint(s, "2")
+    }
+    fn red(&self, s: &str) -> String {
+        self.paint(s, "31")
+    }
+    fn green(&self, s: &str) -> String {
+        self.paint(s, "32")
+    }
+    fn yellow(&self, s: &str) -> String {
+        self.paint(s, "33")
+    }
+    fn severity(&self, sev: Severity, s: &str) -> String {
+        match sev {
+            Severity::High => self.paint(s, "1;31"),
+            Severity::Medium => self.paint(s, "33"),
+            Severity::Low => s.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture;
+
+    fn render(a: &Analysis, opts: &RenderOptions) -> String {
+        let mut out = Vec::new();
+        TerminalReporter
+            .render(a, &mut out, opts)
+            .expect("render to memory");
+        String::from_utf8(out).expect("UTF-8")
+    }
+
+    fn opts() -> RenderOptions {
+        RenderOptions::default()
+    }
+
+    #[test]
+    fn snapshot_terminal() {
+        insta::assert_snapshot!(render(&fixture::analysis(), &opts()));
+    }
+
+    #[test]
+    fn snapshot_terminal_details() {
+        let o = RenderOptions {
+            details: true,
+            ..opts()
+        };
+        insta::assert_snapshot!(render(&fixture::analysis(), &o));
+    }
+
+    #[test]
+    fn snapshot_terminal_without_findings() {
+        let mut o = opts();
+        o.config.skip_startup_ns = 2_000_000_000;
+        o.config.min_calls = 1000;
+        insta::assert_snapshot!(render(&fixture::empty(), &o));
+    }
+
+    #[test]
+    fn every_line_fits_the_width() {
+        for width in [80, 100, 120] {
+            for details in [false, true] {
+                let o = RenderOptions {
+                    width,
+                    details,
+                    ..opts()
+                };
+                let text = render(&fixture::analysis(), &o);
+                for line in text.lines() {
+                    assert!(
+                        line.chars().count() <= width,
+                        "{width}: {line:?} is {}",
+                        line.chars().count()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn colour_only_when_asked() {
+        assert!(!render(&fixture::analysis(), &opts()).contains('\x1b'));
+        let o = RenderOptions {
+            color: true,
+            ..opts()
+        };
+        let text = render(&fixture::analysis(), &o);
+        assert!(text.contains("\x1b[1;31mhigh"), "severity is coloured");
+        // Colour must not change the layout: strip it and get the plain report back.
+        assert_eq!(strip_ansi(&text), render(&fixture::analysis(), &opts()));
+    }
+
+    #[test]
+    fn top_limits_rows_and_says_how_to_see_the_rest() {
+        let o = RenderOptions {
+            top: Some(2),
+            ..opts()
+        };
+        let text = render(&fixture::analysis(), &o);
+        assert!(
+            text.contains("2 more findings not shown (--all shows every finding)"),
+            "{text}"
+        );
+        assert!(!text.contains("\n3  "), "{text}");
+    }
+
+    #[test]
+    fn nothing_found_says_what_was_analysed_and_what_was_hidden() {
+        let mut o = opts();
+        o.config.min_calls = 1000;
+        let text = render(&fixture::empty(), &o).replace('\n', " ");
+        assert!(
+            text.contains("no redundant work found in 1,530 file syscalls"),
+            "{text}"
+        );
+        assert!(text.contains("at least 1,000 redundant calls"), "{text}");
+        assert!(
+            text.contains("3 findings with fewer than 1,000 redundant calls were hidden"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_fix_and_hazards_given_above_are_referred_to_not_repeated() {
+        let mut a = fixture::analysis();
+        a.findings[2].hazards = a.findings[0].hazards.clone();
+        let text = render(&a, &opts());
+        let third = text.split("\n3 ").nth(1).expect("row 3");
+        let third = &third[..third.find("\n\n").unwrap_or(third.len())];
+        assert!(third.contains("fix:     as for #1"), "{third}");
+        assert!(third.contains("hazard:  as for #1"), "{third}");
+        // --details always spells everything out.
+        let o = RenderOptions {
+            details: true,
+            ..opts()
+        };
+        assert!(!render(&a, &o).contains("as for #"));
+    }
+
+    fn strip_ansi(s: &str) -> String {
+        let mut out = String::new();
+        let mut it = s.chars();
+        while let Some(c) = it.next() {
+            if c == '\x1b' {
+                for d in it.by_ref() {
+                    if d == 'm' {
+                        break;
+                    }
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+}
