@@ -4,6 +4,7 @@
 use crate::{registry, Config, Detector, Finding};
 use dejavu_replay::{Replay, View};
 use dejavu_trace::{FileStat, Meta, Record, StatId, Strings, Sys, TraceError, TraceReader};
+use std::cell::RefCell;
 use std::io::Read;
 
 /// What a detector may consult while it works.
@@ -15,6 +16,33 @@ pub struct Cx<'a> {
     /// The analysis settings.
     pub config: &'a Config,
     stats: &'a dyn Fn(StatId) -> FileStat,
+    marks: &'a RefCell<Marks>,
+}
+
+/// Which calls some detector found redundant, each counted once however many detectors
+/// flag it (the writes of a log line repeated per request are both small-writes and
+/// repeated-output). One bit per syscall record.
+#[derive(Debug, Default)]
+pub struct Marks {
+    bits: Vec<u64>,
+    /// Distinct redundant calls.
+    pub calls: u64,
+    /// Their time, ns.
+    pub ns: u64,
+}
+
+impl Marks {
+    fn mark(&mut self, seq: u64, dur: u64) {
+        let (w, b) = ((seq / 64) as usize, seq % 64);
+        if w >= self.bits.len() {
+            self.bits.resize((w + 1).max(self.bits.len() * 2), 0);
+        }
+        if self.bits[w] & (1 << b) == 0 {
+            self.bits[w] |= 1 << b;
+            self.calls += 1;
+            self.ns += dur;
+        }
+    }
 }
 
 impl std::fmt::Debug for Cx<'_> {
@@ -30,13 +58,23 @@ impl<'a> Cx<'a> {
         strings: &'a Strings,
         config: &'a Config,
         stats: &'a dyn Fn(StatId) -> FileStat,
+        marks: &'a RefCell<Marks>,
     ) -> Self {
         Cx {
             replay,
             strings,
             config,
             stats,
+            marks,
         }
+    }
+
+    /// Notes that call `seq` (its `View::seq`), which took `dur` ns, is redundant. A
+    /// detector marks every call it counts as redundant, so the report's totals count
+    /// each call once.
+    #[inline]
+    pub fn mark(&self, seq: u64, dur: u64) {
+        self.marks.borrow_mut().mark(seq, dur);
     }
 
     /// A stat answer.
@@ -85,6 +123,11 @@ pub struct Analysis {
     pub truncated: Option<dejavu_trace::Truncation>,
     /// Ids of the detectors that ran.
     pub detectors: Vec<&'static str>,
+    /// Distinct calls some detector found redundant (over every finding, those below
+    /// the thresholds included): each call once, however many findings name it.
+    pub redundant_calls: u64,
+    /// Their time, ns.
+    pub redundant_ns: u64,
 }
 
 /// Replays `reader` through every enabled detector. `progress(bytes_read)` is called
@@ -109,6 +152,7 @@ pub fn analyze<R: Read>(
         .map(|&s| (0..dets.len()).filter(|&i| dets[i].wants(s)).collect())
         .collect();
     let mut replay = Replay::new(reader.meta());
+    let marks = RefCell::new(Marks::default());
     let mut n: u64 = 0;
     while let Some(rec) = reader.next_record()? {
         n += 1;
@@ -127,6 +171,7 @@ pub fn analyze<R: Read>(
                         strings,
                         config: cfg,
                         stats: &stat_of,
+                        marks: &marks,
                     };
                     for &i in targets {
                         dets[i].on_syscall(&s, &v, &cx);
@@ -141,6 +186,7 @@ pub fn analyze<R: Read>(
                     strings,
                     config: cfg,
                     stats: &stat_of,
+                    marks: &marks,
                 };
                 for d in dets.iter_mut() {
                     d.on_record(&other, &cx);
@@ -155,8 +201,13 @@ pub fn analyze<R: Read>(
         strings,
         config: cfg,
         stats: &stat_of,
+        marks: &marks,
     };
     let mut all: Vec<Finding> = dets.iter_mut().flat_map(|d| d.finish(&cx)).collect();
+    let (redundant_calls, redundant_ns) = {
+        let m = marks.borrow();
+        (m.calls, m.ns)
+    };
     let before = all.len();
     all.retain(|f| f.redundant_calls >= cfg.min_calls.max(1));
     let hidden = before - all.len();
@@ -180,5 +231,46 @@ pub fn analyze<R: Read>(
             .max(reader.end().map_or(0, |e| e.lost_events)),
         truncated: reader.truncation().cloned(),
         detectors: infos.iter().map(|d| d.id).collect(),
+        redundant_calls,
+        redundant_ns,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::TraceBuilder;
+    use crate::Config;
+
+    #[test]
+    fn a_call_two_detectors_flag_counts_once_in_the_totals() {
+        let mut b = TraceBuilder::new();
+        for _ in 0..20 {
+            b.call(dejavu_trace::Sys::Write, |c, b| {
+                c.fd = Some(1);
+                c.path = Some(b.s("pipe:[7]"));
+                c.ev = dejavu_trace::ev::PATH_FROM_FD;
+                c.count = 10;
+                c.ret = 10;
+                c.payload = Some(b.s("same line\n"));
+            });
+        }
+        let a = b.analyze_with(&Config {
+            min_calls: 1,
+            ..Config::default()
+        });
+        let by = |id: &str| {
+            a.findings
+                .iter()
+                .filter(|f| f.detector == id)
+                .map(|f| f.redundant_calls)
+                .sum::<u64>()
+        };
+        // small-writes: 20 tiny writes, one would do; repeated-output: the same line 20
+        // times (marked from its 10th occurrence on, when it becomes a finding).
+        assert_eq!(by("small-writes"), 19);
+        assert_eq!(by("repeated-output"), 19);
+        assert_eq!(a.redundant_calls, 19, "each write counted once");
+        assert_eq!(a.redundant_ns, 19 * 500);
+        assert!(a.redundant_calls <= a.syscalls);
+    }
 }

@@ -54,10 +54,77 @@ impl Tally {
     }
 }
 
-/// Tallies of one detector, by (pid, path).
-#[derive(Debug, Default)]
-pub struct Tallies {
-    map: FxHashMap<(u32, PathKey), Tally>,
+/// Tallies of one detector, by (pid, path), each with the detector's own per-path state
+/// `E` beside it (one look-up per call instead of two).
+///
+/// Path keys are dense and handed out in first-seen order, so a process's index is an
+/// array by path key once it knows enough paths to fill it (a sweep over many paths then
+/// walks memory in order); a process that knows few paths keeps a small hash map.
+#[derive(Debug)]
+pub struct Tallies<E = ()> {
+    index: FxHashMap<u32, Index>,
+    entries: Vec<Entry<E>>,
+}
+
+#[derive(Debug)]
+struct Entry<E> {
+    pid: u32,
+    path: PathKey,
+    tally: Tally,
+    state: E,
+}
+
+#[derive(Debug)]
+enum Index {
+    Sparse(FxHashMap<u32, u32>),
+    /// Entry index + 1 by path key; 0 is none.
+    Dense(Vec<u32>),
+}
+
+impl Index {
+    #[inline]
+    fn get(&self, path: PathKey) -> Option<usize> {
+        match self {
+            Index::Sparse(m) => m.get(&path.0).map(|&i| i as usize),
+            Index::Dense(v) => match v.get(path.0 as usize) {
+                Some(&i) if i != 0 => Some(i as usize - 1),
+                _ => None,
+            },
+        }
+    }
+
+    fn insert(&mut self, path: PathKey, i: usize) {
+        match self {
+            Index::Sparse(m) => {
+                m.insert(path.0, i as u32);
+                // Dense once the array would be at most 8x the entries it holds.
+                let max = m.keys().copied().max().unwrap_or(0) as usize;
+                if m.len() >= 1024 && max < m.len() * 8 {
+                    let mut v = vec![0u32; max + 1];
+                    for (&k, &e) in m.iter() {
+                        v[k as usize] = e + 1;
+                    }
+                    *self = Index::Dense(v);
+                }
+            }
+            Index::Dense(v) => {
+                let k = path.0 as usize;
+                if k >= v.len() {
+                    v.resize((k + 1).max(v.len() * 2), 0);
+                }
+                v[k] = i as u32 + 1;
+            }
+        }
+    }
+}
+
+impl<E> Default for Tallies<E> {
+    fn default() -> Self {
+        Tallies {
+            index: FxHashMap::default(),
+            entries: Vec::new(),
+        }
+    }
 }
 
 /// How a detector words its findings.
@@ -67,11 +134,46 @@ pub struct Wording {
     pub cache: bool,
 }
 
-impl Tallies {
+impl<E: Default> Tallies<E> {
+    #[inline]
+    fn slot(&mut self, pid: u32, path: PathKey) -> usize {
+        let idx = self
+            .index
+            .entry(pid)
+            .or_insert_with(|| Index::Sparse(FxHashMap::default()));
+        if let Some(i) = idx.get(path) {
+            return i;
+        }
+        let i = self.entries.len();
+        self.entries.push(Entry {
+            pid,
+            path,
+            tally: Tally::default(),
+            state: E::default(),
+        });
+        idx.insert(path, i);
+        i
+    }
+
     /// The tally of (pid, path).
     #[inline]
     pub fn get(&mut self, pid: u32, path: PathKey) -> &mut Tally {
-        self.map.entry((pid, path)).or_default()
+        let i = self.slot(pid, path);
+        &mut self.entries[i].tally
+    }
+
+    /// The tally of (pid, path) and the detector's state for it.
+    #[inline]
+    pub fn get_with(&mut self, pid: u32, path: PathKey) -> (&mut Tally, &mut E) {
+        let i = self.slot(pid, path);
+        let e = &mut self.entries[i];
+        (&mut e.tally, &mut e.state)
+    }
+
+    /// The detector's state for (pid, path), if any.
+    pub fn state(&self, pid: u32, path: PathKey) -> Option<&E> {
+        let i = self.index.get(&pid)?.get(path)?;
+        Some(&self.entries[i].state)
     }
 
     /// Findings: per process, each path with at least `min_calls` redundant calls on its
@@ -84,28 +186,57 @@ impl Tallies {
         wording: Wording,
         hazards: &dyn Fn(&Tally, &Cx<'_>) -> Vec<String>,
     ) -> Vec<Finding> {
+        self.findings_with(info, cx, wording, hazards, &mut |_, _, _| {})
+    }
+
+    /// As `findings`, then `each(finding, pid, paths)` with the paths the finding covers,
+    /// so a detector can add what its own per-path state says (an example, hazards).
+    pub fn findings_with(
+        &self,
+        info: &DetectorInfo,
+        cx: &Cx<'_>,
+        wording: Wording,
+        hazards: &dyn Fn(&Tally, &Cx<'_>) -> Vec<String>,
+        each: &mut dyn FnMut(&mut Finding, u32, &[PathKey]),
+    ) -> Vec<Finding> {
         let min = cx.config.min_calls.max(1);
         let mut by_pid: FxHashMap<u32, Vec<(PathKey, &Tally)>> = FxHashMap::default();
-        for ((pid, path), t) in &self.map {
-            if t.redundant > 0 {
-                by_pid.entry(*pid).or_default().push((*path, t));
+        for e in &self.entries {
+            if e.tally.redundant > 0 {
+                by_pid.entry(e.pid).or_default().push((e.path, &e.tally));
             }
         }
+        let mut pids: Vec<u32> = by_pid.keys().copied().collect();
+        pids.sort_unstable();
         let mut out = Vec::new();
-        for (pid, mut items) in by_pid {
-            items.sort_by(|a, b| b.1.redundant.cmp(&a.1.redundant).then(a.0.cmp(&b.0)));
-            let (big, small): (Vec<_>, Vec<_>) =
+        for pid in pids {
+            let items = by_pid.remove(&pid).unwrap_or_default();
+            let (mut big, mut small): (Vec<_>, Vec<_>) =
                 items.into_iter().partition(|(_, t)| t.redundant >= min);
+            big.sort_unstable_by(|a, b| b.1.redundant.cmp(&a.1.redundant).then(a.0.cmp(&b.0)));
             for (path, t) in big {
-                out.push(make(info, cx, wording, hazards, pid, &[path], t));
+                let mut f = make(info, cx, wording, hazards, pid, &[path], t);
+                each(&mut f, pid, &[path]);
+                out.push(f);
             }
             if !small.is_empty() {
                 let mut merged = Tally::default();
                 for (_, t) in &small {
                     merged.merge(t);
                 }
+                // Only the examples need sorting: the most redundant few, then by path.
+                let n = small.len().min(5);
+                if small.len() > n {
+                    small.select_nth_unstable_by(n - 1, |a, b| {
+                        b.1.redundant.cmp(&a.1.redundant).then(a.0.cmp(&b.0))
+                    });
+                }
+                small[..n]
+                    .sort_unstable_by(|a, b| b.1.redundant.cmp(&a.1.redundant).then(a.0.cmp(&b.0)));
                 let paths: Vec<PathKey> = small.iter().map(|(p, _)| *p).collect();
-                out.push(make(info, cx, wording, hazards, pid, &paths, &merged));
+                let mut f = make(info, cx, wording, hazards, pid, &paths, &merged);
+                each(&mut f, pid, &paths);
+                out.push(f);
             }
         }
         out
@@ -121,13 +252,16 @@ fn make(
     paths: &[PathKey],
     t: &Tally,
 ) -> Finding {
-    let names: Vec<String> = paths.iter().map(|&p| cx.path(p)).collect();
-    let (shown, examples) = if names.len() <= 3 {
-        (names.clone(), Vec::new())
+    let (shown, examples) = if paths.len() <= 3 {
+        (paths.iter().map(|&p| cx.path(p)).collect(), Vec::new())
     } else {
+        let mut b = PatternBuilder::default();
+        for &p in paths {
+            b.add(cx.replay.paths.bytes(p));
+        }
         (
-            vec![pattern(&names)],
-            names.iter().take(5).cloned().collect(),
+            vec![b.finish()],
+            paths.iter().take(5).map(|&p| cx.path(p)).collect(),
         )
     };
     let share = cx.share(t.wasted_ns);
@@ -160,50 +294,154 @@ fn make(
 /// One pattern covering every path: differing components become `*`, differing depths
 /// `**`, and differing file names that share an extension `*.ext`.
 pub fn pattern(paths: &[String]) -> String {
-    match paths {
-        [] => String::new(),
-        [one] => one.clone(),
-        _ => {
-            let split: Vec<Vec<&str>> = paths.iter().map(|p| p.split('/').collect()).collect();
-            let depth = split[0].len();
-            if split.iter().all(|c| c.len() == depth) {
-                let comps: Vec<String> = (0..depth)
-                    .map(|i| {
-                        let first = split[0][i];
-                        if split.iter().all(|c| c[i] == first) {
-                            first.to_string()
-                        } else if i == depth - 1 {
-                            star_name(split.iter().map(|c| c[i]))
-                        } else {
-                            "*".to_string()
-                        }
-                    })
-                    .collect();
-                return comps.join("/");
-            }
-            // Different depths: common leading directories, `**`, common or starred name.
-            let min = split.iter().map(|c| c.len()).min().unwrap_or(0);
-            let mut lead = 0;
-            while lead + 1 < min && split.iter().all(|c| c[lead] == split[0][lead]) {
-                lead += 1;
-            }
-            let mut out: Vec<String> = split[0][..lead].iter().map(|s| s.to_string()).collect();
-            out.push("**".into());
-            out.push(star_name(split.iter().map(|c| *c.last().unwrap_or(&""))));
-            out.join("/")
-        }
+    let mut b = PatternBuilder::default();
+    for p in paths {
+        b.add(p.as_bytes());
     }
+    b.finish()
 }
 
-fn star_name<'a>(mut names: impl Iterator<Item = &'a str> + Clone) -> String {
-    let first = names.clone().next().unwrap_or("");
-    if names.clone().all(|n| n == first) {
-        return first.to_string();
+/// Builds [`pattern`] one path at a time, keeping only the first path and a few flags, so
+/// a finding over a million paths does not need a million strings.
+#[derive(Debug, Default)]
+pub struct PatternBuilder {
+    first: Vec<u8>,
+    /// Component spans of `first`.
+    comps: Vec<(usize, usize)>,
+    /// Per component: equal in every path so far.
+    equal: Vec<bool>,
+    same_depth: bool,
+    /// Leading components equal in every path, counted over the shortest depth.
+    lead: usize,
+    min_depth: usize,
+    names_equal: bool,
+    /// Every file name so far has the first one's extension.
+    ext_shared: bool,
+    n: usize,
+}
+
+fn components(p: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut start = 0;
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        match p[start..].iter().position(|&c| c == b'/') {
+            Some(i) => {
+                let span = (start, start + i);
+                start += i + 1;
+                Some(span)
+            }
+            None => {
+                done = true;
+                Some((start, p.len()))
+            }
+        }
+    })
+}
+
+fn ext(name: &[u8]) -> Option<&[u8]> {
+    name.iter()
+        .rposition(|&c| c == b'.')
+        .filter(|&i| i > 0)
+        .map(|i| &name[i..])
+}
+
+impl PatternBuilder {
+    /// Adds one path.
+    pub fn add(&mut self, p: &[u8]) {
+        self.n += 1;
+        if self.n == 1 {
+            self.first = p.to_vec();
+            self.comps = components(p).collect();
+            self.equal = vec![true; self.comps.len()];
+            self.same_depth = true;
+            self.lead = self.comps.len();
+            self.min_depth = self.comps.len();
+            self.names_equal = true;
+            self.ext_shared = true;
+            return;
+        }
+        let mut depth = 0;
+        let mut last = (0, 0);
+        let mut lead_ok = true;
+        for (i, (a, b)) in components(p).enumerate() {
+            depth += 1;
+            last = (a, b);
+            let same = self
+                .comps
+                .get(i)
+                .is_some_and(|&(fa, fb)| self.first[fa..fb] == p[a..b]);
+            if let Some(e) = self.equal.get_mut(i) {
+                *e &= same;
+            }
+            if lead_ok && !same {
+                lead_ok = false;
+                self.lead = self.lead.min(i);
+            }
+        }
+        if depth != self.comps.len() {
+            self.same_depth = false;
+        }
+        self.min_depth = self.min_depth.min(depth);
+        let name = &p[last.0..last.1];
+        let first_name = self
+            .comps
+            .last()
+            .map_or(&[][..], |&(a, b)| &self.first[a..b]);
+        self.names_equal &= name == first_name;
+        self.ext_shared &= ext(first_name).is_some() && ext(first_name) == ext(name);
     }
-    let ext = |n: &str| n.rfind('.').filter(|&i| i > 0).map(|i| n[i..].to_string());
-    match ext(first) {
-        Some(e) if names.all(|n| ext(n).as_deref() == Some(e.as_str())) => format!("*{e}"),
-        _ => "*".to_string(),
+
+    fn star_name(&self) -> String {
+        let first_name = self
+            .comps
+            .last()
+            .map_or(&[][..], |&(a, b)| &self.first[a..b]);
+        if self.names_equal {
+            String::from_utf8_lossy(first_name).into_owned()
+        } else if self.ext_shared {
+            format!(
+                "*{}",
+                String::from_utf8_lossy(ext(first_name).unwrap_or_default())
+            )
+        } else {
+            "*".to_string()
+        }
+    }
+
+    /// The pattern.
+    pub fn finish(&self) -> String {
+        if self.n <= 1 {
+            return String::from_utf8_lossy(&self.first).into_owned();
+        }
+        let comp = |i: usize| {
+            let (a, b) = self.comps[i];
+            String::from_utf8_lossy(&self.first[a..b]).into_owned()
+        };
+        let depth = self.comps.len();
+        if self.same_depth {
+            let parts: Vec<String> = (0..depth)
+                .map(|i| {
+                    if self.equal[i] {
+                        comp(i)
+                    } else if i == depth - 1 {
+                        self.star_name()
+                    } else {
+                        "*".to_string()
+                    }
+                })
+                .collect();
+            return parts.join("/");
+        }
+        // Different depths: the common leading directories, `**`, the common or starred
+        // file name. The name itself never counts as a leading directory.
+        let lead = self.lead.min(self.min_depth.saturating_sub(1));
+        let mut parts: Vec<String> = (0..lead).map(comp).collect();
+        parts.push("**".into());
+        parts.push(self.star_name());
+        parts.join("/")
     }
 }
 

@@ -185,6 +185,9 @@ pub struct View {
     pub fd: Option<Fd>,
     /// The second descriptor.
     pub fd2: Option<Fd>,
+    /// The call's number among the trace's syscall records (0, 1, 2, ...): names a call
+    /// for [`View`]-holders that count it later (see `dejavu_detect::Cx::mark`).
+    pub seq: u64,
 }
 
 const O_CREAT: u64 = 0o100;
@@ -271,7 +274,10 @@ impl Replay {
     /// What a detector sees of `s`: state before the call.
     #[inline]
     pub fn view(&mut self, s: &Syscall, strings: &Strings) -> View {
-        let mut v = View::default();
+        let mut v = View {
+            seq: self.syscalls,
+            ..View::default()
+        };
         let fds = self.proc_mut(s.pid, s.ts).fds.clone();
         {
             let t = fds.borrow();

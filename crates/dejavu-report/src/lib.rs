@@ -13,7 +13,6 @@ pub use progress::Progress;
 pub use terminal::TerminalReporter;
 
 use dejavu_detect::{Analysis, Config};
-use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::io::{self, Write};
 
@@ -56,15 +55,10 @@ pub trait Reporter {
     ) -> io::Result<()>;
 }
 
-/// What the findings over the thresholds add up to, each redundant call counted once as
-/// far as the findings can tell.
-///
-/// Detectors may flag the same calls: the writes of one log line repeated per request
-/// are both small-writes and repeated-output; the stat before each mkdir is both
-/// ensure-dir and repeated-lookup. Findings do not list their calls, so where several
-/// findings name the same process and the same paths, only the one with the most
-/// redundant calls counts (with its time). Summing every finding would report more
-/// redundant calls than the trace has.
+/// The redundant calls of the whole analysis, each counted once however many findings
+/// name it (the engine marks calls, not findings: the writes of one log line repeated
+/// per request are both small-writes and repeated-output). They include findings below
+/// the thresholds, which the report counts as hidden.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Totals {
     /// Redundant calls.
@@ -74,20 +68,11 @@ pub struct Totals {
 }
 
 impl Totals {
-    /// Over every finding of `a` (not only those a `--top` limit shows), at most the
-    /// trace's own totals.
+    /// The totals of `a`.
     pub fn of(a: &Analysis) -> Totals {
-        let mut most: BTreeMap<(u32, &[String]), (u64, u64)> = BTreeMap::new();
-        for f in &a.findings {
-            let e = most.entry((f.pid, f.paths.as_slice())).or_default();
-            *e = (*e).max((f.redundant_calls, f.wasted_ns));
-        }
-        let (calls, ns) = most
-            .values()
-            .fold((0u64, 0u64), |(c, n), &(fc, fnn)| (c + fc, n + fnn));
         Totals {
-            redundant_calls: calls.min(a.syscalls),
-            wasted_ns: ns.min(a.syscall_ns),
+            redundant_calls: a.redundant_calls.min(a.syscalls),
+            wasted_ns: a.redundant_ns.min(a.syscall_ns),
         }
     }
 }
@@ -149,25 +134,6 @@ mod tests {
         assert!(!color_enabled(ColorWhen::Auto, false, None));
         assert!(color_enabled(ColorWhen::Always, false, set));
         assert!(!color_enabled(ColorWhen::Never, true, None));
-    }
-
-    #[test]
-    fn calls_two_detectors_flag_count_once_in_the_totals() {
-        let mut a = fixture::analysis();
-        let before = Totals::of(&a);
-        assert_eq!(before.redundant_calls, 1_000 + 120 + 44 + 40);
-        // small-writes on the same log lines as repeated-output, with more calls.
-        let mut twin = a.findings[3].clone();
-        twin.detector = "small-writes";
-        twin.redundant_calls = 50;
-        twin.wasted_ns = 2_000;
-        a.findings.push(twin);
-        let after = Totals::of(&a);
-        assert_eq!(after.redundant_calls, before.redundant_calls + 10);
-        assert_eq!(after.wasted_ns, before.wasted_ns + 500);
-        // Never more than the trace has.
-        a.syscalls = 100;
-        assert_eq!(Totals::of(&a).redundant_calls, 100);
     }
 
     #[test]

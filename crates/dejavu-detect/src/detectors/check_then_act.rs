@@ -72,6 +72,8 @@ struct Check {
     path: PathKey,
     /// The thread's call number of the check.
     seq: u64,
+    /// The check's call number in the trace (`View::seq`).
+    call: u64,
     ts: u64,
     dur: u64,
     kind: Kind,
@@ -168,6 +170,7 @@ impl CheckThenAct {
             return;
         }
         self.tallies.get(pid, c.path).redundant(c.ts, c.dur);
+        cx.mark(c.call, c.dur);
         let e = self.extra.entry((pid, c.path)).or_default();
         e.redundant += 1;
         match (c.kind, is_open(act)) {
@@ -244,6 +247,7 @@ impl Detector for CheckThenAct {
             t.checks.push(Check {
                 path,
                 seq,
+                call: v.seq,
                 ts: s.ts,
                 dur: s.dur,
                 kind,

@@ -31,7 +31,7 @@ directory that vanished with no traced removal is an answer the flag would have 
     example: "for each chat record: if (!fs.existsSync(dir)) {...}; fs.mkdirSync(dir, {recursive: true})   \
 // access + mkdir (EEXIST) + statx per record",
     fix: "ensure the directory once: remember per directory that it exists, set the flag only after \
-mkdir succeeded or failed with EEXIST (a failed mkdir must not poison the cache, seed 000's review), \
+mkdir succeeded or failed with EEXIST (a failed mkdir must not poison the cache), \
 and drop the separate existence check — mkdir -p semantics already tolerate an existing directory",
     hazards: "Another program (a cleanup job, the user) may remove the directory while the flag says it \
 exists: the next create inside it fails with ENOENT, so on that error clear the flag, recreate the \
@@ -48,6 +48,8 @@ const EEXIST: i64 = -17;
 #[derive(Clone, Copy)]
 struct Check {
     path: PathKey,
+    /// Its call number in the trace (`View::seq`).
+    call: u64,
     ts: u64,
     dur: u64,
     sys: Sys,
@@ -162,11 +164,13 @@ impl EnsureDir {
         match s.ret {
             EEXIST if removed.is_none() => {
                 t.redundant(s.ts, s.dur);
+                cx.mark(v.seq, s.dur);
                 let e = self.extra.entry(key).or_default();
                 e.redundant += 1;
                 e.mkdirs += 1;
                 if let Some(c) = check {
                     t.redundant(c.ts, c.dur);
+                    cx.mark(c.call, c.dur);
                     e.redundant += 1;
                     e.before += 1;
                     e.before_sys = Some(c.sys);
@@ -200,6 +204,7 @@ impl EnsureDir {
             Thread {
                 check: Some(Check {
                     path,
+                    call: v.seq,
                     ts: s.ts,
                     dur: s.dur,
                     sys: s.sys,
@@ -213,6 +218,7 @@ impl EnsureDir {
             let t = self.tallies.get(s.pid, path);
             t.calls += 1;
             t.redundant(s.ts, s.dur);
+            cx.mark(v.seq, s.dur);
             let e = self.extra.entry((s.pid, path)).or_default();
             e.redundant += 1;
             e.after += 1;

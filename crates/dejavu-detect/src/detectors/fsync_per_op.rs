@@ -106,6 +106,7 @@ impl Detector for FsyncPerOp {
         match prev {
             Some(p) if p.bytes <= self.max_bytes => {
                 t.redundant(s.ts, s.dur);
+                cx.mark(v.seq, s.dur);
                 let e = self.extra.entry(key).or_default();
                 e.redundant += 1;
                 e.bytes += p.bytes;

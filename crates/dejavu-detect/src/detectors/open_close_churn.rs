@@ -31,7 +31,7 @@ exit and on fatal signals (or move the writes off the hot path onto one writer t
 program keeps writing to the old file, so reopen on rotation (SIGHUP, or when the path's dev/inode no \
 longer matches fstat of the handle). Threads or processes sharing one handle need a lock, or O_APPEND \
 with one write per record. Buffered data must be flushed on exit, on signals and on a broken pipe, or \
-the last records are lost (seed 000's lesson).",
+the last records are lost.",
     options: &[(
         "max_ops",
         8,
@@ -55,6 +55,8 @@ const O_TRUNC: u64 = 0o1000;
 #[derive(Clone, Copy)]
 struct Cycle {
     path: PathKey,
+    /// The open's call number in the trace (`View::seq`).
+    open_call: u64,
     opened_ts: u64,
     open_dur: u64,
     ops: u64,
@@ -113,6 +115,7 @@ impl OpenCloseChurn {
             (s.pid, fd),
             Cycle {
                 path,
+                open_call: v.seq,
                 opened_ts: s.ts,
                 open_dur: s.dur,
                 ops: 0,
@@ -162,6 +165,8 @@ impl OpenCloseChurn {
         }
         t.redundant(c.opened_ts, c.open_dur);
         t.redundant(s.ts, s.dur);
+        cx.mark(c.open_call, c.open_dur);
+        cx.mark(v.seq, s.dur);
         e.redundant += 2;
         e.repeats += 1;
         e.ops += c.ops;

@@ -68,6 +68,9 @@ struct Group {
     ts1: u64,
     ts2: u64,
     last_ts: u64,
+    /// The successful execve calls of this group (`View::seq`, duration), to mark all but
+    /// the first redundant when the group is a finding.
+    execs: Vec<(u64, u64)>,
 }
 
 /// The program a process runs now, and what it costs.
@@ -77,7 +80,7 @@ struct Img {
     first: bool,
 }
 
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Default)]
 struct Probe {
     count: u64,
     ns: u64,
@@ -87,10 +90,13 @@ struct Probe {
     last_ts: u64,
     /// The group of the exec that followed (for the example).
     then: u32,
+    /// The probing execve calls (`View::seq`, duration).
+    calls: Vec<(u64, u64)>,
 }
 
 impl Probe {
-    fn add(&mut self, ts: u64, dur: u64, then: u32) {
+    fn add(&mut self, call: u64, ts: u64, dur: u64, then: u32) {
+        self.calls.push((call, dur));
         if self.count == 0 || ts < self.ts1 {
             self.ts2 = if self.count == 0 { 0 } else { self.ts1 };
             self.ts1 = ts;
@@ -106,9 +112,10 @@ impl Probe {
 
     fn merge(&mut self, o: &Probe) {
         if self.count == 0 {
-            *self = *o;
+            *self = o.clone();
             return;
         }
+        self.calls.extend_from_slice(&o.calls);
         let first_ns = if o.ts1 < self.ts1 {
             o.first_ns
         } else {
@@ -141,7 +148,7 @@ struct RepeatedExec {
     /// The group of each process's first exec (to recognise per-operation shells).
     first_group: FxHashMap<u32, u32>,
     /// Failed execve calls per process, waiting for its exec to succeed.
-    pending: FxHashMap<u32, Vec<(PathKey, u64, u64)>>,
+    pending: FxHashMap<u32, Vec<(PathKey, u64, u64, u64)>>,
     probes: FxHashMap<(u32, PathKey), Probe>,
     /// Time of each process's last exec record, and of an exec counted from its syscall
     /// whose exec record may still come (strace imports write the record after the call).
@@ -171,7 +178,17 @@ impl RepeatedExec {
 
     /// A successful exec of `exe` with `argv` by `pid`; `ns` is the execve call's time
     /// when already known.
-    fn exec(&mut self, pid: u32, exe: StrId, argv: StrId, ts: u64, ns: u64, cx: &Cx<'_>) {
+    #[allow(clippy::too_many_arguments)]
+    fn exec(
+        &mut self,
+        pid: u32,
+        exe: StrId,
+        argv: StrId,
+        ts: u64,
+        ns: u64,
+        call: Option<u64>,
+        cx: &Cx<'_>,
+    ) {
         self.close_img(pid);
         let probes = self.pending.remove(&pid);
         if !cx.config.counts(ts) {
@@ -201,10 +218,14 @@ impl RepeatedExec {
                 ts1: ts,
                 ts2: 0,
                 last_ts: ts,
+                execs: Vec::new(),
             });
         }
         let g = &mut self.groups[gi as usize];
         g.count += 1;
+        if let Some(c) = call {
+            g.execs.push((c, ns));
+        }
         if g.count == 2 {
             g.ts2 = ts;
         }
@@ -218,11 +239,11 @@ impl RepeatedExec {
             },
         );
         self.first_group.entry(pid).or_insert(gi);
-        for (path, pts, dur) in probes.into_iter().flatten() {
+        for (path, call, pts, dur) in probes.into_iter().flatten() {
             self.probes
                 .entry((parent, path))
                 .or_default()
-                .add(pts, dur, gi);
+                .add(call, pts, dur, gi);
         }
     }
 }
@@ -299,19 +320,20 @@ impl Detector for RepeatedExec {
                     // Its exec record came first (ptrace): the run started there.
                     if let Some(img) = self.imgs.get_mut(&s.pid) {
                         img.ns += s.dur;
+                        self.groups[img.group as usize].execs.push((v.seq, s.dur));
                     }
                 } else if let (Some(exe), Some(argv)) = (s.path, s.payload) {
                     // No exec record yet: count the exec from the call; a record that
                     // follows (strace import) is the same exec.
                     self.exec_sys_ts.insert(s.pid, s.ts);
-                    self.exec(s.pid, exe, argv, s.ts, s.dur, cx);
+                    self.exec(s.pid, exe, argv, s.ts, s.dur, Some(v.seq), cx);
                 }
             }
             ENOENT | ENOTDIR => {
                 if let Some(path) = v.path {
                     let p = self.pending.entry(s.pid).or_default();
                     if p.len() < MAX_PENDING {
-                        p.push((path, s.ts, s.dur));
+                        p.push((path, v.seq, s.ts, s.dur));
                     }
                 }
             }
@@ -326,7 +348,7 @@ impl Detector for RepeatedExec {
                 if self.exec_sys_ts.remove(&e.pid).is_some_and(|t| e.ts >= t) {
                     return; // already counted from its execve call
                 }
-                self.exec(e.pid, e.exe, e.argv, e.ts, 0, cx);
+                self.exec(e.pid, e.exe, e.argv, e.ts, 0, None, cx);
             }
             Record::Exit(e) if e.pid == e.tid => {
                 self.close_img(e.pid);
@@ -400,6 +422,12 @@ impl Detector for RepeatedExec {
             let ns: u64 = gs.iter().map(|g| g.ns).sum();
             let wasted = ns.saturating_sub(first.first_ns);
             let share = cx.share(wasted);
+            let mut execs: Vec<(u64, u64)> =
+                gs.iter().flat_map(|g| g.execs.iter().copied()).collect();
+            execs.sort_unstable();
+            for &(call, dur) in execs.iter().skip(1) {
+                cx.mark(call, dur);
+            }
             let exe = cx.strings.lossy(first.exe).into_owned();
             let cmdline: Vec<u8> = cx
                 .strings
@@ -455,6 +483,12 @@ impl Detector for RepeatedExec {
                 continue;
             }
             items.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(&b.0)));
+            for (_, p) in &mut items {
+                p.calls.sort_unstable();
+                for &(call, dur) in p.calls.iter().skip(1) {
+                    cx.mark(call, dur);
+                }
+            }
             let calls: u64 = items.iter().map(|(_, p)| p.count).sum();
             let wasted: u64 = items
                 .iter()

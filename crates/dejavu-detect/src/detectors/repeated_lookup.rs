@@ -5,9 +5,8 @@
 use super::lookup::{answer, is_lookup_call, is_negative, question, Question};
 use crate::group::{cache_hazards, Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
-use dejavu_replay::{PathKey, Version, View};
+use dejavu_replay::{Version, View};
 use dejavu_trace::{ev, Sys, Syscall};
-use rustc_hash::FxHashMap;
 
 /// Documentation and constructor.
 pub static INFO: DetectorInfo = DetectorInfo {
@@ -34,14 +33,43 @@ served in this trace.",
 
 #[derive(Clone, Copy)]
 struct Last {
+    question: Question,
     version: Version,
     answer: u64,
 }
 
+/// The last answer per question asked about one path: almost always one, kept inline.
+#[derive(Default)]
+struct Answers {
+    first: Option<Last>,
+    more: Vec<Last>,
+}
+
+impl Answers {
+    /// Records the new answer; returns the previous one to the same question.
+    #[inline]
+    fn swap(&mut self, new: Last) -> Option<Last> {
+        match &mut self.first {
+            None => {
+                self.first = Some(new);
+                return None;
+            }
+            Some(l) if l.question == new.question => return Some(std::mem::replace(l, new)),
+            Some(_) => {}
+        }
+        match self.more.iter_mut().find(|l| l.question == new.question) {
+            Some(l) => Some(std::mem::replace(l, new)),
+            None => {
+                self.more.push(new);
+                None
+            }
+        }
+    }
+}
+
 #[derive(Default)]
 struct RepeatedLookup {
-    last: FxHashMap<(u32, PathKey, Question), Last>,
-    tallies: Tallies,
+    tallies: Tallies<Answers>,
 }
 
 impl Detector for RepeatedLookup {
@@ -53,25 +81,25 @@ impl Detector for RepeatedLookup {
         if s.ev & ev::UNFINISHED != 0 || is_negative(s) {
             return;
         }
-        let (Some(q), Some(path)) = (question(s), v.path) else {
+        let (Some(question), Some(path)) = (question(s), v.path) else {
             return;
         };
-        let ans = answer(s);
-        let counting = cx.config.counts(s.ts);
-        let prev = self.last.insert(
-            (s.pid, path, q),
-            Last {
-                version: v.version,
-                answer: ans,
-            },
-        );
-        if !counting {
+        let answer = answer(s);
+        let (t, answers) = self.tallies.get_with(s.pid, path);
+        let prev = answers.swap(Last {
+            question,
+            version: v.version,
+            answer,
+        });
+        if !cx.config.counts(s.ts) {
             return;
         }
-        let t = self.tallies.get(s.pid, path);
         t.calls += 1;
         match prev {
-            Some(p) if p.version == v.version && p.answer == ans => t.redundant(s.ts, s.dur),
+            Some(p) if p.version == v.version && p.answer == answer => {
+                t.redundant(s.ts, s.dur);
+                cx.mark(v.seq, s.dur);
+            }
             Some(p) if p.version == v.version => t.stale += 1,
             Some(_) => {
                 t.invalidations += 1;

@@ -307,6 +307,10 @@ impl RepeatedOutput {
 
     /// `hash` for a whole payload holding exactly one line, through the cache.
     fn hash_payload(&mut self, id: StrId, text: &[u8]) -> Option<u64> {
+        if id.is_local() {
+            // Block-local ids are reused by later blocks for other bytes: no caching.
+            return self.hash(text);
+        }
         if self.cache.is_empty() {
             self.cache = vec![(u32::MAX, 0, false); CACHE];
         }
@@ -320,7 +324,10 @@ impl RepeatedOutput {
         r
     }
 
-    /// Counts one occurrence of a line. `src` locates its first bytes for the example.
+    /// Counts one occurrence of a line. `src` locates its first bytes for the example;
+    /// `call` is the write carrying it (`View::seq`, duration), marked redundant once the
+    /// line has been written often enough to be a finding.
+    #[allow(clippy::too_many_arguments)]
     fn count(
         &mut self,
         pid: u32,
@@ -328,11 +335,16 @@ impl RepeatedOutput {
         src: impl FnOnce() -> Src,
         ns: u64,
         ts: u64,
+        call: (u64, u64),
+        cx: &Cx<'_>,
     ) {
         let max = self.max_lines;
         let p = self.procs.entry(pid).or_default();
         if let Some(l) = p.lines.get_mut(&key) {
             l.count += 1;
+            if l.count >= self.min_repeats {
+                cx.mark(call.0, call.1);
+            }
             l.ns += ns;
             if l.count == 2 {
                 l.second_ts = ts;
@@ -437,12 +449,8 @@ impl Detector for RepeatedOutput {
         {
             if let Some(h) = self.hash_payload(payload, data) {
                 let keep = data.len().min(KEEP) as u32;
-                let src = || Src::Payload {
-                    id: payload,
-                    start: 0,
-                    len: keep,
-                };
-                self.count(s.pid, (target, h), src, s.dur, s.ts);
+                let src = || src_of(payload, data, 0, keep);
+                self.count(s.pid, (target, h), src, s.dur, s.ts, (v.seq, s.dur), cx);
             }
             return;
         }
@@ -474,16 +482,12 @@ impl Detector for RepeatedOutput {
                 if let Some(h) = self.hash(&text) {
                     let keep = text.len().min(KEEP);
                     let src = || Src::Owned(text[..keep].into());
-                    self.count(s.pid, (target, h), src, c.ns + ns, s.ts);
+                    self.count(s.pid, (target, h), src, c.ns + ns, s.ts, (v.seq, s.dur), cx);
                 }
             } else if let Some(h) = self.hash(&data[pos..end]) {
                 let keep = (end - pos).min(KEEP) as u32;
-                let src = || Src::Payload {
-                    id: payload,
-                    start: pos as u32,
-                    len: keep,
-                };
-                self.count(s.pid, (target, h), src, ns, s.ts);
+                let src = || src_of(payload, data, pos as u32, keep);
+                self.count(s.pid, (target, h), src, ns, s.ts, (v.seq, s.dur), cx);
             }
             pos = next;
         }
@@ -563,6 +567,21 @@ impl Detector for RepeatedOutput {
             }
         }
         out
+    }
+}
+
+/// Where a line's first bytes are: in the trace's payload string when it is a trace-wide
+/// one, else copied (a block-local id means other bytes in a later block).
+fn src_of(payload: StrId, data: &[u8], start: u32, len: u32) -> Src {
+    if payload.is_local() {
+        let (a, z) = (start as usize, (start + len) as usize);
+        Src::Owned(data.get(a..z).unwrap_or(&[]).into())
+    } else {
+        Src::Payload {
+            id: payload,
+            start,
+            len,
+        }
     }
 }
 

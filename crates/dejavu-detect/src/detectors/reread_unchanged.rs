@@ -58,6 +58,8 @@ struct Cycle {
     dir: bool,
     calls: u64,
     ns: u64,
+    /// The cycle's calls (`View::seq`, duration), to mark them if it was redundant.
+    members: Vec<(u64, u64)>,
     /// Contiguous bytes read from offset 0, and the file position.
     covered: u64,
     pos: u64,
@@ -171,6 +173,7 @@ impl RereadUnchanged {
             dir,
             calls: 1,
             ns: s.dur,
+            members: vec![(v.seq, s.dur)],
             covered: 0,
             pos: 0,
             complete: false,
@@ -208,6 +211,9 @@ impl RereadUnchanged {
                 // One redundant cycle: all of its calls and their time.
                 t.redundant(c.ts, c.ns);
                 t.redundant += c.calls - 1;
+                for &(call, dur) in &c.members {
+                    cx.mark(call, dur);
+                }
                 if c.ident.is_none() {
                     self.unverified += 1;
                 }
@@ -276,6 +282,7 @@ impl Detector for RereadUnchanged {
         }
         c.calls += 1;
         c.ns += s.dur;
+        c.members.push((v.seq, s.dur));
         let ret = s.ret;
         match s.sys {
             Sys::Close => {

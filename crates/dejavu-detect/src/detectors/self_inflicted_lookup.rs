@@ -111,6 +111,7 @@ impl SelfInflicted {
     fn lookup(
         &mut self,
         s: &Syscall,
+        call: u64,
         path: PathKey,
         expected: Option<i64>,
         ans: i64,
@@ -124,7 +125,10 @@ impl SelfInflicted {
         let t = self.tallies.get(s.pid, path);
         t.calls += 1;
         match expected {
-            Some(e) if e == ans => t.redundant(s.ts, s.dur),
+            Some(e) if e == ans => {
+                t.redundant(s.ts, s.dur);
+                cx.mark(call, s.dur);
+            }
             Some(_) if stale_possible => t.stale += 1,
             _ if other_change => {
                 t.invalidations += 1;
@@ -171,7 +175,7 @@ impl SelfInflicted {
                         p.dirty = false;
                     }
                 }
-                self.lookup(s, path, expected, ans, true, other, cx);
+                self.lookup(s, v.seq, path, expected, ans, true, other, cx);
             }
             Lookup::Position(ans) => {
                 // Positions are followed for descriptors opened for writing.
@@ -183,7 +187,7 @@ impl SelfInflicted {
                 p.dirty = false;
                 // A position only moves by calls on the open file itself: a difference
                 // means a call dejavu did not see (a forked child's, or an untraced one).
-                self.lookup(s, path, expected, ans, true, false, cx);
+                self.lookup(s, v.seq, path, expected, ans, true, false, cx);
             }
         }
     }

@@ -28,7 +28,7 @@ write per batch would do",
 unbuffered writes (python3 -u, os.write, setvbuf(_IONBF)), build the record in memory and write it \
 once, or hand the pieces to one writev; in Node.js, cork the stream or join the chunks",
     hazards: "Buffered output must be flushed on exit, on fatal signals and before the process waits \
-for input or another process, or it is lost or arrives late (seed 000's lesson). Interactive output (a \
+for input or another process, or it is lost or arrives late. Interactive output (a \
 terminal, a prompt, a progress line) needs line buffering, not full buffering. Several writers to one \
 file or pipe rely on each write being one record: buffer whole records, and keep pipe writes at most \
 PIPE_BUF (4 KiB) if they must stay atomic.",
@@ -60,7 +60,7 @@ PIPE_BUF (4 KiB) if they must stay atomic.",
 const BUFFER: u64 = 64 * 1024;
 
 /// The current run of tiny writes on one (pid, fd).
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Run {
     /// The open file the run writes to (0 when the descriptor predates the trace).
     open_id: u64,
@@ -76,6 +76,9 @@ struct Run {
     last_end: u64,
     /// pwrite family: the offset the next write must start at to continue the run.
     next_offset: Option<i64>,
+    /// The run's writes (`View::seq`, duration): those beyond what a buffer needs are
+    /// marked redundant when the run ends.
+    members: Vec<(u64, u64)>,
 }
 
 /// Kinds of destination seen, for the hazards.
@@ -118,6 +121,10 @@ impl SmallWrites {
         // u128: a long run's total time times its count can exceed u64.
         let wasted = (r.dur as u128 * redundant as u128 / r.writes as u128) as u64;
         add_batch(t, redundant, wasted, r.second_ts, r.last_ts);
+        // The first `needed` writes would remain (one buffered write each); the rest go.
+        for &(call, dur) in r.members.iter().skip(needed as usize) {
+            cx.mark(call, dur);
+        }
         let e = self.extra.entry((pid, r.path)).or_default();
         e.redundant += redundant;
         e.runs += 1;
@@ -197,6 +204,7 @@ impl Detector for SmallWrites {
                 r.last_ts = s.ts;
                 r.last_end = r.last_end.max(end);
                 r.next_offset = s.offset.map(|o| o + n as i64);
+                r.members.push((v.seq, s.dur));
                 return;
             }
             self.end(s.pid, fd, cx);
@@ -216,6 +224,7 @@ impl Detector for SmallWrites {
                 last_ts: s.ts,
                 last_end: end,
                 next_offset: s.offset.map(|o| o + n as i64),
+                members: vec![(v.seq, s.dur)],
             },
         );
     }

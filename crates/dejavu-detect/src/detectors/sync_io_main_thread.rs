@@ -52,10 +52,12 @@ write then exit) need a queue or a flush on shutdown, including on process.exit 
     },
 };
 
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Default)]
 struct Pend {
     calls: u64,
     ns: u64,
+    /// The calls (`View::seq`, duration), marked redundant when committed.
+    members: Vec<(u64, u64)>,
     first_ts: u64,
     last_ts: u64,
 }
@@ -126,8 +128,11 @@ impl SyncIo {
         self.class[i] == 1
     }
 
-    fn commit(tallies: &mut Tallies, pid: u32, np: &mut NodeProc) {
+    fn commit(tallies: &mut Tallies, pid: u32, np: &mut NodeProc, cx: &Cx<'_>) {
         for (path, p) in np.pending.drain() {
+            for &(call, dur) in &p.members {
+                cx.mark(call, dur);
+            }
             let t = tallies.get(pid, path);
             t.calls += p.calls;
             t.redundant(p.first_ts, p.ns);
@@ -157,7 +162,7 @@ impl Detector for SyncIo {
         if s.tid != s.pid || s.ev & ev::UNFINISHED != 0 {
             return;
         }
-        if s.pid == self.not_node {
+        if s.pid == self.not_node || self.procs.get(&s.pid).is_some_and(|p| !p.is_node) {
             return;
         }
         let Some(path) = v.path else { return };
@@ -197,7 +202,7 @@ impl Detector for SyncIo {
                     np.last_module_ts = np.last_module_ts.max(s.ts);
                 } else {
                     np.startup = false;
-                    Self::commit(&mut self.tallies, s.pid, np);
+                    Self::commit(&mut self.tallies, s.pid, np, cx);
                 }
             }
             return;
@@ -208,7 +213,7 @@ impl Detector for SyncIo {
         if np.startup {
             if s.ts.saturating_sub(np.last_module_ts) > gap {
                 np.startup = false;
-                Self::commit(&mut self.tallies, s.pid, np);
+                Self::commit(&mut self.tallies, s.pid, np, cx);
             } else {
                 let p = np.pending.entry(path).or_default();
                 if p.calls == 0 {
@@ -216,6 +221,7 @@ impl Detector for SyncIo {
                 }
                 p.calls += 1;
                 p.ns += s.dur;
+                p.members.push((v.seq, s.dur));
                 p.last_ts = p.last_ts.max(s.ts);
                 return;
             }
@@ -223,9 +229,10 @@ impl Detector for SyncIo {
         let t = self.tallies.get(s.pid, path);
         t.calls += 1;
         t.redundant(s.ts, s.dur);
+        cx.mark(v.seq, s.dur);
     }
 
-    fn on_record(&mut self, rec: &Record, _cx: &Cx<'_>) {
+    fn on_record(&mut self, rec: &Record, cx: &Cx<'_>) {
         match rec {
             // A new program starts up again (and may not be Node at all).
             Record::Exec(e) => {
@@ -233,7 +240,7 @@ impl Detector for SyncIo {
                     self.not_node = 0;
                 }
                 if let Some(mut np) = self.procs.remove(&e.pid) {
-                    Self::commit(&mut self.tallies, e.pid, &mut np);
+                    Self::commit(&mut self.tallies, e.pid, &mut np, cx);
                 }
             }
             Record::Exit(e) if e.pid == e.tid => {
@@ -241,7 +248,7 @@ impl Detector for SyncIo {
                     self.not_node = 0;
                 }
                 if let Some(mut np) = self.procs.remove(&e.pid) {
-                    Self::commit(&mut self.tallies, e.pid, &mut np);
+                    Self::commit(&mut self.tallies, e.pid, &mut np, cx);
                 }
             }
             _ => {}
@@ -251,7 +258,7 @@ impl Detector for SyncIo {
     fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
         // The calls after the last module load of the start-up burst are the program's.
         for (&pid, np) in self.procs.iter_mut() {
-            Self::commit(&mut self.tallies, pid, np);
+            Self::commit(&mut self.tallies, pid, np, cx);
         }
         let mut out = self
             .tallies
