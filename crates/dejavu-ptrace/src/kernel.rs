@@ -277,3 +277,26 @@ pub fn now_ns() -> u64 {
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
+
+/// Writes `data` into tracee memory at `addr` with process_vm_writev.
+pub fn write_mem(pid: Tid, addr: u64, data: &[u8]) -> io::Result<usize> {
+    if data.is_empty() {
+        return Ok(0);
+    }
+    let local = libc::iovec {
+        iov_base: data.as_ptr() as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as usize as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    // SAFETY: local iovec covers `data`, which the kernel only reads; the remote range is
+    // the tracee's (a buffer it passed to the kernel for exactly this purpose).
+    let r = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}

@@ -9,6 +9,7 @@ pub mod arch;
 mod decode;
 mod error;
 pub mod kernel;
+mod pin;
 pub mod seccomp;
 mod signals;
 mod spawn;

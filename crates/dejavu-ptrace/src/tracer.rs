@@ -33,8 +33,8 @@ pub struct RecordOptions {
     /// Stat each newly opened descriptor once (through /proc) to record the open file's
     /// identity; lets analysis tell a re-read of an unchanged file.
     pub open_identity: bool,
-    /// Keep the tracer on the CPU the program last ran on while only one task is
-    /// traced (see docs/ptrace-backend.md).
+    /// While one thread makes most of the traced calls, run it and the tracer on one
+    /// CPU (invisible to the program; see docs/ptrace-backend.md, "CPU placement").
     pub follow_cpu: bool,
     /// Report progress and decisions on stderr.
     pub verbose: bool,
@@ -74,6 +74,8 @@ pub struct Outcome {
     pub warnings: Vec<String>,
     /// Recording ended by detaching (attach mode, or the tracer was interrupted).
     pub detached: bool,
+    /// Times a hot thread was pinned to the tracer's CPU (see docs/ptrace-backend.md).
+    pub pins: u64,
 }
 
 /// Per-task (thread) state.
@@ -114,7 +116,7 @@ pub(crate) struct Tracer<W: Write> {
     pub buf: Vec<u8>,
     pub buf2: Vec<u8>,
     pub warned: FxHashMap<&'static str, ()>,
-    cpu: CpuFollower,
+    pin: crate::pin::Pinning,
 }
 
 fn ptrace_options(seccomp: bool, launched: bool) -> i32 {
@@ -174,7 +176,14 @@ pub fn record<W: Write>(
                 .collect();
             meta.notes
                 .push("seccomp-bpf filter: only traced calls stop the program".into());
-            let table: Vec<u32> = arch::table().iter().map(|&(n, _)| n).collect();
+            let mut table: Vec<u32> = arch::table().iter().map(|&(n, _)| n).collect();
+            if opts.follow_cpu && arch::ARGS_AT_EXIT {
+                // Intercepted so that a pinned thread never sees its pin (pin.rs).
+                table.extend([
+                    arch::NR_SCHED_GETAFFINITY as u32,
+                    arch::NR_SCHED_SETAFFINITY as u32,
+                ]);
+            }
             let filter = seccomp::build_filter(arch::AUDIT_ARCH, &table);
             let child = spawn::fork_child(&path, argv, Some(&filter))?;
             let pid = child.pid;
@@ -280,7 +289,7 @@ impl<W: Write> Tracer<W> {
             write_failed: false,
             out: Outcome::default(),
             t0,
-            cpu: CpuFollower::new(opts.follow_cpu),
+            pin: crate::pin::Pinning::new(seccomp && arch::ARGS_AT_EXIT && opts.follow_cpu),
             opts,
             seccomp,
             exit_decode: seccomp && arch::ARGS_AT_EXIT,
@@ -394,7 +403,7 @@ impl<W: Write> Tracer<W> {
                     continue;
                 }
             }
-            self.cpu.observe(tid, self.tasks.len());
+            self.pin.observe(tid, now);
             let sig = libc::WSTOPSIG(status);
             let event = (status >> 16) & 0xff;
             if sig == (libc::SIGTRAP | 0x80) {
@@ -585,6 +594,10 @@ impl<W: Write> Tracer<W> {
         let Ok((nr, args, ret)) = arch::syscall_regs(tid) else {
             return;
         };
+        if nr == arch::NR_SCHED_GETAFFINITY || nr == arch::NR_SCHED_SETAFFINITY {
+            self.affinity_call(tid, nr, &args, ret);
+            return;
+        }
         let Some(sys) = arch::sys_of(nr) else { return };
         let Some(task) = self.tasks.get_mut(&tid) else {
             return;
@@ -603,6 +616,30 @@ impl<W: Write> Tracer<W> {
         let mut e = self.decode_entry(tid, pid, sys, args, ts);
         e.at_exit = true;
         self.exit(tid, e, ret, now);
+    }
+
+    /// sched_getaffinity/sched_setaffinity (traced only for CPU placement, never
+    /// recorded): a pinned thread is told the mask it would have had; a thread that sets
+    /// an affinity keeps it.
+    fn affinity_call(&mut self, tid: Tid, nr: u64, args: &[u64; 6], ret: i64) {
+        let target = match args[0] as u32 as i32 {
+            0 => tid,
+            t => t,
+        };
+        if nr == arch::NR_SCHED_GETAFFINITY {
+            // ret: bytes the kernel copied into the buffer.
+            if ret > 0 && self.pin.is_pinned(target) {
+                let mask = self.pin.mask_of(target);
+                let n = (ret as usize).min(mask.len());
+                let _ = kernel::write_mem(tid, args[2], &mask[..n]);
+            }
+        } else if ret == 0 {
+            let mut mask = [0u8; 128];
+            let n = (args[1] as usize).min(mask.len());
+            if kernel::read_mem(tid, args[2], &mut mask[..n]).is_ok() {
+                self.pin.user_set(target, mask);
+            }
+        }
     }
 
     /// PTRACE_EVENT_EXIT: the task is about to die. A call it was inside never
@@ -691,6 +728,7 @@ impl<W: Write> Tracer<W> {
             tid: child as u32,
             clone_flags: flags,
         }));
+        self.pin.on_clone(tid, child);
         if self.early.remove(&child).is_some() {
             self.resume(child, 0);
         } else {
@@ -786,6 +824,7 @@ impl<W: Write> Tracer<W> {
         let Some(mut task) = self.tasks.remove(&tid) else {
             return;
         };
+        self.pin.on_exit(tid);
         if let Some(e) = task.entry.take() {
             self.unfinished(tid, e, now);
         }
@@ -863,6 +902,8 @@ impl<W: Write> Tracer<W> {
     }
 
     fn finish(mut self) -> Result<(Outcome, W), RecordError> {
+        self.pin.unpin();
+        self.out.pins = self.pin.pins;
         let now = self.now();
         // Anything still inside a call (attach/detach) never returned while traced.
         let pending: Vec<(Tid, Entry)> = self
@@ -988,29 +1029,5 @@ pub fn signal_name(sig: i32) -> String {
     match names.get(sig as usize) {
         Some(n) if !n.is_empty() => n.to_string(),
         _ => format!("signal {sig}"),
-    }
-}
-
-/// Keeps the tracer next to the program. ptrace stops are wake-ups between tracer and
-/// tracee; across CPUs each costs an IPI and a cold cache. While one task is traced,
-/// moving the tracer onto the CPU the task last ran on makes the hand-offs local. The
-/// program's own affinity is never touched.
-struct CpuFollower {
-    enabled: bool,
-    pinned: Option<i32>,
-    stops: u32,
-}
-
-impl CpuFollower {
-    fn new(enabled: bool) -> Self {
-        CpuFollower {
-            enabled,
-            pinned: None,
-            stops: 0,
-        }
-    }
-
-    fn observe(&mut self, _tid: Tid, _tasks: usize) {
-        let _ = (self.enabled, self.pinned, self.stops);
     }
 }

@@ -115,9 +115,11 @@ pub struct CaptureFlags {
     /// programs; re-reads of unchanged files can then not be proven).
     #[arg(long)]
     pub no_file_identity: bool,
-    /// Do not move the tracer onto the program's CPU (see docs/ptrace-backend.md).
-    #[arg(long, hide = true)]
-    pub no_follow_cpu: bool,
+    /// Never run a hot thread and the tracer on one CPU. By default, while one thread
+    /// makes most of the traced calls, both share a CPU (several times faster in VMs; the
+    /// program still sees its own affinity; docs/ptrace-backend.md, "CPU placement").
+    #[arg(long)]
+    pub no_pin: bool,
 }
 
 #[derive(Args, Debug)]

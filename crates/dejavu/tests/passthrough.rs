@@ -319,3 +319,48 @@ fn ctrl_c_to_a_program_that_ignores_it_leaves_both_running() {
     );
     assert_eq!(signal_records(&trace, "SIGINT"), 1);
 }
+
+#[test]
+fn cpu_placement_is_invisible_to_the_program() {
+    require!("python3");
+    // The real interpreter (python3 may be a shim script that would run first).
+    let py = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    let py = String::from_utf8(py.stdout).unwrap().trim().to_string();
+    // A hot stat loop (dejavu pins it next to the tracer), then the affinity as the
+    // program, a new thread and a forked child see it, then another hot loop.
+    let script = "import os, threading\n\
+        for i in range(30000): os.stat('/')\n\
+        a = len(os.sched_getaffinity(0))\n\
+        res = []\n\
+        t = threading.Thread(target=lambda: res.append(len(os.sched_getaffinity(0)))); t.start(); t.join()\n\
+        pid = os.fork()\n\
+        if pid == 0:\n    print('child', len(os.sched_getaffinity(0)), flush=True); os._exit(0)\n\
+        os.waitpid(pid, 0)\n\
+        for i in range(30000): os.stat('/')\n\
+        print(a, res[0], len(os.sched_getaffinity(0)))\n";
+    let native = Command::new(&py).args(["-c", script]).output().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let traced = Command::new(common::dejavu())
+        .args(["record", "-v", "-o"])
+        .arg(d.path().join("t.dvt"))
+        .arg("--")
+        .args([py.as_str(), "-c", script])
+        .output()
+        .unwrap();
+    assert!(traced.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&traced.stdout),
+        String::from_utf8_lossy(&native.stdout)
+    );
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus > 1 {
+        let err = String::from_utf8_lossy(&traced.stderr);
+        assert!(
+            err.contains("shared the tracer's CPU"),
+            "the hot loop was pinned: {err}"
+        );
+    }
+}

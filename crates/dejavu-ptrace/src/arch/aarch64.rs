@@ -124,3 +124,8 @@ pub fn syscall_regs(tid: i32) -> std::io::Result<(u64, [u64; 6], i64)> {
         r.regs[0] as i64,
     ))
 }
+
+/// sched_getaffinity(2) (pinning is not used on aarch64: arguments are decoded at entry).
+pub const NR_SCHED_GETAFFINITY: u64 = libc::SYS_sched_getaffinity as u64;
+/// sched_setaffinity(2).
+pub const NR_SCHED_SETAFFINITY: u64 = libc::SYS_sched_setaffinity as u64;

@@ -104,3 +104,8 @@ pub fn syscall_regs(tid: i32) -> std::io::Result<(u64, [u64; 6], i64)> {
         r.rax as i64,
     ))
 }
+
+/// sched_getaffinity(2): intercepted while a thread is pinned (see `pin.rs`).
+pub const NR_SCHED_GETAFFINITY: u64 = libc::SYS_sched_getaffinity as u64;
+/// sched_setaffinity(2): a thread that sets its own affinity is left alone.
+pub const NR_SCHED_SETAFFINITY: u64 = libc::SYS_sched_setaffinity as u64;

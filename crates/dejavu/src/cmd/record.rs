@@ -45,7 +45,7 @@ pub fn capture(
             flags.payload_bytes
         },
         open_identity: !flags.no_file_identity,
-        follow_cpu: !flags.no_follow_cpu,
+        follow_cpu: !flags.no_pin,
         verbose,
     };
     let (outcome, _file) = dejavu_ptrace::record(target, &opts, |meta| {
@@ -69,11 +69,15 @@ pub fn capture(
     }
     if verbose {
         eprintln!(
-            "dejavu: recorded {} system calls from {} processes ({} threads) to {}",
+            "dejavu: recorded {} system calls from {} processes ({} threads) to {}{}",
             outcome.syscalls,
             outcome.processes,
             outcome.threads,
-            path.display()
+            path.display(),
+            match outcome.pins {
+                0 => String::new(),
+                n => format!("; a hot thread shared the tracer's CPU {n} time(s)"),
+            }
         );
     }
     Ok(outcome)
