@@ -445,6 +445,108 @@ impl PatternBuilder {
     }
 }
 
+/// Adds a detector's own per-(pid, path) data to findings made by
+/// [`Tallies::findings_with`]: `add` merges the data of the paths a finding covers, `apply`
+/// writes the sum into the finding (an example, hazards).
+pub fn extras<'m, E: Default>(
+    map: &'m FxHashMap<(u32, PathKey), E>,
+    add: impl Fn(&mut E, &E) + 'm,
+    mut apply: impl FnMut(&mut Finding, &E) + 'm,
+) -> impl FnMut(&mut Finding, u32, &[PathKey]) + 'm {
+    move |f, pid, paths| {
+        let mut sum = E::default();
+        let mut any = false;
+        for &p in paths {
+            if let Some(e) = map.get(&(pid, p)) {
+                add(&mut sum, e);
+                any = true;
+            }
+        }
+        if any {
+            apply(f, &sum);
+        }
+    }
+}
+
+/// The write family: calls that write through their `fd` argument.
+pub fn is_write(sys: Sys) -> bool {
+    matches!(
+        sys,
+        Sys::Write | Sys::Pwrite64 | Sys::Writev | Sys::Pwritev | Sys::Pwritev2
+    )
+}
+
+/// Calls whose `fd` (or `fd2`) argument is an open file they act on.
+pub fn uses_fd(sys: Sys) -> bool {
+    use Sys::*;
+    matches!(
+        sys,
+        Close
+            | Read
+            | Pread64
+            | Readv
+            | Preadv
+            | Preadv2
+            | Write
+            | Pwrite64
+            | Writev
+            | Pwritev
+            | Pwritev2
+            | Lseek
+            | Fstat
+            | Newfstatat
+            | Statx
+            | Getdents64
+            | Fchmod
+            | Fchown
+            | Ftruncate
+            | Fsync
+            | Fdatasync
+            | SyncFileRange
+            | Dup
+            | Dup2
+            | Dup3
+            | Fcntl
+            | Sendfile
+            | CopyFileRange
+            | Splice
+            | Utimensat
+            | Fchdir
+    )
+}
+
+/// 12345 -> "12,345".
+pub fn count(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A byte count for people: "512 bytes", "12.3 kB", "1.2 MB", "3.4 GB" (powers of 1000).
+pub fn bytes(n: u64) -> String {
+    match n {
+        0..=999 => format!("{n} byte{}", plural(n)),
+        1_000..=999_999 => format!("{:.1} kB", n as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.1} MB", n as f64 / 1e6),
+        _ => format!("{:.1} GB", n as f64 / 1e9),
+    }
+}
+
+/// "s" unless `n` is 1.
+pub fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
 /// The usual cache hazards, from a tally: invalidation points and external changes.
 pub fn cache_hazards(t: &Tally, what: &str) -> Vec<String> {
     let mut h = Vec::new();

@@ -3,8 +3,7 @@
 //! race (TOCTOU).
 
 use super::lookup::{question, Question};
-use super::no_reader::{attach, count};
-use crate::group::{Tallies, Wording};
+use crate::group::{count, extras, Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
 use dejavu_replay::{PathKey, View};
 use dejavu_trace::{ev, Sys, Syscall};
@@ -293,67 +292,64 @@ impl Detector for CheckThenAct {
     }
 
     fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
-        let mut out = self
-            .tallies
-            .findings(&INFO, cx, Wording { cache: false }, &|_, _| Vec::new());
-        attach(
-            &mut out,
-            &self.extra,
-            cx,
-            |e| e.redundant,
-            |a, b| {
-                a.redundant += b.redundant;
-                a.access_open += b.access_open;
-                a.access_stat += b.access_stat;
-                a.stat_open += b.stat_open;
-                a.check_sys = a.check_sys.or(b.check_sys);
-                a.act_sys = a.act_sys.or(b.act_sys);
-            },
-            |f, e| {
-                let mut parts = Vec::new();
-                if e.access_open > 0 {
-                    parts.push(format!("{} access then open", count(e.access_open)));
-                }
-                if e.access_stat > 0 {
-                    parts.push(format!("{} access then stat", count(e.access_stat)));
-                }
-                if e.stat_open > 0 {
-                    parts.push(format!(
-                        "{} stat then open and fstat of the descriptor",
-                        count(e.stat_open)
+        let out = self.tallies.findings_with(
+            &INFO, cx, Wording { cache: false }, &|_, _| Vec::new(),
+            &mut extras(
+                &self.extra,
+                |a, b| {
+                    a.redundant += b.redundant;
+                    a.access_open += b.access_open;
+                    a.access_stat += b.access_stat;
+                    a.stat_open += b.stat_open;
+                    a.check_sys = a.check_sys.or(b.check_sys);
+                    a.act_sys = a.act_sys.or(b.act_sys);
+                },
+                |f, e| {
+                    let mut parts = Vec::new();
+                    if e.access_open > 0 {
+                        parts.push(format!("{} access then open", count(e.access_open)));
+                    }
+                    if e.access_stat > 0 {
+                        parts.push(format!("{} access then stat", count(e.access_stat)));
+                    }
+                    if e.stat_open > 0 {
+                        parts.push(format!(
+                            "{} stat then open and fstat of the descriptor",
+                            count(e.stat_open)
+                        ));
+                    }
+                    f.example = Some(format!(
+                        "{} check{} answered by the call right after {} ({}): {}",
+                        count(e.redundant),
+                        if e.redundant == 1 { "" } else { "s" },
+                        if e.redundant == 1 { "it" } else { "them" },
+                        match (e.check_sys, e.act_sys) {
+                            (Some(c), Some(a)) => format!("e.g. {} then {}", c.name(), a.name()),
+                            _ => "check then act".into(),
+                        },
+                        parts.join(", ")
                     ));
-                }
-                f.example = Some(format!(
-                    "{} check{} answered by the call right after {} ({}): {}",
-                    count(e.redundant),
-                    if e.redundant == 1 { "" } else { "s" },
-                    if e.redundant == 1 { "it" } else { "them" },
-                    match (e.check_sys, e.act_sys) {
-                        (Some(c), Some(a)) => format!("e.g. {} then {}", c.name(), a.name()),
-                        _ => "check then act".into(),
-                    },
-                    parts.join(", ")
-                ));
-                f.hazards.push(
-                    "removing the check also removes a time-of-check-to-time-of-use race; handle the \
-                     act's ENOENT/EACCES where the check's false branch was"
-                        .into(),
-                );
-                if e.stat_open > 0 {
                     f.hazards.push(
-                        "if the stat's answer (size, mtime, type) is used, take it from fstat of the \
-                         opened descriptor instead: it describes the file actually opened"
+                        "removing the check also removes a time-of-check-to-time-of-use race; handle the \
+                         act's ENOENT/EACCES where the check's false branch was"
                             .into(),
                     );
-                }
-                if e.access_open + e.access_stat > 0 {
-                    f.hazards.push(
-                        "access() uses the real uid, open the effective uid: in a setuid program only \
-                         the open's answer is authoritative"
-                            .into(),
-                    );
-                }
-            },
+                    if e.stat_open > 0 {
+                        f.hazards.push(
+                            "if the stat's answer (size, mtime, type) is used, take it from fstat of the \
+                             opened descriptor instead: it describes the file actually opened"
+                                .into(),
+                        );
+                    }
+                    if e.access_open + e.access_stat > 0 {
+                        f.hazards.push(
+                            "access() uses the real uid, open the effective uid: in a setuid program only \
+                             the open's answer is authoritative"
+                                .into(),
+                        );
+                    }
+                },
+            ),
         );
         out
     }

@@ -2,8 +2,7 @@
 //! and the existence checks wrapped around it (existsSync(dir) + mkdirSync(dir) per record).
 
 use super::lookup::{question, Question};
-use super::no_reader::{attach, count};
-use crate::group::{Tallies, Tally, Wording};
+use crate::group::{count, extras, Tallies, Tally, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
 use dejavu_replay::{PathKey, View};
 use dejavu_trace::{ev, Sys, Syscall};
@@ -278,52 +277,49 @@ impl Detector for EnsureDir {
     }
 
     fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
-        let mut out = self
-            .tallies
+        let out = self.tallies.findings_with(
             // The ensured flag is a cache of "D exists": its counterfactual is the finding's
             // cache verdict (a vanished directory is a stale answer).
-            .findings(&INFO, cx, Wording { cache: true }, &hazards);
-        attach(
-            &mut out,
-            &self.extra,
-            cx,
-            |e| e.redundant,
-            |a, b| {
-                a.redundant += b.redundant;
-                a.mkdirs += b.mkdirs;
-                a.before += b.before;
-                a.before_sys = a.before_sys.or(b.before_sys);
-                a.after += b.after;
-                a.after_sys = a.after_sys.or(b.after_sys);
-            },
-            |f, e| {
-                let mut text = format!(
-                    "{} mkdir call{} failed with EEXIST on a directory the process already knew existed",
-                    count(e.mkdirs),
-                    if e.mkdirs == 1 { "" } else { "s" }
-                );
-                let checks = |n: u64, sys: Option<Sys>, place: &str| {
-                    format!(
-                        "{} {} check{} {place}",
-                        count(n),
-                        sys.map_or("stat", |s| s.name()),
-                        if n == 1 { "" } else { "s" }
-                    )
-                };
-                match (e.before, e.after) {
-                    (0, 0) => {}
-                    (b, 0) => text += &format!(", with {}", checks(b, e.before_sys, "before them")),
-                    (0, a) => text += &format!(", with {}", checks(a, e.after_sys, "after them")),
-                    (b, a) => {
-                        text += &format!(
-                            ", with {} and {}",
-                            checks(b, e.before_sys, "before them"),
-                            checks(a, e.after_sys, "after them")
+            &INFO, cx, Wording { cache: true }, &hazards,
+            &mut extras(
+                &self.extra,
+                |a, b| {
+                    a.redundant += b.redundant;
+                    a.mkdirs += b.mkdirs;
+                    a.before += b.before;
+                    a.before_sys = a.before_sys.or(b.before_sys);
+                    a.after += b.after;
+                    a.after_sys = a.after_sys.or(b.after_sys);
+                },
+                |f, e| {
+                    let mut text = format!(
+                        "{} mkdir call{} failed with EEXIST on a directory the process already knew existed",
+                        count(e.mkdirs),
+                        if e.mkdirs == 1 { "" } else { "s" }
+                    );
+                    let checks = |n: u64, sys: Option<Sys>, place: &str| {
+                        format!(
+                            "{} {} check{} {place}",
+                            count(n),
+                            sys.map_or("stat", |s| s.name()),
+                            if n == 1 { "" } else { "s" }
                         )
+                    };
+                    match (e.before, e.after) {
+                        (0, 0) => {}
+                        (b, 0) => text += &format!(", with {}", checks(b, e.before_sys, "before them")),
+                        (0, a) => text += &format!(", with {}", checks(a, e.after_sys, "after them")),
+                        (b, a) => {
+                            text += &format!(
+                                ", with {} and {}",
+                                checks(b, e.before_sys, "before them"),
+                                checks(a, e.after_sys, "after them")
+                            )
+                        }
                     }
-                }
-                f.example = Some(text);
-            },
+                    f.example = Some(text);
+                },
+            ),
         );
         out
     }

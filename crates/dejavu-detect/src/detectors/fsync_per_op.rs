@@ -1,8 +1,7 @@
 //! fsync-per-op: fsync/fdatasync/sync_file_range after every small write to the same
 //! file, again and again — one flush to storage per record where one per batch would do.
 
-use super::no_reader::{attach, bytes, count, is_write};
-use crate::group::{Tallies, Wording};
+use crate::group::{bytes, count, extras, is_write, Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
 use dejavu_replay::{PathKey, View};
 use dejavu_trace::{ev, Sys, Syscall};
@@ -119,37 +118,34 @@ impl Detector for FsyncPerOp {
     }
 
     fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
-        let mut out = self
-            .tallies
-            .findings(&INFO, cx, Wording { cache: false }, &|_, _| Vec::new());
-        attach(
-            &mut out,
-            &self.extra,
-            cx,
-            |e| e.redundant,
-            |a, b| {
-                a.redundant += b.redundant;
-                a.bytes += b.bytes;
-                a.writes += b.writes;
-                a.sys = a.sys.or(b.sys);
-            },
-            |f, e| {
-                let n = e.redundant.max(1);
-                let name = e.sys.map_or("fsync", |s| s.name());
-                f.example = Some(if e.writes == 0 {
-                    format!(
-                        "{} {name} calls with nothing written since the previous one",
-                        count(e.redundant)
-                    )
-                } else {
-                    format!(
-                        "{} {name} calls, each after {:.1} write(s) of {} on average since the previous sync",
-                        count(e.redundant),
-                        e.writes as f64 / n as f64,
-                        bytes(e.bytes / n)
-                    )
-                });
-            },
+        let out = self.tallies.findings_with(
+            &INFO, cx, Wording { cache: false }, &|_, _| Vec::new(),
+            &mut extras(
+                &self.extra,
+                |a, b| {
+                    a.redundant += b.redundant;
+                    a.bytes += b.bytes;
+                    a.writes += b.writes;
+                    a.sys = a.sys.or(b.sys);
+                },
+                |f, e| {
+                    let n = e.redundant.max(1);
+                    let name = e.sys.map_or("fsync", |s| s.name());
+                    f.example = Some(if e.writes == 0 {
+                        format!(
+                            "{} {name} calls with nothing written since the previous one",
+                            count(e.redundant)
+                        )
+                    } else {
+                        format!(
+                            "{} {name} calls, each after {:.1} write(s) of {} on average since the previous sync",
+                            count(e.redundant),
+                            e.writes as f64 / n as f64,
+                            bytes(e.bytes / n)
+                        )
+                    });
+                },
+            ),
         );
         out
     }

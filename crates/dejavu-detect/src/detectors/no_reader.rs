@@ -3,7 +3,7 @@
 //! the write-side detectors (small-writes, open-close-churn, fsync-per-op, ensure-dir,
 //! check-then-act) share for wording their findings.
 
-use crate::group::{Tallies, Wording};
+use crate::group::{bytes, count, extras, is_write, plural, Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
 use dejavu_replay::{FdKind, PathKey, View};
 use dejavu_trace::{ev, Sys, Syscall};
@@ -101,55 +101,52 @@ impl Detector for NoReader {
     }
 
     fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
-        let mut out = self
-            .tallies
-            .findings(&INFO, cx, Wording { cache: false }, &|_, _| Vec::new());
-        attach(
-            &mut out,
-            &self.lost,
-            cx,
-            |l| l.redundant,
-            Lost::add,
-            |f, l| {
-                let mut parts = Vec::new();
-                if l.null_writes > 0 {
-                    parts.push(format!(
-                        "{} written to /dev/null in {} write{}",
-                        bytes(l.null_bytes),
-                        count(l.null_writes),
-                        plural(l.null_writes)
-                    ));
-                }
-                if l.epipe_writes > 0 {
-                    parts.push(format!(
-                        "{} write{} of {} failed with EPIPE after the reader had gone",
-                        count(l.epipe_writes),
-                        plural(l.epipe_writes),
-                        bytes(l.epipe_bytes)
-                    ));
-                    f.hazards.push(
-                        "the program kept writing after its reader had gone (SIGPIPE is ignored or \
-                         handled): stop on the first EPIPE, but flush and close files and queues before \
-                         exiting"
-                            .into(),
-                    );
-                }
-                if l.null_writes > 0 {
-                    f.hazards.push(
-                        "/dev/null may be a deliberate way to silence this output: make the producer \
-                         quiet (log level, isatty(), a --quiet flag) instead of removing the redirection"
-                            .into(),
-                    );
-                }
-                if l.std_streams > 0 {
-                    f.hazards.push(format!(
-                        "{} of these writes went to stdout/stderr, which the parent pointed at /dev/null \
-                         or a closed pipe: the fix may belong in how the parent starts this program",
-                        count(l.std_streams)
-                    ));
-                }
-                f.example = Some(parts.join("; "));
-            },
+        let out = self.tallies.findings_with(
+            &INFO, cx, Wording { cache: false }, &|_, _| Vec::new(),
+            &mut extras(
+                &self.lost,
+                Lost::add,
+                |f, l| {
+                    let mut parts = Vec::new();
+                    if l.null_writes > 0 {
+                        parts.push(format!(
+                            "{} written to /dev/null in {} write{}",
+                            bytes(l.null_bytes),
+                            count(l.null_writes),
+                            plural(l.null_writes)
+                        ));
+                    }
+                    if l.epipe_writes > 0 {
+                        parts.push(format!(
+                            "{} write{} of {} failed with EPIPE after the reader had gone",
+                            count(l.epipe_writes),
+                            plural(l.epipe_writes),
+                            bytes(l.epipe_bytes)
+                        ));
+                        f.hazards.push(
+                            "the program kept writing after its reader had gone (SIGPIPE is ignored or \
+                             handled): stop on the first EPIPE, but flush and close files and queues before \
+                             exiting"
+                                .into(),
+                        );
+                    }
+                    if l.null_writes > 0 {
+                        f.hazards.push(
+                            "/dev/null may be a deliberate way to silence this output: make the producer \
+                             quiet (log level, isatty(), a --quiet flag) instead of removing the redirection"
+                                .into(),
+                        );
+                    }
+                    if l.std_streams > 0 {
+                        f.hazards.push(format!(
+                            "{} of these writes went to stdout/stderr, which the parent pointed at /dev/null \
+                             or a closed pipe: the fix may belong in how the parent starts this program",
+                            count(l.std_streams)
+                        ));
+                    }
+                    f.example = Some(parts.join("; "));
+                },
+            ),
         );
         out
     }
@@ -160,126 +157,6 @@ fn is_dev_null(v: &View, path: PathKey, cx: &Cx<'_>) -> bool {
         Some(f) => f.kind == FdKind::DevNull,
         // Opened before the trace began (inherited stdout, say): only the name is known.
         None => cx.replay.paths.bytes(path) == b"/dev/null",
-    }
-}
-
-// ---- Helpers shared by the write-side detectors of this directory. They would belong in
-// group.rs (extras per (pid, path) grouped like the tallies, number wording).
-
-/// The write family: calls that write through their `fd` argument.
-pub(crate) fn is_write(sys: Sys) -> bool {
-    matches!(
-        sys,
-        Sys::Write | Sys::Pwrite64 | Sys::Writev | Sys::Pwritev | Sys::Pwritev2
-    )
-}
-
-/// Calls whose `fd` (or `fd2`) argument is an open file they act on.
-pub(crate) fn uses_fd(sys: Sys) -> bool {
-    use Sys::*;
-    matches!(
-        sys,
-        Close
-            | Read
-            | Pread64
-            | Readv
-            | Preadv
-            | Preadv2
-            | Write
-            | Pwrite64
-            | Writev
-            | Pwritev
-            | Pwritev2
-            | Lseek
-            | Fstat
-            | Newfstatat
-            | Statx
-            | Getdents64
-            | Fchmod
-            | Fchown
-            | Ftruncate
-            | Fsync
-            | Fdatasync
-            | SyncFileRange
-            | Dup
-            | Dup2
-            | Dup3
-            | Fcntl
-            | Sendfile
-            | CopyFileRange
-            | Splice
-            | Utimensat
-            | Fchdir
-    )
-}
-
-/// Per-(pid, path) extras summed the way `Tallies::findings` grouped the paths of each
-/// finding: a finding with at least `min_calls` redundant calls is one path; the others
-/// are the process's paths with fewer, together. `redundant(e)` must equal the redundant
-/// count of the (pid, path)'s tally for this to line up.
-pub(crate) fn attach<E: Default>(
-    findings: &mut [Finding],
-    extras: &FxHashMap<(u32, PathKey), E>,
-    cx: &Cx<'_>,
-    redundant: impl Fn(&E) -> u64,
-    add: impl Fn(&mut E, &E),
-    mut apply: impl FnMut(&mut Finding, &E),
-) {
-    let min = cx.config.min_calls.max(1);
-    let mut single: FxHashMap<(u32, String), &E> = FxHashMap::default();
-    let mut grouped: FxHashMap<u32, E> = FxHashMap::default();
-    for ((pid, path), e) in extras {
-        match redundant(e) {
-            0 => {}
-            r if r >= min => {
-                single.insert((*pid, cx.path(*path)), e);
-            }
-            _ => add(grouped.entry(*pid).or_default(), e),
-        }
-    }
-    for f in findings.iter_mut() {
-        // One path on its own, or the process's paths with fewer than `min` each (which
-        // together may well have more).
-        let e = if f.path_count == 1 && f.redundant_calls >= min {
-            single.get(&(f.pid, f.paths[0].clone())).copied()
-        } else {
-            grouped.get(&f.pid)
-        };
-        if let Some(e) = e {
-            apply(f, e);
-        }
-    }
-}
-
-/// 12345 -> "12,345".
-pub(crate) fn count(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// A byte count for people: "512 bytes", "12.3 kB", "1.2 MB", "3.4 GB" (powers of 1000).
-pub(crate) fn bytes(n: u64) -> String {
-    match n {
-        0..=999 => format!("{n} byte{}", plural(n)),
-        1_000..=999_999 => format!("{:.1} kB", n as f64 / 1e3),
-        1_000_000..=999_999_999 => format!("{:.1} MB", n as f64 / 1e6),
-        _ => format!("{:.1} GB", n as f64 / 1e9),
-    }
-}
-
-/// "s" unless `n` is 1.
-pub(crate) fn plural(n: u64) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }
 

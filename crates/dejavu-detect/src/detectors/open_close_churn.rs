@@ -1,8 +1,7 @@
 //! open-close-churn: the same file opened for writing, a few small operations, closed,
 //! again and again in one process (appendFileSync per record, open+pwrite+close per write).
 
-use super::no_reader::{attach, count, uses_fd};
-use crate::group::{Tallies, Wording};
+use crate::group::{count, extras, uses_fd, Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
 use dejavu_replay::{FdKind, PathKey, Version, View};
 use dejavu_trace::{ev, stat_known, Sys, Syscall};
@@ -221,62 +220,59 @@ impl Detector for OpenCloseChurn {
     }
 
     fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
-        let mut out = self
-            .tallies
-            .findings(&INFO, cx, Wording { cache: false }, &|_, _| Vec::new());
-        attach(
-            &mut out,
-            &self.extra,
-            cx,
-            |e| e.redundant,
-            |a, b| {
-                a.redundant += b.redundant;
-                a.cycles += b.cycles;
-                a.repeats += b.repeats;
-                a.ops += b.ops;
-                a.op = a.op.or(b.op);
-                a.trunc += b.trunc;
-                a.replaced += b.replaced;
-                a.threads |= b.threads;
-            },
-            |f, e| {
-                let per = e.ops as f64 / e.repeats.max(1) as f64;
-                f.example = Some(format!(
-                    "{} of {} open/close cycles repeated, {:.1} call{} in between on average{}",
-                    count(e.repeats),
-                    count(e.cycles),
-                    per,
-                    if per == 1.0 { "" } else { "s" },
-                    e.op.map(|s| format!(" ({})", s.name())).unwrap_or_default()
-                ));
-                if e.threads {
+        let out = self.tallies.findings_with(
+            &INFO, cx, Wording { cache: false }, &|_, _| Vec::new(),
+            &mut extras(
+                &self.extra,
+                |a, b| {
+                    a.redundant += b.redundant;
+                    a.cycles += b.cycles;
+                    a.repeats += b.repeats;
+                    a.ops += b.ops;
+                    a.op = a.op.or(b.op);
+                    a.trunc += b.trunc;
+                    a.replaced += b.replaced;
+                    a.threads |= b.threads;
+                },
+                |f, e| {
+                    let per = e.ops as f64 / e.repeats.max(1) as f64;
+                    f.example = Some(format!(
+                        "{} of {} open/close cycles repeated, {:.1} call{} in between on average{}",
+                        count(e.repeats),
+                        count(e.cycles),
+                        per,
+                        if per == 1.0 { "" } else { "s" },
+                        e.op.map(|s| format!(" ({})", s.name())).unwrap_or_default()
+                    ));
+                    if e.threads {
+                        f.hazards.push(
+                            "the cycles come from several threads: one shared handle needs a lock, or \
+                             O_APPEND with one write per record"
+                                .into(),
+                        );
+                    }
+                    if e.trunc > 0 {
+                        f.hazards.push(format!(
+                            "{} cycle(s) opened with O_TRUNC: the program rewrites the whole file each time; \
+                             keep the handle and rewrite in place (ftruncate + pwrite), or rewrite once per \
+                             batch of changes",
+                            count(e.trunc)
+                        ));
+                    }
+                    if e.replaced > 0 {
+                        f.hazards.push(format!(
+                            "another program replaced the file {} time(s) during the trace (a different \
+                             inode, no traced change): a kept handle must be reopened when that happens",
+                            count(e.replaced)
+                        ));
+                    }
                     f.hazards.push(
-                        "the cycles come from several threads: one shared handle needs a lock, or \
-                         O_APPEND with one write per record"
+                        "reopen the kept handle when the file is rotated or renamed, and flush buffered \
+                         data on exit and on signals"
                             .into(),
                     );
-                }
-                if e.trunc > 0 {
-                    f.hazards.push(format!(
-                        "{} cycle(s) opened with O_TRUNC: the program rewrites the whole file each time; \
-                         keep the handle and rewrite in place (ftruncate + pwrite), or rewrite once per \
-                         batch of changes",
-                        count(e.trunc)
-                    ));
-                }
-                if e.replaced > 0 {
-                    f.hazards.push(format!(
-                        "another program replaced the file {} time(s) during the trace (a different \
-                         inode, no traced change): a kept handle must be reopened when that happens",
-                        count(e.replaced)
-                    ));
-                }
-                f.hazards.push(
-                    "reopen the kept handle when the file is rotated or renamed, and flush buffered \
-                     data on exit and on signals"
-                        .into(),
-                );
-            },
+                },
+            ),
         );
         out
     }

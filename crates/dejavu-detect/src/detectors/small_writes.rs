@@ -1,8 +1,7 @@
 //! small-writes: runs of tiny writes to one descriptor that one buffered or vectored
 //! write would carry (unbuffered output, a write per field or per line).
 
-use super::no_reader::{attach, bytes, count, is_write, plural, uses_fd};
-use crate::group::{Tallies, Tally, Wording};
+use crate::group::{bytes, count, extras, is_write, plural, uses_fd, Tallies, Tally, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
 use dejavu_replay::{FdKind, PathKey, View};
 use dejavu_trace::{ev, Sys, Syscall};
@@ -235,68 +234,65 @@ impl Detector for SmallWrites {
         for ((pid, _), r) in open {
             self.end_run(pid, &r, cx);
         }
-        let mut out = self
-            .tallies
-            .findings(&INFO, cx, Wording { cache: false }, &|_, _| Vec::new());
-        attach(
-            &mut out,
-            &self.extra,
-            cx,
-            |e| e.redundant,
-            |a, b| {
-                a.redundant += b.redundant;
-                a.runs += b.runs;
-                a.writes += b.writes;
-                a.bytes += b.bytes;
-                a.needed += b.needed;
-                a.kinds |= b.kinds;
-            },
-            |f, e| {
-                f.example = Some(format!(
-                    "{} writes of {} on average in {} run{}, which {} buffered write{} would carry",
-                    count(e.writes),
-                    bytes(e.bytes / e.writes.max(1)),
-                    count(e.runs),
-                    plural(e.runs),
-                    count(e.needed),
-                    plural(e.needed)
-                ));
-                if e.kinds & K_TTY != 0 {
+        let out = self.tallies.findings_with(
+            &INFO, cx, Wording { cache: false }, &|_, _| Vec::new(),
+            &mut extras(
+                &self.extra,
+                |a, b| {
+                    a.redundant += b.redundant;
+                    a.runs += b.runs;
+                    a.writes += b.writes;
+                    a.bytes += b.bytes;
+                    a.needed += b.needed;
+                    a.kinds |= b.kinds;
+                },
+                |f, e| {
+                    f.example = Some(format!(
+                        "{} writes of {} on average in {} run{}, which {} buffered write{} would carry",
+                        count(e.writes),
+                        bytes(e.bytes / e.writes.max(1)),
+                        count(e.runs),
+                        plural(e.runs),
+                        count(e.needed),
+                        plural(e.needed)
+                    ));
+                    if e.kinds & K_TTY != 0 {
+                        f.hazards.push(
+                            "this is a terminal: interactive output needs line buffering (flush at each \
+                             newline and before reading input), not a buffer that fills"
+                                .into(),
+                        );
+                    }
+                    if e.kinds & K_PIPE != 0 {
+                        f.hazards.push(
+                            "this is a pipe: its reader may wait for each line or record, so flush at record \
+                             boundaries; writes above PIPE_BUF (4 KiB) are not atomic when several processes \
+                             write to it"
+                                .into(),
+                        );
+                    }
+                    if e.kinds & K_SOCKET != 0 {
+                        f.hazards.push(
+                            "this is a socket: on a datagram or SEQPACKET socket every write is one message \
+                             and must not be merged; on a stream socket, merging also avoids one packet per \
+                             write"
+                                .into(),
+                        );
+                    }
+                    if e.kinds & K_APPEND != 0 {
+                        f.hazards.push(
+                            "the file is opened with O_APPEND, maybe shared with other writers: keep each \
+                             record in one write so records do not interleave"
+                                .into(),
+                        );
+                    }
                     f.hazards.push(
-                        "this is a terminal: interactive output needs line buffering (flush at each \
-                         newline and before reading input), not a buffer that fills"
+                        "flush the buffer on exit, on fatal signals and on errors, or the tail of the output \
+                         is lost"
                             .into(),
                     );
-                }
-                if e.kinds & K_PIPE != 0 {
-                    f.hazards.push(
-                        "this is a pipe: its reader may wait for each line or record, so flush at record \
-                         boundaries; writes above PIPE_BUF (4 KiB) are not atomic when several processes \
-                         write to it"
-                            .into(),
-                    );
-                }
-                if e.kinds & K_SOCKET != 0 {
-                    f.hazards.push(
-                        "this is a socket: on a datagram or SEQPACKET socket every write is one message \
-                         and must not be merged; on a stream socket, merging also avoids one packet per \
-                         write"
-                            .into(),
-                    );
-                }
-                if e.kinds & K_APPEND != 0 {
-                    f.hazards.push(
-                        "the file is opened with O_APPEND, maybe shared with other writers: keep each \
-                         record in one write so records do not interleave"
-                            .into(),
-                    );
-                }
-                f.hazards.push(
-                    "flush the buffer on exit, on fatal signals and on errors, or the tail of the output \
-                     is lost"
-                        .into(),
-                );
-            },
+                },
+            ),
         );
         out
     }
