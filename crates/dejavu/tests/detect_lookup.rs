@@ -117,3 +117,21 @@ fn python_exists_checked_once_is_quiet() {
         "{f:#?}"
     );
 }
+
+#[test]
+fn one_lstat_per_distinct_file_like_git_status_is_not_a_repeated_lookup() {
+    let prog = common::c_workload_at(
+        &common::repo().join("tests/workloads/detectors/repeated-lookup/status_scan.c"),
+    );
+    let (f, d) = findings("repeated-lookup", &[prog.to_str().unwrap()]);
+    let dir = d.path().canonicalize().unwrap();
+    // Not even grouped into a pattern: none of the scanned files was asked about twice.
+    assert!(
+        !f.iter().any(|f| f
+            .paths
+            .iter()
+            .chain(&f.example_paths)
+            .any(|p| Path::new(p).starts_with(&dir))),
+        "{f:#?}"
+    );
+}
