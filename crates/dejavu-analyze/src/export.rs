@@ -329,6 +329,38 @@ impl<W: Write> Exporter<'_, W> {
             self.buf.extend_from_slice(br#","payload":"#);
             json_str(&mut self.buf, reader.str(p));
         }
+        if let Some(st) = s.stack {
+            self.buf.extend_from_slice(br#","stack":["#);
+            for (i, f) in reader.stack(st).iter().enumerate() {
+                if i > 0 {
+                    self.buf.push(b',');
+                }
+                self.buf.extend_from_slice(br#"{"kind":""#);
+                self.buf.extend_from_slice(f.kind.name().as_bytes());
+                self.buf.push(b'"');
+                for (key, v) in [
+                    (&br#","function":"#[..], f.function),
+                    (br#","file":"#, f.file),
+                    (br#","module":"#, f.module),
+                ] {
+                    if let Some(v) = v {
+                        self.buf.extend_from_slice(key);
+                        self.cached_str(v, reader);
+                    }
+                }
+                if f.line != 0 {
+                    self.field(br#","line":"#, f.line);
+                }
+                if f.column != 0 {
+                    self.field(br#","column":"#, f.column);
+                }
+                if f.addr != 0 {
+                    self.field(br#","addr":"#, f.addr);
+                }
+                self.buf.push(b'}');
+            }
+            self.buf.push(b']');
+        }
         self.buf.extend_from_slice(b"}\n");
     }
 

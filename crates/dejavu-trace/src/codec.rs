@@ -88,8 +88,10 @@ pub mod field {
     pub const STAT: u16 = 1 << 12;
     /// `payload` is set.
     pub const PAYLOAD: u16 = 1 << 13;
+    /// `stack` is set.
+    pub const STACK: u16 = 1 << 14;
     /// Every defined bit.
-    pub const ALL: u16 = (1 << 14) - 1;
+    pub const ALL: u16 = (1 << 15) - 1;
 }
 
 /// Delta state carried from record to record within one block.
@@ -197,6 +199,7 @@ pub fn put_record(out: &mut Vec<u8>, d: &mut Deltas, rec: &Record) {
             m |= bit(s.aux != 0, field::AUX);
             m |= bit(s.stat.is_some(), field::STAT);
             m |= bit(s.payload.is_some(), field::PAYLOAD);
+            m |= bit(s.stack.is_some(), field::STACK);
             put_u64(out, m as u64);
             put_ts(out, d, s.ts);
             put_i64(out, s.tid as i64 - d.tid as i64);
@@ -243,6 +246,9 @@ pub fn put_record(out: &mut Vec<u8>, d: &mut Deltas, rec: &Record) {
             }
             if let Some(p) = s.payload {
                 put_str(out, p);
+            }
+            if let Some(st) = s.stack {
+                put_u64(out, st.0 as u64);
             }
         }
         Record::Spawn(s) => {
@@ -304,6 +310,8 @@ pub struct Limits {
     pub local_strings: u32,
     /// Defined stat answers.
     pub stats: u32,
+    /// Defined stacks.
+    pub stacks: u32,
 }
 
 /// Low 24 bits of a block-local id: its index in the block (the writer keeps a block
@@ -421,6 +429,13 @@ pub fn get_record(
             if m & field::PAYLOAD != 0 {
                 s.payload = Some(str_ref(c, lim)?);
             }
+            if m & field::STACK != 0 {
+                let id = u32_field(c)?;
+                if id >= lim.stacks {
+                    return Err("record refers to a stack that was never defined");
+                }
+                s.stack = Some(StackId(id));
+            }
             Record::Syscall(s)
         }
         tag::SPAWN => Record::Spawn(Spawn {
@@ -473,4 +488,74 @@ pub fn get_record(
         }),
         _ => return Err("unknown record tag"),
     })
+}
+
+fn put_opt_str(out: &mut Vec<u8>, id: Option<StrId>) {
+    match id {
+        // 0 is "none"; string ids are shifted by one.
+        None => put_u64(out, 0),
+        Some(id) => put_u64(out, id.0 as u64 + 1),
+    }
+}
+
+fn get_opt_str(c: &mut Cursor<'_>, lim: &Limits) -> Result<Option<StrId>, &'static str> {
+    match c.u64().ok_or("stack cut short")? {
+        0 => Ok(None),
+        v if v - 1 < lim.strings as u64 => Ok(Some(StrId((v - 1) as u32))),
+        _ => Err("stack frame refers to a string that was never defined"),
+    }
+}
+
+/// Appends a stack definition: frame count, then per frame `kind` byte, function, file,
+/// module (optional string ids + 1), line, column, addr.
+pub fn put_stack(out: &mut Vec<u8>, frames: &[Frame]) {
+    put_u64(out, frames.len() as u64);
+    for f in frames {
+        debug_assert!(![f.function, f.file, f.module]
+            .iter()
+            .flatten()
+            .any(|s| s.is_local()));
+        out.push(f.kind as u8);
+        put_opt_str(out, f.function);
+        put_opt_str(out, f.file);
+        put_opt_str(out, f.module);
+        put_u64(out, f.line as u64);
+        put_u64(out, f.column as u64);
+        put_u64(out, f.addr);
+    }
+}
+
+/// Most frames a stack may have (deeper stacks are cut by the writer).
+pub const MAX_FRAMES: usize = 256;
+
+/// Reads a stack definition into `frames`.
+pub fn get_stack(
+    c: &mut Cursor<'_>,
+    lim: &Limits,
+    frames: &mut Vec<Frame>,
+) -> Result<(), &'static str> {
+    const SHORT: &str = "stack cut short";
+    let n = c.u64().ok_or(SHORT)?;
+    if n > MAX_FRAMES as u64 {
+        return Err("stack deeper than 256 frames");
+    }
+    for _ in 0..n {
+        let kind = FrameKind::from_u8(c.u8().ok_or(SHORT)?).ok_or("unknown frame kind")?;
+        let function = get_opt_str(c, lim)?;
+        let file = get_opt_str(c, lim)?;
+        let module = get_opt_str(c, lim)?;
+        let line = c.u32().ok_or(SHORT)?;
+        let column = c.u32().ok_or(SHORT)?;
+        let addr = c.u64().ok_or(SHORT)?;
+        frames.push(Frame {
+            kind,
+            function,
+            file,
+            line,
+            column,
+            module,
+            addr,
+        });
+    }
+    Ok(())
 }

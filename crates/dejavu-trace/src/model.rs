@@ -31,6 +31,64 @@ impl StrId {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub struct StatId(pub u32);
 
+/// An interned call stack ([`Frame`]s, innermost first).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct StackId(pub u32);
+
+/// Where a frame comes from.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum FrameKind {
+    /// Machine code: C, C++, Rust, Go, or a runtime's own native code.
+    Native = 0,
+    /// A JavaScript function (Node.js agent).
+    Js = 1,
+    /// A Python function (Python agent).
+    Python = 2,
+}
+
+impl FrameKind {
+    /// Inverse of `as u8`.
+    pub fn from_u8(v: u8) -> Option<FrameKind> {
+        Some(match v {
+            0 => FrameKind::Native,
+            1 => FrameKind::Js,
+            2 => FrameKind::Python,
+            _ => return None,
+        })
+    }
+
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            FrameKind::Native => "native",
+            FrameKind::Js => "js",
+            FrameKind::Python => "python",
+        }
+    }
+}
+
+/// One frame of a call stack. Strings are trace strings (never block-local).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Frame {
+    /// Native, JavaScript or Python.
+    pub kind: FrameKind,
+    /// Function name (demangled), when known.
+    pub function: Option<StrId>,
+    /// Source file, when known (absolute, or as the runtime reports it).
+    pub file: Option<StrId>,
+    /// Source line (1-based); 0 when unknown.
+    pub line: u32,
+    /// Source column (1-based); 0 when unknown.
+    pub column: u32,
+    /// Native frames: the executable or shared object; else unset.
+    pub module: Option<StrId>,
+    /// Native frames: the instruction address, relative to the module's load address
+    /// (file offset space), so it is stable across runs; else 0.
+    pub addr: u64,
+}
+
 /// One thing that happened in the traced program, in the order the backend saw it end.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Record {
@@ -126,6 +184,8 @@ pub struct Syscall {
     pub stat: Option<StatId>,
     /// A prefix of the bytes written, or for execve/execveat the NUL-separated argv.
     pub payload: Option<StrId>,
+    /// The call stack that made the call, when stacks were recorded.
+    pub stack: Option<StackId>,
 }
 
 impl Syscall {
@@ -150,6 +210,7 @@ impl Syscall {
             aux: 0,
             stat: None,
             payload: None,
+            stack: None,
         }
     }
 

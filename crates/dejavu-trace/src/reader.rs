@@ -2,7 +2,7 @@
 //! tables), verifies every block's checksum, and never panics on bad input: corruption is
 //! an error naming the byte offset; a trace cut off mid-block ends early with a warning.
 
-use crate::codec::{self, codec_id, get_record, get_stat, kind, Deltas, Limits};
+use crate::codec::{self, codec_id, get_record, get_stack, get_stat, kind, Deltas, Limits};
 use crate::error::{Result, TraceError};
 use crate::model::*;
 use crate::varint::Cursor;
@@ -107,6 +107,8 @@ pub struct TraceReader<R: Read> {
     end: Option<End>,
     strings: Strings,
     stats: Vec<FileStat>,
+    frames: Vec<Frame>,
+    stack_ends: Vec<usize>,
     stored: Vec<u8>,
     raw: Vec<u8>,
     pos: usize,
@@ -194,6 +196,8 @@ impl<R: Read> TraceReader<R> {
             end: None,
             strings: Strings::default(),
             stats: Vec::new(),
+            frames: Vec::new(),
+            stack_ends: Vec::new(),
             stored: Vec::new(),
             raw: Vec::new(),
             pos: 0,
@@ -263,6 +267,21 @@ impl<R: Read> TraceReader<R> {
         self.stats.get(id.0 as usize).copied().unwrap_or_default()
     }
 
+    /// A call stack, innermost frame first (empty for an unknown id).
+    pub fn stack(&self, id: StackId) -> &[Frame] {
+        let i = id.0 as usize;
+        let Some(&end) = self.stack_ends.get(i) else {
+            return &[];
+        };
+        let start = if i == 0 { 0 } else { self.stack_ends[i - 1] };
+        &self.frames[start..end]
+    }
+
+    /// Number of stacks defined so far.
+    pub fn stack_count(&self) -> usize {
+        self.stack_ends.len()
+    }
+
     /// Bytes of input consumed so far (for progress bars).
     pub fn bytes_read(&self) -> u64 {
         self.offset
@@ -298,6 +317,7 @@ impl<R: Read> TraceReader<R> {
             strings: self.strings.len() as u32,
             local_strings: self.strings.local_ends.len() as u32,
             stats: self.stats.len() as u32,
+            stacks: self.stack_ends.len() as u32,
         };
         let mut c = Cursor::at(&self.raw, self.pos);
         let rec = get_record(&mut c, &mut self.deltas, &lim).map_err(|what| {
@@ -352,6 +372,19 @@ impl<R: Read> TraceReader<R> {
                     let at = c.pos();
                     let st = get_stat(&mut c).map_err(|w| bad(w, at))?;
                     self.stats.push(st);
+                }
+                let at = c.pos();
+                let n = c.u64().ok_or_else(|| bad("stack count missing", at))?;
+                let lim = Limits {
+                    strings: self.strings.len() as u32,
+                    local_strings: 0,
+                    stats: self.stats.len() as u32,
+                    stacks: 0,
+                };
+                for _ in 0..n {
+                    let at = c.pos();
+                    get_stack(&mut c, &lim, &mut self.frames).map_err(|w| bad(w, at))?;
+                    self.stack_ends.push(self.frames.len());
                 }
                 self.strings.clear_local();
                 let at = c.pos();

@@ -1,7 +1,7 @@
 //! The streaming trace writer: interns strings and stat answers, encodes records into
 //! blocks, and writes each block with a single `write` so a crash leaves whole blocks.
 
-use crate::codec::{self, codec_id, kind, put_record, put_stat, Deltas};
+use crate::codec::{self, codec_id, kind, put_record, put_stack, put_stat, Deltas};
 use crate::error::Result;
 use crate::model::*;
 use crate::varint::put_u64;
@@ -42,6 +42,9 @@ pub struct TraceWriter<W: Write> {
     new_string_count: u64,
     new_stats: Vec<u8>,
     new_stat_count: u64,
+    stacks: FxHashMap<Box<[Frame]>, u32>,
+    new_stacks: Vec<u8>,
+    new_stack_count: u64,
     local: FxHashMap<Box<[u8]>, u32>,
     new_local: Vec<u8>,
     generation: u32,
@@ -96,6 +99,9 @@ impl<W: Write> TraceWriter<W> {
             new_string_count: 0,
             new_stats: Vec::new(),
             new_stat_count: 0,
+            stacks: FxHashMap::default(),
+            new_stacks: Vec::new(),
+            new_stack_count: 0,
             local: FxHashMap::default(),
             new_local: Vec::new(),
             generation: 0,
@@ -161,6 +167,21 @@ impl<W: Write> TraceWriter<W> {
         }
     }
 
+    /// The id of a call stack (innermost frame first, at most 256 frames kept), defining
+    /// it in the next block if it is new. Its strings must be trace strings from
+    /// [`TraceWriter::intern`], never block-local ones.
+    pub fn intern_stack(&mut self, frames: &[Frame]) -> StackId {
+        let frames = &frames[..frames.len().min(codec::MAX_FRAMES)];
+        if let Some(&id) = self.stacks.get(frames) {
+            return StackId(id);
+        }
+        let id = self.stacks.len() as u32;
+        self.stacks.insert(frames.into(), id);
+        put_stack(&mut self.new_stacks, frames);
+        self.new_stack_count += 1;
+        StackId(id)
+    }
+
     /// The id of a stat answer, defining it in the next block if it is new.
     pub fn intern_stat(&mut self, st: &FileStat) -> StatId {
         if let Some(&id) = self.stats.get(st) {
@@ -209,6 +230,7 @@ impl<W: Write> TraceWriter<W> {
         if self.record_count == 0
             && self.new_string_count == 0
             && self.new_stat_count == 0
+            && self.new_stack_count == 0
             && self.local.is_empty()
         {
             return Ok(());
@@ -219,6 +241,8 @@ impl<W: Write> TraceWriter<W> {
         raw.extend_from_slice(&self.new_strings);
         put_u64(&mut raw, self.new_stat_count);
         raw.extend_from_slice(&self.new_stats);
+        put_u64(&mut raw, self.new_stack_count);
+        raw.extend_from_slice(&self.new_stacks);
         put_u64(&mut raw, self.local.len() as u64);
         raw.extend_from_slice(&self.new_local);
         put_u64(&mut raw, self.record_count);
@@ -231,6 +255,8 @@ impl<W: Write> TraceWriter<W> {
         self.new_string_count = 0;
         self.new_stats.clear();
         self.new_stat_count = 0;
+        self.new_stacks.clear();
+        self.new_stack_count = 0;
         self.local.clear();
         self.new_local.clear();
         self.generation = (self.generation + 1) & 0x7f;

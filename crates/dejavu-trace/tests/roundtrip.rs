@@ -333,3 +333,61 @@ fn a_block_local_id_from_an_earlier_block_is_refused() {
     s.payload = Some(stale);
     assert!(w.push(&Record::Syscall(s)).is_err());
 }
+
+#[test]
+fn stacks_round_trip_and_are_interned_once() {
+    let opts = WriterOptions {
+        block_bytes: 256,
+        ..WriterOptions::default()
+    };
+    let mut w = TraceWriter::new(Vec::new(), &sample_meta(), opts).unwrap();
+    let (f, file, module) = (
+        w.intern(b"appendRecord"),
+        w.intern(b"/app/rec.js"),
+        w.intern(b"/usr/bin/node"),
+    );
+    let js = Frame {
+        kind: FrameKind::Js,
+        function: Some(f),
+        file: Some(file),
+        line: 18,
+        column: 7,
+        module: None,
+        addr: 0,
+    };
+    let native = Frame {
+        kind: FrameKind::Native,
+        function: None,
+        file: None,
+        line: 0,
+        column: 0,
+        module: Some(module),
+        addr: 0x1234,
+    };
+    let a = w.intern_stack(&[js, native]);
+    let b = w.intern_stack(&[native]);
+    assert_eq!(w.intern_stack(&[js, native]), a, "interned by value");
+    assert_ne!(a, b);
+    for i in 0..100u64 {
+        let mut s = Syscall::new(i, 1, 1, Sys::Newfstatat);
+        s.stack = Some(if i % 2 == 0 { a } else { b });
+        w.push(&Record::Syscall(s)).unwrap();
+    }
+    let bytes = w.finish(End::default()).unwrap();
+    let mut r = TraceReader::new(&bytes[..]).unwrap();
+    let mut n = 0;
+    while let Some(rec) = r.next_record().unwrap() {
+        let Record::Syscall(s) = rec else { continue };
+        let st = r.stack(s.stack.unwrap()).to_vec();
+        if n % 2 == 0 {
+            assert_eq!(st, vec![js, native]);
+            assert_eq!(r.str(st[0].function.unwrap()), b"appendRecord");
+            assert_eq!(st[0].line, 18);
+        } else {
+            assert_eq!(st, vec![native]);
+        }
+        n += 1;
+    }
+    assert_eq!(n, 100);
+    assert_eq!(r.stack_count(), 2);
+}
