@@ -13,8 +13,10 @@ mod pin;
 pub mod seccomp;
 mod signals;
 mod spawn;
+pub mod stacks;
 pub mod state;
 mod tracer;
 
 pub use error::{denied_advice, RecordError};
+pub use stacks::StackMode;
 pub use tracer::{record, Outcome, RecordOptions, Target};

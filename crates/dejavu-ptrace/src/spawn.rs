@@ -100,12 +100,33 @@ extern "C" {
 }
 
 /// Forks the child. It installs `filter` (if any), stops itself with SIGSTOP, then execs
-/// `program` with `argv` and the current environment.
+/// `program` with `argv` and the current environment, where `env` adds or replaces
+/// variables (the language agents' loaders; empty otherwise, so the environment is passed
+/// through untouched).
 pub fn fork_child(
     program: &Path,
     argv: &[OsString],
     filter: Option<&[libc::sock_filter]>,
+    env: &[(OsString, OsString)],
 ) -> Result<Child, RecordError> {
+    // Built before fork: the child may only make raw syscalls.
+    let envp_owned: Option<Vec<CString>> = (!env.is_empty()).then(|| {
+        let mut vars: Vec<(OsString, OsString)> = std::env::vars_os()
+            .filter(|(k, _)| !env.iter().any(|(e, _)| e == k))
+            .collect();
+        vars.extend(env.iter().cloned());
+        vars.into_iter()
+            .filter_map(|(k, v)| {
+                let mut kv = k.into_vec();
+                kv.push(b'=');
+                kv.extend_from_slice(v.as_bytes());
+                CString::new(kv).ok()
+            })
+            .collect()
+    });
+    let mut envp_ptrs: Vec<*const libc::c_char> =
+        envp_owned.iter().flatten().map(|c| c.as_ptr()).collect();
+    envp_ptrs.push(std::ptr::null());
     let prog_c = CString::new(program.as_os_str().as_bytes())
         .map_err(|_| RecordError::NotFound(program.display().to_string()))?;
     let args: Vec<CString> = argv
@@ -145,7 +166,12 @@ pub fn fork_child(
         return Err(RecordError::os("fork", e));
     }
     if pid == 0 {
-        unsafe { child(wr, &prog_c, &arg_ptrs, prog.as_ref()) }
+        let envp = if envp_owned.is_some() {
+            envp_ptrs.as_ptr()
+        } else {
+            std::ptr::null()
+        };
+        unsafe { child(wr, &prog_c, &arg_ptrs, envp, prog.as_ref()) }
     }
     // SAFETY: closing our copy of the write end.
     unsafe { libc::close(wr) };
@@ -157,6 +183,7 @@ unsafe fn child(
     err: i32,
     prog: &CString,
     argv: &[*const libc::c_char],
+    envp: *const *const libc::c_char,
     filter: Option<&libc::sock_fprog>,
 ) -> ! {
     let fail = |stage: u8, errno: i32| -> ! {
@@ -206,7 +233,8 @@ unsafe fn child(
             }
         }
         libc::kill(libc::getpid(), libc::SIGSTOP);
-        libc::execve(prog.as_ptr(), argv.as_ptr(), environ);
+        let envp = if envp.is_null() { environ } else { envp };
+        libc::execve(prog.as_ptr(), argv.as_ptr(), envp);
         fail(STAGE_EXEC, errno())
     }
 }

@@ -38,6 +38,8 @@ pub struct RecordOptions {
     pub follow_cpu: bool,
     /// Report progress and decisions on stderr.
     pub verbose: bool,
+    /// Record the call stack of every recorded call (docs/ptrace-backend.md, "Stacks").
+    pub stacks: crate::stacks::StackMode,
 }
 
 impl Default for RecordOptions {
@@ -47,6 +49,7 @@ impl Default for RecordOptions {
             open_identity: true,
             follow_cpu: true,
             verbose: false,
+            stacks: crate::stacks::StackMode::On,
         }
     }
 }
@@ -117,6 +120,7 @@ pub(crate) struct Tracer<W: Write> {
     pub buf2: Vec<u8>,
     pub warned: FxHashMap<&'static str, ()>,
     pin: crate::pin::Pinning,
+    pub stacks: crate::stacks::Stacks,
 }
 
 fn ptrace_options(seccomp: bool, launched: bool) -> i32 {
@@ -185,7 +189,9 @@ pub fn record<W: Write>(
                 ]);
             }
             let filter = seccomp::build_filter(arch::AUDIT_ARCH, &table);
-            let child = spawn::fork_child(&path, argv, Some(&filter))?;
+            let mut stacks = crate::stacks::Stacks::new(opts.stacks);
+            let env = stacks.program_env();
+            let child = spawn::fork_child(&path, argv, Some(&filter), &env)?;
             let pid = child.pid;
             let res = (|| {
                 spawn::wait_stopped(&child, &path)?;
@@ -197,6 +203,10 @@ pub fn record<W: Write>(
                 }
                 let w = make_writer(&meta)?;
                 let mut t = Tracer::new(w, t0, opts.clone(), true);
+                t.stacks = std::mem::replace(
+                    &mut stacks,
+                    crate::stacks::Stacks::new(crate::stacks::StackMode::Off),
+                );
                 t.root = Some(pid);
                 t.add_process(pid, Rc::from(cwd.as_slice()), FdTable::default());
                 t.tasks.insert(
@@ -290,6 +300,7 @@ impl<W: Write> Tracer<W> {
             out: Outcome::default(),
             t0,
             pin: crate::pin::Pinning::new(seccomp && arch::ARGS_AT_EXIT && opts.follow_cpu),
+            stacks: crate::stacks::Stacks::new(opts.stacks),
             opts,
             seccomp,
             exit_decode: seccomp && arch::ARGS_AT_EXIT,
@@ -573,7 +584,13 @@ impl<W: Write> Tracer<W> {
             self.resume(tid, 0);
             return;
         };
-        let e = self.decode_entry(tid, pid, sys, args, now);
+        let mut e = self.decode_entry(tid, pid, sys, args, now);
+        if self.stacks.enabled() {
+            // Entry decoding (attach mode, aarch64): the stack is the entry stop's.
+            if let Ok(regs) = arch::syscall_regs(tid) {
+                e.call.stack = self.stacks.capture(&mut self.w, pid, tid, &regs);
+            }
+        }
         if let Some(t) = self.tasks.get_mut(&tid) {
             if let Some(old) = t.entry.replace(e) {
                 // An entry without exit: should not happen, keep it honest.
@@ -591,9 +608,10 @@ impl<W: Write> Tracer<W> {
 
     /// Fast path: the whole call, decoded at its exit stop from the registers.
     fn exit_decoded(&mut self, tid: Tid, ts: u64, now: u64) {
-        let Ok((nr, args, ret)) = arch::syscall_regs(tid) else {
+        let Ok(regs) = arch::syscall_regs(tid) else {
             return;
         };
+        let (nr, args, ret) = (regs.nr, regs.args, regs.ret);
         if nr == arch::NR_SCHED_GETAFFINITY || nr == arch::NR_SCHED_SETAFFINITY {
             self.affinity_call(tid, nr, &args, ret);
             return;
@@ -615,6 +633,7 @@ impl<W: Write> Tracer<W> {
         }
         let mut e = self.decode_entry(tid, pid, sys, args, ts);
         e.at_exit = true;
+        e.call.stack = self.stacks.capture(&mut self.w, pid, tid, &regs);
         self.exit(tid, e, ret, now);
     }
 
@@ -648,9 +667,10 @@ impl<W: Write> Tracer<W> {
         let Some(ts) = self.tasks.get_mut(&tid).and_then(|t| t.pending_ts.take()) else {
             return;
         };
-        let Ok((nr, args, _)) = arch::syscall_regs(tid) else {
+        let Ok(regs) = arch::syscall_regs(tid) else {
             return;
         };
+        let (nr, args) = (regs.nr, regs.args);
         let Some(sys) = arch::sys_of(nr) else { return };
         let Some(pid) = self.tasks.get(&tid).map(|t| t.pid) else {
             return;
@@ -670,7 +690,7 @@ impl<W: Write> Tracer<W> {
         let ppid = parent.pid;
         // The clone call is still in progress: its registers hold its arguments.
         let flags = match arch::syscall_regs(tid) {
-            Ok((nr, args, _)) => crate::decode::clone_flags(tid, nr, &args),
+            Ok(r) => crate::decode::clone_flags(tid, r.nr, &r.args),
             Err(_) => match event {
                 libc::PTRACE_EVENT_FORK => libc::SIGCHLD as u64,
                 libc::PTRACE_EVENT_VFORK => {
@@ -755,6 +775,7 @@ impl<W: Write> Tracer<W> {
         };
         task.pre_exec = false;
         let pid = task.pid;
+        self.stacks.on_exec(pid);
         // Every other thread of the process is gone now.
         let others: Vec<Tid> = self
             .tasks
@@ -839,6 +860,7 @@ impl<W: Write> Tracer<W> {
             p.tasks = p.tasks.saturating_sub(1);
             if tid == pid {
                 self.procs.remove(&pid);
+                self.stacks.on_exit(pid);
             }
         }
         if Some(tid) == self.root {

@@ -120,6 +120,20 @@ pub struct CaptureFlags {
     /// program still sees its own affinity; docs/ptrace-backend.md, "CPU placement").
     #[arg(long)]
     pub no_pin: bool,
+    /// Record the call stack of every recorded call: `on` unwinds native code and loads
+    /// the Node.js and Python agents (through NODE_OPTIONS and PYTHONPATH) so findings name
+    /// the line that made the calls; `off` is the cheapest recording.
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "on")]
+    pub stacks: StacksWhen,
+}
+
+/// `--stacks` values.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StacksWhen {
+    /// Native unwinding and language agents.
+    On,
+    /// No stacks.
+    Off,
 }
 
 #[derive(Args, Debug)]

@@ -97,8 +97,8 @@ pub const NR_VFORK: u64 = u64::MAX - 1;
 /// On aarch64 x0 carries both the first argument and the result: decode at entry.
 pub const ARGS_AT_EXIT: bool = false;
 
-/// Registers of a stopped task: (syscall number, arguments, x0).
-pub fn syscall_regs(tid: i32) -> std::io::Result<(u64, [u64; 6], i64)> {
+/// Registers of a stopped task at a syscall stop (`ret` is x0).
+pub fn syscall_regs(tid: i32) -> std::io::Result<super::SyscallRegs> {
     // SAFETY: zeroed POD; PTRACE_GETREGSET writes at most iov_len bytes.
     let mut r: libc::user_regs_struct = unsafe { std::mem::zeroed() };
     let mut iov = libc::iovec {
@@ -116,13 +116,16 @@ pub fn syscall_regs(tid: i32) -> std::io::Result<(u64, [u64; 6], i64)> {
     if rc == -1 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok((
-        r.regs[8],
-        [
+    Ok(super::SyscallRegs {
+        nr: r.regs[8],
+        args: [
             r.regs[0], r.regs[1], r.regs[2], r.regs[3], r.regs[4], r.regs[5],
         ],
-        r.regs[0] as i64,
-    ))
+        ret: r.regs[0] as i64,
+        ip: r.pc,
+        sp: r.sp,
+        fp: r.regs[29],
+    })
 }
 
 /// sched_getaffinity(2) (pinning is not used on aarch64: arguments are decoded at entry).

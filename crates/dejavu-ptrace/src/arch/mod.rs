@@ -16,6 +16,23 @@ pub use x86_64::*;
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 compile_error!("dejavu's ptrace backend supports x86_64 and aarch64; add a table in src/arch/");
 
+/// What a syscall stop's registers say.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SyscallRegs {
+    /// Syscall number.
+    pub nr: u64,
+    /// Its six arguments (valid at the exit stop on architectures with `ARGS_AT_EXIT`).
+    pub args: [u64; 6],
+    /// The return-value register.
+    pub ret: i64,
+    /// Instruction pointer (just after the syscall instruction).
+    pub ip: u64,
+    /// Stack pointer.
+    pub sp: u64,
+    /// Frame pointer (rbp / x29).
+    pub fp: u64,
+}
+
 /// The traced set as (syscall number, call) pairs for this architecture.
 pub fn table() -> &'static [(u32, Sys)] {
     TABLE

@@ -83,8 +83,8 @@ pub const NR_VFORK: u64 = libc::SYS_vfork as u64;
 /// whole call at its exit stop and skip PTRACE_GET_SYSCALL_INFO at the entry stop.
 pub const ARGS_AT_EXIT: bool = true;
 
-/// Registers of a stopped task: (syscall number, arguments, return value register).
-pub fn syscall_regs(tid: i32) -> std::io::Result<(u64, [u64; 6], i64)> {
+/// Registers of a stopped task at a syscall stop.
+pub fn syscall_regs(tid: i32) -> std::io::Result<super::SyscallRegs> {
     // SAFETY: zeroed POD; PTRACE_GETREGS writes exactly one user_regs_struct.
     let mut r: libc::user_regs_struct = unsafe { std::mem::zeroed() };
     let rc = unsafe {
@@ -98,11 +98,14 @@ pub fn syscall_regs(tid: i32) -> std::io::Result<(u64, [u64; 6], i64)> {
     if rc == -1 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok((
-        r.orig_rax,
-        [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9],
-        r.rax as i64,
-    ))
+    Ok(super::SyscallRegs {
+        nr: r.orig_rax,
+        args: [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9],
+        ret: r.rax as i64,
+        ip: r.rip,
+        sp: r.rsp,
+        fp: r.rbp,
+    })
 }
 
 /// sched_getaffinity(2): intercepted while a thread is pinned (see `pin.rs`).

@@ -47,6 +47,10 @@ pub fn capture(
         open_identity: !flags.no_file_identity,
         follow_cpu: !flags.no_pin,
         verbose,
+        stacks: match flags.stacks {
+            crate::cli::StacksWhen::On => dejavu_ptrace::StackMode::On,
+            crate::cli::StacksWhen::Off => dejavu_ptrace::StackMode::Off,
+        },
     };
     let (outcome, _file) = dejavu_ptrace::record(target, &opts, |meta| {
         TraceWriter::create(path, meta, WriterOptions::default())
