@@ -3,7 +3,9 @@
 
 use crate::{registry, Config, Detector, Finding};
 use dejavu_replay::{Replay, View};
-use dejavu_trace::{FileStat, Meta, Record, StatId, Strings, Sys, TraceError, TraceReader};
+use dejavu_trace::{
+    FileStat, Frame, Meta, Record, StackId, StatId, Strings, Sys, TraceError, TraceReader,
+};
 use std::cell::RefCell;
 use std::io::Read;
 
@@ -17,6 +19,7 @@ pub struct Cx<'a> {
     pub config: &'a Config,
     stats: &'a dyn Fn(StatId) -> FileStat,
     marks: &'a RefCell<Marks>,
+    stacks: &'a dyn Fn(StackId) -> Vec<Frame>,
 }
 
 /// Which calls some detector found redundant, each counted once however many detectors
@@ -29,10 +32,12 @@ pub struct Marks {
     pub calls: u64,
     /// Their time, ns.
     pub ns: u64,
+    /// Distinct redundant calls and their time, by the stack that made them.
+    by_stack: rustc_hash::FxHashMap<StackId, (u64, u64)>,
 }
 
 impl Marks {
-    fn mark(&mut self, seq: u64, dur: u64) {
+    fn mark(&mut self, seq: u64, dur: u64, stack: Option<StackId>) {
         let (w, b) = ((seq / 64) as usize, seq % 64);
         if w >= self.bits.len() {
             self.bits.resize((w + 1).max(self.bits.len() * 2), 0);
@@ -41,6 +46,11 @@ impl Marks {
             self.bits[w] |= 1 << b;
             self.calls += 1;
             self.ns += dur;
+            if let Some(st) = stack {
+                let e = self.by_stack.entry(st).or_default();
+                e.0 += 1;
+                e.1 += dur;
+            }
         }
     }
 }
@@ -59,6 +69,7 @@ impl<'a> Cx<'a> {
         config: &'a Config,
         stats: &'a dyn Fn(StatId) -> FileStat,
         marks: &'a RefCell<Marks>,
+        stacks: &'a dyn Fn(StackId) -> Vec<Frame>,
     ) -> Self {
         Cx {
             replay,
@@ -66,15 +77,21 @@ impl<'a> Cx<'a> {
             config,
             stats,
             marks,
+            stacks,
         }
     }
 
-    /// Notes that call `seq` (its `View::seq`), which took `dur` ns, is redundant. A
-    /// detector marks every call it counts as redundant, so the report's totals count
-    /// each call once.
+    /// A recorded call stack, innermost frame first.
+    pub fn stack(&self, id: StackId) -> Vec<Frame> {
+        (self.stacks)(id)
+    }
+
+    /// Notes that call `seq` (its `View::seq`), which took `dur` ns and was made from
+    /// `stack`, is redundant. A detector marks every call it counts as redundant, so the
+    /// report's totals (and its ranking of call sites) count each call once.
     #[inline]
-    pub fn mark(&self, seq: u64, dur: u64) {
-        self.marks.borrow_mut().mark(seq, dur);
+    pub fn mark(&self, seq: u64, dur: u64, stack: Option<StackId>) {
+        self.marks.borrow_mut().mark(seq, dur, stack);
     }
 
     /// A stat answer.
@@ -128,6 +145,9 @@ pub struct Analysis {
     pub redundant_calls: u64,
     /// Their time, ns.
     pub redundant_ns: u64,
+    /// Call sites across all findings, each redundant call counted once, most time first
+    /// (at most 100; empty without stacks).
+    pub callsites: Vec<crate::Callsite>,
 }
 
 /// Replays `reader` through every enabled detector. `progress(bytes_read)` is called
@@ -161,6 +181,7 @@ pub fn analyze<R: Read>(
         }
         let strings = reader.strings();
         let stat_of = |id: StatId| reader.stat(id);
+        let stack_of = |id: StackId| reader.stack(id).to_vec();
         match rec {
             Record::Syscall(s) => {
                 let v: View = replay.view(&s, strings);
@@ -172,6 +193,7 @@ pub fn analyze<R: Read>(
                         config: cfg,
                         stats: &stat_of,
                         marks: &marks,
+                        stacks: &stack_of,
                     };
                     for &i in targets {
                         dets[i].on_syscall(&s, &v, &cx);
@@ -187,6 +209,7 @@ pub fn analyze<R: Read>(
                     config: cfg,
                     stats: &stat_of,
                     marks: &marks,
+                    stacks: &stack_of,
                 };
                 for d in dets.iter_mut() {
                     d.on_record(&other, &cx);
@@ -196,17 +219,23 @@ pub fn analyze<R: Read>(
     }
     let strings = reader.strings();
     let stat_of = |id: StatId| reader.stat(id);
+    let stack_of = |id: StackId| reader.stack(id).to_vec();
     let cx = Cx {
         replay: &replay,
         strings,
         config: cfg,
         stats: &stat_of,
         marks: &marks,
+        stacks: &stack_of,
     };
     let mut all: Vec<Finding> = dets.iter_mut().flat_map(|d| d.finish(&cx)).collect();
-    let (redundant_calls, redundant_ns) = {
+    let (redundant_calls, redundant_ns, callsites) = {
         let m = marks.borrow();
-        (m.calls, m.ns)
+        let mut sites = crate::group::Sites::unbounded();
+        for (&st, &(n, ns)) in &m.by_stack {
+            sites.add(Some(st), n, ns);
+        }
+        (m.calls, m.ns, cx.callsites_ranked(&sites, 100))
     };
     let before = all.len();
     all.retain(|f| f.redundant_calls >= cfg.min_calls.max(1));
@@ -233,6 +262,7 @@ pub fn analyze<R: Read>(
         detectors: infos.iter().map(|d| d.id).collect(),
         redundant_calls,
         redundant_ns,
+        callsites,
     })
 }
 

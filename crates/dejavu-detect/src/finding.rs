@@ -38,17 +38,53 @@ impl Severity {
     }
 }
 
-/// A source location that made the calls (filled when the trace has stacks).
+/// A source location that made redundant calls (when the trace has stacks): the innermost
+/// frame of the program's own code (libc, the runtime's internals and dejavu's agents
+/// skipped), and one full stack that reached it.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct Callsite {
-    /// Function name.
+    /// Function name ("" when unknown).
     pub function: String,
-    /// Source file.
+    /// Source file ("" when unknown: then `module` says where the code is).
     pub file: String,
-    /// Line number.
+    /// Line number (0 when unknown).
     pub line: u32,
+    /// Column (0 when unknown).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub column: u32,
+    /// Native code: the executable or library.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub module: String,
     /// Redundant calls made from here.
     pub redundant_calls: u64,
+    /// Their time, ns.
+    pub wasted_ns: u64,
+    /// The stack that made most of them, innermost frame first.
+    pub stack: Vec<CallFrame>,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+/// One frame of a call site's stack.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct CallFrame {
+    /// `native`, `js` or `python`.
+    pub kind: &'static str,
+    /// Function name ("" when unknown).
+    pub function: String,
+    /// Source file ("" when unknown).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub file: String,
+    /// Line (0 when unknown).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub line: u32,
+    /// Native frames: the executable or library.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub module: String,
+    /// The frame is runtime or library plumbing, not the program's code.
+    pub internal: bool,
 }
 
 /// What a cache with exact invalidation would have done, replayed over the trace.

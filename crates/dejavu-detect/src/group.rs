@@ -4,7 +4,7 @@
 
 use crate::{CacheVerdict, Cx, DetectorInfo, Finding, Severity};
 use dejavu_replay::PathKey;
-use dejavu_trace::Sys;
+use dejavu_trace::{StackId, Sys};
 use rustc_hash::FxHashMap;
 
 /// Counts for one (process, path).
@@ -26,12 +26,79 @@ pub struct Tally {
     pub invalidations: u64,
     /// One of those mutating calls, for the hazard text.
     pub invalidated_by: Option<Sys>,
+    /// Where the redundant calls came from.
+    pub sites: Sites,
+}
+
+/// Redundant calls by call stack: the most frequent few stacks, the rest counted.
+#[derive(Clone, Debug)]
+pub struct Sites {
+    list: Vec<(StackId, u64, u64)>,
+    /// Redundant calls from stacks beyond the kept ones.
+    pub other: u64,
+    cap: usize,
+}
+
+impl Default for Sites {
+    fn default() -> Self {
+        Sites {
+            list: Vec::new(),
+            other: 0,
+            cap: MAX_SITES,
+        }
+    }
+}
+
+/// Distinct stacks kept per tally.
+const MAX_SITES: usize = 32;
+
+impl Sites {
+    /// `n` redundant calls taking `ns` from `stack` (calls without a stack are not listed).
+    #[inline]
+    pub fn add(&mut self, stack: Option<StackId>, n: u64, ns: u64) {
+        let Some(st) = stack else { return };
+        if let Some(e) = self.list.iter_mut().find(|e| e.0 == st) {
+            e.1 += n;
+            e.2 += ns;
+        } else if self.list.len() < self.cap {
+            self.list.push((st, n, ns));
+        } else {
+            self.other += n;
+        }
+    }
+
+    /// Sites that keep every stack (the whole analysis's ranking).
+    pub fn unbounded() -> Sites {
+        Sites {
+            cap: usize::MAX,
+            ..Sites::default()
+        }
+    }
+
+    /// Adds another tally's sites.
+    pub fn merge(&mut self, o: &Sites) {
+        for &(st, n, ns) in &o.list {
+            self.add(Some(st), n, ns);
+        }
+        self.other += o.other;
+    }
+
+    /// (stack, redundant calls, ns), in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (StackId, u64, u64)> + '_ {
+        self.list.iter().copied()
+    }
+
+    /// No stacks seen.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
 }
 
 impl Tally {
-    /// Counts one redundant call.
+    /// Counts one redundant call, made from `stack` (when the trace has stacks).
     #[inline]
-    pub fn redundant(&mut self, ts: u64, dur: u64) {
+    pub fn redundant(&mut self, ts: u64, dur: u64, stack: Option<StackId>) {
+        self.sites.add(stack, 1, dur);
         if self.redundant == 0 || ts < self.first_ts {
             self.first_ts = ts;
         }
@@ -51,6 +118,7 @@ impl Tally {
         self.stale += o.stale;
         self.invalidations += o.invalidations;
         self.invalidated_by = self.invalidated_by.or(o.invalidated_by);
+        self.sites.merge(&o.sites);
     }
 }
 
@@ -287,7 +355,7 @@ fn make(
             safe: t.stale == 0,
         }),
         example: None,
-        callsites: Vec::new(),
+        callsites: cx.callsites(&t.sites),
     }
 }
 

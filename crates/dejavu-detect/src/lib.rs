@@ -2,6 +2,7 @@
 //! (`INFO`, which feeds `--list-detectors`, `dejavu explain`, and later SARIF rules), its
 //! logic, and its unit tests. [`analyze`] replays a trace once and feeds every detector.
 
+mod callsite;
 mod config;
 pub mod detectors;
 mod engine;
@@ -12,7 +13,7 @@ pub mod testkit;
 
 pub use config::Config;
 pub use engine::{analyze, Analysis, Cx};
-pub use finding::{CacheVerdict, Callsite, Finding, Severity};
+pub use finding::{CacheVerdict, CallFrame, Callsite, Finding, Severity};
 
 use dejavu_replay::View;
 use dejavu_trace::{Record, Sys, Syscall};

@@ -96,6 +96,23 @@ impl TraceBuilder {
         self.w.intern_stat(&st)
     }
 
+    /// Interns a stack of (kind, function, file, line) frames, innermost first.
+    pub fn stack(&mut self, frames: &[(FrameKind, &str, &str, u32)]) -> StackId {
+        let fs: Vec<Frame> = frames
+            .iter()
+            .map(|&(kind, function, file, line)| Frame {
+                kind,
+                function: (!function.is_empty()).then(|| self.w.intern(function.as_bytes())),
+                file: (!file.is_empty()).then(|| self.w.intern(file.as_bytes())),
+                line,
+                column: 0,
+                module: None,
+                addr: 0,
+            })
+            .collect();
+        self.w.intern_stack(&fs)
+    }
+
     /// Appends any record.
     pub fn push(&mut self, rec: Record) -> &mut Self {
         self.w.push(&rec).expect("push");

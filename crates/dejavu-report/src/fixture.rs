@@ -1,7 +1,33 @@
 //! A fixed synthetic analysis for the snapshot tests, built directly so the snapshots do
 //! not move when a detector's wording changes.
 
-use dejavu_detect::{Analysis, CacheVerdict, Callsite, Finding, Severity};
+use dejavu_detect::{Analysis, CacheVerdict, CallFrame, Callsite, Finding, Severity};
+
+/// A JavaScript call site with a two-frame stack (node's fs internals, then the site).
+fn site(function: &str, file: &str, line: u32, redundant: u64) -> Callsite {
+    let frame =
+        |kind: &'static str, function: &str, file: &str, line: u32, internal: bool| CallFrame {
+            kind,
+            function: function.into(),
+            file: file.into(),
+            line,
+            module: String::new(),
+            internal,
+        };
+    Callsite {
+        function: function.into(),
+        file: file.into(),
+        line,
+        column: 0,
+        module: String::new(),
+        redundant_calls: redundant,
+        wasted_ns: redundant * 250_000,
+        stack: vec![
+            frame("js", "statSync", "node:fs", 1650, true),
+            frame("js", function, file, line, false),
+        ],
+    }
+}
 use dejavu_trace::Meta;
 
 fn finding(detector: &'static str, pid: u32, command: &str, paths: &[&str]) -> Finding {
@@ -32,7 +58,7 @@ pub fn analysis() -> Analysis {
     let total_ns = 412_000_000;
     let lookup_fix = "cache the answer per path and drop it on the invalidation points in the \
                       hazards, or pass the result along instead of asking again";
-    let findings = vec![
+    let mut findings = vec![
         Finding {
             severity: Severity::High,
             calls: 1_001,
@@ -53,30 +79,10 @@ pub fn analysis() -> Analysis {
                 safe: true,
             }),
             callsites: vec![
-                Callsite {
-                    function: "loadConfig".into(),
-                    file: "/srv/app/lib/config.js".into(),
-                    line: 12,
-                    redundant_calls: 800,
-                },
-                Callsite {
-                    function: "handleRequest".into(),
-                    file: "/srv/app/server.js".into(),
-                    line: 40,
-                    redundant_calls: 150,
-                },
-                Callsite {
-                    function: "healthCheck".into(),
-                    file: "/srv/app/server.js".into(),
-                    line: 77,
-                    redundant_calls: 40,
-                },
-                Callsite {
-                    function: "warmup".into(),
-                    file: "/srv/app/server.js".into(),
-                    line: 90,
-                    redundant_calls: 10,
-                },
+                site("loadConfig", "/srv/app/lib/config.js", 12, 800),
+                site("handleRequest", "/srv/app/server.js", 40, 150),
+                site("healthCheck", "/srv/app/server.js", 77, 40),
+                site("warmup", "/srv/app/server.js", 90, 10),
             ],
             ..finding(
                 "repeated-lookup",
@@ -161,6 +167,25 @@ pub fn analysis() -> Analysis {
             )
         },
     ];
+    // A JavaScript column, and a native call site (module, no source) on another finding.
+    findings[0].callsites[0].column = 5;
+    findings[1].callsites.push(Callsite {
+        function: "poll_config".into(),
+        file: String::new(),
+        line: 0,
+        column: 0,
+        module: "/usr/local/bin/poller".into(),
+        redundant_calls: 20,
+        wasted_ns: 2_000_000,
+        stack: vec![CallFrame {
+            kind: "native",
+            function: "poll_config".into(),
+            file: String::new(),
+            line: 0,
+            module: "/usr/local/bin/poller".into(),
+            internal: false,
+        }],
+    });
     Analysis {
         findings,
         hidden: 7,
@@ -188,6 +213,10 @@ pub fn analysis() -> Analysis {
         // The findings' calls, counted once each (the engine marks them).
         redundant_calls: 1_000 + 120 + 44 + 40,
         redundant_ns: 310_001_500,
+        callsites: vec![
+            site("loadConfig", "/srv/app/lib/config.js", 12, 800),
+            site("handleRequest", "/srv/app/server.js", 40, 150),
+        ],
     }
 }
 
@@ -199,5 +228,6 @@ pub fn empty() -> Analysis {
     // The hidden findings' calls.
     a.redundant_calls = 12;
     a.redundant_ns = 6_000;
+    a.callsites.clear();
     a
 }

@@ -33,6 +33,7 @@ struct Report<'a> {
     lost_events: u64,
     truncated: Option<Truncated>,
     findings: Vec<Ranked<'a>>,
+    callsites: Vec<SiteRow<'a>>,
 }
 
 #[derive(Serialize)]
@@ -58,6 +59,16 @@ struct Thresholds {
 struct Truncated {
     valid_bytes: u64,
     lost_bytes: u64,
+}
+
+/// A call site across findings (each redundant call counted once), with the detectors
+/// whose findings name it.
+#[derive(Serialize)]
+struct SiteRow<'a> {
+    rank: usize,
+    detectors: Vec<&'static str>,
+    #[serde(flatten)]
+    site: &'a dejavu_detect::Callsite,
 }
 
 /// A finding with its rank; every field of [`Finding`] follows, flattened.
@@ -123,6 +134,16 @@ impl Reporter for JsonReporter {
                 .map(|(i, finding)| Ranked {
                     rank: i + 1,
                     finding,
+                })
+                .collect(),
+            callsites: a
+                .callsites
+                .iter()
+                .enumerate()
+                .map(|(i, site)| SiteRow {
+                    rank: i + 1,
+                    detectors: crate::callsite_detectors(a, site),
+                    site,
                 })
                 .collect(),
         };

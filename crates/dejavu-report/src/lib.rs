@@ -26,6 +26,10 @@ pub struct RenderOptions {
     pub top: Option<usize>,
     /// Everything about each finding: all paths, the time window, every call site.
     pub details: bool,
+    /// Under each call site, its full stack (`--stacks`).
+    pub stacks: bool,
+    /// Rank call sites across findings instead of findings (`--group-by callsite`).
+    pub by_callsite: bool,
     /// ANSI colours (decide with [`color_enabled`]).
     pub color: bool,
     /// Columns the terminal report may use.
@@ -38,6 +42,8 @@ impl Default for RenderOptions {
             config: Config::default(),
             top: Some(20),
             details: false,
+            stacks: false,
+            by_callsite: false,
             color: false,
             width: 100,
         }
@@ -75,6 +81,26 @@ impl Totals {
             wasted_ns: a.redundant_ns.min(a.syscall_ns),
         }
     }
+}
+
+/// The detectors whose findings name call site `c` (for the `--group-by callsite` view).
+pub fn callsite_detectors(a: &Analysis, c: &dejavu_detect::Callsite) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = a
+        .findings
+        .iter()
+        .filter(|f| {
+            f.callsites.iter().any(|s| {
+                s.function == c.function
+                    && s.file == c.file
+                    && s.line == c.line
+                    && s.module == c.module
+            })
+        })
+        .map(|f| f.detector)
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// What a user must know about the trace before trusting the counts: lost events and a

@@ -37,7 +37,10 @@ impl Reporter for TerminalReporter {
             width: opts.width.max(MIN_WIDTH),
         };
         r.summary(out)?;
-        if !a.findings.is_empty() {
+        if opts.by_callsite {
+            writeln!(out)?;
+            r.callsite_table(out)?;
+        } else if !a.findings.is_empty() {
             writeln!(out)?;
             r.table(out)?;
         }
@@ -180,6 +183,68 @@ impl Render<'_> {
         &self.a.findings[..n]
     }
 
+    /// `--group-by callsite`: call sites across findings, each redundant call once.
+    fn callsite_table(&self, out: &mut dyn Write) -> io::Result<()> {
+        let a = self.a;
+        if a.callsites.is_empty() {
+            writeln!(
+                out,
+                "No call sites: the trace has no stacks for its redundant calls (record with --stacks on, \
+                 the default, to get them)."
+            )?;
+            return Ok(());
+        }
+        let limit = self.opts.top.unwrap_or(usize::MAX);
+        let total = a.redundant_ns.max(1);
+        let head = format!(
+            "{:>3}  {:<42}  {:<20}  {:>9}  {:>8}  {:>6}",
+            "#", "call site", "function", "redundant", "wasted", "share"
+        );
+        writeln!(
+            out,
+            "{}",
+            self.st.bold(shorten_end(&head, self.width).trim_end())
+        )?;
+        for (i, c) in a.callsites.iter().take(limit).enumerate() {
+            let dets = crate::callsite_detectors(a, c).join(", ");
+            let row = format!(
+                "{:>3}  {:<42}  {:<20}  {:>9}  {:>8}  {:>6}",
+                i + 1,
+                shorten_middle(&location(c), 42),
+                shorten_end(&sanitize(&c.function), 20),
+                fmt_count(c.redundant_calls),
+                fmt_duration(c.wasted_ns),
+                // Of the redundant time, so the column adds up to 100%.
+                fmt_share(c.wasted_ns as f64 / total as f64),
+            );
+            writeln!(out, "{}", shorten_end(&row, self.width).trim_end())?;
+            if !dets.is_empty() {
+                let text = format!("     found by: {dets}");
+                writeln!(out, "{}", self.st.dim(&shorten_end(&text, self.width)))?;
+            }
+            if self.opts.stacks {
+                for fr in &c.stack {
+                    let mark = if fr.internal { "  " } else { "> " };
+                    let text = format!(
+                        "       {mark}{} {}",
+                        sanitize(&fr.function),
+                        frame_location(fr)
+                    );
+                    writeln!(out, "{}", self.st.dim(&shorten_end(&text, self.width)))?;
+                }
+            }
+        }
+        if a.callsites.len() > limit {
+            writeln!(
+                out,
+                "\n{} more call sites (--all shows them).",
+                a.callsites.len() - limit
+            )?;
+        }
+        writeln!(out)?;
+        Ok(())
+    }
+
     fn table(&self, out: &mut dyn Write) -> io::Result<()> {
         let shown = self.shown();
         let rows: Vec<[String; 9]> = shown
@@ -265,6 +330,7 @@ impl Render<'_> {
             }
         };
         let details = self.opts.details;
+        let stacks = self.opts.stacks;
         let room = self.width.saturating_sub(indent.len() + LABEL);
         // Paths are single words to `wrap`: shorten each to fit a line of its own.
         let fit_paths = |ps: &[String]| {
@@ -359,13 +425,20 @@ impl Render<'_> {
                 plural(c.redundant_calls, "call", "calls")
             );
             let func = shorten_end(&sanitize(&c.function), room / 3);
-            let loc = format!("{}:{}", sanitize(&c.file), c.line);
+            let loc = location(c);
             let loc = shorten_middle(
                 &loc,
                 room.saturating_sub(func.chars().count() + 1 + calls.len()),
             );
             let label = if n == 0 { "at:" } else { "" };
             field(label, &format!("{func} {loc}{calls}"), &|s| st.dim(s));
+            if stacks {
+                for fr in &c.stack {
+                    let mark = if fr.internal { "  " } else { "> " };
+                    let text = format!("{mark}{} {}", sanitize(&fr.function), frame_location(fr));
+                    field("", &shorten_end(&text, room), &|s| st.dim(s));
+                }
+            }
         }
         if f.callsites.len() > limit {
             let more = f.callsites.len() - limit;
@@ -585,6 +658,37 @@ mod tests {
     }
 
     #[test]
+    fn snapshot_terminal_by_callsite_with_stacks() {
+        let o = RenderOptions {
+            by_callsite: true,
+            stacks: true,
+            ..opts()
+        };
+        let text = render(&fixture::analysis(), &o);
+        // The detectors that name each site, and the stack under it, user frame marked.
+        assert!(text.contains("repeated-lookup"), "{text}");
+        assert!(
+            text.contains("> loadConfig /srv/app/lib/config.js:12"),
+            "{text}"
+        );
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn by_callsite_without_stacks_says_how_to_get_them() {
+        let mut a = fixture::analysis();
+        a.callsites.clear();
+        let text = render(
+            &a,
+            &RenderOptions {
+                by_callsite: true,
+                ..opts()
+            },
+        );
+        assert!(text.contains("--stacks on"), "{text}");
+    }
+
+    #[test]
     fn snapshot_terminal_without_findings() {
         let mut o = opts();
         o.config.skip_startup_ns = 2_000_000_000;
@@ -688,5 +792,33 @@ mod tests {
             }
         }
         out
+    }
+}
+
+/// `file:line[:column]` of a call site, or the module for native code without debug info.
+pub(crate) fn location(c: &dejavu_detect::Callsite) -> String {
+    let mut loc = if c.file.is_empty() {
+        let m = c.module.rsplit('/').next().unwrap_or(&c.module);
+        format!("({m})")
+    } else {
+        sanitize(&c.file)
+    };
+    if c.line != 0 {
+        loc += &format!(":{}", c.line);
+        if c.column != 0 {
+            loc += &format!(":{}", c.column);
+        }
+    }
+    loc
+}
+
+fn frame_location(f: &dejavu_detect::CallFrame) -> String {
+    match (f.file.is_empty(), f.line) {
+        (false, 0) => sanitize(&f.file),
+        (false, l) => format!("{}:{l}", sanitize(&f.file)),
+        (true, _) if !f.module.is_empty() => {
+            format!("({})", f.module.rsplit('/').next().unwrap_or(&f.module))
+        }
+        _ => String::new(),
     }
 }

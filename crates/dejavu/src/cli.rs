@@ -146,6 +146,11 @@ pub struct ReportArgs {
     pub list_detectors: bool,
     #[command(flatten)]
     pub report: ReportFlags,
+    /// Under each call site, its full stack (user frames marked with `>`). (`run` has no
+    /// such flag: there `--stacks` says whether to record stacks; keep the trace with
+    /// --keep-trace and report it.)
+    #[arg(long, help_heading = "Report")]
+    pub stacks: bool,
 }
 
 /// What to report and how: shared by `report` and `run`.
@@ -184,6 +189,19 @@ pub struct ReportFlags {
     /// Show every finding over the thresholds.
     #[arg(long)]
     pub all: bool,
+    /// Rank findings (default), or call sites across findings: which lines of code waste
+    /// the most, each redundant call counted once.
+    #[arg(long, value_name = "WHAT", value_enum, default_value = "finding")]
+    pub group_by: GroupBy,
+}
+
+/// `--group-by` values.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupBy {
+    /// One row per finding (detector, process, paths).
+    Finding,
+    /// One row per call site (file:line), across detectors.
+    Callsite,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -617,3 +617,30 @@ fn dejavu_report_repeats_nothing_itself() {
     let v: Value = serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("JSON");
     assert_eq!(v["findings"], serde_json::json!([]), "{v:#}");
 }
+
+#[test]
+fn group_by_callsite_without_stacks_says_how_to_get_them() {
+    let w = Workload::new();
+    let trace = w.dir.path().join("t.dvt");
+    let st = dejavu()
+        .args(["record", "--stacks", "off", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(stat_loop())
+        .arg(&w.conf)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = dejavu()
+        .args(["report", "--group-by", "callsite"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("No call sites") && text.contains("--stacks on"),
+        "{text}"
+    );
+}

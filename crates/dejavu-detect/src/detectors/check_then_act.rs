@@ -73,6 +73,7 @@ struct Check {
     seq: u64,
     /// The check's call number in the trace (`View::seq`).
     call: u64,
+    stack: Option<dejavu_trace::StackId>,
     ts: u64,
     dur: u64,
     kind: Kind,
@@ -168,8 +169,10 @@ impl CheckThenAct {
         if !cx.config.counts(c.ts) {
             return;
         }
-        self.tallies.get(pid, c.path).redundant(c.ts, c.dur);
-        cx.mark(c.call, c.dur);
+        self.tallies
+            .get(pid, c.path)
+            .redundant(c.ts, c.dur, c.stack);
+        cx.mark(c.call, c.dur, c.stack);
         let e = self.extra.entry((pid, c.path)).or_default();
         e.redundant += 1;
         match (c.kind, is_open(act)) {
@@ -247,6 +250,7 @@ impl Detector for CheckThenAct {
                 path,
                 seq,
                 call: v.seq,
+                stack: s.stack,
                 ts: s.ts,
                 dur: s.dur,
                 kind,

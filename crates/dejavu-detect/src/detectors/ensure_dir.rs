@@ -49,6 +49,7 @@ struct Check {
     path: PathKey,
     /// Its call number in the trace (`View::seq`).
     call: u64,
+    stack: Option<dejavu_trace::StackId>,
     ts: u64,
     dur: u64,
     sys: Sys,
@@ -162,14 +163,14 @@ impl EnsureDir {
         }
         match s.ret {
             EEXIST if removed.is_none() => {
-                t.redundant(s.ts, s.dur);
-                cx.mark(v.seq, s.dur);
+                t.redundant(s.ts, s.dur, s.stack);
+                cx.mark(v.seq, s.dur, s.stack);
                 let e = self.extra.entry(key).or_default();
                 e.redundant += 1;
                 e.mkdirs += 1;
                 if let Some(c) = check {
-                    t.redundant(c.ts, c.dur);
-                    cx.mark(c.call, c.dur);
+                    t.redundant(c.ts, c.dur, c.stack);
+                    cx.mark(c.call, c.dur, c.stack);
                     e.redundant += 1;
                     e.before += 1;
                     e.before_sys = Some(c.sys);
@@ -204,6 +205,7 @@ impl EnsureDir {
                 check: Some(Check {
                     path,
                     call: v.seq,
+                    stack: s.stack,
                     ts: s.ts,
                     dur: s.dur,
                     sys: s.sys,
@@ -216,8 +218,8 @@ impl EnsureDir {
         {
             let t = self.tallies.get(s.pid, path);
             t.calls += 1;
-            t.redundant(s.ts, s.dur);
-            cx.mark(v.seq, s.dur);
+            t.redundant(s.ts, s.dur, s.stack);
+            cx.mark(v.seq, s.dur, s.stack);
             let e = self.extra.entry((s.pid, path)).or_default();
             e.redundant += 1;
             e.after += 1;

@@ -104,8 +104,8 @@ impl Detector for FsyncPerOp {
         t.calls += 1;
         match prev {
             Some(p) if p.bytes <= self.max_bytes => {
-                t.redundant(s.ts, s.dur);
-                cx.mark(v.seq, s.dur);
+                t.redundant(s.ts, s.dur, s.stack);
+                cx.mark(v.seq, s.dur, s.stack);
                 let e = self.extra.entry(key).or_default();
                 e.redundant += 1;
                 e.bytes += p.bytes;

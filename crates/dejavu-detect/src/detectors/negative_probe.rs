@@ -71,8 +71,8 @@ impl Detector for NegativeProbe {
         t.calls += 1;
         match prev {
             Some(p) if p.version == v.negative_version && p.errno == s.ret => {
-                t.redundant(s.ts, s.dur);
-                cx.mark(v.seq, s.dur);
+                t.redundant(s.ts, s.dur, s.stack);
+                cx.mark(v.seq, s.dur, s.stack);
             }
             Some(p) if p.version == v.negative_version => t.stale += 1,
             Some(_) => {

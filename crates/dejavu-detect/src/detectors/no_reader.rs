@@ -84,8 +84,8 @@ impl Detector for NoReader {
         };
         let t = self.tallies.get(s.pid, path);
         t.calls += 1;
-        t.redundant(s.ts, s.dur);
-        cx.mark(v.seq, s.dur);
+        t.redundant(s.ts, s.dur, s.stack);
+        cx.mark(v.seq, s.dur, s.stack);
         let l = self.lost.entry((s.pid, path)).or_default();
         l.redundant += 1;
         if null {

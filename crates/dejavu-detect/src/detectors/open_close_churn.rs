@@ -56,6 +56,7 @@ struct Cycle {
     path: PathKey,
     /// The open's call number in the trace (`View::seq`).
     open_call: u64,
+    open_stack: Option<dejavu_trace::StackId>,
     opened_ts: u64,
     open_dur: u64,
     ops: u64,
@@ -115,6 +116,7 @@ impl OpenCloseChurn {
             Cycle {
                 path,
                 open_call: v.seq,
+                open_stack: s.stack,
                 opened_ts: s.ts,
                 open_dur: s.dur,
                 ops: 0,
@@ -162,10 +164,10 @@ impl OpenCloseChurn {
         if !repeat {
             return;
         }
-        t.redundant(c.opened_ts, c.open_dur);
-        t.redundant(s.ts, s.dur);
-        cx.mark(c.open_call, c.open_dur);
-        cx.mark(v.seq, s.dur);
+        t.redundant(c.opened_ts, c.open_dur, c.open_stack);
+        t.redundant(s.ts, s.dur, s.stack);
+        cx.mark(c.open_call, c.open_dur, c.open_stack);
+        cx.mark(v.seq, s.dur, s.stack);
         e.redundant += 2;
         e.repeats += 1;
         e.ops += c.ops;

@@ -5,7 +5,7 @@ use super::repeated_output::{mask, shorten};
 use crate::group::pattern;
 use crate::{Config, Cx, Detector, DetectorInfo, Finding, Severity};
 use dejavu_replay::{PathKey, View};
-use dejavu_trace::{ev, Record, StrId, Sys, Syscall};
+use dejavu_trace::{ev, Record, StackId, StrId, Sys, Syscall};
 use rustc_hash::{FxHashMap, FxHasher};
 use std::hash::Hasher;
 
@@ -53,6 +53,10 @@ const ENOTDIR: i64 = -20;
 /// Probes remembered per process until its exec succeeds.
 const MAX_PENDING: usize = 128;
 
+/// A failed exec waiting for the process's successful one: (probed path, `View::seq`,
+/// stack, ts, duration).
+type PendingProbe = (PathKey, u64, Option<StackId>, u64, u64);
+
 /// Execs of one command by one (raw) parent.
 struct Group {
     /// The parent process (or the process itself when it has none in the trace).
@@ -70,7 +74,7 @@ struct Group {
     last_ts: u64,
     /// The successful execve calls of this group (`View::seq`, duration), to mark all but
     /// the first redundant when the group is a finding.
-    execs: Vec<(u64, u64)>,
+    execs: Vec<(u64, u64, Option<StackId>)>,
 }
 
 /// The program a process runs now, and what it costs.
@@ -90,13 +94,13 @@ struct Probe {
     last_ts: u64,
     /// The group of the exec that followed (for the example).
     then: u32,
-    /// The probing execve calls (`View::seq`, duration).
-    calls: Vec<(u64, u64)>,
+    /// The probing execve calls (`View::seq`, duration, stack).
+    calls: Vec<(u64, u64, Option<StackId>)>,
 }
 
 impl Probe {
-    fn add(&mut self, call: u64, ts: u64, dur: u64, then: u32) {
-        self.calls.push((call, dur));
+    fn add(&mut self, call: u64, stack: Option<StackId>, ts: u64, dur: u64, then: u32) {
+        self.calls.push((call, dur, stack));
         if self.count == 0 || ts < self.ts1 {
             self.ts2 = if self.count == 0 { 0 } else { self.ts1 };
             self.ts1 = ts;
@@ -148,7 +152,7 @@ struct RepeatedExec {
     /// The group of each process's first exec (to recognise per-operation shells).
     first_group: FxHashMap<u32, u32>,
     /// Failed execve calls per process, waiting for its exec to succeed.
-    pending: FxHashMap<u32, Vec<(PathKey, u64, u64, u64)>>,
+    pending: FxHashMap<u32, Vec<PendingProbe>>,
     probes: FxHashMap<(u32, PathKey), Probe>,
     /// Time of each process's last exec record, and of an exec counted from its syscall
     /// whose exec record may still come (strace imports write the record after the call).
@@ -186,7 +190,7 @@ impl RepeatedExec {
         argv: StrId,
         ts: u64,
         ns: u64,
-        call: Option<u64>,
+        call: Option<(u64, Option<StackId>)>,
         cx: &Cx<'_>,
     ) {
         self.close_img(pid);
@@ -224,7 +228,7 @@ impl RepeatedExec {
         let g = &mut self.groups[gi as usize];
         g.count += 1;
         if let Some(c) = call {
-            g.execs.push((c, ns));
+            g.execs.push((c.0, ns, c.1));
         }
         if g.count == 2 {
             g.ts2 = ts;
@@ -239,11 +243,11 @@ impl RepeatedExec {
             },
         );
         self.first_group.entry(pid).or_insert(gi);
-        for (path, call, pts, dur) in probes.into_iter().flatten() {
+        for (path, call, stack, pts, dur) in probes.into_iter().flatten() {
             self.probes
                 .entry((parent, path))
                 .or_default()
-                .add(call, pts, dur, gi);
+                .add(call, stack, pts, dur, gi);
         }
     }
 }
@@ -320,20 +324,22 @@ impl Detector for RepeatedExec {
                     // Its exec record came first (ptrace): the run started there.
                     if let Some(img) = self.imgs.get_mut(&s.pid) {
                         img.ns += s.dur;
-                        self.groups[img.group as usize].execs.push((v.seq, s.dur));
+                        self.groups[img.group as usize]
+                            .execs
+                            .push((v.seq, s.dur, s.stack));
                     }
                 } else if let (Some(exe), Some(argv)) = (s.path, s.payload) {
                     // No exec record yet: count the exec from the call; a record that
                     // follows (strace import) is the same exec.
                     self.exec_sys_ts.insert(s.pid, s.ts);
-                    self.exec(s.pid, exe, argv, s.ts, s.dur, Some(v.seq), cx);
+                    self.exec(s.pid, exe, argv, s.ts, s.dur, Some((v.seq, s.stack)), cx);
                 }
             }
             ENOENT | ENOTDIR => {
                 if let Some(path) = v.path {
                     let p = self.pending.entry(s.pid).or_default();
                     if p.len() < MAX_PENDING {
-                        p.push((path, v.seq, s.ts, s.dur));
+                        p.push((path, v.seq, s.stack, s.ts, s.dur));
                     }
                 }
             }
@@ -422,11 +428,13 @@ impl Detector for RepeatedExec {
             let ns: u64 = gs.iter().map(|g| g.ns).sum();
             let wasted = ns.saturating_sub(first.first_ns);
             let share = cx.share(wasted);
-            let mut execs: Vec<(u64, u64)> =
+            let mut execs: Vec<(u64, u64, Option<StackId>)> =
                 gs.iter().flat_map(|g| g.execs.iter().copied()).collect();
             execs.sort_unstable();
-            for &(call, dur) in execs.iter().skip(1) {
-                cx.mark(call, dur);
+            let mut sites = crate::group::Sites::default();
+            for &(call, dur, stack) in execs.iter().skip(1) {
+                cx.mark(call, dur, stack);
+                sites.add(stack, 1, dur);
             }
             let exe = cx.strings.lossy(first.exe).into_owned();
             let cmdline: Vec<u8> = cx
@@ -463,7 +471,7 @@ impl Detector for RepeatedExec {
                 ],
                 cache: None,
                 example: Some(shorten(&cmdline, 120)),
-                callsites: Vec::new(),
+                callsites: cx.callsites(&sites),
             });
         }
 
@@ -483,10 +491,12 @@ impl Detector for RepeatedExec {
                 continue;
             }
             items.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(&b.0)));
+            let mut sites = crate::group::Sites::default();
             for (_, p) in &mut items {
                 p.calls.sort_unstable();
-                for &(call, dur) in p.calls.iter().skip(1) {
-                    cx.mark(call, dur);
+                for &(call, dur, stack) in p.calls.iter().skip(1) {
+                    cx.mark(call, dur, stack);
+                    sites.add(stack, 1, dur);
                 }
             }
             let calls: u64 = items.iter().map(|(_, p)| p.count).sum();
@@ -541,7 +551,7 @@ impl Detector for RepeatedExec {
                 )],
                 cache: None,
                 example: Some(shorten(&cmdline, 120)),
-                callsites: Vec::new(),
+                callsites: cx.callsites(&sites),
             });
         }
         out

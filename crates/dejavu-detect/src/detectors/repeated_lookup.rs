@@ -97,8 +97,8 @@ impl Detector for RepeatedLookup {
         t.calls += 1;
         match prev {
             Some(p) if p.version == v.version && p.answer == answer => {
-                t.redundant(s.ts, s.dur);
-                cx.mark(v.seq, s.dur);
+                t.redundant(s.ts, s.dur, s.stack);
+                cx.mark(v.seq, s.dur, s.stack);
             }
             Some(p) if p.version == v.version => t.stale += 1,
             Some(_) => {

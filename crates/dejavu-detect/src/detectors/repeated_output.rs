@@ -247,6 +247,8 @@ struct Line {
     second_ts: u64,
     last_ts: u64,
     src: Src,
+    /// Where the repeats were written from.
+    sites: crate::group::Sites,
 }
 
 #[derive(Default)]
@@ -335,15 +337,16 @@ impl RepeatedOutput {
         src: impl FnOnce() -> Src,
         ns: u64,
         ts: u64,
-        call: (u64, u64),
+        call: (u64, u64, Option<dejavu_trace::StackId>),
         cx: &Cx<'_>,
     ) {
         let max = self.max_lines;
         let p = self.procs.entry(pid).or_default();
         if let Some(l) = p.lines.get_mut(&key) {
             l.count += 1;
+            l.sites.add(call.2, 1, ns);
             if l.count >= self.min_repeats {
-                cx.mark(call.0, call.1);
+                cx.mark(call.0, call.1, call.2);
             }
             l.ns += ns;
             if l.count == 2 {
@@ -375,6 +378,7 @@ impl RepeatedOutput {
                 second_ts: 0,
                 last_ts: ts,
                 src: src(),
+                sites: crate::group::Sites::default(),
             },
         );
     }
@@ -450,7 +454,15 @@ impl Detector for RepeatedOutput {
             if let Some(h) = self.hash_payload(payload, data) {
                 let keep = data.len().min(KEEP) as u32;
                 let src = || src_of(payload, data, 0, keep);
-                self.count(s.pid, (target, h), src, s.dur, s.ts, (v.seq, s.dur), cx);
+                self.count(
+                    s.pid,
+                    (target, h),
+                    src,
+                    s.dur,
+                    s.ts,
+                    (v.seq, s.dur, s.stack),
+                    cx,
+                );
             }
             return;
         }
@@ -482,12 +494,28 @@ impl Detector for RepeatedOutput {
                 if let Some(h) = self.hash(&text) {
                     let keep = text.len().min(KEEP);
                     let src = || Src::Owned(text[..keep].into());
-                    self.count(s.pid, (target, h), src, c.ns + ns, s.ts, (v.seq, s.dur), cx);
+                    self.count(
+                        s.pid,
+                        (target, h),
+                        src,
+                        c.ns + ns,
+                        s.ts,
+                        (v.seq, s.dur, s.stack),
+                        cx,
+                    );
                 }
             } else if let Some(h) = self.hash(&data[pos..end]) {
                 let keep = (end - pos).min(KEEP) as u32;
                 let src = || src_of(payload, data, pos as u32, keep);
-                self.count(s.pid, (target, h), src, ns, s.ts, (v.seq, s.dur), cx);
+                self.count(
+                    s.pid,
+                    (target, h),
+                    src,
+                    ns,
+                    s.ts,
+                    (v.seq, s.dur, s.stack),
+                    cx,
+                );
             }
             pos = next;
         }
@@ -562,7 +590,7 @@ impl Detector for RepeatedOutput {
                     hazards,
                     cache: None,
                     example: Some(shorten(text, 120)),
-                    callsites: Vec::new(),
+                    callsites: cx.callsites(&l.sites),
                 });
             }
         }

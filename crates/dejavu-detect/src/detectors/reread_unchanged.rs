@@ -58,8 +58,8 @@ struct Cycle {
     dir: bool,
     calls: u64,
     ns: u64,
-    /// The cycle's calls (`View::seq`, duration), to mark them if it was redundant.
-    members: Vec<(u64, u64)>,
+    /// The cycle's calls (`View::seq`, duration, stack), to mark them if it was redundant.
+    members: Vec<(u64, u64, Option<dejavu_trace::StackId>)>,
     /// Contiguous bytes read from offset 0, and the file position.
     covered: u64,
     pos: u64,
@@ -173,7 +173,7 @@ impl RereadUnchanged {
             dir,
             calls: 1,
             ns: s.dur,
-            members: vec![(v.seq, s.dur)],
+            members: vec![(v.seq, s.dur, s.stack)],
             covered: 0,
             pos: 0,
             complete: false,
@@ -209,10 +209,11 @@ impl RereadUnchanged {
         match prev {
             Some(p) if p.version == c.version && p.ident == c.ident => {
                 // One redundant cycle: all of its calls and their time.
-                t.redundant(c.ts, c.ns);
+                t.redundant(c.ts, c.ns, None);
                 t.redundant += c.calls - 1;
-                for &(call, dur) in &c.members {
-                    cx.mark(call, dur);
+                for &(call, dur, stack) in &c.members {
+                    cx.mark(call, dur, stack);
+                    t.sites.add(stack, 1, dur);
                 }
                 if c.ident.is_none() {
                     self.unverified += 1;
@@ -282,7 +283,7 @@ impl Detector for RereadUnchanged {
         }
         c.calls += 1;
         c.ns += s.dur;
-        c.members.push((v.seq, s.dur));
+        c.members.push((v.seq, s.dur, s.stack));
         let ret = s.ret;
         match s.sys {
             Sys::Close => {

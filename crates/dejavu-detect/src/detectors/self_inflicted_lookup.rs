@@ -126,8 +126,8 @@ impl SelfInflicted {
         t.calls += 1;
         match expected {
             Some(e) if e == ans => {
-                t.redundant(s.ts, s.dur);
-                cx.mark(call, s.dur);
+                t.redundant(s.ts, s.dur, s.stack);
+                cx.mark(call, s.dur, s.stack);
             }
             Some(_) if stale_possible => t.stale += 1,
             _ if other_change => {

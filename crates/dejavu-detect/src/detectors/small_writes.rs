@@ -77,7 +77,7 @@ struct Run {
     next_offset: Option<i64>,
     /// The run's writes (`View::seq`, duration): those beyond what a buffer needs are
     /// marked redundant when the run ends.
-    members: Vec<(u64, u64)>,
+    members: Vec<(u64, u64, Option<dejavu_trace::StackId>)>,
 }
 
 /// Kinds of destination seen, for the hazards.
@@ -121,8 +121,9 @@ impl SmallWrites {
         let wasted = (r.dur as u128 * redundant as u128 / r.writes as u128) as u64;
         add_batch(t, redundant, wasted, r.second_ts, r.last_ts);
         // The first `needed` writes would remain (one buffered write each); the rest go.
-        for &(call, dur) in r.members.iter().skip(needed as usize) {
-            cx.mark(call, dur);
+        for &(call, dur, stack) in r.members.iter().skip(needed as usize) {
+            cx.mark(call, dur, stack);
+            t.sites.add(stack, 1, dur);
         }
         let e = self.extra.entry((pid, r.path)).or_default();
         e.redundant += redundant;
@@ -203,7 +204,7 @@ impl Detector for SmallWrites {
                 r.last_ts = s.ts;
                 r.last_end = r.last_end.max(end);
                 r.next_offset = s.offset.map(|o| o + n as i64);
-                r.members.push((v.seq, s.dur));
+                r.members.push((v.seq, s.dur, s.stack));
                 return;
             }
             self.end(s.pid, fd, cx);
@@ -223,7 +224,7 @@ impl Detector for SmallWrites {
                 last_ts: s.ts,
                 last_end: end,
                 next_offset: s.offset.map(|o| o + n as i64),
-                members: vec![(v.seq, s.dur)],
+                members: vec![(v.seq, s.dur, s.stack)],
             },
         );
     }

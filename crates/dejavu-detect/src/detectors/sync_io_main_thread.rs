@@ -56,8 +56,8 @@ write then exit) need a queue or a flush on shutdown, including on process.exit 
 struct Pend {
     calls: u64,
     ns: u64,
-    /// The calls (`View::seq`, duration), marked redundant when committed.
-    members: Vec<(u64, u64)>,
+    /// The calls (`View::seq`, duration, stack), marked redundant when committed.
+    members: Vec<(u64, u64, Option<dejavu_trace::StackId>)>,
     first_ts: u64,
     last_ts: u64,
 }
@@ -130,12 +130,13 @@ impl SyncIo {
 
     fn commit(tallies: &mut Tallies, pid: u32, np: &mut NodeProc, cx: &Cx<'_>) {
         for (path, p) in np.pending.drain() {
-            for &(call, dur) in &p.members {
-                cx.mark(call, dur);
-            }
             let t = tallies.get(pid, path);
+            for &(call, dur, stack) in &p.members {
+                cx.mark(call, dur, stack);
+                t.sites.add(stack, 1, dur);
+            }
             t.calls += p.calls;
-            t.redundant(p.first_ts, p.ns);
+            t.redundant(p.first_ts, p.ns, None);
             t.redundant += p.calls - 1;
             t.last_ts = t.last_ts.max(p.last_ts);
         }
@@ -221,15 +222,15 @@ impl Detector for SyncIo {
                 }
                 p.calls += 1;
                 p.ns += s.dur;
-                p.members.push((v.seq, s.dur));
+                p.members.push((v.seq, s.dur, s.stack));
                 p.last_ts = p.last_ts.max(s.ts);
                 return;
             }
         }
         let t = self.tallies.get(s.pid, path);
         t.calls += 1;
-        t.redundant(s.ts, s.dur);
-        cx.mark(v.seq, s.dur);
+        t.redundant(s.ts, s.dur, s.stack);
+        cx.mark(v.seq, s.dur, s.stack);
     }
 
     fn on_record(&mut self, rec: &Record, cx: &Cx<'_>) {

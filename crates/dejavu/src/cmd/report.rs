@@ -29,7 +29,8 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
     let analysis = analyse(&trace, &config)?;
     warn(&trace, &analysis);
     let stdout = io::stdout();
-    let opts = render_options(&a.report, config, &stdout);
+    let mut opts = render_options(&a.report, config, &stdout);
+    opts.stacks = a.stacks;
     let mut out = io::BufWriter::new(stdout.lock());
     render(&a.report, &analysis, &mut out, &opts)?;
     out.flush()?;
@@ -123,6 +124,8 @@ pub fn render_options_for(f: &ReportFlags, config: Config, tty: Option<i32>) -> 
         config,
         top,
         details: f.details,
+        stacks: false,
+        by_callsite: f.group_by == crate::cli::GroupBy::Callsite,
         color: !f.json && dejavu_report::color_enabled(when, tty.is_some(), no_color.as_deref()),
         width: tty.and_then(terminal_width).unwrap_or(100).min(100),
     }
