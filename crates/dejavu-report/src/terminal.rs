@@ -626,6 +626,34 @@ impl Style {
     }
 }
 
+/// `file:line[:column]` of a call site, or the module for native code without debug info.
+pub(crate) fn location(c: &dejavu_detect::Callsite) -> String {
+    let mut loc = if c.file.is_empty() {
+        let m = c.module.rsplit('/').next().unwrap_or(&c.module);
+        format!("({m})")
+    } else {
+        sanitize(&c.file)
+    };
+    if c.line != 0 {
+        loc += &format!(":{}", c.line);
+        if c.column != 0 {
+            loc += &format!(":{}", c.column);
+        }
+    }
+    loc
+}
+
+fn frame_location(f: &dejavu_detect::CallFrame) -> String {
+    match (f.file.is_empty(), f.line) {
+        (false, 0) => sanitize(&f.file),
+        (false, l) => format!("{}:{l}", sanitize(&f.file)),
+        (true, _) if !f.module.is_empty() => {
+            format!("({})", f.module.rsplit('/').next().unwrap_or(&f.module))
+        }
+        _ => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -792,33 +820,5 @@ mod tests {
             }
         }
         out
-    }
-}
-
-/// `file:line[:column]` of a call site, or the module for native code without debug info.
-pub(crate) fn location(c: &dejavu_detect::Callsite) -> String {
-    let mut loc = if c.file.is_empty() {
-        let m = c.module.rsplit('/').next().unwrap_or(&c.module);
-        format!("({m})")
-    } else {
-        sanitize(&c.file)
-    };
-    if c.line != 0 {
-        loc += &format!(":{}", c.line);
-        if c.column != 0 {
-            loc += &format!(":{}", c.column);
-        }
-    }
-    loc
-}
-
-fn frame_location(f: &dejavu_detect::CallFrame) -> String {
-    match (f.file.is_empty(), f.line) {
-        (false, 0) => sanitize(&f.file),
-        (false, l) => format!("{}:{l}", sanitize(&f.file)),
-        (true, _) if !f.module.is_empty() => {
-            format!("({})", f.module.rsplit('/').next().unwrap_or(&f.module))
-        }
-        _ => String::new(),
     }
 }
