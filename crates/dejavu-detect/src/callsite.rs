@@ -4,7 +4,7 @@
 
 use crate::group::Sites;
 use crate::{CallFrame, Callsite, Cx};
-use dejavu_trace::{Frame, FrameKind, Strings};
+use dejavu_trace::{Frame, FrameKind, StackId, Strings};
 
 /// Whether a frame is plumbing rather than the program's own code.
 pub fn is_internal(f: &Frame, strings: &Strings) -> bool {
@@ -80,7 +80,7 @@ const TOP: usize = 5;
 impl Cx<'_> {
     /// A finding's call sites from its tally's stacks, most redundant calls first.
     pub fn callsites(&self, sites: &Sites) -> Vec<Callsite> {
-        let mut v = self.callsites_ranked(sites, usize::MAX);
+        let mut v = self.callsites_ranked(sites.iter(), usize::MAX);
         v.sort_by(|a, b| {
             b.redundant_calls
                 .cmp(&a.redundant_calls)
@@ -92,13 +92,14 @@ impl Cx<'_> {
 
     /// Call sites from stacks, grouped by their user frame, most time first (then most
     /// calls), at most `top`.
-    pub fn callsites_ranked(&self, sites: &Sites, top: usize) -> Vec<Callsite> {
-        if sites.is_empty() {
-            return Vec::new();
-        }
+    pub fn callsites_ranked(
+        &self,
+        sites: impl Iterator<Item = (StackId, u64, u64)>,
+        top: usize,
+    ) -> Vec<Callsite> {
         // Group stacks by their user frame; each site keeps the stack with most calls.
         let mut by_site: Vec<(Callsite, u64)> = Vec::new();
-        for (stack, n, ns) in sites.iter() {
+        for (stack, n, ns) in sites {
             let frames = self.stack(stack);
             let Some(user) = frames
                 .iter()

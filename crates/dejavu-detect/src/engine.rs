@@ -231,11 +231,8 @@ pub fn analyze<R: Read>(
     let mut all: Vec<Finding> = dets.iter_mut().flat_map(|d| d.finish(&cx)).collect();
     let (redundant_calls, redundant_ns, callsites) = {
         let m = marks.borrow();
-        let mut sites = crate::group::Sites::unbounded();
-        for (&st, &(n, ns)) in &m.by_stack {
-            sites.add(Some(st), n, ns);
-        }
-        (m.calls, m.ns, cx.callsites_ranked(&sites, 100))
+        let sites = m.by_stack.iter().map(|(&st, &(n, ns))| (st, n, ns));
+        (m.calls, m.ns, cx.callsites_ranked(sites, 100))
     };
     let before = all.len();
     all.retain(|f| f.redundant_calls >= cfg.min_calls.max(1));

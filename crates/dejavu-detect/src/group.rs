@@ -31,22 +31,11 @@ pub struct Tally {
 }
 
 /// Redundant calls by call stack: the most frequent few stacks, the rest counted.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Sites {
     list: Vec<(StackId, u64, u64)>,
     /// Redundant calls from stacks beyond the kept ones.
     pub other: u64,
-    cap: usize,
-}
-
-impl Default for Sites {
-    fn default() -> Self {
-        Sites {
-            list: Vec::new(),
-            other: 0,
-            cap: MAX_SITES,
-        }
-    }
 }
 
 /// Distinct stacks kept per tally.
@@ -60,18 +49,10 @@ impl Sites {
         if let Some(e) = self.list.iter_mut().find(|e| e.0 == st) {
             e.1 += n;
             e.2 += ns;
-        } else if self.list.len() < self.cap {
+        } else if self.list.len() < MAX_SITES {
             self.list.push((st, n, ns));
         } else {
             self.other += n;
-        }
-    }
-
-    /// Sites that keep every stack (the whole analysis's ranking).
-    pub fn unbounded() -> Sites {
-        Sites {
-            cap: usize::MAX,
-            ..Sites::default()
         }
     }
 

@@ -24,17 +24,25 @@ pub struct Paths {
     by_str: Vec<u32>, // StrId -> PathKey + 1 (0: not yet known)
     by_bytes: FxHashMap<Box<[u8]>, u32>,
     bytes: Vec<Box<[u8]>>,
-    parent: Vec<u32>, // PathKey -> parent PathKey + 1 (0: none)
-    own: Vec<u64>,
-    /// The last call that changed each path (Sys id + 1; 0: none seen).
-    changed_by: Vec<u16>,
-    /// Paths that are known to be directories (ancestors of other paths, mkdir'ed, or
-    /// answered S_IFDIR).
-    is_dir: Vec<bool>,
+    /// Per path key, what a look-up needs together (one cache line fetch, not four).
+    info: Vec<Info>,
     epoch: u64,
 }
 
 const NONE: u32 = 0;
+
+/// A path's state.
+#[derive(Clone, Copy, Debug, Default)]
+struct Info {
+    /// Observed changes of the path.
+    own: u64,
+    /// Parent PathKey + 1 (0: none).
+    parent: u32,
+    /// The last call that changed the path (Sys id + 1; 0: none seen).
+    changed_by: u16,
+    /// Known to be a directory (an ancestor of another path, mkdir'ed, or answered S_IFDIR).
+    is_dir: bool,
+}
 
 impl Paths {
     /// The key of a trace path (interned on first sight).
@@ -66,17 +74,14 @@ impl Paths {
         let k = self.bytes.len() as u32;
         self.by_bytes.insert(b.into(), k);
         self.bytes.push(b.into());
-        self.parent.push(NONE);
-        self.own.push(0);
-        self.changed_by.push(0);
-        self.is_dir.push(false);
+        self.info.push(Info::default());
         // Only absolute paths have a meaningful parent; "pipe:[..]" and friends do not.
         if b.len() > 1 && b[0] == b'/' {
             let cut = b.iter().rposition(|&c| c == b'/').unwrap_or(0);
             let parent = if cut == 0 { &b[..1] } else { &b[..cut] };
             let p = self.intern(parent);
-            self.parent[k as usize] = p.0 + 1;
-            self.is_dir[p.0 as usize] = true;
+            self.info[k as usize].parent = p.0 + 1;
+            self.info[p.0 as usize].is_dir = true;
         }
         PathKey(k)
     }
@@ -99,40 +104,41 @@ impl Paths {
     /// Its parent directory, for absolute paths other than `/`.
     #[inline]
     pub fn parent(&self, k: PathKey) -> Option<PathKey> {
-        let p = self.parent[k.0 as usize];
+        let p = self.info[k.0 as usize].parent;
         (p != NONE).then(|| PathKey(p - 1))
     }
 
     /// The current version of a path.
     #[inline]
     pub fn version(&self, k: PathKey) -> Version {
-        self.own[k.0 as usize] + self.epoch
+        self.info[k.0 as usize].own + self.epoch
     }
 
     /// The version that decides whether a negative answer (ENOENT) could have changed:
     /// the path's own and its parent directory's (a create in the parent makes it exist).
     #[inline]
     pub fn negative_version(&self, k: PathKey) -> Version {
-        let parent = self.parent(k).map_or(0, |p| self.own[p.0 as usize]);
+        let parent = self.parent(k).map_or(0, |p| self.info[p.0 as usize].own);
         // Both counters only grow, so their sum changes whenever either does.
         self.version(k) + parent
     }
 
     /// Whether the path is known to be a directory.
     pub fn is_dir(&self, k: PathKey) -> bool {
-        self.is_dir[k.0 as usize]
+        self.info[k.0 as usize].is_dir
     }
 
     /// Notes that `k` is a directory.
     pub fn mark_dir(&mut self, k: PathKey) {
-        self.is_dir[k.0 as usize] = true;
+        self.info[k.0 as usize].is_dir = true;
     }
 
     /// The content or metadata of `k` changed, by call `by`.
     #[inline]
     pub fn touch(&mut self, k: PathKey, by: Sys) {
-        self.own[k.0 as usize] += 1;
-        self.changed_by[k.0 as usize] = by as u16 + 1;
+        let i = &mut self.info[k.0 as usize];
+        i.own += 1;
+        i.changed_by = by as u16 + 1;
     }
 
     /// An entry named `k` appeared or disappeared (by call `by`): `k` and its parent
@@ -154,7 +160,7 @@ impl Paths {
 
     /// The last observed call that changed `k` (for invalidation hazards).
     pub fn changed_by(&self, k: PathKey) -> Option<Sys> {
-        match self.changed_by[k.0 as usize] {
+        match self.info[k.0 as usize].changed_by {
             0 => None,
             v => Sys::from_id(v - 1),
         }
