@@ -128,7 +128,7 @@ impl<W: Write> Tracer<W> {
                     }
                 }
                 let bytes: Rc<[u8]> = Rc::from(out.as_slice());
-                c.path = Some(self.w.intern(&out));
+                c.path = Some(self.intern_path(&out));
                 self.buf2 = out;
                 Some(bytes)
             }
@@ -139,6 +139,19 @@ impl<W: Write> Tracer<W> {
         };
         self.buf = raw;
         r
+    }
+
+    /// Interns a path, noting whether it is one of dejavu's own agent files: the calls
+    /// the agents make on their own files are dejavu's, not the program's, and are not
+    /// recorded (see `Tracer::push`).
+    pub(crate) fn intern_path(&mut self, bytes: &[u8]) -> StrId {
+        let id = self.w.intern(bytes);
+        if let Some(prefix) = &self.own_prefix {
+            if bytes.starts_with(prefix) {
+                self.own_paths.insert(id.0);
+            }
+        }
+        id
     }
 
     /// The directory a relative path is resolved against.
@@ -177,7 +190,7 @@ impl<W: Write> Tracer<W> {
             None => FdKind::Other,
         };
         let f = Fd {
-            path_id: self.w.intern(&link),
+            path_id: self.intern_path(&link),
             path: Rc::from(link.as_slice()),
             stat: st.map(|s| self.w.intern_stat(&s)),
             kind,
@@ -590,7 +603,7 @@ impl<W: Write> Tracer<W> {
             Open | Openat | Openat2 | Creat | MemfdCreate if ok => {
                 let fd = ret as i32;
                 let path = e.path_bytes.clone().unwrap_or_else(|| Rc::from(&b""[..]));
-                let path_id = c.path.unwrap_or_else(|| self.w.intern(&path));
+                let path_id = c.path.unwrap_or_else(|| self.intern_path(&path));
                 let st = if self.opts.open_identity {
                     kernel::stat_path(format!("/proc/{pid}/fd/{fd}").as_bytes())
                         .ok()
@@ -794,7 +807,7 @@ impl<W: Write> Tracer<W> {
                 }
             });
         let f = Fd {
-            path_id: self.w.intern(&link),
+            path_id: self.intern_path(&link),
             path: Rc::from(link.as_slice()),
             stat: None,
             kind,

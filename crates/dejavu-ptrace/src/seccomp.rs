@@ -4,6 +4,9 @@
 //! The filter is a balanced binary search over the runs of traced/untraced syscall
 //! numbers, so an untraced call (futex, mmap, epoll_wait...) costs about seven BPF
 //! instructions, not one comparison per traced call as a linear rule list would.
+//!
+//! With language agents, a short prelude lets the agents' own calls on their channel
+//! descriptor through untraced (`allow_on_fd`): they cost no stop and are not recorded.
 
 /// One classic BPF instruction (`struct sock_filter`).
 pub type Insn = libc::sock_filter;
@@ -12,10 +15,14 @@ const BPF_LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
 const BPF_JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
 const BPF_JGE_K: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
 const BPF_RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+const BPF_JA: u16 = (libc::BPF_JMP | libc::BPF_JA) as u16;
 /// offsetof(struct seccomp_data, nr)
 const OFF_NR: u32 = 0;
 /// offsetof(struct seccomp_data, arch)
 const OFF_ARCH: u32 = 4;
+/// offsetof(struct seccomp_data, args[0]); its low 32 bits on a little-endian machine
+/// (x86_64 and aarch64, the architectures the backend supports).
+const OFF_ARG0_LO: u32 = 16;
 
 fn stmt(code: u16, k: u32) -> Insn {
     Insn {
@@ -106,15 +113,61 @@ fn tree(runs: &[Run], allow: &Insn, trace: &Insn) -> Vec<Insn> {
     v
 }
 
+/// `filter`, preceded by a prelude that allows the calls `nrs` untraced when their first
+/// argument is `fd` (native ABI only). The language agents write their reports to `fd`
+/// (and check it with fstat once): those calls must neither stop the program nor appear
+/// in the trace. The kernel reads a descriptor argument as a 32-bit int, so only the low
+/// half of the register is compared, exactly as the kernel would use it.
+pub fn allow_on_fd(filter: &[Insn], audit_arch: u32, fd: u32, nrs: &[u32]) -> Vec<Insn> {
+    let n = nrs.len();
+    // Layout: [ld arch][jeq arch][ld nr][jeq nr_i]*n [ja rest][ld arg0][jeq fd][ret allow] rest
+    // Every jump is relative to the next instruction.
+    let mut prog = Vec::with_capacity(filter.len() + n + 7);
+    prog.push(stmt(BPF_LD_W_ABS, OFF_ARCH));
+    // Foreign ABI: straight to `filter` (it decides), skipping n + 5 instructions.
+    prog.push(jump(BPF_JEQ_K, audit_arch, 0, (n + 5) as u8));
+    prog.push(stmt(BPF_LD_W_ABS, OFF_NR));
+    for (i, &nr) in nrs.iter().enumerate() {
+        // Match: jump over the rest of the list and the `ja` to the fd check.
+        prog.push(jump(BPF_JEQ_K, nr, (n - i) as u8, 0));
+    }
+    prog.push(stmt(BPF_JA, 3));
+    prog.push(stmt(BPF_LD_W_ABS, OFF_ARG0_LO));
+    prog.push(jump(BPF_JEQ_K, fd, 0, 1));
+    prog.push(stmt(BPF_RET_K, libc::SECCOMP_RET_ALLOW));
+    prog.extend_from_slice(filter);
+    prog
+}
+
 /// Runs the filter over one `(arch, nr)` the way the kernel would; for tests.
 pub fn simulate(prog: &[Insn], arch: u32, nr: u32) -> u32 {
+    simulate_call(prog, arch, nr, &[0; 6])
+}
+
+/// Runs the filter over one call with its arguments, the way the kernel would; for tests.
+pub fn simulate_call(prog: &[Insn], arch: u32, nr: u32, args: &[u64; 6]) -> u32 {
     let mut acc = 0u32;
     let mut pc = 0usize;
     while let Some(i) = prog.get(pc) {
         match i.code {
-            BPF_LD_W_ABS => acc = if i.k == OFF_ARCH { arch } else { nr },
+            BPF_LD_W_ABS => {
+                acc = match i.k {
+                    OFF_NR => nr,
+                    OFF_ARCH => arch,
+                    k if (16..64).contains(&k) && k % 4 == 0 => {
+                        let a = args[(k as usize - 16) / 8];
+                        if k % 8 == 0 {
+                            a as u32
+                        } else {
+                            (a >> 32) as u32
+                        }
+                    }
+                    _ => return u32::MAX,
+                }
+            }
             BPF_JEQ_K => pc += if acc == i.k { i.jt } else { i.jf } as usize,
             BPF_JGE_K => pc += if acc >= i.k { i.jt } else { i.jf } as usize,
+            BPF_JA => pc += i.k as usize,
             BPF_RET_K => return i.k,
             _ => return u32::MAX,
         }
@@ -156,6 +209,50 @@ mod tests {
                 libc::SECCOMP_RET_ALLOW,
                 "foreign arch"
             );
+        }
+    }
+
+    #[test]
+    fn the_agent_prelude_lets_calls_on_its_descriptor_through_and_nothing_else() {
+        const ARCH: u32 = 0xc000_003e;
+        let set: Vec<u32> = crate::arch::table().iter().map(|&(n, _)| n).collect();
+        let base = build_filter(ARCH, &set);
+        let (write, writev, fstat) = (1u32, 20u32, 5u32);
+        let prog = allow_on_fd(&base, ARCH, 1021, &[write, writev, fstat]);
+        let call = |nr: u32, a0: u64| simulate_call(&prog, ARCH, nr, &[a0, 7, 8, 0, 0, 0]);
+        for nr in [write, writev, fstat] {
+            assert_eq!(
+                call(nr, 1021),
+                libc::SECCOMP_RET_ALLOW,
+                "nr {nr} on the agent fd"
+            );
+            // The kernel reads an int: garbage in the upper half still means fd 1021.
+            assert_eq!(call(nr, 0xdead_0000_0000_03fd), libc::SECCOMP_RET_ALLOW);
+            assert_eq!(
+                call(nr, 3),
+                libc::SECCOMP_RET_TRACE,
+                "nr {nr} on another fd"
+            );
+            assert_eq!(call(nr, 1022), libc::SECCOMP_RET_TRACE);
+        }
+        // Everything else decides exactly as without the prelude, whatever its arguments.
+        for nr in 0..600u32 {
+            if [write, writev, fstat].contains(&nr) {
+                continue;
+            }
+            for a0 in [0u64, 3, 1021] {
+                assert_eq!(call(nr, a0), simulate(&base, ARCH, nr), "nr {nr} a0 {a0}");
+            }
+        }
+        assert_eq!(
+            simulate_call(&prog, 0x4000_0003, write, &[1021, 0, 0, 0, 0, 0]),
+            libc::SECCOMP_RET_ALLOW,
+            "foreign arch still allowed"
+        );
+        // A filter with the prelude but an empty list is the base filter.
+        let none = allow_on_fd(&base, ARCH, 1021, &[]);
+        for nr in 0..600u32 {
+            assert_eq!(simulate(&none, ARCH, nr), simulate(&base, ARCH, nr));
         }
     }
 

@@ -1,11 +1,15 @@
 //! Starting the program: fork, install the seccomp filter in the child, stop it so the
 //! tracer can seize it, then exec. Everything the child needs is prepared before fork:
 //! between fork and exec it only makes raw syscalls.
+//!
+//! The language agents' channel (stacks/agent.rs) is a pipe whose write end the program
+//! inherits at a fixed descriptor number (the agents' channel), passed in by the tracer.
 
 use crate::error::RecordError;
 use crate::kernel::{self, Tid};
 use std::ffi::{CString, OsString};
 use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
@@ -99,6 +103,18 @@ extern "C" {
     static environ: *const *const libc::c_char;
 }
 
+/// A descriptor the program inherits at a fixed number, and the calls on it the seccomp
+/// filter lets through untraced.
+#[derive(Debug)]
+pub struct Inherit {
+    /// Our descriptor (close-on-exec here); closed in dejavu once the child is forked.
+    pub fd: OwnedFd,
+    /// The number the program sees it at (not close-on-exec there).
+    pub at: i32,
+    /// Syscall numbers allowed untraced when their first argument is `at`.
+    pub untraced: Vec<u32>,
+}
+
 /// Forks the child. It installs `filter` (if any), stops itself with SIGSTOP, then execs
 /// `program` with `argv` and the current environment, where `env` adds or replaces
 /// variables (the language agents' loaders; empty otherwise, so the environment is passed
@@ -108,7 +124,20 @@ pub fn fork_child(
     argv: &[OsString],
     filter: Option<&[libc::sock_filter]>,
     env: &[(OsString, OsString)],
+    inherit: Option<Inherit>,
 ) -> Result<Child, RecordError> {
+    // The agents' writes on their descriptor are let through before the traced set.
+    let with_prelude: Option<Vec<libc::sock_filter>> = match (&inherit, filter) {
+        (Some(i), Some(f)) => Some(crate::seccomp::allow_on_fd(
+            f,
+            crate::arch::AUDIT_ARCH,
+            i.at as u32,
+            &i.untraced,
+        )),
+        _ => None,
+    };
+    let filter = with_prelude.as_deref().or(filter);
+    let pass = inherit.as_ref().map(|i| (i.fd.as_raw_fd(), i.at));
     // Built before fork: the child may only make raw syscalls.
     let envp_owned: Option<Vec<CString>> = (!env.is_empty()).then(|| {
         let mut vars: Vec<(OsString, OsString)> = std::env::vars_os()
@@ -171,10 +200,13 @@ pub fn fork_child(
         } else {
             std::ptr::null()
         };
-        unsafe { child(wr, &prog_c, &arg_ptrs, envp, prog.as_ref()) }
+        unsafe { child(wr, &prog_c, &arg_ptrs, envp, prog.as_ref(), pass) }
     }
     // SAFETY: closing our copy of the write end.
     unsafe { libc::close(wr) };
+    // Only the program holds the agents' write end now: the reader sees the end of the
+    // pipe when the last process holding it is gone.
+    drop(inherit);
     Ok(Child { pid, err_fd: rd })
 }
 
@@ -185,6 +217,7 @@ unsafe fn child(
     argv: &[*const libc::c_char],
     envp: *const *const libc::c_char,
     filter: Option<&libc::sock_fprog>,
+    pass: Option<(i32, i32)>,
 ) -> ! {
     let fail = |stage: u8, errno: i32| -> ! {
         let mut b = [stage, 0, 0, 0, 0];
@@ -201,6 +234,13 @@ unsafe fn child(
         // The Rust runtime ignores SIGPIPE; programs expect the default (as
         // std::process::Command also restores).
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        // Before the filter: dup2 is a traced call, and with the filter installed but no
+        // tracer yet it would fail with ENOSYS. dup2 clears close-on-exec on the copy. A
+        // failure only means no agent channel (the agents check the descriptor), never
+        // a program that does not start.
+        if let Some((from, at)) = pass {
+            libc::dup2(from, at);
+        }
         if let Some(f) = filter {
             let flags = libc::SECCOMP_FILTER_FLAG_SPEC_ALLOW;
             let mut r = libc::syscall(

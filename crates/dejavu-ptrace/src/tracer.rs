@@ -79,6 +79,10 @@ pub struct Outcome {
     pub detached: bool,
     /// Times a hot thread was pinned to the tracer's CPU (see docs/ptrace-backend.md).
     pub pins: u64,
+    /// Calls the language agents made on their own files (not recorded).
+    pub agent_calls: u64,
+    /// Remarks also written to the trace's end block (agents' statistics).
+    pub notes: Vec<String>,
 }
 
 /// Per-task (thread) state.
@@ -121,6 +125,9 @@ pub(crate) struct Tracer<W: Write> {
     pub warned: FxHashMap<&'static str, ()>,
     pin: crate::pin::Pinning,
     pub stacks: crate::stacks::Stacks,
+    /// The agents' directory (with a trailing slash), and the trace strings under it.
+    pub own_prefix: Option<Vec<u8>>,
+    pub own_paths: rustc_hash::FxHashSet<u32>,
 }
 
 fn ptrace_options(seccomp: bool, launched: bool) -> i32 {
@@ -190,8 +197,8 @@ pub fn record<W: Write>(
             }
             let filter = seccomp::build_filter(arch::AUDIT_ARCH, &table);
             let mut stacks = crate::stacks::Stacks::new(opts.stacks);
-            let env = stacks.program_env();
-            let child = spawn::fork_child(&path, argv, Some(&filter), &env)?;
+            let (env, inherit) = stacks.program_env();
+            let child = spawn::fork_child(&path, argv, Some(&filter), &env, inherit)?;
             let pid = child.pid;
             let res = (|| {
                 spawn::wait_stopped(&child, &path)?;
@@ -207,6 +214,11 @@ pub fn record<W: Write>(
                     &mut stacks,
                     crate::stacks::Stacks::new(crate::stacks::StackMode::Off),
                 );
+                t.own_prefix = t.stacks.agents().dir().map(|d| {
+                    let mut p = d.as_os_str().as_bytes().to_vec();
+                    p.push(b'/');
+                    p
+                });
                 t.root = Some(pid);
                 t.add_process(pid, Rc::from(cwd.as_slice()), FdTable::default());
                 t.tasks.insert(
@@ -290,7 +302,7 @@ fn denied(e: io::Error, attaching: bool, pid: Option<i32>) -> RecordError {
     }
 }
 
-use std::os::unix::ffi::OsStringExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 impl<W: Write> Tracer<W> {
     fn new(w: TraceWriter<W>, t0: u64, opts: RecordOptions, seccomp: bool) -> Self {
@@ -301,6 +313,8 @@ impl<W: Write> Tracer<W> {
             t0,
             pin: crate::pin::Pinning::new(seccomp && arch::ARGS_AT_EXIT && opts.follow_cpu),
             stacks: crate::stacks::Stacks::new(opts.stacks),
+            own_prefix: None,
+            own_paths: rustc_hash::FxHashSet::default(),
             opts,
             seccomp,
             exit_decode: seccomp && arch::ARGS_AT_EXIT,
@@ -321,7 +335,12 @@ impl<W: Write> Tracer<W> {
 
     /// Appends a record; after the first write error, counts instead of writing.
     pub fn push(&mut self, rec: Record) {
-        if let Record::Syscall(_) = rec {
+        if let Record::Syscall(s) = rec {
+            if s.path.is_some_and(|p| self.own_paths.contains(&p.0)) {
+                // The agents loading their own files: dejavu's calls, not the program's.
+                self.out.agent_calls += 1;
+                return;
+            }
             self.out.syscalls += 1;
         }
         if self.write_failed {
@@ -588,7 +607,9 @@ impl<W: Write> Tracer<W> {
         if self.stacks.enabled() {
             // Entry decoding (attach mode, aarch64): the stack is the entry stop's.
             if let Ok(regs) = arch::syscall_regs(tid) {
-                e.call.stack = self.stacks.capture(&mut self.w, pid, tid, &regs);
+                e.call.stack = self
+                    .stacks
+                    .capture(&mut self.w, pid, tid, &regs, e.call.path);
             }
         }
         if let Some(t) = self.tasks.get_mut(&tid) {
@@ -633,7 +654,9 @@ impl<W: Write> Tracer<W> {
         }
         let mut e = self.decode_entry(tid, pid, sys, args, ts);
         e.at_exit = true;
-        e.call.stack = self.stacks.capture(&mut self.w, pid, tid, &regs);
+        e.call.stack = self
+            .stacks
+            .capture(&mut self.w, pid, tid, &regs, e.call.path);
         self.exit(tid, e, ret, now);
     }
 
@@ -938,9 +961,26 @@ impl<W: Write> Tracer<W> {
         }
         let mut out = std::mem::take(&mut self.out);
         out.records = self.w.records();
+        let mut notes = Vec::new();
+        if out.agent_calls > 0 {
+            notes.push(format!(
+                "{} calls the language agents made on their own files were not recorded",
+                out.agent_calls
+            ));
+        }
+        let c = self.stacks.agents().counters();
+        if c.agents > 0 {
+            notes.push(format!(
+                "language agents: {} loaded, {} reports ({} the agents could not write, {} malformed); \
+                 {} calls attributed to a wrapped synchronous call, {} to an asynchronous one",
+                c.agents, c.messages, c.dropped_by_agents, c.malformed, c.sync_hits, c.async_hits
+            ));
+        }
+        out.notes = notes.clone();
         let end = End {
             end_ts: now,
             exit: out.exit,
+            notes,
             ..End::default()
         };
         let w = self.w.finish(end).map_err(|e| {

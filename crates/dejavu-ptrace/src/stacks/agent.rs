@@ -1,9 +1,16 @@
-//! Language agents: code dejavu loads into Node.js and Python programs (through
-//! NODE_OPTIONS and a sitecustomize path) that tells it which function of the program is
-//! making each call. (Not built yet.)
+//! Language agents: code dejavu loads into the Node.js and Python programs it starts
+//! (through NODE_OPTIONS and a sitecustomize on PYTHONPATH) that reports, over an
+//! inherited pipe, which line of JavaScript or Python makes each file call. The tracer
+//! turns those reports into the stacks of the calls it records. How it works, and what
+//! the agents cannot see: docs/agents.md.
+
+mod channel;
+mod protocol;
+
+pub use protocol::Counters;
 
 use crate::kernel::Tid;
-use dejavu_trace::{StackId, TraceWriter};
+use dejavu_trace::{StackId, StrId, TraceWriter};
 use std::ffi::OsString;
 use std::io::Write;
 
@@ -11,33 +18,93 @@ use std::io::Write;
 #[derive(Debug)]
 pub struct Agents {
     enabled: bool,
+    channel: Option<channel::Channel>,
 }
 
 impl Agents {
     /// Agents; `enabled` false loads none.
     pub fn new(enabled: bool) -> Agents {
-        Agents { enabled }
+        Agents {
+            enabled,
+            channel: None,
+        }
     }
 
-    /// Environment additions that load the agents in the program dejavu starts.
-    pub fn program_env(&mut self) -> Vec<(OsString, OsString)> {
-        let _ = self.enabled;
-        Vec::new()
+    /// Environment additions that load the agents in the program dejavu starts, and the
+    /// channel's write end for `spawn::fork_child` to hand to the program. Agents are a
+    /// nicety: if anything here fails, the program runs without them (and its calls get
+    /// native stacks only).
+    pub fn program_env(&mut self) -> (Vec<(OsString, OsString)>, Option<crate::spawn::Inherit>) {
+        if !self.enabled {
+            return (Vec::new(), None);
+        }
+        let Ok(setup) = channel::Channel::open() else {
+            return (Vec::new(), None);
+        };
+        let env = setup.channel.env();
+        let inherit = crate::spawn::Inherit {
+            fd: setup.write,
+            at: setup.channel.at(),
+            untraced: untraced_calls(),
+        };
+        self.channel = Some(setup.channel);
+        (env, Some(inherit))
     }
 
-    /// The stack the agent of `pid` reported for the call `tid` is making, if any.
+    /// The directory the agents' files are in (their own calls on it are not the
+    /// program's and are not recorded).
+    pub fn dir(&self) -> Option<&std::path::Path> {
+        self.channel.as_ref().map(|c| c.dir())
+    }
+
+    /// The stack the agents reported for the call `tid` of `pid` is making, if any: the
+    /// wrapped synchronous call that thread is inside, else a pending asynchronous call
+    /// of the process that names `path` (the call's resolved path, or its descriptor's).
     pub fn current<W: Write>(
         &mut self,
-        _w: &mut TraceWriter<W>,
-        _pid: Tid,
-        _tid: Tid,
+        w: &mut TraceWriter<W>,
+        pid: Tid,
+        tid: Tid,
+        path: Option<StrId>,
     ) -> Option<StackId> {
-        None
+        let ch = self.channel.as_ref()?;
+        ch.state().lookup(w, pid as u32, tid as u32, path)
     }
 
-    /// `pid` exec'd.
-    pub fn on_exec(&mut self, _pid: Tid) {}
+    /// `pid` exec'd: what its old program's agents said no longer applies. (Everything
+    /// they wrote before the exec is read first, so none of it is applied afterwards.)
+    pub fn on_exec(&mut self, pid: Tid) {
+        if let Some(ch) = &self.channel {
+            ch.state().forget_process(pid as u32);
+        }
+    }
 
     /// `pid` ended.
-    pub fn on_exit(&mut self, _pid: Tid) {}
+    pub fn on_exit(&mut self, pid: Tid) {
+        self.on_exec(pid);
+    }
+
+    /// What the agents reported so far (zeros when none was loaded).
+    pub fn counters(&self) -> Counters {
+        self.channel
+            .as_ref()
+            .map(|c| c.state().counters)
+            .unwrap_or_default()
+    }
+}
+
+/// Calls the seccomp filter lets through untraced on the agents' descriptor: their writes
+/// (one per report), and the fstat each agent checks the descriptor with (glibc's fstat
+/// is newfstatat, libuv's is statx).
+fn untraced_calls() -> Vec<u32> {
+    [
+        libc::SYS_write,
+        libc::SYS_writev,
+        libc::SYS_fstat,
+        libc::SYS_newfstatat,
+        libc::SYS_statx,
+    ]
+    .iter()
+    .map(|&n| n as u32)
+    .collect()
 }

@@ -7,7 +7,7 @@ pub mod native;
 
 use crate::arch::SyscallRegs;
 use crate::kernel::Tid;
-use dejavu_trace::{StackId, TraceWriter};
+use dejavu_trace::{StackId, StrId, TraceWriter};
 use std::ffi::OsString;
 use std::io::Write;
 
@@ -50,17 +50,20 @@ impl Stacks {
     }
 
     /// The stack of the call `tid` (of process `pid`) is making, at its syscall stop.
+    /// `path` is the call's recorded path (`Syscall::path`: its resolved path argument or
+    /// its descriptor's path): the agents match asynchronous calls by it.
     pub fn capture<W: Write>(
         &mut self,
         w: &mut TraceWriter<W>,
         pid: Tid,
         tid: Tid,
         regs: &SyscallRegs,
+        path: Option<StrId>,
     ) -> Option<StackId> {
         if self.mode == StackMode::Off {
             return None;
         }
-        if let Some(id) = self.agent.current(w, pid, tid) {
+        if let Some(id) = self.agent.current(w, pid, tid, path) {
             return Some(id);
         }
         self.native.capture(w, pid, tid, regs)
@@ -78,10 +81,11 @@ impl Stacks {
         self.agent.on_exit(pid);
     }
 
-    /// Environment additions for the program dejavu starts (agents' loaders).
-    pub fn program_env(&mut self) -> Vec<(OsString, OsString)> {
+    /// Environment additions for the program dejavu starts (the agents' loaders), and the
+    /// descriptor it must inherit (the agents' channel).
+    pub fn program_env(&mut self) -> (Vec<(OsString, OsString)>, Option<crate::spawn::Inherit>) {
         if self.mode == StackMode::Off {
-            return Vec::new();
+            return (Vec::new(), None);
         }
         self.agent.program_env()
     }

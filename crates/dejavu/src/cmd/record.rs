@@ -83,6 +83,9 @@ pub fn capture(
                 n => format!("; a hot thread shared the tracer's CPU {n} time(s)"),
             }
         );
+        for n in &outcome.notes {
+            eprintln!("dejavu: {n}");
+        }
     }
     Ok(outcome)
 }

@@ -1,0 +1,405 @@
+"""dejavu's Python agent: loaded at startup by the sitecustomize beside it (which
+`dejavu record` puts first on PYTHONPATH), it wraps the os, io and builtins functions
+that make file calls and tells dejavu, over an inherited pipe, which line of Python makes
+each call; dejavu turns that into the call stacks of the syscalls it records. Protocol
+and limits: docs/agents.md. Plain Python 3 (3.8+), no dependencies. For tests and
+programs that want it gone: sys.modules["_dejavu_agent"].unhook().
+
+Rules this file keeps (the program must not notice it):
+- the originals are kept and called with the same arguments; their results and
+  exceptions reach the program unchanged (a traceback through a wrapped call shows one
+  more frame, this file's: Python cannot hide a frame);
+- any failure of the agent's own makes it call the original plainly; it never raises into
+  the program; on a broken channel it unhooks itself (restores every original);
+- without a valid channel (DEJAVU_AGENT_FD naming our pipe) it wraps nothing.
+"""
+
+import os as _os
+import sys as _sys
+
+# Protocol (docs/agents.md, "Protocol"): little-endian, u16 length, u8 kind, body.
+_HELLO = 1
+_SITE = 2
+_ENTER = 3
+_EXIT = 4
+_DROPPED = 7
+_LANG_PYTHON = 2
+# User frames per call site.
+_FRAMES = 4
+# Longest function and file name sent, in bytes (a site must fit one atomic write).
+_MAX_NAME = 200
+_MAX_FILE = 700
+# Frames looked at for the program's own (stdlib frames are skipped).
+_MAX_WALK = 64
+# Caches are cleared past this many entries (they keep code objects alive).
+_MAX_CACHE = 100000
+
+_SELF = __file__
+_LE = "little"
+
+_fd = -1
+_pid = 0
+_pidb = b""
+_nsb = b""
+_dropped = 0
+_site_seq = 0
+# (code, lasti, ...) of a call site -> its number, once dejavu has its definition.
+_sites = {}
+# code object -> whether its frames are not the program's own (stdlib, this file)
+_skip = {}
+# thread id -> wrapped calls in progress on that thread
+_depth = {}
+# (namespace object, name, original, wrapper) of everything installed, for unhook.
+_installed = []
+_getframe = _sys._getframe
+_write = _os.write
+
+
+def _channel():
+    """The descriptor dejavu gave us, or -1. It must still be the pipe dejavu made (same
+    inode): a number the program reused for a file of its own never gets our bytes. The
+    fstat is let through dejavu's seccomp filter untraced."""
+    v = _os.environ.get("DEJAVU_AGENT_FD", "")
+    a, sep, b = v.partition(":")
+    if not sep or not a.isdigit() or not b.isdigit():
+        return -1
+    fd = int(a)
+    try:
+        st = _os.fstat(fd)
+    except OSError:
+        return -1
+    if (st.st_mode & 0o170000) != 0o010000 or st.st_ino != int(b):
+        return -1
+    return fd
+
+
+def _msg(kind, body):
+    return (len(body) + 1).to_bytes(2, _LE) + bytes((kind,)) + body
+
+
+def _send(data):
+    """Writes whole messages in one write (at most PIPE_BUF bytes: atomic). The pipe is
+    non-blocking: when it is full the messages are dropped and counted, never waited for."""
+    global _dropped
+    if _dropped:
+        data += _msg(_DROPPED, _pidb + _nsb + _dropped.to_bytes(4, _LE))
+    try:
+        _write(_fd, data)
+    except BlockingIOError:
+        _dropped += 1
+        return False
+    except OSError:
+        # EBADF, EPIPE: the channel is gone. Stop, and give the originals back.
+        unhook()
+        return False
+    _dropped = 0
+    return True
+
+
+def _internal(filename):
+    """Whether frames of this file are not the program's own: this agent, frozen
+    modules, the standard library (but not the packages installed beside it)."""
+    if filename == _SELF or filename.startswith("<frozen "):
+        return True
+    if filename.startswith(_STDLIB):
+        return "-packages/" not in filename
+    return False
+
+
+def _key(f):
+    """The call site of frame `f` and its callers: (code, lasti) of up to _FRAMES of the
+    program's own frames, innermost first. Empty when there is none."""
+    key = ()
+    n = 0
+    walked = 0
+    while f is not None and walked < _MAX_WALK:
+        c = f.f_code
+        s = _skip.get(c)
+        if s is None:
+            if len(_skip) > _MAX_CACHE:
+                _skip.clear()
+            s = _skip[c] = _internal(c.co_filename)
+        if not s:
+            key += (c, f.f_lasti)
+            n += 1
+            if n == _FRAMES:
+                break
+        f = f.f_back
+        walked += 1
+    return key
+
+
+def _text(s, limit):
+    b = s.encode("utf-8", "surrogateescape")
+    return b[:limit]
+
+
+def _column(code, lasti):
+    """1-based column of the instruction at `lasti` (Python 3.11+), else 0."""
+    try:
+        want = lasti // 2
+        for i, p in enumerate(code.co_positions()):
+            if i == want:
+                return (p[2] + 1) if p[2] is not None else 0
+    except Exception:
+        pass
+    return 0
+
+
+def _define(sid, key, f):
+    """The SITE message for `key`, the site of frame `f` (walked again, for the lines:
+    f_lineno is right on every Python version)."""
+    lines = []
+    while f is not None and len(lines) < len(key) // 2:
+        if f.f_code is key[2 * len(lines)] and f.f_lasti == key[2 * len(lines) + 1]:
+            lines.append(f.f_lineno or 0)
+        f = f.f_back
+    frames = []
+    cwd = None
+    for i in range(0, len(key), 2):
+        c, lasti = key[i], key[i + 1]
+        line = lines[i // 2] if i // 2 < len(lines) else c.co_firstlineno
+        col = _column(c, lasti)
+        name = getattr(c, "co_qualname", c.co_name)
+        file = c.co_filename
+        if not file.startswith(("/", "<")):
+            try:
+                if cwd is None:
+                    cwd = _os.getcwd()
+                file = _os.path.join(cwd, file)
+            except Exception:
+                pass
+        fn = _text(name, _MAX_NAME)
+        fb = _text(file, _MAX_FILE)
+        frames.append(
+            line.to_bytes(4, _LE)
+            + col.to_bytes(4, _LE)
+            + len(fn).to_bytes(2, _LE)
+            + fn
+            + len(fb).to_bytes(2, _LE)
+            + fb
+        )
+    body = _pidb + _nsb + sid.to_bytes(4, _LE) + bytes((_LANG_PYTHON, len(frames)))
+    return _msg(_SITE, body + b"".join(frames))
+
+
+def _wrap(orig):
+    def wrapper(*args, **kwargs):
+        if _fd < 0:
+            return orig(*args, **kwargs)
+        d = -1
+        try:
+            global _site_seq
+            tid = _gnid()
+            caller = _getframe(1)
+            key = _key(caller)
+            if key:
+                sid = _sites.get(key)
+                data = b""
+                if sid is None:
+                    _site_seq += 1
+                    sid = _site_seq
+                    data = _define(sid, key, caller)
+                depth = _depth.get(tid, 0)
+                data += (
+                    b"\x13\x00\x03"
+                    + _pidb
+                    + tid.to_bytes(4, _LE)
+                    + _nsb
+                    + sid.to_bytes(4, _LE)
+                    + depth.to_bytes(2, _LE)
+                )
+                if _send(data):
+                    if len(_sites) > _MAX_CACHE:
+                        _sites.clear()
+                    _sites[key] = sid
+                    _depth[tid] = depth + 1
+                    d = depth
+        except Exception:
+            d = -1
+        if d < 0:
+            return orig(*args, **kwargs)
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            try:
+                _depth[tid] = d
+                _send(b"\x0b\x00\x04" + _pidb + tid.to_bytes(4, _LE) + d.to_bytes(2, _LE))
+            except Exception:
+                pass
+
+    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(wrapper, attr, getattr(orig, attr))
+        except Exception:
+            pass
+    try:
+        # A traceback through the wrapper then reads "in stat", not "in wrapper".
+        name = orig.__name__
+        code = wrapper.__code__
+        try:
+            code = code.replace(co_name=name, co_qualname=name)
+        except TypeError:  # before 3.11: no co_qualname
+            code = code.replace(co_name=name)
+        wrapper.__code__ = code
+    except Exception:
+        pass
+    # inspect.signature() follows __wrapped__ to the original's signature.
+    wrapper.__wrapped__ = orig
+    return wrapper
+
+
+# The os.supports_* sets hold the functions that accept dir_fd, an fd, ...; shutil and
+# pathlib test membership (shutil.rmtree picks its algorithm so): a wrapper must be in
+# the sets its original is in.
+_SUPPORTS = ("supports_dir_fd", "supports_fd", "supports_follow_symlinks", "supports_effective_ids")
+
+
+def _install(ns, name):
+    try:
+        orig = getattr(ns, name)
+    except AttributeError:
+        return
+    if not callable(orig):
+        return
+    w = _wrap(orig)
+    try:
+        setattr(ns, name, w)
+    except Exception:
+        return
+    _installed.append((ns, name, orig, w))
+    if ns is _os:
+        for s in _SUPPORTS:
+            group = getattr(_os, s, None)
+            if isinstance(group, set) and orig in group:
+                group.add(w)
+
+
+def _keep_channel_in_children():
+    """subprocess closes every descriptor in the child by default (close_fds): keep ours
+    there, so a Python or Node.js child of the program reports too. Only when the child
+    gets our environment variable (inherited, or in the env given), and only the calling
+    convention of Python 3.8-3.13's _posixsubprocess.fork_exec (positional: ...,
+    close_fds, fds_to_keep, cwd, env_list, ...)."""
+    try:
+        import _posixsubprocess as ps
+    except Exception:
+        return
+    orig = ps.fork_exec
+
+    def fork_exec(*args):
+        try:
+            if (
+                _fd >= 0
+                and len(args) > 5
+                and args[2]
+                and isinstance(args[3], tuple)
+                and _fd not in args[3]
+                and (
+                    args[5] is None
+                    or any(isinstance(e, bytes) and e.startswith(b"DEJAVU_AGENT_FD=") for e in args[5])
+                )
+            ):
+                args = args[:3] + (tuple(sorted(args[3] + (_fd,))),) + args[4:]
+        except Exception:
+            pass
+        return orig(*args)
+
+    fork_exec.__name__ = orig.__name__
+    fork_exec.__qualname__ = getattr(orig, "__qualname__", orig.__name__)
+    fork_exec.__doc__ = orig.__doc__
+    fork_exec.__wrapped__ = orig
+    ps.fork_exec = fork_exec
+    _installed.append((ps, "fork_exec", orig, fork_exec))
+    sub = _sys.modules.get("subprocess")
+    if sub is not None and getattr(sub, "_fork_exec", None) is orig:
+        sub._fork_exec = fork_exec
+        _installed.append((sub, "_fork_exec", orig, fork_exec))
+
+
+def _hello():
+    global _pid, _pidb, _nsb
+    _pid = _os.getpid()
+    _pidb = _pid.to_bytes(4, _LE)
+    # One agent per process: its site numbers are the process's (namespace = pid).
+    _nsb = _pidb
+    return _send(_msg(_HELLO, _pidb + _nsb + bytes((_LANG_PYTHON,))))
+
+
+def _after_fork():
+    # A forked child is a new process: new pid, and dejavu knows none of its sites.
+    _sites.clear()
+    _depth.clear()
+    try:
+        _hello()
+    except Exception:
+        unhook()
+
+
+def unhook():
+    """Restores every original still in place and stops reporting. Safe to call twice."""
+    global _fd
+    _fd = -1
+    for ns, name, orig, w in reversed(_installed):
+        try:
+            if getattr(ns, name, None) is w:
+                setattr(ns, name, orig)
+        except Exception:
+            pass
+        if ns is _os:
+            for s in _SUPPORTS:
+                group = getattr(_os, s, None)
+                if isinstance(group, set):
+                    group.discard(w)
+    del _installed[:]
+    _sys.modules.pop("_dejavu_agent", None)
+
+
+def _start():
+    global _fd, _STDLIB, _gnid
+    fd = _channel()
+    if fd < 0:
+        return
+    import _thread
+
+    _gnid = _thread.get_native_id
+    _STDLIB = _os.path.dirname(_os.__file__) + _os.sep
+    _fd = fd
+    if not _hello():
+        _fd = -1
+        return
+    import builtins
+    import io
+
+    for name in (
+        "stat", "lstat", "access", "open", "listdir", "scandir", "mkdir", "rmdir",
+        "readlink", "remove", "unlink", "rename", "replace", "chmod", "chown", "utime",
+        "truncate", "symlink", "link", "chdir", "statvfs",
+    ):
+        _install(_os, name)
+    # builtins.open is io.open: one wrapper for both, so `open is io.open` stays true.
+    orig_open = io.open
+    _install(io, "open")
+    if builtins.open is orig_open:
+        if io.open is not orig_open:
+            builtins.open = io.open
+            _installed.append((builtins, "open", orig_open, io.open))
+    else:
+        _install(builtins, "open")
+    _keep_channel_in_children()
+    try:
+        _os.register_at_fork(after_in_child=_after_fork)
+    except Exception:
+        pass
+
+
+_STDLIB = "\0"
+_gnid = None
+try:
+    _start()
+except Exception:
+    # Never into the program: without a working agent it runs as without dejavu.
+    try:
+        unhook()
+    except Exception:
+        pass

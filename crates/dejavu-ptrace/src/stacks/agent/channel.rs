@@ -1,0 +1,416 @@
+//! The agents' channel: a pipe whose write end the program inherits at a fixed
+//! descriptor, a background thread that keeps it drained, and the agent files written to
+//! a private directory for the length of the recording.
+
+use super::protocol::State;
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// The Node.js agent, embedded so the installed binary needs nothing beside it.
+const NODE_AGENT: &str = include_str!("../../../../../agents/node/dejavu-agent.js");
+/// The Python loader (run as `sitecustomize`, from a zip on PYTHONPATH) and the agent it
+/// loads from beside the zip.
+const PYTHON_LOADER: &str = include_str!("../../../../../agents/python/sitecustomize.py");
+const PYTHON_AGENT: &str = include_str!("../../../../../agents/python/_dejavu_agent.py");
+
+/// The variable that tells the agents where to write: `FD:INODE` (the inode lets an agent
+/// check that the descriptor is still our pipe, not a file that took its number).
+pub const FD_VAR: &str = "DEJAVU_AGENT_FD";
+
+/// How often the background thread drains the pipe. The tracer also drains it at every
+/// stop it asks about; the thread only keeps the pipe from filling between stops. A timer
+/// rather than poll(): an agent's write then never wakes a sleeping reader on another
+/// CPU, which on a VM costs the writer more than the write itself.
+const DRAIN_EVERY: Duration = Duration::from_millis(10);
+
+/// The pipe's capacity, when the system allows it.
+const PIPE_BYTES: i32 = 1 << 20;
+
+/// Highest descriptor number we place the channel at.
+const TOP_FD: i32 = 1023;
+
+struct Shared {
+    read: OwnedFd,
+    state: Mutex<State>,
+    stop: AtomicBool,
+}
+
+impl Shared {
+    /// Locks the state after reading everything the pipe holds into it. The lock is held
+    /// while reading, so whoever holds it next sees every message written before.
+    fn drained(&self) -> MutexGuard<'_, State> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut buf = [0u8; 16 << 10];
+        loop {
+            // SAFETY: reading into a local buffer from our own non-blocking pipe.
+            let n =
+                unsafe { libc::read(self.read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                break; // EAGAIN (empty), 0 (no writer left), or an error: nothing more now
+            }
+            st.feed(&buf[..n as usize]);
+            if (n as usize) < buf.len() {
+                break;
+            }
+        }
+        st
+    }
+}
+
+/// An open channel: the agents' directory, the pipe's read end and its reader.
+pub struct Channel {
+    shared: Arc<Shared>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    dir: tempfile::TempDir,
+    /// Descriptor number the program sees the write end at.
+    at: i32,
+    ino: u64,
+}
+
+impl std::fmt::Debug for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Channel")
+            .field("dir", &self.dir.path())
+            .field("at", &self.at)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the program needs from an open channel.
+#[derive(Debug)]
+pub struct Setup {
+    /// The channel itself (kept by the tracer).
+    pub channel: Channel,
+    /// The write end, for the program to inherit at `channel.at()`.
+    pub write: OwnedFd,
+}
+
+impl Channel {
+    /// Writes the agents, opens the pipe and starts its reader.
+    pub fn open() -> io::Result<Setup> {
+        let dir = tempfile::Builder::new()
+            .prefix("dejavu-agents-")
+            .tempdir()?;
+        write_agents(dir.path())?;
+        let mut fds = [0i32; 2];
+        // SAFETY: fds is a valid out-array. Non-blocking on both ends: an agent drops a
+        // message rather than block the program on a full pipe.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors were just created and are owned by nobody else.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // SAFETY: fcntl on our own pipe; failure leaves the default size, which works.
+        unsafe { libc::fcntl(read.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_BYTES) };
+        let ino = fd_inode(&write)?;
+        let at = free_high_fd().ok_or_else(|| io::Error::other("no free descriptor number"))?;
+        let shared = Arc::new(Shared {
+            read,
+            state: Mutex::new(State::default()),
+            stop: AtomicBool::new(false),
+        });
+        let bg = Arc::clone(&shared);
+        let reader = std::thread::Builder::new()
+            .name("dejavu-agents".into())
+            .spawn(move || {
+                while !bg.stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(DRAIN_EVERY);
+                    drop(bg.drained());
+                }
+            })?;
+        Ok(Setup {
+            channel: Channel {
+                shared,
+                reader: Some(reader),
+                dir,
+                at,
+                ino,
+            },
+            write,
+        })
+    }
+
+    /// Where the agents' files are.
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    /// The descriptor number the program sees the write end at.
+    pub fn at(&self) -> i32 {
+        self.at
+    }
+
+    /// The state, with everything written so far applied.
+    pub fn state(&self) -> MutexGuard<'_, State> {
+        self.shared.drained()
+    }
+
+    /// Environment additions that load the agents: the channel, NODE_OPTIONS (appended to
+    /// the one dejavu was given) and PYTHONPATH (ours first, then the one given).
+    pub fn env(&self) -> Vec<(OsString, OsString)> {
+        let node = self.dir.path().join("node").join("dejavu-agent.js");
+        let python = self.dir.path().join("python").join("agent.zip");
+        let mut node_options = std::env::var_os("NODE_OPTIONS").unwrap_or_default();
+        if !node_options.is_empty() {
+            node_options.push(" ");
+        }
+        node_options.push("--require ");
+        node_options.push(node_quote(&node));
+        let mut pythonpath = python.into_os_string();
+        if let Some(old) = std::env::var_os("PYTHONPATH").filter(|v| !v.is_empty()) {
+            pythonpath.push(":");
+            pythonpath.push(old);
+        }
+        vec![
+            (FD_VAR.into(), format!("{}:{}", self.at, self.ino).into()),
+            ("NODE_OPTIONS".into(), node_options),
+            ("PYTHONPATH".into(), pythonpath),
+        ]
+    }
+}
+
+impl Drop for Channel {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        // The directory goes with `dir`: every program that loaded an agent has exited
+        // (the recording ends with them).
+    }
+}
+
+fn write_agents(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    // Readable by all: a program that drops privileges (a server started as root) must
+    // still load its agent, or Node.js refuses to start on a missing --require. Only we
+    // can write here.
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
+    // The loader goes on PYTHONPATH as a zip: a directory there would be stat'ed once
+    // per module Python imports at startup (dozens of recorded calls per process).
+    // zipimport opens the zip twice and reads from offset 0 in 4 KiB buffers: a padding
+    // entry after the loader keeps those reads partial, so they are never whole-file
+    // rereads of an unchanged file (reread-unchanged) in the program's findings.
+    let padding = vec![b'#'; 16 << 10];
+    let zip = stored_zip(&[
+        ("sitecustomize.py", PYTHON_LOADER.as_bytes()),
+        ("padding.txt", &padding),
+    ]);
+    for (sub, name, bytes) in [
+        ("node", "dejavu-agent.js", NODE_AGENT.as_bytes()),
+        ("python", "_dejavu_agent.py", PYTHON_AGENT.as_bytes()),
+        ("python", "agent.zip", zip.as_slice()),
+    ] {
+        let d: PathBuf = dir.join(sub);
+        if !d.exists() {
+            std::fs::create_dir(&d)?;
+            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755))?;
+        }
+        let f = d.join(name);
+        std::fs::write(&f, bytes)?;
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644))?;
+    }
+    Ok(())
+}
+
+/// A zip archive holding `files` uncompressed ("stored"), as Python's zipimport reads it.
+fn stored_zip(files: &[(&str, &[u8])]) -> Vec<u8> {
+    const DOS_DATE_1980_01_01: u16 = 0x21;
+    let mut out = Vec::new();
+    let mut central = Vec::new();
+    for (name, data) in files {
+        let crc = crc32fast::hash(data);
+        let offset = out.len() as u32;
+        let (size, nlen) = (data.len() as u32, name.len() as u16);
+        // Local file header.
+        out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
+        for v in [20u16, 0, 0, 0, DOS_DATE_1980_01_01] {
+            out.extend_from_slice(&v.to_le_bytes()); // version, flags, stored, time, date
+        }
+        for v in [crc, size, size] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&nlen.to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(data);
+        // Its central directory entry.
+        central.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
+        for v in [20u16, 20, 0, 0, 0, DOS_DATE_1980_01_01] {
+            central.extend_from_slice(&v.to_le_bytes()); // made by, needed, flags, method, time, date
+        }
+        for v in [crc, size, size] {
+            central.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [nlen, 0, 0, 0, 0] {
+            central.extend_from_slice(&v.to_le_bytes()); // name, extra, comment, disk, attrs
+        }
+        central.extend_from_slice(&0u32.to_le_bytes()); // external attributes
+        central.extend_from_slice(&offset.to_le_bytes());
+        central.extend_from_slice(name.as_bytes());
+    }
+    let (cd_offset, cd_size) = (out.len() as u32, central.len() as u32);
+    out.extend_from_slice(&central);
+    out.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
+    let n = files.len() as u16;
+    for v in [0u16, 0, n, n] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&cd_size.to_le_bytes());
+    out.extend_from_slice(&cd_offset.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out
+}
+
+fn fd_inode(fd: &OwnedFd) -> io::Result<u64> {
+    // SAFETY: fstat into a zeroed local struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.st_ino)
+}
+
+/// A high descriptor number that is free here (so the program would not have inherited
+/// anything there from us) and below the soft descriptor limit (so dup2 can place it).
+fn free_high_fd() -> Option<i32> {
+    // SAFETY: getrlimit into a local struct.
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } == 0 {
+        rl.rlim_cur.min(TOP_FD as u64 + 1) as i32
+    } else {
+        256
+    };
+    // SAFETY: F_GETFD only asks whether the number is open.
+    (64..soft)
+        .rev()
+        .find(|&fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1)
+}
+
+/// `path` as one NODE_OPTIONS word: double-quoted, with `"` and `\` escaped, the way
+/// Node.js splits that variable.
+fn node_quote(path: &Path) -> OsString {
+    let mut v = vec![b'"'];
+    for &b in path.as_os_str().as_bytes() {
+        if b == b'"' || b == b'\\' {
+            v.push(b'\\');
+        }
+        v.push(b);
+    }
+    v.push(b'"');
+    use std::os::unix::ffi::OsStringExt;
+    OsString::from_vec(v)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_path_is_quoted_as_one_node_options_word() {
+        assert_eq!(
+            node_quote(Path::new("/tmp/a b/x.js")),
+            OsString::from("\"/tmp/a b/x.js\"")
+        );
+        assert_eq!(
+            node_quote(Path::new("/t/\"q\\")),
+            OsString::from("\"/t/\\\"q\\\\\"")
+        );
+    }
+
+    #[test]
+    fn the_channel_writes_the_agents_and_drains_what_they_write() {
+        let setup = Channel::open().unwrap();
+        let ch = setup.channel;
+        let env = ch.env();
+        let get = |k: &str| {
+            env.iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .unwrap()
+        };
+        let fdv = get(FD_VAR).into_string().unwrap();
+        let (at, ino) = fdv.split_once(':').unwrap();
+        assert_eq!(at.parse::<i32>().unwrap(), ch.at());
+        assert_eq!(ino.parse::<u64>().unwrap(), fd_inode(&setup.write).unwrap());
+        let zip = PathBuf::from(
+            get("PYTHONPATH")
+                .into_string()
+                .unwrap()
+                .split(':')
+                .next()
+                .unwrap(),
+        );
+        assert!(zip.ends_with("python/agent.zip"));
+        let py = zip.parent().unwrap().to_path_buf();
+        assert_eq!(
+            std::fs::read_to_string(py.join("_dejavu_agent.py")).unwrap(),
+            PYTHON_AGENT
+        );
+        let node = get("NODE_OPTIONS").into_string().unwrap();
+        let node = node
+            .rsplit("--require ")
+            .next()
+            .unwrap()
+            .trim_matches('"')
+            .to_string();
+        assert_eq!(std::fs::read_to_string(&node).unwrap(), NODE_AGENT);
+        // What an agent writes is applied by the time the state is asked for.
+        let msg = super::super::protocol::encode::hello(1, 1, 1);
+        // SAFETY: writing a local buffer to our pipe.
+        let n = unsafe { libc::write(setup.write.as_raw_fd(), msg.as_ptr().cast(), msg.len()) };
+        assert_eq!(n as usize, msg.len());
+        assert_eq!(ch.state().counters.agents, 1);
+        let dir = py.parent().unwrap().to_path_buf();
+        drop(ch);
+        assert!(
+            !dir.exists(),
+            "the agents' directory is removed with the channel"
+        );
+    }
+
+    #[test]
+    fn python_reads_the_loader_zip() {
+        if std::process::Command::new("python3")
+            .arg("-c")
+            .arg("pass")
+            .status()
+            .is_err()
+        {
+            eprintln!("SKIP: python3 is not installed");
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let zip = d.path().join("a.zip");
+        std::fs::write(
+            &zip,
+            stored_zip(&[("m.py", b"X = 42\n"), ("n.py", b"Y = 'y'\n")]),
+        )
+        .unwrap();
+        let out = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import sys; sys.path.insert(0, sys.argv[1]); import m, n, zipfile; \
+                 z = zipfile.ZipFile(sys.argv[1]); assert z.testzip() is None; print(m.X, n.Y)",
+            ])
+            .arg(&zip)
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "42 y\n",
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -1,0 +1,653 @@
+//! The agents' wire protocol (docs/agents.md, "Protocol") and what the tracer keeps from
+//! it: call-site definitions, the wrapped calls each thread is inside, and asynchronous
+//! calls still pending, matched to a syscall by its path.
+//!
+//! Nothing here trusts the bytes: the pipe is writable by every process of the program, so
+//! a malformed message is counted and skipped, never a panic.
+
+use dejavu_trace::{Frame, FrameKind, StackId, StrId, TraceWriter};
+use rustc_hash::FxHashMap;
+use std::io::Write;
+
+/// Longest message, and longest write an agent makes: PIPE_BUF, so that writes from many
+/// threads and processes never interleave.
+pub const MAX_WRITE: usize = 4096;
+
+/// An agent started: `pid u32, ns u32, lang u8`.
+pub const HELLO: u8 = 1;
+/// A call site: `pid u32, ns u32, site u32, lang u8, n u8`, then n frames of
+/// `line u32, column u32, function (u16 len, bytes), file (u16 len, bytes)`.
+pub const SITE: u8 = 2;
+/// A wrapped synchronous call begins: `pid u32, tid u32, ns u32, site u32, depth u16`.
+pub const ENTER: u8 = 3;
+/// It returned or threw: `pid u32, tid u32, depth u16` (the depth after it).
+pub const EXIT: u8 = 4;
+/// An asynchronous call was queued: `pid u32, tid u32, ns u32, site u32, req u32, path`
+/// (u16 len, bytes; absolute, resolved as the tracer resolves paths).
+pub const ASYNC_BEGIN: u8 = 5;
+/// It completed: `pid u32, ns u32, req u32`.
+pub const ASYNC_END: u8 = 6;
+/// Messages an agent could not write (the pipe was full): `pid u32, ns u32, count u32`.
+pub const DROPPED: u8 = 7;
+
+/// Most nested wrapped calls kept per thread; deeper ones are not attributed.
+const MAX_DEPTH: usize = 64;
+/// Most pending asynchronous calls kept per process (the oldest go first): an agent that
+/// lost its completion messages must not grow this without bound.
+const MAX_PENDING: usize = 4096;
+/// Most call sites kept for the whole recording.
+const MAX_SITES: usize = 1 << 20;
+/// Most frames per site.
+const MAX_FRAMES: usize = 16;
+
+/// What the protocol has told the tracer so far (for tests and `-v`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Well-formed messages applied.
+    pub messages: u64,
+    /// Agents that said hello (one per Node.js isolate or Python process).
+    pub agents: u64,
+    /// Messages that were not understood and were skipped.
+    pub malformed: u64,
+    /// Messages the agents reported they could not write.
+    pub dropped_by_agents: u64,
+    /// Stops attributed to a synchronous wrapped call.
+    pub sync_hits: u64,
+    /// Stops attributed to a pending asynchronous call by their path.
+    pub async_hits: u64,
+}
+
+#[derive(Debug)]
+struct RawFrame {
+    function: Box<[u8]>,
+    file: Box<[u8]>,
+    line: u32,
+    column: u32,
+}
+
+#[derive(Debug)]
+struct Site {
+    kind: FrameKind,
+    frames: Box<[RawFrame]>,
+    /// Interned on first use, so a site no call used costs the trace nothing.
+    stack: Option<StackId>,
+}
+
+/// (pid, namespace, site): an agent numbers its sites itself, and a process can hold
+/// several agents (one per Node.js worker thread).
+type SiteKey = (u32, u32, u32);
+
+#[derive(Debug, Default)]
+struct Thread {
+    pid: u32,
+    /// (namespace, site) of the wrapped calls in progress, outermost first.
+    calls: Vec<(u32, u32)>,
+}
+
+#[derive(Debug)]
+struct Pending {
+    ns: u32,
+    req: u32,
+    tid: u32,
+    site: u32,
+    path: Box<[u8]>,
+    path_id: Option<StrId>,
+}
+
+/// The protocol's state for one recording.
+#[derive(Debug, Default)]
+pub struct State {
+    /// Bytes of a message whose end has not been read yet.
+    partial: Vec<u8>,
+    sites: FxHashMap<SiteKey, Site>,
+    threads: FxHashMap<u32, Thread>,
+    pending: FxHashMap<u32, Vec<Pending>>,
+    /// Public for tests and diagnostics.
+    pub counters: Counters,
+}
+
+/// A little-endian cursor that says None instead of reading past the end.
+struct Rd<'a> {
+    b: &'a [u8],
+}
+
+impl<'a> Rd<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.b.len() < n {
+            return None;
+        }
+        let (h, t) = self.b.split_at(n);
+        self.b = t;
+        Some(h)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|b| b[0])
+    }
+    fn u16(&mut self) -> Option<u16> {
+        self.take(2).map(|b| u16::from_le_bytes([b[0], b[1]]))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = self.u16()? as usize;
+        self.take(n)
+    }
+    fn done(&self) -> Option<()> {
+        self.b.is_empty().then_some(())
+    }
+}
+
+fn lang(v: u8) -> Option<FrameKind> {
+    match v {
+        1 => Some(FrameKind::Js),
+        2 => Some(FrameKind::Python),
+        _ => None,
+    }
+}
+
+impl State {
+    /// Applies every whole message in `bytes` (after what an earlier call left over).
+    pub fn feed(&mut self, bytes: &[u8]) {
+        let mut buf = std::mem::take(&mut self.partial);
+        buf.extend_from_slice(bytes);
+        let mut at = 0;
+        while buf.len() - at >= 2 {
+            let len = u16::from_le_bytes([buf[at], buf[at + 1]]) as usize;
+            if len == 0 || len + 2 > MAX_WRITE {
+                // Not a message boundary: someone else wrote to the pipe, or a write was
+                // torn. Nothing after it can be framed; drop what we have and start again
+                // with the next read (agents' writes are whole messages).
+                self.counters.malformed += 1;
+                at = buf.len();
+                break;
+            }
+            if buf.len() - at < 2 + len {
+                break;
+            }
+            let msg = &buf[at + 2..at + 2 + len];
+            if self.apply(msg).is_some() {
+                self.counters.messages += 1;
+            } else {
+                self.counters.malformed += 1;
+            }
+            at += 2 + len;
+        }
+        buf.drain(..at);
+        self.partial = buf;
+    }
+
+    fn apply(&mut self, msg: &[u8]) -> Option<()> {
+        let mut r = Rd { b: msg };
+        match r.u8()? {
+            HELLO => {
+                let (_pid, _ns, _lang) = (r.u32()?, r.u32()?, r.u8()?);
+                r.done()?;
+                self.counters.agents += 1;
+            }
+            SITE => {
+                let (pid, ns, site) = (r.u32()?, r.u32()?, r.u32()?);
+                let kind = lang(r.u8()?)?;
+                let n = r.u8()? as usize;
+                if n == 0 || n > MAX_FRAMES {
+                    return None;
+                }
+                let mut frames = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let (line, column) = (r.u32()?, r.u32()?);
+                    let function = r.bytes()?.into();
+                    let file = r.bytes()?.into();
+                    frames.push(RawFrame {
+                        function,
+                        file,
+                        line,
+                        column,
+                    });
+                }
+                r.done()?;
+                let key = (pid, ns, site);
+                if self.sites.len() >= MAX_SITES && !self.sites.contains_key(&key) {
+                    return Some(());
+                }
+                // A redefinition (an agent of a new process or thread reusing the
+                // numbers) replaces the old site and its interned stack.
+                self.sites.insert(
+                    key,
+                    Site {
+                        kind,
+                        frames: frames.into(),
+                        stack: None,
+                    },
+                );
+            }
+            ENTER => {
+                let (pid, tid, ns, site) = (r.u32()?, r.u32()?, r.u32()?, r.u32()?);
+                let depth = r.u16()? as usize;
+                r.done()?;
+                let t = self.threads.entry(tid).or_default();
+                if t.pid != pid {
+                    *t = Thread {
+                        pid,
+                        calls: Vec::new(),
+                    };
+                }
+                // The depth, not a push, makes a lost message harmless: the next one
+                // from the thread puts its stack right again.
+                t.calls.truncate(depth);
+                if t.calls.len() == depth && depth < MAX_DEPTH {
+                    t.calls.push((ns, site));
+                }
+            }
+            EXIT => {
+                let (pid, tid) = (r.u32()?, r.u32()?);
+                let depth = r.u16()? as usize;
+                r.done()?;
+                if let Some(t) = self.threads.get_mut(&tid) {
+                    if t.pid == pid {
+                        t.calls.truncate(depth);
+                    }
+                }
+            }
+            ASYNC_BEGIN => {
+                let (pid, tid, ns, site, req) = (r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?);
+                let path = r.bytes()?;
+                r.done()?;
+                if path.is_empty() {
+                    return None;
+                }
+                let list = self.pending.entry(pid).or_default();
+                if list.len() >= MAX_PENDING {
+                    list.remove(0);
+                }
+                list.push(Pending {
+                    ns,
+                    req,
+                    tid,
+                    site,
+                    path: path.into(),
+                    path_id: None,
+                });
+            }
+            ASYNC_END => {
+                let (pid, ns, req) = (r.u32()?, r.u32()?, r.u32()?);
+                r.done()?;
+                if let Some(list) = self.pending.get_mut(&pid) {
+                    // A call may name several paths (rename): one entry per path.
+                    list.retain(|p| !(p.ns == ns && p.req == req));
+                    if list.is_empty() {
+                        self.pending.remove(&pid);
+                    }
+                }
+            }
+            DROPPED => {
+                let (_pid, _ns, count) = (r.u32()?, r.u32()?, r.u32()?);
+                r.done()?;
+                self.counters.dropped_by_agents += count as u64;
+            }
+            _ => return None,
+        }
+        Some(())
+    }
+
+    /// Process `pid` is gone or runs a new program: its agents' state goes with it.
+    pub fn forget_process(&mut self, pid: u32) {
+        self.sites.retain(|&(p, _, _), _| p != pid);
+        self.threads.retain(|_, t| t.pid != pid);
+        self.pending.remove(&pid);
+    }
+
+    /// The stack for the call `tid` of `pid` is making: the innermost wrapped synchronous
+    /// call of that thread, else the oldest pending asynchronous call of the process,
+    /// issued by another thread, that names `path` (the syscall's resolved path).
+    pub fn lookup<W: Write>(
+        &mut self,
+        w: &mut TraceWriter<W>,
+        pid: u32,
+        tid: u32,
+        path: Option<StrId>,
+    ) -> Option<StackId> {
+        if let Some(&(ns, site)) = self
+            .threads
+            .get(&tid)
+            .filter(|t| t.pid == pid)
+            .and_then(|t| t.calls.last())
+        {
+            let s = self.stack(w, (pid, ns, site));
+            if s.is_some() {
+                self.counters.sync_hits += 1;
+            }
+            return s;
+        }
+        let path = path?;
+        let list = self.pending.get_mut(&pid)?;
+        let mut found = None;
+        for p in list.iter_mut() {
+            if p.tid == tid {
+                continue;
+            }
+            let id = *p.path_id.get_or_insert_with(|| w.intern(&p.path));
+            if id == path {
+                found = Some((p.ns, p.site));
+                break;
+            }
+        }
+        let (ns, site) = found?;
+        let s = self.stack(w, (pid, ns, site));
+        if s.is_some() {
+            self.counters.async_hits += 1;
+        }
+        s
+    }
+
+    fn stack<W: Write>(&mut self, w: &mut TraceWriter<W>, key: SiteKey) -> Option<StackId> {
+        let site = self.sites.get_mut(&key)?;
+        if let Some(id) = site.stack {
+            return Some(id);
+        }
+        let mut intern = |b: &[u8]| (!b.is_empty()).then(|| w.intern(b));
+        let frames: Vec<Frame> = site
+            .frames
+            .iter()
+            .map(|f| Frame {
+                kind: site.kind,
+                function: intern(&f.function),
+                file: intern(&f.file),
+                line: f.line,
+                column: f.column,
+                module: None,
+                addr: 0,
+            })
+            .collect();
+        let id = w.intern_stack(&frames);
+        site.stack = Some(id);
+        Some(id)
+    }
+}
+
+/// Message builders, as the agents encode them (for tests, and the reference for
+/// docs/agents.md).
+#[cfg(test)]
+pub mod encode {
+    use super::*;
+
+    fn msg(kind: u8, body: &[u8]) -> Vec<u8> {
+        let mut v = Vec::with_capacity(body.len() + 3);
+        v.extend_from_slice(&((body.len() + 1) as u16).to_le_bytes());
+        v.push(kind);
+        v.extend_from_slice(body);
+        v
+    }
+
+    fn u32s(v: &[u32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn bytes(out: &mut Vec<u8>, b: &[u8]) {
+        out.extend_from_slice(&(b.len() as u16).to_le_bytes());
+        out.extend_from_slice(b);
+    }
+
+    pub fn hello(pid: u32, ns: u32, lang: u8) -> Vec<u8> {
+        let mut b = u32s(&[pid, ns]);
+        b.push(lang);
+        msg(HELLO, &b)
+    }
+
+    /// `frames`: (function, file, line, column).
+    pub fn site(
+        pid: u32,
+        ns: u32,
+        site: u32,
+        lang: u8,
+        frames: &[(&str, &str, u32, u32)],
+    ) -> Vec<u8> {
+        let mut b = u32s(&[pid, ns, site]);
+        b.push(lang);
+        b.push(frames.len() as u8);
+        for (f, file, line, col) in frames {
+            b.extend(u32s(&[*line, *col]));
+            bytes(&mut b, f.as_bytes());
+            bytes(&mut b, file.as_bytes());
+        }
+        msg(SITE, &b)
+    }
+
+    pub fn enter(pid: u32, tid: u32, ns: u32, site: u32, depth: u16) -> Vec<u8> {
+        let mut b = u32s(&[pid, tid, ns, site]);
+        b.extend_from_slice(&depth.to_le_bytes());
+        msg(ENTER, &b)
+    }
+
+    pub fn exit(pid: u32, tid: u32, depth: u16) -> Vec<u8> {
+        let mut b = u32s(&[pid, tid]);
+        b.extend_from_slice(&depth.to_le_bytes());
+        msg(EXIT, &b)
+    }
+
+    pub fn async_begin(pid: u32, tid: u32, ns: u32, site: u32, req: u32, path: &str) -> Vec<u8> {
+        let mut b = u32s(&[pid, tid, ns, site, req]);
+        bytes(&mut b, path.as_bytes());
+        msg(ASYNC_BEGIN, &b)
+    }
+
+    pub fn async_end(pid: u32, ns: u32, req: u32) -> Vec<u8> {
+        msg(ASYNC_END, &u32s(&[pid, ns, req]))
+    }
+
+    pub fn dropped(pid: u32, ns: u32, count: u32) -> Vec<u8> {
+        msg(DROPPED, &u32s(&[pid, ns, count]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::encode::*;
+    use super::*;
+    use dejavu_trace::{Meta, Record, Sys, Syscall, TraceReader, WriterOptions};
+
+    fn writer() -> TraceWriter<Vec<u8>> {
+        TraceWriter::new(Vec::new(), &Meta::default(), WriterOptions::default()).unwrap()
+    }
+
+    /// The frames of `id` as (function, file, line, column), read back from a trace.
+    fn frames_of(mut w: TraceWriter<Vec<u8>>, id: StackId) -> Vec<(String, String, u32, u32)> {
+        let mut c = Syscall::new(0, 1, 1, Sys::Stat);
+        c.stack = Some(id);
+        w.push(&Record::Syscall(c)).unwrap();
+        let bytes = w.finish(Default::default()).unwrap();
+        let mut r = TraceReader::new(&bytes[..]).unwrap();
+        while r.next_record().unwrap().is_some() {}
+        r.stack(id)
+            .iter()
+            .map(|f| {
+                let s = |id: Option<StrId>| {
+                    id.map(|i| r.strings().lossy(i).into_owned())
+                        .unwrap_or_default()
+                };
+                (s(f.function), s(f.file), f.line, f.column)
+            })
+            .collect()
+    }
+
+    fn js_site(pid: u32, ns: u32, site: u32, line: u32) -> Vec<u8> {
+        super::encode::site(
+            pid,
+            ns,
+            site,
+            1,
+            &[
+                ("probe", "/app/a.js", line, 5),
+                ("main", "/app/a.js", 40, 1),
+            ],
+        )
+    }
+
+    #[test]
+    fn a_thread_inside_a_wrapped_call_gets_its_site_and_nothing_after_it() {
+        let mut w = writer();
+        let mut s = State::default();
+        let mut bytes = hello(10, 10, 1);
+        bytes.extend(js_site(10, 10, 1, 12));
+        bytes.extend(enter(10, 10, 10, 1, 0));
+        s.feed(&bytes);
+        let id = s.lookup(&mut w, 10, 10, None).unwrap();
+        assert_eq!(s.lookup(&mut w, 10, 11, None), None, "another thread");
+        assert_eq!(s.lookup(&mut w, 11, 10, None), None, "another process");
+        s.feed(&exit(10, 10, 0));
+        assert_eq!(
+            s.lookup(&mut w, 10, 10, None),
+            None,
+            "after the call returned"
+        );
+        assert_eq!(s.counters.agents, 1);
+        assert_eq!(s.counters.messages, 4);
+        assert_eq!(
+            frames_of(w, id),
+            vec![
+                ("probe".into(), "/app/a.js".into(), 12, 5),
+                ("main".into(), "/app/a.js".into(), 40, 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn messages_split_across_reads_are_put_back_together() {
+        let mut w = writer();
+        let mut s = State::default();
+        let mut bytes = js_site(10, 10, 1, 12);
+        bytes.extend(enter(10, 10, 10, 1, 0));
+        for b in &bytes {
+            s.feed(std::slice::from_ref(b));
+        }
+        assert!(s.lookup(&mut w, 10, 10, None).is_some());
+        assert_eq!(s.counters.malformed, 0);
+    }
+
+    #[test]
+    fn nested_calls_unwind_to_the_outer_site_and_a_lost_exit_heals_at_the_next_enter() {
+        let mut w = writer();
+        let mut s = State::default();
+        let mut b = js_site(10, 10, 1, 12);
+        b.extend(js_site(10, 10, 2, 20));
+        b.extend(enter(10, 10, 10, 1, 0));
+        b.extend(enter(10, 10, 10, 2, 1));
+        s.feed(&b);
+        let inner = s.lookup(&mut w, 10, 10, None).unwrap();
+        s.feed(&exit(10, 10, 1));
+        let outer = s.lookup(&mut w, 10, 10, None).unwrap();
+        assert_ne!(inner, outer);
+        // The outer call's exit is lost (pipe full); the next call at depth 0 replaces it.
+        s.feed(&enter(10, 10, 10, 2, 0));
+        assert_eq!(s.lookup(&mut w, 10, 10, None), Some(inner));
+        s.feed(&exit(10, 10, 0));
+        assert_eq!(s.lookup(&mut w, 10, 10, None), None);
+    }
+
+    #[test]
+    fn an_async_call_is_found_by_path_on_other_threads_until_it_ends() {
+        let mut w = writer();
+        let mut s = State::default();
+        let mut b = js_site(10, 10, 1, 12);
+        b.extend(js_site(10, 10, 2, 20));
+        b.extend(async_begin(10, 10, 10, 1, 7, "/data/x"));
+        b.extend(async_begin(10, 10, 10, 2, 8, "/data/x"));
+        s.feed(&b);
+        let x = w.intern(b"/data/x");
+        let y = w.intern(b"/data/y");
+        let first = s.lookup(&mut w, 10, 12, Some(x)).unwrap();
+        assert_eq!(s.lookup(&mut w, 10, 12, Some(y)), None, "another path");
+        assert_eq!(s.lookup(&mut w, 10, 12, None), None, "no path");
+        assert_eq!(
+            s.lookup(&mut w, 10, 10, Some(x)),
+            None,
+            "the issuing thread itself"
+        );
+        assert_eq!(s.lookup(&mut w, 11, 12, Some(x)), None, "another process");
+        s.feed(&async_end(10, 10, 7));
+        let second = s.lookup(&mut w, 10, 12, Some(x)).unwrap();
+        assert_ne!(first, second, "the oldest pending call first");
+        s.feed(&async_end(10, 10, 8));
+        assert_eq!(s.lookup(&mut w, 10, 12, Some(x)), None);
+        assert_eq!(s.counters.async_hits, 2);
+    }
+
+    #[test]
+    fn sites_are_per_agent_so_worker_threads_do_not_mix_their_numbers() {
+        let mut w = writer();
+        let mut s = State::default();
+        let mut b = js_site(10, 10, 1, 12);
+        b.extend(js_site(10, 13, 1, 99)); // a worker thread's agent, same number
+        b.extend(enter(10, 13, 13, 1, 0));
+        b.extend(enter(10, 10, 10, 1, 0));
+        s.feed(&b);
+        let worker = s.lookup(&mut w, 10, 13, None).unwrap();
+        let main = s.lookup(&mut w, 10, 10, None).unwrap();
+        assert_ne!(worker, main);
+        assert_eq!(frames_of(w, worker)[0].2, 99);
+    }
+
+    #[test]
+    fn a_process_that_execs_or_exits_leaves_nothing_behind() {
+        let mut w = writer();
+        let mut s = State::default();
+        let mut b = js_site(10, 10, 1, 12);
+        b.extend(enter(10, 10, 10, 1, 0));
+        b.extend(async_begin(10, 10, 10, 1, 7, "/data/x"));
+        s.feed(&b);
+        s.forget_process(10);
+        let x = w.intern(b"/data/x");
+        assert_eq!(s.lookup(&mut w, 10, 10, None), None);
+        assert_eq!(s.lookup(&mut w, 10, 12, Some(x)), None);
+        // The new program's agent uses site 1 without defining it: no stale stack.
+        s.feed(&enter(10, 10, 10, 1, 0));
+        assert_eq!(s.lookup(&mut w, 10, 10, None), None);
+    }
+
+    #[test]
+    fn garbage_is_counted_and_skipped_never_a_panic() {
+        let mut w = writer();
+        let mut s = State::default();
+        // Unknown kind, truncated body, trailing bytes, zero frames: each skipped alone.
+        let mut b = vec![2, 0, 99, 0];
+        b.extend([3, 0, ENTER, 1, 2]);
+        let mut long = enter(10, 10, 10, 1, 0);
+        long[0] += 1;
+        long.push(0);
+        b.extend(long);
+        b.extend(super::encode::site(10, 10, 1, 1, &[]));
+        b.extend(super::encode::site(10, 10, 1, 9, &[("f", "g", 1, 1)]));
+        b.extend(js_site(10, 10, 1, 12));
+        b.extend(enter(10, 10, 10, 1, 0));
+        s.feed(&b);
+        assert_eq!(s.counters.malformed, 5);
+        assert!(s.lookup(&mut w, 10, 10, None).is_some(), "framing survived");
+        // A length that cannot be a message: everything buffered is dropped, and the
+        // next read starts clean.
+        s.feed(&[0, 0, 1, 2, 3]);
+        s.feed(&exit(10, 10, 0));
+        assert_eq!(s.counters.malformed, 6);
+        // Arbitrary bytes never panic.
+        let mut x: u32 = 12345;
+        for _ in 0..2000 {
+            let n = (x % 40) as usize;
+            let chunk: Vec<u8> = (0..n)
+                .map(|_| {
+                    x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                    (x >> 16) as u8
+                })
+                .collect();
+            s.feed(&chunk);
+            let _ = s.lookup(&mut w, x % 3, x % 5, Some(StrId(0)));
+        }
+    }
+
+    #[test]
+    fn dropped_counts_add_up() {
+        let mut s = State::default();
+        s.feed(&dropped(1, 1, 3));
+        s.feed(&dropped(2, 2, 4));
+        assert_eq!(s.counters.dropped_by_agents, 7);
+    }
+}

@@ -1,0 +1,808 @@
+//! dejavu's Node.js and Python agents (docs/agents.md). Two promises are tested here with
+//! real programs: the program never notices the agent (its output, errors and exit status
+//! are those of a run without it, with the agent loaded but not recording, recording to a
+//! pipe of our own, and under `dejavu record`), and every recorded call names the line of
+//! JavaScript or Python that made it (sync, callback and promise calls, worker threads,
+//! threads, child processes).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use dejavu_trace::{FrameKind, Record, StackId, Sys, TraceReader};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+// ---- helpers (as in tests/common/mod.rs)
+
+/// The dejavu binary under test.
+fn dejavu() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_dejavu"))
+}
+
+/// The repository root.
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repo root")
+}
+
+/// Whether a tool is on PATH; tests that need it print why they skip.
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+macro_rules! require {
+    ($tool:expr) => {
+        if !have($tool) {
+            eprintln!("SKIP: {} is not installed", $tool);
+            return;
+        }
+    };
+}
+
+fn workload(name: &str) -> PathBuf {
+    repo().join("tests/workloads/agents").join(name)
+}
+
+fn node_agent() -> PathBuf {
+    repo().join("agents/node/dejavu-agent.js")
+}
+
+/// The Python agent laid out as a PYTHONPATH directory (loader and agent side by side),
+/// in a directory of this test binary's, so its bytecode cache stays out of the repo.
+fn python_agent_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = tempfile::tempdir().expect("tempdir");
+        for f in ["sitecustomize.py", "_dejavu_agent.py"] {
+            std::fs::copy(repo().join("agents/python").join(f), d.path().join(f))
+                .expect("copy agent");
+        }
+        d
+    })
+    .path()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lang {
+    Node,
+    Python,
+}
+
+impl Lang {
+    fn program(self) -> &'static str {
+        match self {
+            Lang::Node => "node",
+            Lang::Python => "python3",
+        }
+    }
+}
+
+/// How a program is run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// As the user would, without dejavu.
+    Native,
+    /// With the agent loaded (NODE_OPTIONS / PYTHONPATH) but no DEJAVU_AGENT_FD.
+    NoChannel,
+    /// With the agent loaded and a DEJAVU_AGENT_FD naming no open descriptor.
+    ClosedChannel,
+    /// With the agent loaded and a DEJAVU_AGENT_FD naming a descriptor that is open but
+    /// is not the pipe it names (the program's own stdout): the agent must not write.
+    WrongChannel,
+    /// With the agent loaded and reporting to a pipe of this test.
+    Channel,
+    /// Under `dejavu record` (stacks on, the default).
+    Recorded,
+}
+
+/// What a run printed, how it ended, and what its agents reported.
+#[derive(Debug)]
+struct Run {
+    stdout: String,
+    stderr: String,
+    code: Option<i32>,
+    /// Channel mode: messages received, by kind.
+    messages: BTreeMap<u8, usize>,
+}
+
+/// The descriptor number the Channel mode gives the program.
+const TEST_FD: i32 = 1000;
+
+fn pipe() -> (OwnedFd, OwnedFd) {
+    let mut fds = [0i32; 2];
+    // Non-blocking as dejavu makes it; close-on-exec so no other test's child inherits it.
+    let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) };
+    assert_eq!(r, 0, "pipe2");
+    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+}
+
+fn inode(fd: &OwnedFd) -> u64 {
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) }, 0);
+    st.st_ino
+}
+
+/// Counts the protocol messages in `bytes` by kind (docs/agents.md, "Protocol").
+fn count_messages(bytes: &[u8]) -> BTreeMap<u8, usize> {
+    let mut m = BTreeMap::new();
+    let mut at = 0;
+    while at + 3 <= bytes.len() {
+        let len = u16::from_le_bytes([bytes[at], bytes[at + 1]]) as usize;
+        assert!(
+            len >= 1 && at + 2 + len <= bytes.len(),
+            "a torn message at byte {at}"
+        );
+        *m.entry(bytes[at + 2]).or_default() += 1;
+        at += 2 + len;
+    }
+    assert_eq!(at, bytes.len(), "trailing bytes");
+    m
+}
+
+/// Runs `lang script args` in `mode`, with `scratch` emptied first (every run starts from
+/// the same files at the same path).
+fn run(lang: Lang, script: &Path, args: &[&str], mode: Mode, scratch: &Path) -> Run {
+    let _ = std::fs::remove_dir_all(scratch);
+    std::fs::create_dir_all(scratch).unwrap();
+    let mut cmd;
+    let trace = scratch.with_extension("dvt");
+    if mode == Mode::Recorded {
+        cmd = Command::new(dejavu());
+        cmd.arg("record")
+            .arg("-o")
+            .arg(&trace)
+            .arg("--")
+            .arg(lang.program());
+    } else {
+        cmd = Command::new(lang.program());
+    }
+    cmd.arg(script).args(args).stdin(Stdio::null());
+    // The environment is the same in every mode but the agent's own variables.
+    cmd.env_remove("DEJAVU_AGENT_FD");
+    cmd.env_remove("NODE_OPTIONS");
+    cmd.env_remove("PYTHONPATH");
+    if !matches!(mode, Mode::Native | Mode::Recorded) {
+        match lang {
+            Lang::Node => cmd.env(
+                "NODE_OPTIONS",
+                format!("--require {}", node_agent().display()),
+            ),
+            Lang::Python => cmd.env("PYTHONPATH", python_agent_dir()),
+        };
+    }
+    let mut reader = None;
+    match mode {
+        Mode::ClosedChannel => {
+            cmd.env("DEJAVU_AGENT_FD", "999:12345");
+        }
+        Mode::WrongChannel => {
+            // fd 1 is open (a pipe to us), but not the pipe whose inode we name.
+            let (r, _w) = pipe();
+            cmd.env("DEJAVU_AGENT_FD", format!("1:{}", inode(&r)));
+        }
+        Mode::Channel => {
+            let (r, w) = pipe();
+            cmd.env("DEJAVU_AGENT_FD", format!("{TEST_FD}:{}", inode(&w)));
+            let raw = w.as_raw_fd();
+            // SAFETY: dup2 is async-signal-safe; it clears close-on-exec on the copy.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::dup2(raw, TEST_FD) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            reader = Some((r, w));
+        }
+        _ => {}
+    }
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("program runs");
+    let mut bytes = Vec::new();
+    let drain = reader.map(|(r, w)| {
+        drop(w); // only the program holds the write end now
+        std::thread::spawn(move || {
+            // Blocking reads until every process holding the write end is gone.
+            unsafe { libc::fcntl(r.as_raw_fd(), libc::F_SETFL, 0) };
+            let mut f = std::fs::File::from(r);
+            let mut v = Vec::new();
+            f.read_to_end(&mut v).expect("read the channel");
+            v
+        })
+    });
+    let out = child.wait_with_output().expect("program ends");
+    if let Some(t) = drain {
+        bytes = t.join().unwrap();
+    }
+    let _ = std::fs::remove_file(&trace);
+    Run {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code(),
+        messages: count_messages(&bytes),
+    }
+}
+
+/// `text` without the frames of the agent's own wrappers: the one thing a program can
+/// see of the agent (docs/agents.md, "What the program can notice"): a stack trace taken
+/// through a wrapped call has one more frame, the wrapper's.
+fn strip_agent_frames(text: &str) -> String {
+    let mut s = text.to_string();
+    // Node.js: "\n    at NAME (/…/dejavu-agent.js:L:C)" inside a printed string (the
+    // newline escaped) or on a line of its own.
+    while let Some(i) = s.find("dejavu-agent.js:") {
+        let before = &s[..i];
+        let real = before.rfind('\n');
+        let escaped = before.rfind("\\n");
+        let start = match (real, escaped) {
+            (Some(a), Some(b)) => a.max(b),
+            (a, b) => a.or(b).unwrap_or(0),
+        };
+        let mut end = i + "dejavu-agent.js:".len();
+        let b = s.as_bytes();
+        while end < b.len() && (b[end].is_ascii_digit() || b[end] == b':') {
+            end += 1;
+        }
+        if end < b.len() && b[end] == b')' {
+            end += 1;
+        }
+        s.replace_range(start..end, "");
+    }
+    // Python, in printed lists: ", ('_dejavu_agent.py', L, 'NAME')".
+    while let Some(i) = s.find(", ('_dejavu_agent.py', ") {
+        let end = i + s[i..].find(')').unwrap() + 1;
+        s.replace_range(i..end, "");
+    }
+    // Python, in a printed traceback: the "File" line and the lines under it.
+    let mut kept = Vec::new();
+    let mut skipping = false;
+    for line in s.split_inclusive('\n') {
+        if line.starts_with("  File \"") {
+            skipping = line.contains("/_dejavu_agent.py\"");
+        } else if !line.starts_with("    ") {
+            skipping = false;
+        }
+        if !skipping {
+            kept.push(line);
+        }
+    }
+    kept.concat()
+}
+
+/// Asserts that `got` is what the program printed natively, but for the agent's frames.
+fn assert_same(what: &str, native: &Run, got: &Run) {
+    assert_eq!(
+        native.code, got.code,
+        "{what}: exit status\nstderr: {}",
+        got.stderr
+    );
+    assert_eq!(
+        native.stdout,
+        strip_agent_frames(&got.stdout),
+        "{what}: stdout"
+    );
+    assert_eq!(
+        native.stderr,
+        strip_agent_frames(&got.stderr),
+        "{what}: stderr"
+    );
+}
+
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+/// Runs a workload natively and in `modes`, comparing each with the native run.
+fn assert_unnoticed(lang: Lang, script: &str, args: &[&str], modes: &[Mode]) -> Vec<Run> {
+    let d = scratch();
+    let s = d.path().join("s");
+    let mut full: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    full.push(s.display().to_string());
+    let full: Vec<&str> = full.iter().map(|a| a.as_str()).collect();
+    let native = run(lang, &workload(script), &full, Mode::Native, &s);
+    assert!(
+        !native.stdout.is_empty() || !native.stderr.is_empty(),
+        "{script}: no output"
+    );
+    modes
+        .iter()
+        .map(|&m| {
+            let r = run(lang, &workload(script), &full, m, &s);
+            assert_same(&format!("{script} {args:?} {m:?}"), &native, &r);
+            r
+        })
+        .collect()
+}
+
+const NOT_RECORDING: &[Mode] = &[Mode::NoChannel, Mode::ClosedChannel, Mode::WrongChannel];
+
+// ---- the program never notices
+
+#[test]
+fn node_sees_the_same_fs_with_the_agent_loaded_but_not_recording() {
+    require!("node");
+    assert_unnoticed(Lang::Node, "behaviour.js", &[], NOT_RECORDING);
+}
+
+#[test]
+fn node_sees_the_same_fs_while_its_agent_reports() {
+    require!("node");
+    let runs = assert_unnoticed(Lang::Node, "behaviour.js", &[], &[Mode::Channel]);
+    let m = &runs[0].messages;
+    // The comparison is only worth something if the wrappers were really at work.
+    assert_eq!(m.get(&1), Some(&1), "one HELLO: {m:?}");
+    assert!(
+        m.get(&3).copied().unwrap_or(0) > 50,
+        "sync calls reported: {m:?}"
+    );
+    assert_eq!(m.get(&3), m.get(&4), "every ENTER has its EXIT: {m:?}");
+    assert!(
+        m.get(&5).copied().unwrap_or(0) >= 8,
+        "async calls reported: {m:?}"
+    );
+    assert_eq!(
+        m.get(&5),
+        m.get(&6),
+        "every ASYNC_BEGIN has its ASYNC_END: {m:?}"
+    );
+}
+
+#[test]
+fn node_sees_the_same_fs_under_dejavu_record() {
+    require!("node");
+    assert_unnoticed(Lang::Node, "behaviour.js", &[], &[Mode::Recorded]);
+}
+
+#[test]
+fn node_dies_of_an_fs_error_the_same_way_with_the_agent() {
+    require!("node");
+    for mode in ["sync", "callback", "rejection", "promise-handled-late"] {
+        assert_unnoticed(
+            Lang::Node,
+            "crash.js",
+            &[mode],
+            &[Mode::NoChannel, Mode::Channel, Mode::Recorded],
+        );
+    }
+}
+
+#[test]
+fn python_sees_the_same_files_with_the_agent_loaded_but_not_recording() {
+    require!("python3");
+    assert_unnoticed(Lang::Python, "behaviour.py", &[], NOT_RECORDING);
+}
+
+#[test]
+fn python_sees_the_same_files_while_its_agent_reports() {
+    require!("python3");
+    let runs = assert_unnoticed(Lang::Python, "behaviour.py", &[], &[Mode::Channel]);
+    let m = &runs[0].messages;
+    // The program, its fork and its two subprocesses (which keep the channel although
+    // subprocess closes inherited descriptors).
+    assert_eq!(m.get(&1), Some(&4), "HELLO per process: {m:?}");
+    assert!(
+        m.get(&3).copied().unwrap_or(0) > 50,
+        "calls reported: {m:?}"
+    );
+    assert_eq!(m.get(&3), m.get(&4), "every ENTER has its EXIT: {m:?}");
+}
+
+#[test]
+fn python_sees_the_same_files_under_dejavu_record() {
+    require!("python3");
+    assert_unnoticed(Lang::Python, "behaviour.py", &[], &[Mode::Recorded]);
+}
+
+#[test]
+fn python_dies_of_a_file_error_the_same_way_with_the_agent() {
+    require!("python3");
+    for mode in ["main", "thread", "exit"] {
+        assert_unnoticed(
+            Lang::Python,
+            "crash.py",
+            &[mode],
+            &[Mode::NoChannel, Mode::Channel, Mode::Recorded],
+        );
+    }
+}
+
+#[test]
+fn the_node_agent_wraps_nothing_without_a_channel_and_unhooks_cleanly_with_one() {
+    require!("node");
+    let probe = format!(
+        "const fs = require('fs'); const before = fs.statSync.toString(); \
+         const a = require({agent:?}); const s = a.stats(); a.unhook(); \
+         console.log(JSON.stringify([s.active, s.wrapped > 40, before.includes('function statSync(path'), \
+         fs.statSync.toString().includes('function statSync(path'), fs.promises.stat.toString().startsWith('async function stat('), a.stats().wrapped]));",
+        agent = node_agent().display().to_string()
+    );
+    let d = scratch();
+    let script = d.path().join("probe.js");
+    std::fs::write(&script, probe).unwrap();
+    let s = d.path().join("s");
+    let off = run(Lang::Node, &script, &[], Mode::NoChannel, &s);
+    assert_eq!(
+        off.stdout, "[false,false,true,true,true,0]\n",
+        "{}",
+        off.stderr
+    );
+    let on = run(Lang::Node, &script, &[], Mode::Channel, &s);
+    assert_eq!(
+        on.stdout, "[true,true,false,true,true,0]\n",
+        "wrapped, then restored: {}",
+        on.stderr
+    );
+}
+
+#[test]
+fn the_python_agent_leaves_no_trace_without_a_channel_and_unhooks_cleanly_with_one() {
+    require!("python3");
+    let probe = "import os, posix, io, builtins, sys\n\
+        a = sys.modules.get('_dejavu_agent')\n\
+        wrapped = os.stat is not posix.stat and open is io.open\n\
+        if a: a.unhook()\n\
+        print(a is not None, wrapped, os.stat is posix.stat, builtins.open is io.open, io.open.__module__, \
+        os.stat in os.supports_dir_fd, len(os.supports_dir_fd), '_dejavu_agent' in sys.modules, 'sitecustomize' in sys.modules)\n";
+    let d = scratch();
+    let script = d.path().join("probe.py");
+    std::fs::write(&script, probe).unwrap();
+    let s = d.path().join("s");
+    let native = run(Lang::Python, &script, &[], Mode::Native, &s);
+    let off = run(Lang::Python, &script, &[], Mode::NoChannel, &s);
+    assert_eq!(off.stdout, native.stdout, "{}", off.stderr);
+    assert!(
+        native.stdout.starts_with("False False True True"),
+        "{}",
+        native.stdout
+    );
+    let on = run(Lang::Python, &script, &[], Mode::Channel, &s);
+    let want = native.stdout.replacen("False False", "True True", 1);
+    assert_eq!(
+        on.stdout, want,
+        "loaded, then restored to exactly the native state: {}",
+        on.stderr
+    );
+}
+
+#[test]
+fn the_programs_own_sitecustomize_still_runs_and_fails_as_it_would() {
+    require!("python3");
+    let d = scratch();
+    let user = d.path().join("user");
+    std::fs::create_dir(&user).unwrap();
+    let s = d.path().join("s");
+    let script = d.path().join("main.py");
+    std::fs::write(&script, "import sys, sitecustomize\nprint('main', sitecustomize.MARK, sys.path.count(sys.argv[1]))\n").unwrap();
+    for (body, what) in [
+        (
+            "import sys\nMARK = 'user'\nprint('user sitecustomize runs', __name__)\n",
+            "loads",
+        ),
+        ("raise RuntimeError('broken customization')\n", "raises"),
+    ] {
+        std::fs::write(user.join("sitecustomize.py"), body).unwrap();
+        let go = |mode: Mode| {
+            let mut cmd = Command::new("python3");
+            cmd.arg(&script).arg(&user).env_remove("DEJAVU_AGENT_FD");
+            match mode {
+                Mode::Native => cmd.env("PYTHONPATH", &user),
+                _ => cmd.env(
+                    "PYTHONPATH",
+                    format!("{}:{}", python_agent_dir().display(), user.display()),
+                ),
+            };
+            let _ = &s;
+            let out = cmd.output().unwrap();
+            (
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+                out.status.code(),
+            )
+        };
+        let native = go(Mode::Native);
+        assert_eq!(
+            go(Mode::NoChannel),
+            native,
+            "the user's sitecustomize {what}"
+        );
+    }
+}
+
+// ---- call sites
+
+/// The 1-based line of `file` holding `@site NAME ` and the function it names.
+fn site(file: &Path, name: &str) -> (u32, String) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let marker = format!("@site {name} ");
+    let (i, line) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains(&marker))
+        .unwrap_or_else(|| panic!("{marker} not in {}", file.display()));
+    let function = line.split(&marker).nth(1).unwrap().trim().to_string();
+    (i as u32 + 1, function)
+}
+
+/// A recorded call on a scratch file: (pid, tid, call, innermost frame as
+/// (kind, function, file, line), the whole stack's length).
+#[derive(Debug)]
+struct Call {
+    pid: u32,
+    tid: u32,
+    sys: Sys,
+    top: Option<(FrameKind, String, String, u32)>,
+}
+
+/// Records `lang script DIR` (with `extra` dejavu flags) and returns the calls on files
+/// under DIR, by file name, and the whole trace's stack count.
+fn record_calls(
+    lang: Lang,
+    script: &str,
+    extra: &[&str],
+) -> (BTreeMap<String, Vec<Call>>, usize, Vec<String>) {
+    let d = scratch();
+    let dir = d.path().join("s");
+    std::fs::create_dir(&dir).unwrap();
+    let dir = dir.canonicalize().unwrap();
+    // The files the fixtures' sites work on (made here, so no call of the program's
+    // own touches them but the sites').
+    for name in [
+        "sync", "callback", "promise", "readfile", "relative", "worker", "child", "stat", "exists",
+        "pathlib", "open", "thread", "fork",
+    ] {
+        std::fs::write(dir.join(name), name).unwrap();
+    }
+    let trace = d.path().join("t.dvt");
+    let out = Command::new(dejavu())
+        .arg("record")
+        .args(extra)
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .arg(lang.program())
+        .arg(workload(script))
+        .arg(&dir)
+        .env_remove("NODE_OPTIONS")
+        .env_remove("PYTHONPATH")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut r = TraceReader::open(&trace).unwrap();
+    let mut calls: BTreeMap<String, Vec<Call>> = BTreeMap::new();
+    let mut paths = Vec::new();
+    let prefix = format!("{}/", dir.display());
+    let mut pending: Vec<(String, u32, u32, Sys, Option<StackId>)> = Vec::new();
+    while let Some(rec) = r.next_record().unwrap() {
+        if let Record::Syscall(c) = rec {
+            if let Some(p) = c.path {
+                let p = r.strings().lossy(p).into_owned();
+                if let Some(name) = p.strip_prefix(&prefix) {
+                    pending.push((name.to_string(), c.pid, c.tid, c.sys, c.stack));
+                }
+                paths.push(p);
+            }
+            // The agents write (and fstat) only their descriptor, the highest free one
+            // below 1024: none of those calls may be recorded. (The program's own
+            // close_range calls may name numbers that high.)
+            let agents_calls = [
+                Sys::Write,
+                Sys::Writev,
+                Sys::Fstat,
+                Sys::Newfstatat,
+                Sys::Statx,
+            ];
+            assert!(
+                !(agents_calls.contains(&c.sys) && c.fd.is_some_and(|fd| fd >= 1000)),
+                "a call on the agents' descriptor was recorded: {c:?}"
+            );
+        }
+    }
+    for (name, pid, tid, sys, stack) in pending {
+        let top = stack.and_then(|s| r.stack(s).first().copied()).map(|f| {
+            let s = |id: Option<dejavu_trace::StrId>| {
+                id.map(|i| r.strings().lossy(i).into_owned())
+                    .unwrap_or_default()
+            };
+            (f.kind, s(f.function), s(f.file), f.line)
+        });
+        calls
+            .entry(name)
+            .or_default()
+            .push(Call { pid, tid, sys, top });
+    }
+    (calls, r.stack_count(), paths)
+}
+
+/// Asserts that the calls on DIR/`name` of kinds `sys` have the `@site name` line of
+/// `fixture` as their innermost frame; returns them.
+fn assert_site<'a>(
+    calls: &'a BTreeMap<String, Vec<Call>>,
+    name: &str,
+    fixture: &str,
+    kind: FrameKind,
+    sys: &[Sys],
+) -> Vec<&'a Call> {
+    let file = workload(fixture);
+    let (line, function) = site(&file, name);
+    let mine: Vec<&Call> = calls
+        .get(name)
+        .map(|v| v.iter().filter(|c| sys.contains(&c.sys)).collect())
+        .unwrap_or_default();
+    assert!(
+        !mine.is_empty(),
+        "no {sys:?} on {name}; calls: {:?}",
+        calls.get(name)
+    );
+    for c in &mine {
+        assert_eq!(
+            c.top,
+            Some((kind, function.clone(), file.display().to_string(), line)),
+            "{name}: {c:?}"
+        );
+    }
+    mine
+}
+
+const STATS: &[Sys] = &[
+    Sys::Stat,
+    Sys::Lstat,
+    Sys::Newfstatat,
+    Sys::Statx,
+    Sys::Access,
+    Sys::Faccessat,
+    Sys::Faccessat2,
+];
+
+#[test]
+fn node_sync_calls_name_the_line_and_function_of_the_fs_call() {
+    require!("node");
+    let (calls, _, _) = record_calls(Lang::Node, "callsites.js", &[]);
+    let sync = assert_site(&calls, "sync", "callsites.js", FrameKind::Js, STATS);
+    assert_eq!(sync.len(), 2, "both calls, one stack: {sync:?}");
+    assert!(sync.iter().all(|c| c.tid == c.pid), "on the main thread");
+}
+
+#[test]
+fn node_callback_and_promise_calls_name_the_line_that_issued_them() {
+    require!("node");
+    let (calls, _, _) = record_calls(Lang::Node, "callsites.js", &[]);
+    for name in ["callback", "promise", "relative"] {
+        let got = assert_site(&calls, name, "callsites.js", FrameKind::Js, STATS);
+        assert!(
+            got.iter().all(|c| c.tid != c.pid),
+            "{name}: made on a threadpool thread: {got:?}"
+        );
+    }
+    // fs.promises.readFile: open, fstat, read and close on threadpool threads, all the
+    // JavaScript line's.
+    let rf = assert_site(
+        &calls,
+        "readfile",
+        "callsites.js",
+        FrameKind::Js,
+        &[Sys::Openat, Sys::Statx, Sys::Fstat, Sys::Read, Sys::Close],
+    );
+    let kinds: std::collections::BTreeSet<Sys> = rf.iter().map(|c| c.sys).collect();
+    assert!(
+        kinds.contains(&Sys::Openat) && kinds.contains(&Sys::Read) && kinds.contains(&Sys::Close),
+        "{kinds:?}"
+    );
+}
+
+#[test]
+fn node_worker_threads_and_child_processes_report_too() {
+    require!("node");
+    let (calls, _, _) = record_calls(Lang::Node, "callsites.js", &[]);
+    let w = assert_site(
+        &calls,
+        "worker",
+        "callsites-worker.js",
+        FrameKind::Js,
+        STATS,
+    );
+    assert!(
+        w.iter().all(|c| c.tid != c.pid),
+        "on the worker's thread: {w:?}"
+    );
+    let main_pid = calls["sync"][0].pid;
+    let ch = assert_site(&calls, "child", "callsites-child.js", FrameKind::Js, STATS);
+    assert!(
+        ch.iter().all(|c| c.pid != main_pid),
+        "in the child process: {ch:?}"
+    );
+}
+
+#[test]
+fn python_calls_name_the_line_and_function_of_the_call() {
+    require!("python3");
+    let (calls, _, _) = record_calls(Lang::Python, "callsites.py", &[]);
+    let st = assert_site(&calls, "stat", "callsites.py", FrameKind::Python, STATS);
+    assert_eq!(st.len(), 2, "{st:?}");
+    // Through os.path and pathlib: the program's line, not the standard library's.
+    assert_site(&calls, "exists", "callsites.py", FrameKind::Python, STATS);
+    assert_site(&calls, "pathlib", "callsites.py", FrameKind::Python, STATS);
+    // open(): the openat is the line's (the reads through the file object come later).
+    let o = calls.get("open").unwrap();
+    let (line, _) = site(&workload("callsites.py"), "open");
+    assert!(
+        o.iter().any(|c| c.sys == Sys::Openat
+            && c.top
+                .as_ref()
+                .is_some_and(|t| t.1 == "open_site" && t.3 == line)),
+        "{o:?}"
+    );
+    // os.makedirs (through os.mkdir): every mkdir the call made.
+    let mk: Vec<&Call> = calls
+        .iter()
+        .filter(|(k, _)| k.starts_with("makedirs-dir"))
+        .flat_map(|(_, v)| v.iter().filter(|c| c.sys == Sys::Mkdir))
+        .collect();
+    let (line, function) = site(&workload("callsites.py"), "makedirs-dir");
+    assert_eq!(mk.len(), 3, "{mk:?}");
+    assert!(
+        mk.iter().all(|c| c
+            .top
+            .as_ref()
+            .is_some_and(|t| t.1 == function && t.3 == line)),
+        "{mk:?}"
+    );
+    let th = assert_site(&calls, "thread", "callsites.py", FrameKind::Python, STATS);
+    assert!(th.iter().all(|c| c.tid != c.pid), "{th:?}");
+}
+
+#[test]
+fn python_children_report_over_the_inherited_channel() {
+    require!("python3");
+    let (calls, _, _) = record_calls(Lang::Python, "callsites.py", &[]);
+    let main_pid = calls["stat"][0].pid;
+    // subprocess.run closes inherited descriptors: the agent kept the channel open.
+    let ch = assert_site(
+        &calls,
+        "child",
+        "callsites_child.py",
+        FrameKind::Python,
+        STATS,
+    );
+    assert!(ch.iter().all(|c| c.pid != main_pid), "{ch:?}");
+    // os.fork: the child is a new process with its own site numbers.
+    let f = assert_site(&calls, "fork", "callsites.py", FrameKind::Python, STATS);
+    assert!(f.iter().all(|c| c.pid != main_pid), "{f:?}");
+}
+
+#[test]
+fn stacks_off_loads_no_agent_and_records_no_stacks() {
+    require!("node");
+    require!("python3");
+    for (lang, script) in [(Lang::Node, "callsites.js"), (Lang::Python, "callsites.py")] {
+        let (calls, stacks, paths) = record_calls(lang, script, &["--stacks", "off"]);
+        assert_eq!(stacks, 0, "{script}: no stack at all");
+        assert!(calls.values().flatten().all(|c| c.top.is_none()));
+        assert!(
+            !paths.iter().any(|p| p.contains("dejavu-agents-")),
+            "{script}: no agent file was touched"
+        );
+        assert!(
+            calls.contains_key("sync") || calls.contains_key("stat"),
+            "{script} ran"
+        );
+    }
+}
