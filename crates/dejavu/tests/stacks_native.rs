@@ -1,0 +1,524 @@
+//! Native call stacks recorded by `dejavu record`: C and Rust programs built here (with and
+//! without frame pointers, with DWARF CFI in .eh_frame or .debug_frame, statically linked,
+//! stripped, threaded, loading a library with dlopen) stat a file from a known line of a
+//! named function; the stat's recorded stack must name that function at that line, with
+//! main further out.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use dejavu_trace::{Record, StackId, Sys, TraceReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+/// The repository root.
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repo root")
+}
+
+fn src(name: &str) -> PathBuf {
+    repo().join("tests/workloads/stacks").join(name)
+}
+
+/// Where this test binary's programs are built (one directory per run).
+fn build_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("tempdir"))
+        .path()
+}
+
+fn run_ok(cmd: &mut Command) {
+    let out = cmd.output().expect("tool runs");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Compiles a fixture with gcc and `flags`; the output is named `out`.
+fn gcc(source: &str, out: &str, flags: &[&str]) -> PathBuf {
+    let exe = build_dir().join(out);
+    run_ok(
+        Command::new("gcc")
+            .args(flags)
+            .arg("-o")
+            .arg(&exe)
+            .arg(src(source)),
+    );
+    exe
+}
+
+/// The 1-based line of the fixture `source` holding `marker`.
+fn line_of(source: &str, marker: &str) -> u32 {
+    let text = std::fs::read_to_string(src(source)).expect("fixture source");
+    let i = text
+        .lines()
+        .position(|l| l.contains(marker))
+        .unwrap_or_else(|| panic!("{marker} not in {source}"));
+    i as u32 + 1
+}
+
+/// One frame, with its strings resolved.
+#[derive(Clone, Debug)]
+struct F {
+    function: Option<String>,
+    file: Option<String>,
+    line: u32,
+    module: Option<String>,
+    addr: u64,
+}
+
+impl F {
+    fn in_libc(&self) -> bool {
+        self.module
+            .as_deref()
+            .is_some_and(|m| m.contains("/libc.so") || m.contains("/ld-linux"))
+    }
+
+    fn named(&self, name: &str) -> bool {
+        // Rust names carry their path (stat_site::probe_config).
+        self.function
+            .as_deref()
+            .is_some_and(|f| f == name || f.ends_with(&format!("::{name}")))
+    }
+}
+
+/// A recorded syscall with its stack.
+#[derive(Debug)]
+struct Call {
+    sys: Sys,
+    pid: u32,
+    tid: u32,
+    path: Option<String>,
+    stack: Option<StackId>,
+    frames: Vec<F>,
+}
+
+struct Trace {
+    calls: Vec<Call>,
+    stacks: usize,
+    _dir: tempfile::TempDir,
+}
+
+impl Trace {
+    /// The stat-family calls on `path`.
+    fn stats_of(&self, path: &Path) -> Vec<&Call> {
+        let p = path.to_string_lossy();
+        self.calls
+            .iter()
+            .filter(|c| {
+                matches!(c.sys, Sys::Stat | Sys::Newfstatat | Sys::Statx | Sys::Lstat)
+                    && c.path.as_deref() == Some(&*p)
+            })
+            .collect()
+    }
+}
+
+/// `dejavu record [--stacks off] -o T -- cmd`, then every syscall of the trace.
+fn record(cmd: &[&Path], args: &[&str], stacks: bool) -> Trace {
+    let dir = tempfile::tempdir().expect("tmp");
+    let trace = dir.path().join("t.dvt");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dejavu"));
+    c.arg("record").arg("-o").arg(&trace);
+    if !stacks {
+        c.args(["--stacks", "off"]);
+    }
+    let out = c
+        .arg("--")
+        .args(cmd)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("dejavu runs");
+    assert!(
+        out.status.success(),
+        "dejavu record {cmd:?} {args:?}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut r = TraceReader::open(&trace).expect("trace opens");
+    let mut calls = Vec::new();
+    while let Some(rec) = r.next_record().expect("trace reads") {
+        let Record::Syscall(s) = rec else { continue };
+        let text = |id: Option<dejavu_trace::StrId>| {
+            id.map(|i| String::from_utf8_lossy(r.str(i)).into_owned())
+        };
+        let frames = s
+            .stack
+            .map(|id| {
+                r.stack(id)
+                    .iter()
+                    .map(|f| F {
+                        function: text(f.function),
+                        file: text(f.file),
+                        line: f.line,
+                        module: text(f.module),
+                        addr: f.addr,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        calls.push(Call {
+            sys: s.sys,
+            pid: s.pid,
+            tid: s.tid,
+            path: text(s.path),
+            stack: s.stack,
+            frames,
+        });
+    }
+    Trace {
+        calls,
+        stacks: r.stack_count(),
+        _dir: dir,
+    }
+}
+
+/// A file to stat, 6 bytes long.
+fn target() -> PathBuf {
+    let p = build_dir().join("target.txt");
+    if !p.exists() {
+        std::fs::write(&p, b"hello\n").expect("write target");
+    }
+    p
+}
+
+fn show(frames: &[F]) -> String {
+    frames
+        .iter()
+        .map(|f| {
+            format!(
+                "  {} {}:{} [{} +{:#x}]\n",
+                f.function.as_deref().unwrap_or("?"),
+                f.file.as_deref().unwrap_or("?"),
+                f.line,
+                f.module.as_deref().unwrap_or("?"),
+                f.addr
+            )
+        })
+        .collect()
+}
+
+/// The innermost frame outside libc (and, for Rust, outside the standard library, whose
+/// generic code is compiled into the program) is `function` in `source` at the line
+/// marked `marker`, and `main` is further out.
+fn assert_called_from(frames: &[F], source: &str, function: &str, marker: &str, exe: &Path) {
+    let line = line_of(source, marker);
+    let first = frames
+        .iter()
+        .position(|f| {
+            !f.in_libc()
+                && !f
+                    .file
+                    .as_deref()
+                    .is_some_and(|p| p.contains("/library/std/") || p.contains("/library/core/"))
+        })
+        .unwrap_or_else(|| panic!("no frame outside libc:\n{}", show(frames)));
+    assert!(
+        first > 0,
+        "the syscall itself is made in libc:\n{}",
+        show(frames)
+    );
+    let f = &frames[first];
+    assert!(
+        f.named(function),
+        "innermost frame outside libc is not {function}:\n{}",
+        show(frames)
+    );
+    assert!(
+        f.file.as_deref().is_some_and(|p| p.ends_with(source)),
+        "{function}'s file is not {source}:\n{}",
+        show(frames)
+    );
+    assert_eq!(
+        f.line,
+        line,
+        "{function} makes the call at {source}:{line}:\n{}",
+        show(frames)
+    );
+    assert_eq!(
+        f.module.as_deref(),
+        Some(&*exe.to_string_lossy()),
+        "module is the program:\n{}",
+        show(frames)
+    );
+    assert!(f.addr != 0, "a module-relative address:\n{}", show(frames));
+    assert!(
+        frames[first + 1..].iter().any(|g| g.named("main")),
+        "main is further out than {function}:\n{}",
+        show(frames)
+    );
+}
+
+/// Records `exe target N` and checks the stat calls' stacks.
+fn check_stat_site(exe: &Path, source: &str) {
+    let t = target();
+    let trace = record(&[exe], &[t.to_str().unwrap(), "3"], true);
+    let stats = trace.stats_of(&t);
+    assert_eq!(
+        stats.len(),
+        3,
+        "three stats of the target: {:?}",
+        trace.calls
+    );
+    for c in &stats {
+        assert!(c.stack.is_some(), "every stat has a stack");
+        assert_called_from(&c.frames, source, "probe_config", "STAT_LINE", exe);
+    }
+    // main's frame is at the line of the call to probe_config.
+    let main = stats[0].frames.iter().find(|f| f.named("main")).unwrap();
+    assert_eq!(
+        main.line,
+        line_of(source, "CALL_LINE"),
+        "{}",
+        show(&stats[0].frames)
+    );
+}
+
+#[test]
+fn c_with_frame_pointers_names_the_function_and_line_of_the_stat() {
+    let exe = gcc(
+        "stat_site.c",
+        "fp",
+        &["-g", "-O2", "-fno-omit-frame-pointer"],
+    );
+    check_stat_site(&exe, "stat_site.c");
+}
+
+#[test]
+fn c_without_frame_pointers_is_unwound_with_eh_frame_cfi() {
+    let exe = gcc(
+        "stat_site.c",
+        "nofp",
+        &["-g", "-O2", "-fomit-frame-pointer"],
+    );
+    check_stat_site(&exe, "stat_site.c");
+}
+
+#[test]
+fn c_with_cfi_only_in_debug_frame_is_unwound_with_it() {
+    // No unwind tables: gcc writes the CFI of the program's code to .debug_frame, and
+    // .eh_frame holds only the C runtime's start-up code. Without frame pointers, main
+    // is reachable only through .debug_frame.
+    let exe = gcc(
+        "stat_site.c",
+        "debug-frame",
+        &[
+            "-g",
+            "-O2",
+            "-fomit-frame-pointer",
+            "-fno-asynchronous-unwind-tables",
+            "-fno-unwind-tables",
+        ],
+    );
+    check_stat_site(&exe, "stat_site.c");
+}
+
+#[test]
+fn c_without_any_cfi_falls_back_to_frame_pointers() {
+    // Built with frame pointers and no unwind tables, then .debug_frame removed: the
+    // program's own functions have no CFI at all, only the rbp chain.
+    let built = gcc(
+        "stat_site.c",
+        "fp-only-built",
+        &[
+            "-g",
+            "-O2",
+            "-fno-omit-frame-pointer",
+            "-fno-asynchronous-unwind-tables",
+            "-fno-unwind-tables",
+        ],
+    );
+    let exe = build_dir().join("fp-only");
+    run_ok(
+        Command::new("objcopy")
+            .args(["--remove-section", ".debug_frame"])
+            .arg(&built)
+            .arg(&exe),
+    );
+    check_stat_site(&exe, "stat_site.c");
+}
+
+#[test]
+fn rust_metadata_call_names_the_function_and_line() {
+    let exe = build_dir().join("stat_site_rs");
+    run_ok(
+        Command::new("rustc")
+            .args(["-g", "--edition", "2021", "-o"])
+            .arg(&exe)
+            .arg(src("stat_site.rs")),
+    );
+    check_stat_site(&exe, "stat_site.rs");
+    // std::fs::metadata itself is between libc and probe_config.
+    let t = target();
+    let trace = record(&[&exe], &[t.to_str().unwrap()], true);
+    let frames = &trace.stats_of(&t)[0].frames;
+    let meta = frames.iter().position(|f| f.named("metadata"));
+    let probe = frames.iter().position(|f| f.named("probe_config"));
+    assert!(
+        meta.is_some() && meta < probe,
+        "std::fs::metadata inside probe_config:\n{}",
+        show(frames)
+    );
+}
+
+#[test]
+fn repeated_calls_from_one_place_share_one_stack() {
+    let exe = gcc(
+        "stat_site.c",
+        "fp",
+        &["-g", "-O2", "-fno-omit-frame-pointer"],
+    );
+    let t = target();
+    let trace = record(&[&exe], &[t.to_str().unwrap(), "200"], true);
+    let stats = trace.stats_of(&t);
+    assert_eq!(stats.len(), 200);
+    let first = stats[0].stack;
+    assert!(first.is_some());
+    assert!(
+        stats.iter().all(|c| c.stack == first),
+        "one stack id for one call site"
+    );
+    assert!(
+        trace.stacks < 50,
+        "stacks are interned, not one per call: {}",
+        trace.stacks
+    );
+}
+
+#[test]
+fn stacks_off_records_no_stacks() {
+    let exe = gcc(
+        "stat_site.c",
+        "fp",
+        &["-g", "-O2", "-fno-omit-frame-pointer"],
+    );
+    let t = target();
+    let off = record(&[&exe], &[t.to_str().unwrap(), "3"], false);
+    assert_eq!(off.stats_of(&t).len(), 3, "the calls are recorded");
+    assert!(off.calls.iter().all(|c| c.stack.is_none()));
+    assert_eq!(off.stacks, 0, "no stack table");
+    // The same program with stacks on does record them (so the check above can fail).
+    let on = record(&[&exe], &[t.to_str().unwrap(), "3"], true);
+    assert!(on.stats_of(&t).iter().all(|c| c.stack.is_some()));
+}
+
+#[test]
+fn a_stripped_static_binary_gives_module_and_address_frames() {
+    let exe = gcc("stat_site.c", "static", &["-g", "-O2", "-static"]);
+    let stripped = build_dir().join("static-stripped");
+    run_ok(Command::new("strip").arg("-o").arg(&stripped).arg(&exe));
+    let t = target();
+    // With its symbols and DWARF, the static binary is named like a dynamic one...
+    let named = record(&[&exe], &[t.to_str().unwrap()], true);
+    let named = &named.stats_of(&t)[0].frames;
+    let probe = named
+        .iter()
+        .position(|f| f.named("probe_config"))
+        .unwrap_or_else(|| panic!("probe_config in:\n{}", show(named)));
+    assert_eq!(named[probe].line, line_of("stat_site.c", "STAT_LINE"));
+    assert!(
+        named[probe..].iter().any(|f| f.named("main")),
+        "{}",
+        show(named)
+    );
+    // ...and stripped, it is unwound the same way (its .eh_frame stays) to the same
+    // module-relative addresses, with nothing to name them.
+    let bare = record(&[&stripped], &[t.to_str().unwrap()], true);
+    let bare = &bare.stats_of(&t)[0].frames;
+    let module = stripped.to_string_lossy();
+    assert!(
+        bare.len() > probe + 1,
+        "unwound past probe_config:\n{}",
+        show(bare)
+    );
+    for f in bare {
+        assert_eq!(f.module.as_deref(), Some(&*module), "{}", show(bare));
+        assert!(
+            f.function.is_none() && f.file.is_none() && f.line == 0,
+            "{}",
+            show(bare)
+        );
+        assert!(f.addr != 0);
+    }
+    let addrs = |v: &[F]| {
+        let mut a: Vec<u64> = v.iter().map(|f| f.addr).collect();
+        a.dedup(); // inlined frames share their address
+        a
+    };
+    assert_eq!(addrs(bare), addrs(named), "same code, same addresses");
+}
+
+#[test]
+fn each_thread_gets_its_own_stack() {
+    let exe = gcc("threads_site.c", "threads", &["-g", "-O2", "-pthread"]);
+    let t = target();
+    let trace = record(&[&exe], &[t.to_str().unwrap()], true);
+    let stats = trace.stats_of(&t);
+    assert_eq!(stats.len(), 2, "{:?}", trace.calls);
+    let alpha = stats
+        .iter()
+        .find(|c| c.frames.iter().any(|f| f.named("worker_alpha_stat")))
+        .unwrap_or_else(|| panic!("a stack with worker_alpha_stat: {stats:?}"));
+    let beta = stats
+        .iter()
+        .find(|c| c.frames.iter().any(|f| f.named("worker_beta_stat")))
+        .unwrap_or_else(|| panic!("a stack with worker_beta_stat: {stats:?}"));
+    assert_ne!(alpha.tid, beta.tid, "two threads");
+    for (c, function, marker) in [
+        (alpha, "worker_alpha_stat", "ALPHA_LINE"),
+        (beta, "worker_beta_stat", "BETA_LINE"),
+    ] {
+        assert_ne!(c.tid, c.pid, "made by a thread, not the main thread");
+        let f = c.frames.iter().find(|f| f.named(function)).unwrap();
+        assert_eq!(
+            f.line,
+            line_of("threads_site.c", marker),
+            "{}",
+            show(&c.frames)
+        );
+        // A thread's stack ends in the thread start routine, not in main.
+        assert!(
+            c.frames.iter().any(|f| f.named("start_thread")),
+            "{}",
+            show(&c.frames)
+        );
+        assert!(
+            !c.frames.iter().any(|f| f.named("main")),
+            "{}",
+            show(&c.frames)
+        );
+    }
+}
+
+#[test]
+fn a_library_loaded_with_dlopen_is_found() {
+    let lib = build_dir().join("libplugin.so");
+    run_ok(
+        Command::new("gcc")
+            .args(["-g", "-O2", "-shared", "-fPIC", "-o"])
+            .arg(&lib)
+            .arg(src("plugin.c")),
+    );
+    let exe = gcc("dlopen_site.c", "dlopen", &["-g", "-O2", "-ldl"]);
+    let t = target();
+    let trace = record(&[&exe], &[lib.to_str().unwrap(), t.to_str().unwrap()], true);
+    let stats = trace.stats_of(&t);
+    assert_eq!(stats.len(), 1, "{:?}", trace.calls);
+    let frames = &stats[0].frames;
+    let f = frames
+        .iter()
+        .find(|f| f.named("plugin_probe"))
+        .unwrap_or_else(|| panic!("plugin_probe in:\n{}", show(frames)));
+    assert_eq!(
+        f.line,
+        line_of("plugin.c", "PLUGIN_LINE"),
+        "{}",
+        show(frames)
+    );
+    assert_eq!(f.module.as_deref(), Some(&*lib.to_string_lossy()));
+    assert!(frames.iter().any(|f| f.named("main")), "{}", show(frames));
+}
