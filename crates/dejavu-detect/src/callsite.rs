@@ -27,22 +27,7 @@ pub fn is_internal(f: &Frame, strings: &Strings) -> bool {
                 || (contains(file, b"/lib/python3") && !contains(file, b"-packages/"))
         }
         FrameKind::Native => {
-            let module = get(f.module);
-            let base = module.rsplit(|&c| c == b'/').next().unwrap_or(module);
-            const SYSTEM: &[&[u8]] = &[
-                b"libc.so",
-                b"libc-",
-                b"ld-linux",
-                b"ld-2.",
-                b"libpthread",
-                b"libstdc++",
-                b"libgcc_s",
-                b"libm.so",
-                b"linux-vdso",
-                b"libdl",
-                b"librt",
-            ];
-            SYSTEM.iter().any(|p| base.starts_with(p))
+            dejavu_trace::is_runtime_module(get(f.module))
                 || function.starts_with(b"std::")
                 || function.starts_with(b"core::")
                 || function.starts_with(b"alloc::")

@@ -89,6 +89,30 @@ pub struct Frame {
     pub addr: u64,
 }
 
+/// Whether a native module (path or file name) is the C or C++ runtime or the dynamic
+/// loader: libc, libm, libpthread, libdl, librt, libstdc++, libgcc_s, ld-linux, the
+/// vDSO. Their frames are plumbing between the program and the kernel: reports never
+/// pick one as a call site, and the recorder names them from their symbol tables
+/// without loading their separate debug files' line tables.
+pub fn is_runtime_module(module: &[u8]) -> bool {
+    let base = module.rsplit(|&c| c == b'/').next().unwrap_or(module);
+    const RUNTIME: &[&[u8]] = &[
+        b"libc.so",
+        b"libc-",
+        b"ld-linux",
+        b"ld-2.",
+        b"libpthread",
+        b"libstdc++",
+        b"libgcc_s",
+        b"libm.so",
+        b"libm-",
+        b"linux-vdso",
+        b"libdl",
+        b"librt",
+    ];
+    RUNTIME.iter().any(|p| base.starts_with(p))
+}
+
 /// One thing that happened in the traced program, in the order the backend saw it end.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Record {

@@ -9,6 +9,7 @@
 //! Section data is copied into owned buffers, so nothing stays mapped or open, and a file
 //! replaced on disk later is noticed (its identity is checked again before a lazy read).
 
+use dejavu_trace::is_runtime_module;
 use object::{Object, ObjectSection, ObjectSegment};
 use std::borrow::Cow;
 use std::ops::Range;
@@ -338,6 +339,13 @@ impl ElfModule {
         self.dwarf
             .get_or_init(|| {
                 let own = self.reopen().and_then(load_dwarf);
+                // The C runtime's separate debug file (libc6-dbg) costs ~80 ms to
+                // decompress and parse, once per recording, for line numbers inside
+                // libc that no report shows as a call site; its symbol table, which
+                // names the functions, is read by `symbols` all the same.
+                if is_runtime_module(self.path.as_os_str().as_bytes()) {
+                    return own;
+                }
                 own.or_else(|| load_dwarf(std::fs::File::open(self.debug_file()?).ok()?))
             })
             .as_ref()

@@ -1,0 +1,164 @@
+//! Every finding points at the line of code that made the calls: the first call site of
+//! each dirty fixture's finding is the exact file:line of the offending call, in C (built
+//! with -g), Rust, Node.js and Python.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The 1-based line of `file` that contains `marker`.
+fn line_of(file: &Path, marker: &str) -> u64 {
+    let text = std::fs::read_to_string(file).unwrap();
+    text.lines()
+        .position(|l| l.contains(marker))
+        .expect("marker in fixture") as u64
+        + 1
+}
+
+/// `dejavu run` with the JSON report in a file; returns the report.
+fn run_report(cmd: &[&str], dir: &Path) -> Value {
+    let report = dir.join("report.json");
+    let st = Command::new(common::dejavu())
+        .args(["run", "--json", "--min-calls", "5", "--report-file"])
+        .arg(&report)
+        .arg("--")
+        .args(cmd)
+        .current_dir(dir)
+        .env_remove("LD_LIBRARY_PATH")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "{cmd:?}");
+    serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap()
+}
+
+/// The first call site of the first finding of `detector` on a path ending in `path_end`.
+fn first_callsite(report: &Value, detector: &str, path_end: &str) -> Value {
+    let f = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| {
+            f["detector"] == detector
+                && f["paths"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|p| p.as_str().unwrap().ends_with(path_end))
+        })
+        .unwrap_or_else(|| panic!("no {detector} finding on {path_end}: {report:#}"));
+    f["callsites"][0].clone()
+}
+
+fn fixture(rel: &str) -> PathBuf {
+    common::repo().join("tests/workloads").join(rel)
+}
+
+#[test]
+fn c_built_with_debug_info_points_at_the_stat_line() {
+    let src = fixture("stacks/stat_site.c");
+    let d = tempfile::tempdir().unwrap();
+    let exe = d.path().join("stat_site");
+    assert!(Command::new("gcc")
+        .args(["-g", "-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success());
+    std::fs::write(d.path().join("app.conf"), "x").unwrap();
+    let r = run_report(&[exe.to_str().unwrap(), "app.conf", "50"], d.path());
+    let c = first_callsite(&r, "repeated-lookup", "/app.conf");
+    assert_eq!(c["function"], "probe_config", "{c:#}");
+    assert!(
+        c["file"].as_str().unwrap().ends_with("stat_site.c"),
+        "{c:#}"
+    );
+    assert_eq!(
+        c["line"].as_u64(),
+        Some(line_of(&src, "STAT_LINE")),
+        "{c:#}"
+    );
+    assert_eq!(c["redundant_calls"].as_u64(), Some(49));
+}
+
+#[test]
+fn rust_points_at_the_metadata_line() {
+    require!("rustc");
+    let src = fixture("stacks/stat_site.rs");
+    let d = tempfile::tempdir().unwrap();
+    let exe = d.path().join("stat_site_rs");
+    assert!(Command::new("rustc")
+        .args(["-g", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success());
+    std::fs::write(d.path().join("app.conf"), "x").unwrap();
+    let r = run_report(&[exe.to_str().unwrap(), "app.conf", "50"], d.path());
+    let c = first_callsite(&r, "repeated-lookup", "/app.conf");
+    assert!(
+        c["function"].as_str().unwrap().contains("probe_config"),
+        "{c:#}"
+    );
+    assert!(
+        c["file"].as_str().unwrap().ends_with("stat_site.rs"),
+        "{c:#}"
+    );
+    assert_eq!(
+        c["line"].as_u64(),
+        Some(line_of(&src, "STAT_LINE")),
+        "{c:#}"
+    );
+}
+
+#[test]
+fn node_points_at_the_javascript_line() {
+    require!("node");
+    let src = fixture("detectors/repeated-lookup/dirty.js");
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().canonicalize().unwrap();
+    let r = run_report(
+        &["node", src.to_str().unwrap(), dir.to_str().unwrap()],
+        &dir,
+    );
+    let c = first_callsite(&r, "repeated-lookup", "/config.json");
+    assert_eq!(c["file"].as_str(), src.to_str(), "{c:#}");
+    assert_eq!(
+        c["line"].as_u64(),
+        Some(line_of(&src, "fs.statSync(config)")),
+        "{c:#}"
+    );
+    assert_eq!(c["redundant_calls"].as_u64(), Some(99));
+}
+
+#[test]
+fn python_points_at_the_python_line_not_the_standard_library() {
+    require!("python3");
+    let py = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    let py = String::from_utf8(py.stdout).unwrap().trim().to_string();
+    let src = fixture("detectors/negative-probe/dirty.py");
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().canonicalize().unwrap();
+    let r = run_report(
+        &[py.as_str(), src.to_str().unwrap(), dir.to_str().unwrap()],
+        &dir,
+    );
+    let c = first_callsite(&r, "negative-probe", "/override.json");
+    // os.path.exists calls os.stat inside genericpath.py; the site is the caller's line.
+    assert_eq!(c["file"].as_str(), src.to_str(), "{c:#}");
+    assert_eq!(
+        c["line"].as_u64(),
+        Some(line_of(&src, "os.path.exists(override)")),
+        "{c:#}"
+    );
+    assert_eq!(c["function"], "<module>", "{c:#}");
+}
