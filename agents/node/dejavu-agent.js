@@ -283,32 +283,36 @@ function isUser(file) {
 function siteOf(fn) {
   let cs = callSites(fn, FRAMES);
   if (cs === null) return 0;
+  let key = userKey(cs);
+  if (key === '' && cs.length === FRAMES) {
+    // Only internals so far (fs called by the module loader on behalf of a require()):
+    // look further for the program's line.
+    cs = callSites(fn, DEEP_FRAMES);
+    if (cs === null) return 0;
+    key = userKey(cs);
+  }
+  if (key === '') return 0;
+  const id = sites.get(key);
+  if (id !== undefined) return id;
+  return define(key, cs);
+}
+
+/**
+ * The site key of a stack: file:line:column of its innermost user frames (at most
+ * FRAMES), one per line; '' when it has none.
+ * @param {NodeJS.CallSite[]} cs
+ * @returns {string}
+ */
+function userKey(cs) {
   let key = '';
-  let n = 0;
-  for (let i = 0; i < cs.length && n < FRAMES; i++) {
+  for (let i = 0, n = 0; i < cs.length && n < FRAMES; i++) {
     const c = cs[i];
     const f = c.getFileName();
     if (!isUser(f)) continue;
     key += f + ':' + c.getLineNumber() + ':' + c.getColumnNumber() + '\n';
     n++;
   }
-  if (n === 0 && cs.length === FRAMES) {
-    // Only internals so far (fs called by the module loader on behalf of a require()):
-    // look further for the program's line.
-    cs = callSites(fn, DEEP_FRAMES);
-    if (cs === null) return 0;
-    for (let i = 0; i < cs.length && n < FRAMES; i++) {
-      const c = cs[i];
-      const f = c.getFileName();
-      if (!isUser(f)) continue;
-      key += f + ':' + c.getLineNumber() + ':' + c.getColumnNumber() + '\n';
-      n++;
-    }
-  }
-  if (n === 0) return 0;
-  const id = sites.get(key);
-  if (id !== undefined) return id;
-  return define(key, cs);
+  return key;
 }
 
 /** @param {string} s @param {number} max */

@@ -15,39 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-// ---- helpers (as in tests/common/mod.rs)
-
-/// The dejavu binary under test.
-fn dejavu() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_dejavu"))
-}
-
-/// The repository root.
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("repo root")
-}
-
-/// Whether a tool is on PATH; tests that need it print why they skip.
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-macro_rules! require {
-    ($tool:expr) => {
-        if !have($tool) {
-            eprintln!("SKIP: {} is not installed", $tool);
-            return;
-        }
-    };
-}
+mod common;
+use common::{dejavu, repo};
 
 fn workload(name: &str) -> PathBuf {
     repo().join("tests/workloads/agents").join(name)

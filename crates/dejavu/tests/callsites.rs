@@ -54,6 +54,26 @@ fn first_callsite(report: &Value, detector: &str, path_end: &str) -> Value {
     f["callsites"][0].clone()
 }
 
+/// Asserts that call site `c` is at the line of `src` marked by `marker`, in a file whose
+/// path ends with `file_end`.
+fn assert_at(c: &Value, file_end: &str, src: &Path, marker: &str) {
+    let file = c["file"].as_str().unwrap_or_default();
+    assert!(file.ends_with(file_end), "want {file_end}: {c:#}");
+    assert_eq!(c["line"].as_u64(), Some(line_of(src, marker)), "{c:#}");
+}
+
+/// Compiles `src` with `compiler` and `flags` into `out`.
+fn compile(compiler: &str, flags: &[&str], src: &Path, out: &Path) {
+    let st = Command::new(compiler)
+        .args(flags)
+        .arg("-o")
+        .arg(out)
+        .arg(src)
+        .status()
+        .unwrap();
+    assert!(st.success(), "{compiler} {}", src.display());
+}
+
 fn fixture(rel: &str) -> PathBuf {
     common::repo().join("tests/workloads").join(rel)
 }
@@ -63,26 +83,12 @@ fn c_built_with_debug_info_points_at_the_stat_line() {
     let src = fixture("stacks/stat_site.c");
     let d = tempfile::tempdir().unwrap();
     let exe = d.path().join("stat_site");
-    assert!(Command::new("gcc")
-        .args(["-g", "-O2", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .status()
-        .unwrap()
-        .success());
+    compile("gcc", &["-g", "-O2"], &src, &exe);
     std::fs::write(d.path().join("app.conf"), "x").unwrap();
     let r = run_report(&[exe.to_str().unwrap(), "app.conf", "50"], d.path());
     let c = first_callsite(&r, "repeated-lookup", "/app.conf");
     assert_eq!(c["function"], "probe_config", "{c:#}");
-    assert!(
-        c["file"].as_str().unwrap().ends_with("stat_site.c"),
-        "{c:#}"
-    );
-    assert_eq!(
-        c["line"].as_u64(),
-        Some(line_of(&src, "STAT_LINE")),
-        "{c:#}"
-    );
+    assert_at(&c, "stat_site.c", &src, "STAT_LINE");
     assert_eq!(c["redundant_calls"].as_u64(), Some(49));
 }
 
@@ -92,29 +98,13 @@ fn rust_points_at_the_metadata_line() {
     let src = fixture("stacks/stat_site.rs");
     let d = tempfile::tempdir().unwrap();
     let exe = d.path().join("stat_site_rs");
-    assert!(Command::new("rustc")
-        .args(["-g", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .status()
-        .unwrap()
-        .success());
+    compile("rustc", &["-g"], &src, &exe);
     std::fs::write(d.path().join("app.conf"), "x").unwrap();
     let r = run_report(&[exe.to_str().unwrap(), "app.conf", "50"], d.path());
     let c = first_callsite(&r, "repeated-lookup", "/app.conf");
-    assert!(
-        c["function"].as_str().unwrap().contains("probe_config"),
-        "{c:#}"
-    );
-    assert!(
-        c["file"].as_str().unwrap().ends_with("stat_site.rs"),
-        "{c:#}"
-    );
-    assert_eq!(
-        c["line"].as_u64(),
-        Some(line_of(&src, "STAT_LINE")),
-        "{c:#}"
-    );
+    let function = c["function"].as_str().unwrap();
+    assert!(function.contains("probe_config"), "{c:#}");
+    assert_at(&c, "stat_site.rs", &src, "STAT_LINE");
 }
 
 #[test]
@@ -123,17 +113,10 @@ fn node_points_at_the_javascript_line() {
     let src = fixture("detectors/repeated-lookup/dirty.js");
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().canonicalize().unwrap();
-    let r = run_report(
-        &["node", src.to_str().unwrap(), dir.to_str().unwrap()],
-        &dir,
-    );
-    let c = first_callsite(&r, "repeated-lookup", "/config.json");
+    let cmd = ["node", src.to_str().unwrap(), dir.to_str().unwrap()];
+    let c = first_callsite(&run_report(&cmd, &dir), "repeated-lookup", "/config.json");
     assert_eq!(c["file"].as_str(), src.to_str(), "{c:#}");
-    assert_eq!(
-        c["line"].as_u64(),
-        Some(line_of(&src, "fs.statSync(config)")),
-        "{c:#}"
-    );
+    assert_at(&c, "dirty.js", &src, "fs.statSync(config)");
     assert_eq!(c["redundant_calls"].as_u64(), Some(99));
 }
 
@@ -148,17 +131,10 @@ fn python_points_at_the_python_line_not_the_standard_library() {
     let src = fixture("detectors/negative-probe/dirty.py");
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().canonicalize().unwrap();
-    let r = run_report(
-        &[py.as_str(), src.to_str().unwrap(), dir.to_str().unwrap()],
-        &dir,
-    );
-    let c = first_callsite(&r, "negative-probe", "/override.json");
+    let cmd = [py.as_str(), src.to_str().unwrap(), dir.to_str().unwrap()];
+    let c = first_callsite(&run_report(&cmd, &dir), "negative-probe", "/override.json");
     // os.path.exists calls os.stat inside genericpath.py; the site is the caller's line.
     assert_eq!(c["file"].as_str(), src.to_str(), "{c:#}");
-    assert_eq!(
-        c["line"].as_u64(),
-        Some(line_of(&src, "os.path.exists(override)")),
-        "{c:#}"
-    );
+    assert_at(&c, "dirty.py", &src, "os.path.exists(override)");
     assert_eq!(c["function"], "<module>", "{c:#}");
 }
