@@ -115,7 +115,7 @@ impl<W: Write> Tracer<W> {
         c: &mut Syscall,
     ) -> Option<Rc<[u8]>> {
         let mut raw = std::mem::take(&mut self.buf);
-        let ok = kernel::read_cstr(tid, addr, PATH_MAX, &mut raw);
+        let ok = self.mem_cstr(tid, addr, PATH_MAX, &mut raw);
         let r = match ok {
             Ok(_) => {
                 let mut out = std::mem::take(&mut self.buf2);
@@ -175,7 +175,9 @@ impl<W: Write> Tracer<W> {
         if let Some(f) = table.borrow().get(fd) {
             return Some(f.clone());
         }
-        if fd < 0 {
+        if fd < 0 || self.snap.is_some() {
+            // After the fact (eBPF), /proc may describe a later descriptor with this
+            // number: unknown is the honest answer (docs/ebpf-backend.md).
             return None;
         }
         let link = kernel::readlink(format!("/proc/{pid}/fd/{fd}").as_bytes()).ok()?;
@@ -269,7 +271,7 @@ impl<W: Write> Tracer<W> {
             Openat2 => {
                 e.path_bytes = self.path_arg(tid, pid, arg_fd(a[0]), a[1], &mut c);
                 let mut how = [0u8; 24];
-                if a[3] >= 24 && kernel::read_mem(tid, a[2], &mut how).ok() == Some(24) {
+                if a[3] >= 24 && self.mem_read(tid, a[2], &mut how).ok() == Some(24) {
                     let word = |i: usize| {
                         u64::from_le_bytes(how[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]))
                     };
@@ -280,7 +282,7 @@ impl<W: Write> Tracer<W> {
             }
             MemfdCreate => {
                 let mut name = Vec::new();
-                if kernel::read_cstr(tid, a[0], 256, &mut name).is_ok() {
+                if self.mem_cstr(tid, a[0], 256, &mut name).is_ok() {
                     c.path2 = Some(self.w.intern(&name));
                     let mut p = b"/memfd:".to_vec();
                     p.extend_from_slice(&name);
@@ -408,7 +410,7 @@ impl<W: Write> Tracer<W> {
             }
             Symlink | Symlinkat => {
                 let mut target = Vec::new();
-                if kernel::read_cstr(tid, a[0], PATH_MAX, &mut target).is_ok() {
+                if self.mem_cstr(tid, a[0], PATH_MAX, &mut target).is_ok() {
                     c.path2 = Some(self.w.intern(&target));
                 } else {
                     c.ev |= ev::PATH_UNREADABLE;
@@ -493,7 +495,7 @@ impl<W: Write> Tracer<W> {
                 c.stat = None;
                 if a[2] != 0 {
                     let mut b = [0u8; 8];
-                    if kernel::read_mem(tid, a[2], &mut b).ok() == Some(8) {
+                    if self.mem_read(tid, a[2], &mut b).ok() == Some(8) {
                         c.offset = Some(i64::from_le_bytes(b));
                     }
                 }
@@ -527,7 +529,7 @@ impl<W: Write> Tracer<W> {
                     c.flags = a[4];
                 }
                 let exe = self.path_arg(tid, pid, dirfd, path, &mut c);
-                let args = read_argv(tid, argv);
+                let args = self.read_argv(tid, argv);
                 c.payload = Some(self.w.intern(&args));
                 e.exec = Some((exe.unwrap_or_else(|| Rc::from(&b""[..])), args));
             }
@@ -548,7 +550,7 @@ impl<W: Write> Tracer<W> {
     ) {
         if flags & libc::AT_EMPTY_PATH as u64 != 0 {
             let mut raw = std::mem::take(&mut self.buf);
-            let empty = kernel::read_cstr(tid, addr, 1, &mut raw).is_ok() && raw.is_empty();
+            let empty = self.mem_cstr(tid, addr, 1, &mut raw).is_ok() && raw.is_empty();
             self.buf = raw;
             if empty {
                 self.fd_arg(pid, dirfd, c);
@@ -561,7 +563,7 @@ impl<W: Write> Tracer<W> {
     fn connect_addr(&mut self, tid: Tid, pid: Tid, addr: u64, len: u64, c: &mut Syscall) {
         let len = (len as usize).min(110);
         let mut b = [0u8; 110];
-        let Ok(n) = kernel::read_mem(tid, addr, &mut b[..len]) else {
+        let Ok(n) = self.mem_read(tid, addr, &mut b[..len]) else {
             return;
         };
         if n < 2 {
@@ -604,12 +606,14 @@ impl<W: Write> Tracer<W> {
                 let fd = ret as i32;
                 let path = e.path_bytes.clone().unwrap_or_else(|| Rc::from(&b""[..]));
                 let path_id = c.path.unwrap_or_else(|| self.intern_path(&path));
-                let st = if self.opts.open_identity {
+                let st = if !self.opts.open_identity {
+                    None
+                } else if let Some(snap) = &self.snap {
+                    snap.fd(fd).map(|f| f.stat)
+                } else {
                     kernel::stat_path(format!("/proc/{pid}/fd/{fd}").as_bytes())
                         .ok()
                         .map(|s| arch::from_libc_stat(&s))
-                } else {
-                    None
                 };
                 let kind = match &st {
                     Some(s) => FdKind::of(s),
@@ -663,7 +667,7 @@ impl<W: Write> Tracer<W> {
             }
             Pipe | Pipe2 if ok => {
                 let mut b = [0u8; 8];
-                if kernel::read_mem(tid, a[0], &mut b).ok() == Some(8) {
+                if self.mem_read(tid, a[0], &mut b).ok() == Some(8) {
                     let r = i32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
                     let w = i32::from_ne_bytes([b[4], b[5], b[6], b[7]]);
                     c.fd = Some(r);
@@ -683,11 +687,21 @@ impl<W: Write> Tracer<W> {
                 self.install_proc_fd(pid, ret as i32, FdKind::Socket, cloexec);
             }
             Chdir | Fchdir if ok => {
-                // Ask the kernel: it resolved symlinks and `..` for us.
-                let cwd = kernel::readlink(format!("/proc/{tid}/cwd").as_bytes())
-                    .ok()
-                    .map(|v| Rc::from(v.as_slice()))
-                    .or(e.path_bytes.clone());
+                let cwd = if self.snap.is_some() {
+                    // After the fact (eBPF): the process may have moved on, so the path as
+                    // resolved by us (symlinks in it are not followed; docs/ebpf-backend.md).
+                    if c.sys == Chdir {
+                        e.path_bytes.clone()
+                    } else {
+                        self.fd_lookup(pid, a[0] as u32 as i32).map(|f| f.path)
+                    }
+                } else {
+                    // Ask the kernel: it resolved symlinks and `..` for us.
+                    kernel::readlink(format!("/proc/{tid}/cwd").as_bytes())
+                        .ok()
+                        .map(|v| Rc::from(v.as_slice()))
+                        .or(e.path_bytes.clone())
+                };
                 if let (Some(cwd), Some(p)) = (cwd, self.procs.get(&pid)) {
                     p.fs.borrow_mut().cwd = cwd;
                 }
@@ -698,7 +712,7 @@ impl<W: Write> Tracer<W> {
                     _ => a[2],
                 };
                 let mut b = [0u8; arch::STAT_SIZE];
-                if kernel::read_mem(tid, ptr, &mut b).ok() == Some(b.len()) {
+                if self.mem_read(tid, ptr, &mut b).ok() == Some(b.len()) {
                     if let Some(st) = arch::parse_stat(&b) {
                         c.stat = Some(self.w.intern_stat(&st));
                     }
@@ -706,7 +720,7 @@ impl<W: Write> Tracer<W> {
             }
             Statx if ok => {
                 let mut b = [0u8; arch::STATX_SIZE];
-                if kernel::read_mem(tid, a[4], &mut b).ok() == Some(b.len()) {
+                if self.mem_read(tid, a[4], &mut b).ok() == Some(b.len()) {
                     if let Some(st) = arch::parse_statx(&b) {
                         c.stat = Some(self.w.intern_stat(&st));
                     }
@@ -715,12 +729,12 @@ impl<W: Write> Tracer<W> {
             Readlink | Readlinkat if ret > 0 => {
                 let ptr = if c.sys == Readlink { a[1] } else { a[2] };
                 let mut b = vec![0u8; (ret as usize).min(PATH_MAX)];
-                if let Ok(n) = kernel::read_mem(tid, ptr, &mut b) {
+                if let Ok(n) = self.mem_read(tid, ptr, &mut b) {
                     c.path2 = Some(self.w.intern(&b[..n]));
                 }
             }
             Readv | Writev | Preadv | Pwritev | Preadv2 | Pwritev2 => {
-                let (sum, ranges) = read_iovecs(tid, a[1], a[2]);
+                let (sum, ranges) = self.read_iovecs(tid, a[1], a[2]);
                 c.count = sum;
                 if e.payload && ret > 0 && self.opts.payload_bytes > 0 {
                     let want = (ret as u64).min(self.opts.payload_bytes as u64) as usize;
@@ -735,7 +749,7 @@ impl<W: Write> Tracer<W> {
                         left -= n;
                     }
                     let mut buf = std::mem::take(&mut self.buf);
-                    if kernel::read_mem_gather(tid, &take, &mut buf).is_ok() {
+                    if self.mem_gather(tid, &take, &mut buf).is_ok() {
                         c.payload = Some(self.w.intern_local(&buf));
                         if (ret as u64) > buf.len() as u64 {
                             c.ev |= ev::PAYLOAD_TRUNCATED;
@@ -749,7 +763,7 @@ impl<W: Write> Tracer<W> {
                 let mut buf = std::mem::take(&mut self.buf);
                 buf.clear();
                 buf.resize(want, 0);
-                if let Ok(n) = kernel::read_mem(tid, a[1], &mut buf) {
+                if let Ok(n) = self.mem_read(tid, a[1], &mut buf) {
                     buf.truncate(n);
                     c.payload = Some(self.w.intern_local(&buf));
                     if ret as u64 > n as u64 {
@@ -798,14 +812,20 @@ impl<W: Write> Tracer<W> {
 
     /// Installs a pipe or socket, named as /proc names it (`pipe:[INODE]`).
     fn install_proc_fd(&mut self, pid: Tid, fd: i32, kind: FdKind, cloexec: bool) {
-        let link =
-            kernel::readlink(format!("/proc/{pid}/fd/{fd}").as_bytes()).unwrap_or_else(|_| {
-                if kind == FdKind::Pipe {
-                    b"pipe:".to_vec()
-                } else {
-                    b"socket:".to_vec()
-                }
-            });
+        let prefix = if kind == FdKind::Pipe {
+            "pipe"
+        } else {
+            "socket"
+        };
+        let link = match &self.snap {
+            // As /proc names it: the kind and the inode number.
+            Some(snap) => match snap.fd(fd) {
+                Some(f) => format!("{prefix}:[{}]", f.stat.ino).into_bytes(),
+                None => format!("{prefix}:").into_bytes(),
+            },
+            None => kernel::readlink(format!("/proc/{pid}/fd/{fd}").as_bytes())
+                .unwrap_or_else(|_| format!("{prefix}:").into_bytes()),
+        };
         let f = Fd {
             path_id: self.intern_path(&link),
             path: Rc::from(link.as_slice()),
@@ -840,57 +860,96 @@ fn fdinfo_flags(pid: Tid, fd: i32) -> u64 {
         .unwrap_or(0)
 }
 
-/// Reads an iovec array: (sum of lengths, the ranges). At most 1024 entries (IOV_MAX).
-fn read_iovecs(tid: Tid, ptr: u64, cnt: u64) -> (u64, Vec<(u64, usize)>) {
-    let cnt = cnt.min(1024) as usize;
-    let mut b = vec![0u8; cnt * 16];
-    let Ok(n) = kernel::read_mem(tid, ptr, &mut b) else {
-        return (0, Vec::new());
-    };
-    let mut sum = 0u64;
-    let mut ranges = Vec::with_capacity(n / 16);
-    for ch in b[..n - n % 16].chunks_exact(16) {
-        let base = u64::from_ne_bytes(ch[..8].try_into().unwrap_or([0; 8]));
-        let len = u64::from_ne_bytes(ch[8..].try_into().unwrap_or([0; 8]));
-        sum = sum.saturating_add(len);
-        ranges.push((base, len as usize));
+impl<W: Write> Tracer<W> {
+    /// Memory of the call being decoded: the live tracee's, or another backend's copy.
+    pub(crate) fn mem_read(&self, tid: Tid, addr: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        match &self.snap {
+            Some(s) => s.read(addr, buf),
+            None => kernel::read_mem(tid, addr, buf),
+        }
     }
-    (sum, ranges)
-}
 
-/// Reads execve's argv (bounded), joined by NUL.
-fn read_argv(tid: Tid, ptr: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    if ptr == 0 {
-        return out;
+    /// A string of the call being decoded (see `mem_read`).
+    pub(crate) fn mem_cstr(
+        &self,
+        tid: Tid,
+        addr: u64,
+        max: usize,
+        out: &mut Vec<u8>,
+    ) -> std::io::Result<bool> {
+        match &self.snap {
+            Some(s) => s.cstr(addr, max, out),
+            None => kernel::read_cstr(tid, addr, max, out),
+        }
     }
-    let mut ptrs = vec![0u8; 8 * 64];
-    let mut idx = 0usize;
-    let mut s = Vec::new();
-    'outer: while idx < ARGV_MAX_ARGS {
-        let Ok(n) = kernel::read_mem(tid, ptr + (idx * 8) as u64, &mut ptrs) else {
-            break;
+
+    fn mem_gather(
+        &self,
+        tid: Tid,
+        ranges: &[(u64, usize)],
+        buf: &mut Vec<u8>,
+    ) -> std::io::Result<usize> {
+        match &self.snap {
+            Some(s) => s.read_gather(ranges, buf),
+            None => kernel::read_mem_gather(tid, ranges, buf),
+        }
+    }
+
+    /// Reads an iovec array: (sum of lengths, the ranges). At most 1024 entries (IOV_MAX).
+    fn read_iovecs(&self, tid: Tid, ptr: u64, cnt: u64) -> (u64, Vec<(u64, usize)>) {
+        let cnt = cnt.min(1024) as usize;
+        let mut b = vec![0u8; cnt * 16];
+        let Ok(n) = self.mem_read(tid, ptr, &mut b) else {
+            return (0, Vec::new());
         };
-        if n < 8 {
-            break;
+        let mut sum = 0u64;
+        let mut ranges = Vec::with_capacity(n / 16);
+        for ch in b[..n - n % 16].chunks_exact(16) {
+            let base = u64::from_ne_bytes(ch[..8].try_into().unwrap_or([0; 8]));
+            let len = u64::from_ne_bytes(ch[8..].try_into().unwrap_or([0; 8]));
+            sum = sum.saturating_add(len);
+            ranges.push((base, len as usize));
         }
-        for ch in ptrs[..n - n % 8].chunks_exact(8) {
-            let p = u64::from_ne_bytes(ch.try_into().unwrap_or([0; 8]));
-            if p == 0 {
-                break 'outer;
-            }
-            if idx > 0 {
-                out.push(0);
-            }
-            if kernel::read_cstr(tid, p, 4096, &mut s).is_ok() {
-                out.extend_from_slice(&s);
-            }
-            idx += 1;
-            if out.len() > ARGV_MAX_BYTES || idx >= ARGV_MAX_ARGS {
-                out.extend_from_slice(b"\0...");
-                break 'outer;
-            }
-        }
+        (sum, ranges)
     }
-    out
+
+    /// Reads execve's argv (bounded), joined by NUL.
+    fn read_argv(&self, tid: Tid, ptr: u64) -> Vec<u8> {
+        if let Some(argv) = self.snap.as_ref().and_then(|s| s.argv()) {
+            return argv.to_vec();
+        }
+        let mut out = Vec::new();
+        if ptr == 0 {
+            return out;
+        }
+        let mut ptrs = vec![0u8; 8 * 64];
+        let mut idx = 0usize;
+        let mut s = Vec::new();
+        'outer: while idx < ARGV_MAX_ARGS {
+            let Ok(n) = self.mem_read(tid, ptr + (idx * 8) as u64, &mut ptrs) else {
+                break;
+            };
+            if n < 8 {
+                break;
+            }
+            for ch in ptrs[..n - n % 8].chunks_exact(8) {
+                let p = u64::from_ne_bytes(ch.try_into().unwrap_or([0; 8]));
+                if p == 0 {
+                    break 'outer;
+                }
+                if idx > 0 {
+                    out.push(0);
+                }
+                if self.mem_cstr(tid, p, 4096, &mut s).is_ok() {
+                    out.extend_from_slice(&s);
+                }
+                idx += 1;
+                if out.len() > ARGV_MAX_BYTES || idx >= ARGV_MAX_ARGS {
+                    out.extend_from_slice(b"\0...");
+                    break 'outer;
+                }
+            }
+        }
+        out
+    }
 }

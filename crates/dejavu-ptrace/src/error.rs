@@ -26,6 +26,9 @@ pub enum RecordError {
         advice: String,
     },
     /// A pid given to -p does not exist.
+    /// The eBPF backend cannot run here (not built in, no permission, no BTF).
+    #[error("the eBPF backend cannot run here: {what}\n{advice}")]
+    Unavailable { what: String, advice: String },
     #[error("no such process: {0}")]
     NoSuchProcess(i32),
     /// The trace could not be written.
@@ -47,12 +50,12 @@ impl RecordError {
         match self {
             RecordError::NotFound(_) => 127,
             RecordError::NotExecutable { .. } => 126,
-            RecordError::Denied { .. } => 77,
+            RecordError::Denied { .. } | RecordError::Unavailable { .. } => 77,
             _ => 125,
         }
     }
 
-    pub(crate) fn os(what: impl Into<String>, source: io::Error) -> Self {
+    pub fn os(what: impl Into<String>, source: io::Error) -> Self {
         RecordError::Os {
             what: what.into(),
             source,

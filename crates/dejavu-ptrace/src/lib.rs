@@ -8,11 +8,13 @@
 pub mod arch;
 mod decode;
 mod error;
+pub mod feed;
 pub mod kernel;
 mod pin;
 pub mod seccomp;
-mod signals;
-mod spawn;
+pub mod signals;
+pub mod snapshot;
+pub mod spawn;
 pub mod stacks;
 pub mod state;
 mod tracer;

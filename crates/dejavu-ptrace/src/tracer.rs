@@ -128,6 +128,9 @@ pub(crate) struct Tracer<W: Write> {
     /// The agents' directory (with a trailing slash), and the trace strings under it.
     pub own_prefix: Option<Vec<u8>>,
     pub own_paths: rustc_hash::FxHashSet<u32>,
+    /// The call being decoded was copied out by another backend (eBPF): the decoder
+    /// reads this copy, never the live process.
+    pub snap: Option<crate::snapshot::Snapshot>,
 }
 
 fn ptrace_options(seccomp: bool, launched: bool) -> i32 {
@@ -305,7 +308,7 @@ fn denied(e: io::Error, attaching: bool, pid: Option<i32>) -> RecordError {
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 impl<W: Write> Tracer<W> {
-    fn new(w: TraceWriter<W>, t0: u64, opts: RecordOptions, seccomp: bool) -> Self {
+    pub(crate) fn new(w: TraceWriter<W>, t0: u64, opts: RecordOptions, seccomp: bool) -> Self {
         Tracer {
             w,
             write_failed: false,
@@ -315,6 +318,7 @@ impl<W: Write> Tracer<W> {
             stacks: crate::stacks::Stacks::new(opts.stacks),
             own_prefix: None,
             own_paths: rustc_hash::FxHashSet::default(),
+            snap: None,
             opts,
             seccomp,
             exit_decode: seccomp && arch::ARGS_AT_EXIT,
@@ -361,7 +365,7 @@ impl<W: Write> Tracer<W> {
         }
     }
 
-    fn add_process(&mut self, pid: Tid, cwd: Rc<[u8]>, fds: FdTable) {
+    pub(crate) fn add_process(&mut self, pid: Tid, cwd: Rc<[u8]>, fds: FdTable) {
         self.procs.insert(
             pid,
             Process {
@@ -722,6 +726,19 @@ impl<W: Write> Tracer<W> {
                 _ => thread_flags_from_proc(child),
             },
         };
+        self.new_task(tid, ppid, child, flags, now);
+        self.pin.on_clone(tid, child);
+        if self.early.remove(&child).is_some() {
+            self.resume(child, 0);
+        } else {
+            self.expected.insert(child, ());
+        }
+    }
+
+    /// Task `child` was created by `tid` (of process `ppid`) with clone `flags`: a new
+    /// thread of `ppid`, or a new process with a copy or a share of its descriptor table
+    /// and working directory.
+    pub(crate) fn new_task(&mut self, tid: Tid, ppid: Tid, child: Tid, flags: u64, now: u64) {
         let is_thread = flags & libc::CLONE_THREAD as u64 != 0;
         let new_pid = if is_thread { ppid } else { child };
         if is_thread {
@@ -771,16 +788,35 @@ impl<W: Write> Tracer<W> {
             tid: child as u32,
             clone_flags: flags,
         }));
-        self.pin.on_clone(tid, child);
-        if self.early.remove(&child).is_some() {
-            self.resume(child, 0);
-        } else {
-            self.expected.insert(child, ());
-        }
     }
 
     fn exec_event(&mut self, tid: Tid, now: u64) {
         let former = kernel::event_msg(tid).map(|v| v as Tid).unwrap_or(tid);
+        let Some(pid) = self.exec_begin(tid, former, now) else {
+            return;
+        };
+        let (exe, argv) = match self
+            .tasks
+            .get(&tid)
+            .and_then(|t| t.entry.as_ref())
+            .and_then(|e| e.exec.clone())
+        {
+            Some(x) => x,
+            None => {
+                // Decoding at exit: the old memory is gone, but the kernel left the
+                // path as given to execve on the new stack (AT_EXECFN), and argv.
+                let exe = crate::decode::exec_path(self, pid);
+                let argv = crate::decode::proc_cmdline(pid).join("\0").into_bytes();
+                (exe, argv)
+            }
+        };
+        let keep = self.tasks.get(&tid).is_some_and(|t| t.pending_ts.is_some());
+        self.exec_end(tid, pid, exe, argv, keep, now);
+    }
+
+    /// Thread `former` exec'd and is now `tid` (the process's leader): the process's other
+    /// threads are gone and its close-on-exec descriptors closed. Returns the process.
+    pub(crate) fn exec_begin(&mut self, tid: Tid, former: Tid, now: u64) -> Option<Tid> {
         if former != tid {
             // A non-leader thread called exec: it takes over the leader's tid. The old
             // leader's pending call (if any) never returns.
@@ -793,9 +829,7 @@ impl<W: Write> Tracer<W> {
                 self.tasks.insert(tid, t);
             }
         }
-        let Some(task) = self.tasks.get_mut(&tid) else {
-            return;
-        };
+        let task = self.tasks.get_mut(&tid)?;
         task.pre_exec = false;
         let pid = task.pid;
         self.stacks.on_exec(pid);
@@ -819,23 +853,23 @@ impl<W: Write> Tracer<W> {
             let after = p.fds.borrow().after_exec();
             p.fds = Rc::new(RefCell::new(after));
         }
-        let (exe, argv) = match self
-            .tasks
-            .get(&tid)
-            .and_then(|t| t.entry.as_ref())
-            .and_then(|e| e.exec.clone())
-        {
-            Some(x) => x,
-            None => {
-                // Decoding at exit: the old memory is gone, but the kernel left the
-                // path as given to execve on the new stack (AT_EXECFN), and argv.
-                let exe = crate::decode::exec_path(self, pid);
-                let argv = crate::decode::proc_cmdline(pid).join("\0").into_bytes();
-                (exe, argv)
-            }
-        };
-        if let Some(t) = self.tasks.get_mut(&tid) {
-            if t.pending_ts.is_some() {
+        Some(pid)
+    }
+
+    /// Records the exec of `exe` with `argv` by `tid` of `pid`; `keep`: remember them for
+    /// the execve call's record, which comes after (its registers and memory are the new
+    /// program's by then).
+    pub(crate) fn exec_end(
+        &mut self,
+        tid: Tid,
+        pid: Tid,
+        exe: Rc<[u8]>,
+        argv: Vec<u8>,
+        keep: bool,
+        now: u64,
+    ) {
+        if keep {
+            if let Some(t) = self.tasks.get_mut(&tid) {
                 t.exec_info = Some((exe.clone(), argv.clone()));
             }
         }
@@ -862,7 +896,7 @@ impl<W: Write> Tracer<W> {
         }
     }
 
-    fn task_exited(&mut self, tid: Tid, st: ExitStatus, now: u64) {
+    pub(crate) fn task_exited(&mut self, tid: Tid, st: ExitStatus, now: u64) {
         self.early.remove(&tid);
         self.expected.remove(&tid);
         let Some(mut task) = self.tasks.remove(&tid) else {
@@ -892,7 +926,7 @@ impl<W: Write> Tracer<W> {
     }
 
     /// Registers a process seized by `seize_threads`: its tree, command line, threads.
-    fn attach_process(&mut self, pid: Tid, tids: &[Tid]) {
+    pub(crate) fn attach_process(&mut self, pid: Tid, tids: &[Tid]) {
         let now = self.now();
         let cwd = kernel::readlink(format!("/proc/{pid}/cwd").as_bytes())
             .unwrap_or_else(|_| b"/".to_vec());
@@ -942,11 +976,13 @@ impl<W: Write> Tracer<W> {
                 }));
             }
             // Its interrupt stop arrives in the main loop like any new task's.
-            self.expected.insert(tid, ());
+            if self.snap.is_none() {
+                self.expected.insert(tid, ());
+            }
         }
     }
 
-    fn finish(mut self) -> Result<(Outcome, W), RecordError> {
+    pub(crate) fn finish(mut self) -> Result<(Outcome, W), RecordError> {
         self.pin.unpin();
         self.out.pins = self.pin.pins;
         let now = self.now();
@@ -961,7 +997,7 @@ impl<W: Write> Tracer<W> {
         }
         let mut out = std::mem::take(&mut self.out);
         out.records = self.w.records();
-        let mut notes = Vec::new();
+        let mut notes = std::mem::take(&mut out.notes);
         if out.agent_calls > 0 {
             notes.push(format!(
                 "{} calls the language agents made on their own files were not recorded",

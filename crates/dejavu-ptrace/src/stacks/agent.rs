@@ -51,6 +51,25 @@ impl Agents {
         (env, Some(inherit))
     }
 
+    /// The descriptor number the program sees the channel at, when the agents are set up.
+    pub fn channel_fd(&self) -> Option<i32> {
+        self.channel.as_ref().map(|c| c.at())
+    }
+
+    /// The reports come from the eBPF backend (`feed`), not from reading the pipe.
+    pub fn set_external(&self) {
+        if let Some(c) = &self.channel {
+            c.set_external();
+        }
+    }
+
+    /// Reports the agents wrote, as the eBPF backend saw them written.
+    pub fn feed(&self, bytes: &[u8]) {
+        if let Some(c) = &self.channel {
+            c.feed(bytes);
+        }
+    }
+
     /// The directory the agents' files are in (their own calls on it are not the
     /// program's and are not recorded).
     pub fn dir(&self) -> Option<&std::path::Path> {

@@ -69,6 +69,25 @@ impl Stacks {
         self.native.capture(w, pid, tid, regs)
     }
 
+    /// The stack of a call recorded by the eBPF backend: the agents' report when they
+    /// made one, else the user stack the kernel walked by frame pointers (`ips`).
+    pub fn capture_ips<W: Write>(
+        &mut self,
+        w: &mut TraceWriter<W>,
+        pid: Tid,
+        tid: Tid,
+        ips: &[u64],
+        path: Option<StrId>,
+    ) -> Option<StackId> {
+        if self.mode == StackMode::Off {
+            return None;
+        }
+        if let Some(id) = self.agent.current(w, pid, tid, path) {
+            return Some(id);
+        }
+        self.native.capture_addrs(w, pid, ips)
+    }
+
     /// Process `pid` now runs a new program: its mappings and agent state are gone.
     pub fn on_exec(&mut self, pid: Tid) {
         self.native.on_exec(pid);

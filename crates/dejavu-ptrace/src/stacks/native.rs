@@ -441,6 +441,54 @@ impl Native {
             }
         }
         self.stats.bytes_read += self.stack.reads - before;
+        self.intern_addrs(w, pid)
+    }
+
+    /// The stack of code addresses unwound elsewhere (the eBPF backend's frame-pointer
+    /// walk in the kernel), innermost first: the instruction pointer after the syscall
+    /// instruction, then return addresses. The process's mappings are read now, after the
+    /// fact: a process that has already exited gets no stack.
+    pub fn capture_addrs<W: Write>(
+        &mut self,
+        w: &mut TraceWriter<W>,
+        pid: Tid,
+        ips: &[u64],
+    ) -> Option<StackId> {
+        if !self.enabled || ips.is_empty() {
+            return None;
+        }
+        self.stats.captures += 1;
+        if !self.procs.contains_key(&pid) {
+            let p = self.load_proc(pid, None)?;
+            self.procs.insert(pid, p);
+        }
+        self.addrs.clear();
+        let mut refreshed = false;
+        for &ip in ips.iter().take(MAX_DEPTH) {
+            // One byte back is inside the syscall or call instruction (see `unwind`).
+            let addr = ip.saturating_sub(1);
+            let known = self
+                .procs
+                .get(&pid)
+                .is_some_and(|p| p.code_at(addr).is_some());
+            if !known && !refreshed {
+                self.refresh(pid);
+                refreshed = true;
+            }
+            if self
+                .procs
+                .get(&pid)
+                .is_none_or(|p| p.code_at(addr).is_none())
+            {
+                break;
+            }
+            self.addrs.push(addr);
+        }
+        self.intern_addrs(w, pid)
+    }
+
+    /// The stack id of `self.addrs` in `pid`, symbolizing sites not seen before.
+    fn intern_addrs<W: Write>(&mut self, w: &mut TraceWriter<W>, pid: Tid) -> Option<StackId> {
         self.stats.frames += self.addrs.len() as u64;
         if self.addrs.is_empty() {
             return None;

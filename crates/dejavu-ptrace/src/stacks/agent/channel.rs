@@ -39,6 +39,9 @@ struct Shared {
     read: OwnedFd,
     state: Mutex<State>,
     stop: AtomicBool,
+    /// The reports arrive another way (the eBPF backend copies each write in the kernel,
+    /// in order with the calls around it): what the pipe holds is read and dropped.
+    external: AtomicBool,
 }
 
 impl Shared {
@@ -54,7 +57,9 @@ impl Shared {
             if n <= 0 {
                 break; // EAGAIN (empty), 0 (no writer left), or an error: nothing more now
             }
-            st.feed(&buf[..n as usize]);
+            if !self.external.load(Ordering::Relaxed) {
+                st.feed(&buf[..n as usize]);
+            }
             if (n as usize) < buf.len() {
                 break;
             }
@@ -114,6 +119,7 @@ impl Channel {
             read,
             state: Mutex::new(State::default()),
             stop: AtomicBool::new(false),
+            external: AtomicBool::new(false),
         });
         let bg = Arc::clone(&shared);
         let reader = std::thread::Builder::new()
@@ -144,6 +150,16 @@ impl Channel {
     /// The descriptor number the program sees the write end at.
     pub fn at(&self) -> i32 {
         self.at
+    }
+
+    /// From now on the reports come through `feed`; the pipe is only kept drained.
+    pub fn set_external(&self) {
+        self.shared.external.store(true, Ordering::Relaxed);
+    }
+
+    /// Applies reports that arrived another way (see `set_external`).
+    pub fn feed(&self, bytes: &[u8]) {
+        self.shared.drained().feed(bytes);
     }
 
     /// The state, with everything written so far applied.

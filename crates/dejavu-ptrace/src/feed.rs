@@ -1,0 +1,341 @@
+//! The decoder without ptrace: another backend (the eBPF one, crates/dejavu-ebpf) feeds
+//! it what the kernel reported — new tasks, execs, exits, signals, and each call with the
+//! memory it used (`Snapshot`) — and gets the same records, decoded by the same code, as
+//! a ptrace recording. The analysis cannot tell which backend ran, because there is only
+//! one decoder. Why it lives in this crate: docs/ebpf-backend.md.
+
+use crate::kernel::Tid;
+use crate::snapshot::Snapshot;
+use crate::state::{resolve, FdTable};
+use crate::tracer::{Outcome, RecordOptions, Task, Tracer};
+use crate::{arch, RecordError};
+use dejavu_trace::*;
+use std::io::Write;
+use std::rc::Rc;
+
+/// One call as the kernel reported it at its exit (timestamps on CLOCK_MONOTONIC).
+#[derive(Debug, Clone, Copy)]
+pub struct RawCall<'a> {
+    /// When it entered.
+    pub enter_ns: u64,
+    /// When it returned (or, unfinished, when the task ended).
+    pub exit_ns: u64,
+    /// Its process (thread group) and thread.
+    pub pid: i32,
+    /// The thread that made it.
+    pub tid: i32,
+    /// The syscall number.
+    pub nr: u64,
+    /// The six argument registers.
+    pub args: [u64; 6],
+    /// The return value.
+    pub ret: i64,
+    /// It never returned: the task ended inside it.
+    pub unfinished: bool,
+    /// The user stack, innermost first (instruction pointer, then return addresses).
+    pub ips: &'a [u64],
+}
+
+/// Clone facts the eBPF backend reports for a new task (it sees the new task, not the
+/// clone flags).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NewTask {
+    /// A thread of its parent's process.
+    pub thread: bool,
+    /// Shares its parent's descriptor table.
+    pub files: bool,
+    /// Shares its parent's working directory.
+    pub fs: bool,
+    /// Shares its parent's memory.
+    pub vm: bool,
+}
+
+impl NewTask {
+    /// The clone flags a ptrace recording would have recorded.
+    pub fn clone_flags(self) -> u64 {
+        let mut f = 0;
+        if self.thread {
+            f |= (libc::CLONE_THREAD | libc::CLONE_SIGHAND) as u64;
+        } else {
+            f |= libc::SIGCHLD as u64;
+        }
+        if self.files {
+            f |= libc::CLONE_FILES as u64;
+        }
+        if self.fs {
+            f |= libc::CLONE_FS as u64;
+        }
+        if self.vm {
+            f |= libc::CLONE_VM as u64;
+        }
+        f
+    }
+}
+
+/// A recording fed by another backend.
+pub struct Feed<W: Write> {
+    t: Tracer<W>,
+    /// Calls of tasks never announced (their fork report was lost).
+    pub unknown_tasks: u64,
+}
+
+impl<W: Write> std::fmt::Debug for Feed<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Feed").finish_non_exhaustive()
+    }
+}
+
+impl<W: Write> Feed<W> {
+    /// A recording into `w`; `t0` is the CLOCK_MONOTONIC time trace timestamps count
+    /// from. `stacks` holds the agents set up for the program, if any: their reports come
+    /// through `agent`.
+    pub fn new(
+        w: TraceWriter<W>,
+        t0: u64,
+        opts: RecordOptions,
+        stacks: crate::stacks::Stacks,
+    ) -> Feed<W> {
+        let mut t = Tracer::new(w, t0, opts, false);
+        t.snap = Some(Snapshot::default());
+        t.stacks = stacks;
+        t.stacks.agents().set_external();
+        t.own_prefix = t.stacks.agents().dir().map(|d| {
+            use std::os::unix::ffi::OsStrExt;
+            let mut p = d.as_os_str().as_bytes().to_vec();
+            p.push(b'/');
+            p
+        });
+        Feed {
+            t,
+            unknown_tasks: 0,
+        }
+    }
+
+    fn ts(&self, ns: u64) -> u64 {
+        ns.saturating_sub(self.t.t0)
+    }
+
+    /// The program dejavu started, stopped before its exec: its descriptors are read now.
+    pub fn launched(&mut self, pid: i32, cwd: &[u8]) {
+        self.t.root = Some(pid);
+        self.t.add_process(pid, Rc::from(cwd), FdTable::default());
+        self.t.tasks.insert(pid, task(pid));
+        self.learn_open_fds(pid);
+        self.t.push(Record::Spawn(Spawn {
+            ts: 0,
+            parent_pid: 0,
+            parent_tid: 0,
+            pid: pid as u32,
+            tid: pid as u32,
+            clone_flags: 0,
+        }));
+    }
+
+    /// A running process dejavu attached to, with its threads.
+    pub fn attached(&mut self, pid: i32, tids: &[i32]) {
+        self.t.attach_process(pid, tids);
+        self.learn_open_fds(pid);
+    }
+
+    /// The descriptors `pid` has now, from /proc (it is stopped, or they predate us).
+    fn learn_open_fds(&mut self, pid: Tid) {
+        let snap = self.t.snap.take();
+        self.t.learn_open_fds(pid);
+        self.t.snap = snap;
+    }
+
+    /// The copy of the memory of the next call: fill it, then call `call`.
+    pub fn snapshot(&mut self) -> &mut Snapshot {
+        self.t.snap.get_or_insert_with(Snapshot::default)
+    }
+
+    /// The agents' channel descriptor in the program, if agents are loaded.
+    pub fn agent_fd(&mut self) -> Option<i32> {
+        self.t.stacks.agents().channel_fd()
+    }
+
+    /// Task `child_tid` of process `child_pid` was created by `parent_tid`.
+    pub fn fork(&mut self, ns: u64, parent_tid: i32, child_tid: i32, new: NewTask) {
+        let now = self.ts(ns);
+        let Some(ppid) = self.t.tasks.get(&parent_tid).map(|t| t.pid) else {
+            self.unknown_tasks += 1;
+            return;
+        };
+        if self.t.tasks.contains_key(&child_tid) {
+            return;
+        }
+        self.t
+            .new_task(parent_tid, ppid, child_tid, new.clone_flags(), now);
+    }
+
+    /// Thread `old_tid` exec'd `filename` (as given to execve) with `argv` (NUL-joined),
+    /// and is now `tid`.
+    pub fn exec(&mut self, ns: u64, tid: i32, old_tid: i32, filename: &[u8], argv: &[u8]) {
+        let now = self.ts(ns);
+        let Some(pid) = self.t.exec_begin(tid, old_tid, now) else {
+            return;
+        };
+        let cwd = self.t.procs.get(&pid).map(|p| p.fs.borrow().cwd.clone());
+        let mut exe = Vec::new();
+        resolve(cwd.as_deref().unwrap_or(b"/"), filename, &mut exe);
+        let argv = argv.strip_suffix(b"\0").unwrap_or(argv).to_vec();
+        self.t
+            .exec_end(tid, pid, Rc::from(exe.as_slice()), argv, true, now);
+    }
+
+    /// Task `tid` ended with the kernel's exit code (`task_struct.exit_code`: the wait
+    /// status bits).
+    pub fn exit(&mut self, ns: u64, tid: i32, code: i32) {
+        let now = self.ts(ns);
+        let st = if code & 0x7f == 0 {
+            ExitStatus::Code((code >> 8) & 0xff)
+        } else {
+            ExitStatus::Signal {
+                signal: code & 0x7f,
+                core: code & 0x80 != 0,
+            }
+        };
+        self.t.task_exited(tid, st, now);
+    }
+
+    /// Signal `sig` was delivered to `tid` of `pid`.
+    pub fn signal(&mut self, ns: u64, pid: i32, tid: i32, sig: i32) {
+        if !self.t.tasks.contains_key(&tid) {
+            return;
+        }
+        let ts = self.ts(ns);
+        self.t.push(Record::Signal(Signal {
+            ts,
+            pid: pid as u32,
+            tid: tid as u32,
+            signal: sig,
+        }));
+    }
+
+    /// Bytes an agent wrote to its channel.
+    pub fn agent(&mut self, bytes: &[u8]) {
+        self.t.stacks.agents().feed(bytes);
+    }
+
+    /// `count` records the kernel could not hand over (its buffer was full).
+    pub fn lost(&mut self, ns: u64, count: u64) {
+        let ts = self.ts(ns);
+        self.t.push(Record::Lost(Lost {
+            ts,
+            pid: 0,
+            count,
+            reason: LostReason::BufferFull,
+        }));
+    }
+
+    /// Decodes one call, reading its memory from `snapshot()`.
+    pub fn call(&mut self, c: &RawCall<'_>) {
+        let Some(sys) = arch::sys_of(c.nr) else {
+            return;
+        };
+        let (tid, enter, now) = (c.tid, self.ts(c.enter_ns), self.ts(c.exit_ns));
+        if !self.t.tasks.contains_key(&tid) {
+            // Its fork report was lost, or it raced our start: adopt it.
+            self.unknown_tasks += 1;
+            if !self.t.procs.contains_key(&c.pid) {
+                let cwd = crate::kernel::readlink(format!("/proc/{}/cwd", c.pid).as_bytes())
+                    .unwrap_or_else(|_| b"/".to_vec());
+                self.t
+                    .add_process(c.pid, Rc::from(cwd.as_slice()), FdTable::default());
+            }
+            let mut t = task(c.pid);
+            t.pre_exec = false;
+            self.t.tasks.insert(tid, t);
+        }
+        let Some(pid) = self.t.tasks.get(&tid).map(|t| t.pid) else {
+            return;
+        };
+        if c.unfinished {
+            let e = self.t.decode_entry(tid, pid, sys, c.args, enter);
+            self.t.unfinished(tid, e, now);
+            return;
+        }
+        if matches!(sys, Sys::Execve | Sys::Execveat) && c.ret == 0 {
+            // A successful exec: the kernel reported the program and its arguments.
+            let info = self.t.tasks.get_mut(&tid).and_then(|t| t.exec_info.take());
+            if let Some((exe, argv)) = info {
+                let mut s = Syscall::new(enter, pid as u32, tid as u32, sys);
+                s.dur = now.saturating_sub(enter);
+                s.ret = c.ret;
+                s.path = Some(self.t.w.intern(&exe));
+                s.payload = Some(self.t.w.intern(&argv));
+                self.t.push(Record::Syscall(s));
+                return;
+            }
+        }
+        let mut e = self.t.decode_entry(tid, pid, sys, c.args, enter);
+        e.at_exit = true;
+        e.call.stack = self
+            .t
+            .stacks
+            .capture_ips(&mut self.t.w, pid, tid, c.ips, e.call.path);
+        self.t.exit(tid, e, c.ret, now);
+    }
+
+    /// Forgets tasks that no longer exist although their end never arrived (lost with a
+    /// full buffer). Returns how many.
+    pub fn forget_vanished(&mut self) -> usize {
+        let gone: Vec<Tid> = self
+            .t
+            .tasks
+            .keys()
+            .copied()
+            .filter(|t| !std::path::Path::new(&format!("/proc/{t}")).exists())
+            .collect();
+        for t in &gone {
+            self.t.tasks.remove(t);
+        }
+        if !gone.is_empty() {
+            self.t.warn_once(
+                "vanished",
+                format!(
+                    "{} tasks ended without their end being recorded",
+                    gone.len()
+                ),
+            );
+        }
+        gone.len()
+    }
+
+    /// Tasks still running (attach mode ends with some).
+    pub fn tasks(&self) -> usize {
+        self.t.tasks.len()
+    }
+
+    /// The exit status of the program dejavu started, from waiting for it.
+    pub fn set_exit(&mut self, st: ExitStatus) {
+        self.t.out.exit = Some(st);
+    }
+
+    /// A warning for the end of the recording (once per key).
+    pub fn warn_once(&mut self, key: &'static str, msg: String) {
+        self.t.warn_once(key, msg);
+    }
+
+    /// A remark for the trace's end block.
+    pub fn note(&mut self, msg: String) {
+        self.t.out.notes.push(msg);
+    }
+
+    /// Ends the recording: writes the end block.
+    pub fn finish(mut self, detached: bool) -> Result<(Outcome, W), RecordError> {
+        self.t.out.detached = detached;
+        self.t.tasks.clear();
+        self.t.finish()
+    }
+}
+
+fn task(pid: Tid) -> Task {
+    Task {
+        pid,
+        entry: None,
+        pending_ts: None,
+        exec_info: None,
+        pre_exec: true,
+    }
+}
