@@ -125,6 +125,52 @@ pub struct CaptureFlags {
     /// the line that made the calls; `off` is the cheapest recording.
     #[arg(long, value_enum, value_name = "WHEN", default_value = "on")]
     pub stacks: StacksWhen,
+    /// How to record: `ebpf` in the kernel, near native speed (root, or CAP_BPF and
+    /// CAP_PERFMON); `ptrace`, for any user, stopping the program at each traced call;
+    /// `auto` (default, or $DEJAVU_BACKEND): eBPF when permitted, else ptrace, saying which
+    /// on stderr (docs/ebpf-backend.md).
+    #[arg(long, value_enum, value_name = "BACKEND")]
+    pub backend: Option<Backend>,
+    /// eBPF ring buffer size, e.g. 64M (default), 256M, 1G; rounded up to a power of two.
+    /// Records that do not fit are counted as lost and reported, never silently dropped.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "64M")]
+    pub buffer_size: u64,
+}
+
+/// `--backend` values.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// eBPF when permitted, else ptrace.
+    Auto,
+    /// In the kernel (root, or CAP_BPF and CAP_PERFMON).
+    Ebpf,
+    /// ptrace and seccomp (any user).
+    Ptrace,
+}
+
+/// A byte size: a number with an optional K, M or G suffix (powers of 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m = match c.to_ascii_uppercase() {
+                'K' => 1u64 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                _ => return Err(format!("unknown unit {c:?} in {s:?}: use K, M or G")),
+            };
+            (&t[..i], m)
+        }
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("not a size: {s:?} (e.g. 64M)"))?;
+    let bytes = n
+        .checked_mul(mult)
+        .filter(|&b| (4096..=1 << 31).contains(&b))
+        .ok_or_else(|| format!("{s:?} is out of range: from 4K to 2G"))?;
+    Ok(bytes)
 }
 
 /// `--stacks` values.

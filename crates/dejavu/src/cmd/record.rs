@@ -1,6 +1,6 @@
 //! `dejavu record`: run or attach, write the trace, exit with the program's status.
 
-use crate::cli::{CaptureFlags, RecordArgs};
+use crate::cli::{Backend, CaptureFlags, RecordArgs};
 use dejavu_ptrace::{Outcome, RecordOptions, Target};
 use dejavu_trace::{ExitStatus, TraceWriter, WriterOptions};
 use std::path::Path;
@@ -52,10 +52,40 @@ pub fn capture(
             crate::cli::StacksWhen::Off => dejavu_ptrace::StackMode::Off,
         },
     };
-    let (outcome, _file) = dejavu_ptrace::record(target, &opts, |meta| {
-        TraceWriter::create(path, meta, WriterOptions::default())
-    })
-    .map_err(|e| match e {
+    let make =
+        |meta: &dejavu_trace::Meta| TraceWriter::create(path, meta, WriterOptions::default());
+    let eopts = dejavu_ebpf::Options {
+        buffer_bytes: flags.buffer_size,
+    };
+    let result = match backend(flags)? {
+        Backend::Ptrace => dejavu_ptrace::record(target, &opts, make),
+        Backend::Ebpf => dejavu_ebpf::record(target, &opts, &eopts, make),
+        Backend::Auto => match dejavu_ebpf::check() {
+            Ok(()) => match dejavu_ebpf::record(target.clone(), &opts, &eopts, make) {
+                Err(dejavu_ptrace::RecordError::Unavailable { what, .. }) => {
+                    eprintln!("dejavu: recording with ptrace (eBPF failed: {what})");
+                    dejavu_ptrace::record(target, &opts, make)
+                }
+                r => {
+                    if verbose {
+                        eprintln!("dejavu: recorded with eBPF");
+                    }
+                    r
+                }
+            },
+            Err(e) => {
+                if verbose {
+                    let why = match &e {
+                        dejavu_ptrace::RecordError::Unavailable { what, .. } => what.clone(),
+                        e => e.to_string(),
+                    };
+                    eprintln!("dejavu: recording with ptrace (eBPF: {why})");
+                }
+                dejavu_ptrace::record(target, &opts, make)
+            }
+        },
+    };
+    let (outcome, _file) = result.map_err(|e| match e {
         // Only trace-writing errors need the path; the others say all there is.
         dejavu_ptrace::RecordError::Trace(_) => {
             anyhow::Error::from(e).context(format!("recording to {}", path.display()))
@@ -88,6 +118,22 @@ pub fn capture(
         }
     }
     Ok(outcome)
+}
+
+/// The backend to use: --backend, else $DEJAVU_BACKEND, else auto.
+fn backend(flags: &CaptureFlags) -> anyhow::Result<Backend> {
+    if let Some(b) = flags.backend {
+        return Ok(b);
+    }
+    match std::env::var("DEJAVU_BACKEND") {
+        Ok(v) if !v.is_empty() => {
+            use clap::ValueEnum;
+            Backend::from_str(&v, true).map_err(|_| {
+                anyhow::anyhow!("DEJAVU_BACKEND={v:?} is not a backend: use auto, ebpf or ptrace")
+            })
+        }
+        _ => Ok(Backend::Auto),
+    }
 }
 
 /// The program's exit status as a shell reports it (128+N for signal N); says which

@@ -1,0 +1,912 @@
+// SPDX-License-Identifier: GPL-2.0
+/* dejavu's eBPF recorder: the kernel half of the eBPF backend (docs/ebpf-backend.md).
+ *
+ * It follows the traced program's process tree in the kernel (sched_process_fork adds
+ * every child of a traced process to `traced`, sched_process_exit removes it), filters
+ * each syscall by number (`wanted`) and by process before doing any work, and at the
+ * syscall's exit copies what user space needs to decode the call exactly as the ptrace
+ * backend does: the registers, the strings and buffers the call read or wrote (paths,
+ * stat answers, write prefixes, iovecs...), and for every new descriptor the identity of
+ * the file behind it. Records go to one ring buffer without waking the reader; the reader
+ * polls on a timer, and is woken early only when the buffer is filling up.
+ *
+ * Record layouts are mirrored in src/event.rs; keep the two in step. */
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include "types.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define NR_MAX 512
+#define BUF_SIZE 32768
+/* Blobs start below OFF_LIMIT; each is at most 16 + 4096 bytes, so a record never
+ * reaches BUF_SIZE. */
+#define OFF_LIMIT 16384
+#define OFF_MASK (OFF_LIMIT - 1)
+#define STR_MAX 4096
+#define MEM_MAX 4096
+#define ARGV_LIMIT 12288
+#define MAX_IPS 32
+#define MAX_IOV 64
+#define PAYLOAD_IOV 4
+
+/* Record kinds. */
+#define EV_CALL 1
+#define EV_FORK 2
+#define EV_EXEC 3
+#define EV_EXIT 4
+#define EV_SIGNAL 5
+#define EV_AGENT 6
+
+/* Blob kinds and flags. */
+#define B_MEM 1
+#define B_STR 2
+#define B_FDSTAT 3
+#define B_ARGV 4
+#define BF_FAULT 1
+#define BF_TRUNC 2
+
+/* CALL flags. */
+#define CF_UNFINISHED 1
+#define CF_NO_ENTER 2
+
+/* `wanted` bits. */
+#define W_TRACE 1
+
+/* x86_64 syscall numbers the kernel side treats specially. */
+#define NR_read 0
+#define NR_write 1
+#define NR_open 2
+#define NR_stat 4
+#define NR_fstat 5
+#define NR_lstat 6
+#define NR_pwrite64 18
+#define NR_readv 19
+#define NR_writev 20
+#define NR_access 21
+#define NR_pipe 22
+#define NR_dup 32
+#define NR_dup2 33
+#define NR_sendfile 40
+#define NR_socket 41
+#define NR_connect 42
+#define NR_accept 43
+#define NR_execve 59
+#define NR_fcntl 72
+#define NR_truncate 76
+#define NR_chdir 80
+#define NR_rename 82
+#define NR_mkdir 83
+#define NR_rmdir 84
+#define NR_creat 85
+#define NR_link 86
+#define NR_unlink 87
+#define NR_symlink 88
+#define NR_readlink 89
+#define NR_chmod 90
+#define NR_chown 92
+#define NR_lchown 94
+#define NR_openat 257
+#define NR_mkdirat 258
+#define NR_fchownat 260
+#define NR_newfstatat 262
+#define NR_unlinkat 263
+#define NR_renameat 264
+#define NR_linkat 265
+#define NR_symlinkat 266
+#define NR_readlinkat 267
+#define NR_fchmodat 268
+#define NR_faccessat 269
+#define NR_utimensat 280
+#define NR_accept4 288
+#define NR_dup3 292
+#define NR_pipe2 293
+#define NR_preadv 295
+#define NR_pwritev 296
+#define NR_renameat2 316
+#define NR_memfd_create 319
+#define NR_execveat 322
+#define NR_preadv2 327
+#define NR_pwritev2 328
+#define NR_statx 332
+#define NR_openat2 437
+#define NR_faccessat2 439
+#define NR_fchmodat2 452
+
+#define S_IFMT 00170000
+#define S_IFREG 0100000
+#define O_APPEND 02000
+#define AT_EMPTY_PATH 0x1000
+
+struct config {
+	u32 payload_bytes; /* write prefix kept, at most MEM_MAX */
+	s32 agent_fd;      /* the language agents' channel descriptor, -1 for none */
+	u32 stack_frames;  /* user frames to record, 0 for none */
+	u32 wake_bytes;    /* wake the reader when this much is waiting */
+	u32 open_identity; /* record the identity of each new descriptor's file */
+	u32 pad;
+};
+
+struct hdr {
+	u32 kind;
+	u32 size;
+	u64 ts;
+	u32 pid;
+	u32 tid;
+};
+
+struct call_ev {
+	struct hdr h;
+	u64 enter_ts;
+	s64 ret;
+	u64 args[6];
+	u32 nr;
+	u16 nips;
+	u16 flags;
+	u64 pad;
+};
+
+/* A copy of user memory (or kernel facts). Its data follows, padded to 8 bytes; a string's
+ * data includes its NUL, so it takes pad8(len + 1). */
+struct blob {
+	u64 addr;
+	u32 len;
+	u16 kind;
+	u16 flags;
+};
+
+struct fdstat {
+	u32 dev;
+	u32 mode;
+	u64 ino;
+	s64 size;
+	u32 nlink;
+	u32 uid;
+	u32 gid;
+	u32 rdev;
+	s64 mtime_sec;
+	s64 mtime_nsec;
+	s64 ctime_sec;
+	s64 ctime_nsec;
+	u32 f_flags;
+	u32 pad;
+};
+
+struct fork_ev {
+	struct hdr h;
+	u32 child_pid;
+	u32 child_tid;
+	u64 flags;
+};
+
+struct exec_ev {
+	struct hdr h;
+	u32 old_pid;
+	u32 fname_len;
+	u32 argv_len;
+	u32 flags;
+};
+
+struct exit_ev {
+	struct hdr h;
+	s32 exit_code;
+	u32 group_dead;
+};
+
+struct signal_ev {
+	struct hdr h;
+	s32 sig;
+	u32 pad;
+};
+
+struct agent_ev {
+	struct hdr h;
+	u32 len;
+	u32 pad;
+};
+
+struct inflight {
+	u64 ts;
+	u64 nr;
+};
+
+struct scratch {
+	u8 buf[BUF_SIZE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 32 << 20); /* resized by the loader (--buffer-size) */
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u32);
+	__type(value, u8);
+} traced SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u32);
+	__type(value, struct inflight);
+} inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NR_MAX);
+	__type(key, u32);
+	__type(value, u8);
+} wanted SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct config);
+} config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+/* Records the ring buffer had no room for, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} lost SEC(".maps");
+
+static __always_inline struct config *cfg(void)
+{
+	u32 zero = 0;
+	return bpf_map_lookup_elem(&config, &zero);
+}
+
+static __always_inline u8 *scratch_buf(void)
+{
+	u32 zero = 0;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	return s ? s->buf : 0;
+}
+
+/* Sends `size` bytes of the scratch buffer; counts a loss when there is no room. */
+static __always_inline void submit(u8 *buf, u32 size, struct config *c)
+{
+	u64 flags = BPF_RB_NO_WAKEUP;
+	size &= (BUF_SIZE - 1);
+	if (c && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= c->wake_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(&events, buf, size, flags) != 0) {
+		u32 zero = 0;
+		u64 *n = bpf_map_lookup_elem(&lost, &zero);
+		if (n)
+			*n += 1;
+	}
+}
+
+static __always_inline u32 pad8(u32 n)
+{
+	return (n + 7) & ~7u;
+}
+
+/* A NUL-terminated string of user memory at `addr`. */
+static __always_inline u32 blob_str(u8 *buf, u32 off, u64 addr)
+{
+	if (off > OFF_MASK)
+		return off;
+	off &= OFF_MASK;
+	struct blob *b = (struct blob *)(buf + off);
+	long n = bpf_probe_read_user_str(buf + off + sizeof(*b), STR_MAX, (const void *)addr);
+	b->addr = addr;
+	b->kind = B_STR;
+	if (n <= 0) {
+		b->len = 0;
+		b->flags = BF_FAULT;
+		return off + sizeof(*b) + 8; /* as for an empty string */
+	}
+	b->len = n - 1;
+	b->flags = n >= STR_MAX ? BF_TRUNC : 0;
+	return off + sizeof(*b) + pad8(n);
+}
+
+/* `len` bytes of user memory at `addr` (at most MEM_MAX). */
+static __always_inline u32 blob_mem(u8 *buf, u32 off, u64 addr, u64 len)
+{
+	if (off > OFF_MASK)
+		return off;
+	off &= OFF_MASK;
+	struct blob *b = (struct blob *)(buf + off);
+	u32 flags = 0;
+	if (len > MEM_MAX) {
+		len = MEM_MAX;
+		flags = BF_TRUNC;
+	}
+	len &= (2 * MEM_MAX - 1);
+	if (len > MEM_MAX)
+		len = MEM_MAX;
+	b->addr = addr;
+	b->kind = B_MEM;
+	if (bpf_probe_read_user(buf + off + sizeof(*b), len, (const void *)addr) != 0) {
+		b->len = 0;
+		b->flags = BF_FAULT;
+		return off + sizeof(*b);
+	}
+	b->len = len;
+	b->flags = flags;
+	return off + sizeof(*b) + pad8(len);
+}
+
+static __always_inline struct file *fd_file(struct task_struct *t, s64 fd)
+{
+	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+	if (!fdt || fd < 0)
+		return 0;
+	unsigned int max = BPF_CORE_READ(fdt, max_fds);
+	if ((u64)fd >= max)
+		return 0;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = 0;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+/* The identity of the file behind descriptor `fd` (the stat the ptrace backend takes
+ * through /proc/PID/fd/FD). */
+static __always_inline u32 blob_fdstat(u8 *buf, u32 off, struct task_struct *t, s64 fd)
+{
+	if (off > OFF_MASK)
+		return off;
+	off &= OFF_MASK;
+	struct file *f = fd_file(t, fd);
+	if (!f)
+		return off;
+	struct inode *ino = BPF_CORE_READ(f, f_inode);
+	if (!ino)
+		return off;
+	struct blob *b = (struct blob *)(buf + off);
+	struct fdstat *s = (struct fdstat *)(buf + off + sizeof(*b));
+	b->addr = fd;
+	b->len = sizeof(*s);
+	b->kind = B_FDSTAT;
+	b->flags = 0;
+	s->dev = BPF_CORE_READ(ino, i_sb, s_dev);
+	s->mode = BPF_CORE_READ(ino, i_mode);
+	s->ino = BPF_CORE_READ(ino, i_ino);
+	s->size = BPF_CORE_READ(ino, i_size);
+	s->nlink = BPF_CORE_READ(ino, __i_nlink);
+	s->uid = BPF_CORE_READ(ino, i_uid.val);
+	s->gid = BPF_CORE_READ(ino, i_gid.val);
+	s->rdev = BPF_CORE_READ(ino, i_rdev);
+	if (bpf_core_field_exists(ino->i_mtime_sec)) {
+		s->mtime_sec = BPF_CORE_READ(ino, i_mtime_sec);
+		s->mtime_nsec = BPF_CORE_READ(ino, i_mtime_nsec);
+		s->ctime_sec = BPF_CORE_READ(ino, i_ctime_sec);
+		/* Multigrain timestamps (6.13+) keep a flag in bit 31 (I_CTIME_QUERIED). */
+		s->ctime_nsec = BPF_CORE_READ(ino, i_ctime_nsec) & 0x3fffffff;
+	} else if (bpf_core_field_exists(((struct inode___v67 *)ino)->__i_mtime)) {
+		struct inode___v67 *i = (void *)ino;
+		s->mtime_sec = BPF_CORE_READ(i, __i_mtime.tv_sec);
+		s->mtime_nsec = BPF_CORE_READ(i, __i_mtime.tv_nsec);
+		s->ctime_sec = BPF_CORE_READ(i, __i_ctime.tv_sec);
+		s->ctime_nsec = BPF_CORE_READ(i, __i_ctime.tv_nsec);
+	} else if (bpf_core_field_exists(((struct inode___v66 *)ino)->__i_ctime)) {
+		struct inode___v66 *i = (void *)ino;
+		s->mtime_sec = BPF_CORE_READ(i, i_mtime.tv_sec);
+		s->mtime_nsec = BPF_CORE_READ(i, i_mtime.tv_nsec);
+		s->ctime_sec = BPF_CORE_READ(i, __i_ctime.tv_sec);
+		s->ctime_nsec = BPF_CORE_READ(i, __i_ctime.tv_nsec);
+	} else {
+		struct inode___old *i = (void *)ino;
+		s->mtime_sec = BPF_CORE_READ(i, i_mtime.tv_sec);
+		s->mtime_nsec = BPF_CORE_READ(i, i_mtime.tv_nsec);
+		s->ctime_sec = BPF_CORE_READ(i, i_ctime.tv_sec);
+		s->ctime_nsec = BPF_CORE_READ(i, i_ctime.tv_nsec);
+	}
+	s->f_flags = BPF_CORE_READ(f, f_flags);
+	s->pad = 0;
+	return off + sizeof(*b) + sizeof(*s);
+}
+
+/* Whether a write on `fd` keeps a payload prefix: everything but a regular file opened
+ * without O_APPEND (user space decides finally, from its descriptor table). */
+static __always_inline int wants_payload(struct task_struct *t, s64 fd)
+{
+	struct file *f = fd_file(t, fd);
+	if (!f)
+		return 1;
+	unsigned int flags = BPF_CORE_READ(f, f_flags);
+	unsigned short mode = BPF_CORE_READ(f, f_inode, i_mode);
+	return (mode & S_IFMT) != S_IFREG || (flags & O_APPEND);
+}
+
+/* execve's argv, NUL-joined, as one blob (a failed exec: its memory is still there). */
+static __always_inline u32 blob_argv(u8 *buf, u32 off, u64 argv)
+{
+	if (off > OFF_MASK)
+		return off;
+	off &= OFF_MASK;
+	struct blob *b = (struct blob *)(buf + off);
+	u32 at = 0;
+	u16 flags = 0;
+	b->addr = argv;
+	b->kind = B_ARGV;
+	for (int i = 0; i < 64; i++) {
+		u64 p = 0;
+		if (!argv || bpf_probe_read_user(&p, sizeof(p), (const void *)(argv + i * 8)) != 0 ||
+		    !p)
+			break;
+		if (at >= ARGV_LIMIT || off + sizeof(*b) + at > OFF_MASK) {
+			flags = BF_TRUNC;
+			break;
+		}
+		u32 pos = (off + sizeof(*b) + at) & (BUF_SIZE / 2 - 1);
+		long n = bpf_probe_read_user_str(buf + pos, 1024, (const void *)p);
+		if (n <= 0)
+			break;
+		at += n;
+		if (i == 63)
+			flags = BF_TRUNC;
+	}
+	b->len = at;
+	b->flags = flags;
+	return off + sizeof(*b) + pad8(at);
+}
+
+/* Up to PAYLOAD_IOV iovecs' data, up to `want` bytes: the payload of a vectored write. */
+static __always_inline u32 blob_iov_payload(u8 *buf, u32 off, u64 iov, u64 cnt, u64 want)
+{
+	for (int i = 0; i < PAYLOAD_IOV; i++) {
+		if (i >= cnt || want == 0)
+			break;
+		u64 v[2] = {};
+		if (bpf_probe_read_user(v, sizeof(v), (const void *)(iov + i * 16)) != 0)
+			break;
+		u64 n = v[1] < want ? v[1] : want;
+		if (n == 0)
+			continue;
+		off = blob_mem(buf, off, v[0], n);
+		want -= n;
+	}
+	return off;
+}
+
+SEC("raw_tp/sys_enter")
+int on_sys_enter(struct bpf_raw_tracepoint_args *ctx)
+{
+	u64 nr = ctx->args[1];
+	if (nr >= NR_MAX)
+		return 0;
+	u32 k = nr;
+	u8 *w = bpf_map_lookup_elem(&wanted, &k);
+	if (!w || !(*w & W_TRACE))
+		return 0;
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32, tid = (u32)id;
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	struct inflight v = { .ts = bpf_ktime_get_ns(), .nr = nr };
+	bpf_map_update_elem(&inflight, &tid, &v, BPF_ANY);
+	return 0;
+}
+
+/* The channel's write: the agents' report, in order with the calls around it. */
+static __always_inline void agent_write(u8 *buf, struct config *c, u64 id, u64 data, s64 ret)
+{
+	if (ret <= 0)
+		return;
+	struct agent_ev *e = (void *)buf;
+	u64 len = ret > MEM_MAX ? MEM_MAX : ret;
+	len &= (2 * MEM_MAX - 1);
+	if (len > MEM_MAX)
+		len = MEM_MAX;
+	if (bpf_probe_read_user(buf + sizeof(*e), len, (const void *)data) != 0)
+		return;
+	e->h.kind = EV_AGENT;
+	e->h.ts = bpf_ktime_get_ns();
+	e->h.pid = id >> 32;
+	e->h.tid = (u32)id;
+	e->len = len;
+	e->pad = 0;
+	e->h.size = sizeof(*e) + pad8(len);
+	submit(buf, e->h.size, c);
+}
+
+SEC("raw_tp/sys_exit")
+int on_sys_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id;
+	struct inflight *v = bpf_map_lookup_elem(&inflight, &tid);
+	if (!v)
+		return 0;
+	u64 enter_ts = v->ts, nr = v->nr;
+	bpf_map_delete_elem(&inflight, &tid);
+	struct config *c = cfg();
+	u8 *buf = scratch_buf();
+	if (!c || !buf)
+		return 0;
+	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+	s64 ret = ctx->args[1];
+	u64 a[6];
+	a[0] = BPF_CORE_READ(regs, di);
+	a[1] = BPF_CORE_READ(regs, si);
+	a[2] = BPF_CORE_READ(regs, dx);
+	a[3] = BPF_CORE_READ(regs, r10);
+	a[4] = BPF_CORE_READ(regs, r8);
+	a[5] = BPF_CORE_READ(regs, r9);
+
+	/* The agents' own calls on their channel: not the program's. */
+	if (c->agent_fd >= 0 && (s64)(s32)a[0] == c->agent_fd) {
+		if (nr == NR_write) {
+			agent_write(buf, c, id, a[1], ret);
+			return 0;
+		}
+		if (nr == NR_writev || nr == NR_fstat || nr == NR_newfstatat || nr == NR_statx)
+			return 0;
+	}
+
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct call_ev *e = (void *)buf;
+	e->h.kind = EV_CALL;
+	e->h.ts = bpf_ktime_get_ns();
+	e->h.pid = id >> 32;
+	e->h.tid = tid;
+	e->enter_ts = enter_ts;
+	e->ret = ret;
+	for (int i = 0; i < 6; i++)
+		e->args[i] = a[i];
+	e->nr = nr;
+	e->nips = 0;
+	e->flags = 0;
+	e->pad = 0;
+	u32 off = sizeof(*e);
+	u32 frames = c->stack_frames;
+	if (frames > 0) {
+		if (frames > MAX_IPS)
+			frames = MAX_IPS;
+		long n = bpf_get_stack(ctx, buf + sizeof(*e), frames * 8, BPF_F_USER_STACK);
+		if (n > 0) {
+			e->nips = n / 8;
+			off += n & ~7;
+		}
+	}
+	u64 pay = c->payload_bytes;
+	int ok = ret >= 0;
+
+	switch (nr) {
+	case NR_open:
+	case NR_creat:
+	case NR_memfd_create:
+		off = blob_str(buf, off, a[0]);
+		if (ok && c->open_identity)
+			off = blob_fdstat(buf, off, t, ret);
+		break;
+	case NR_openat:
+		off = blob_str(buf, off, a[1]);
+		if (ok && c->open_identity)
+			off = blob_fdstat(buf, off, t, ret);
+		break;
+	case NR_openat2:
+		off = blob_str(buf, off, a[1]);
+		off = blob_mem(buf, off, a[2], 24);
+		if (ok && c->open_identity)
+			off = blob_fdstat(buf, off, t, ret);
+		break;
+	case NR_stat:
+	case NR_lstat:
+		off = blob_str(buf, off, a[0]);
+		if (ok)
+			off = blob_mem(buf, off, a[1], 144);
+		break;
+	case NR_fstat:
+		if (ok)
+			off = blob_mem(buf, off, a[1], 144);
+		break;
+	case NR_newfstatat:
+		off = blob_str(buf, off, a[1]);
+		if (ok)
+			off = blob_mem(buf, off, a[2], 144);
+		break;
+	case NR_statx:
+		off = blob_str(buf, off, a[1]);
+		if (ok)
+			off = blob_mem(buf, off, a[4], 256);
+		break;
+	case NR_access:
+	case NR_mkdir:
+	case NR_rmdir:
+	case NR_unlink:
+	case NR_chdir:
+	case NR_chmod:
+	case NR_chown:
+	case NR_lchown:
+	case NR_truncate:
+		off = blob_str(buf, off, a[0]);
+		break;
+	case NR_faccessat:
+	case NR_faccessat2:
+	case NR_mkdirat:
+	case NR_unlinkat:
+	case NR_fchmodat:
+	case NR_fchmodat2:
+	case NR_fchownat:
+		off = blob_str(buf, off, a[1]);
+		break;
+	case NR_utimensat:
+		if (a[1])
+			off = blob_str(buf, off, a[1]);
+		break;
+	case NR_readlink:
+		off = blob_str(buf, off, a[0]);
+		if (ret > 0)
+			off = blob_mem(buf, off, a[1], ret);
+		break;
+	case NR_readlinkat:
+		off = blob_str(buf, off, a[1]);
+		if (ret > 0)
+			off = blob_mem(buf, off, a[2], ret);
+		break;
+	case NR_rename:
+	case NR_link:
+		off = blob_str(buf, off, a[0]);
+		off = blob_str(buf, off, a[1]);
+		break;
+	case NR_renameat:
+	case NR_renameat2:
+	case NR_linkat:
+		off = blob_str(buf, off, a[1]);
+		off = blob_str(buf, off, a[3]);
+		break;
+	case NR_symlink:
+		off = blob_str(buf, off, a[0]);
+		off = blob_str(buf, off, a[1]);
+		break;
+	case NR_symlinkat:
+		off = blob_str(buf, off, a[0]);
+		off = blob_str(buf, off, a[2]);
+		break;
+	case NR_write:
+	case NR_pwrite64:
+		if (ret > 0 && pay > 0 && wants_payload(t, a[0]))
+			off = blob_mem(buf, off, a[1], (u64)ret < pay ? (u64)ret : pay);
+		break;
+	case NR_readv:
+	case NR_preadv:
+	case NR_preadv2:
+		off = blob_mem(buf, off, a[1], (a[2] < MAX_IOV ? a[2] : MAX_IOV) * 16);
+		break;
+	case NR_writev:
+	case NR_pwritev:
+	case NR_pwritev2:
+		off = blob_mem(buf, off, a[1], (a[2] < MAX_IOV ? a[2] : MAX_IOV) * 16);
+		if (ret > 0 && pay > 0 && wants_payload(t, a[0]))
+			off = blob_iov_payload(buf, off, a[1], a[2], (u64)ret < pay ? (u64)ret : pay);
+		break;
+	case NR_pipe:
+	case NR_pipe2:
+		if (ok) {
+			s32 fds[2] = {};
+			off = blob_mem(buf, off, a[0], 8);
+			if (bpf_probe_read_user(fds, sizeof(fds), (const void *)a[0]) == 0) {
+				off = blob_fdstat(buf, off, t, fds[0]);
+				off = blob_fdstat(buf, off, t, fds[1]);
+			}
+		}
+		break;
+	case NR_socket:
+	case NR_accept:
+	case NR_accept4:
+		if (ok)
+			off = blob_fdstat(buf, off, t, ret);
+		break;
+	case NR_connect:
+		off = blob_mem(buf, off, a[1], a[2] < 110 ? a[2] : 110);
+		break;
+	case NR_sendfile:
+		if (a[2])
+			off = blob_mem(buf, off, a[2], 8);
+		break;
+	case NR_execve:
+		if (!ok) {
+			off = blob_str(buf, off, a[0]);
+			off = blob_argv(buf, off, a[1]);
+		}
+		break;
+	case NR_execveat:
+		if (!ok) {
+			off = blob_str(buf, off, a[1]);
+			off = blob_argv(buf, off, a[2]);
+		}
+		break;
+	}
+	e->h.size = off;
+	submit(buf, off, c);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	u32 ptgid = BPF_CORE_READ(parent, tgid);
+	if (!bpf_map_lookup_elem(&traced, &ptgid))
+		return 0;
+	u32 cpid = BPF_CORE_READ(child, tgid), ctid = BPF_CORE_READ(child, pid);
+	u64 flags = 0;
+	if (cpid == ptgid)
+		flags |= 1; /* a thread */
+	if (BPF_CORE_READ(child, files) == BPF_CORE_READ(parent, files))
+		flags |= 2; /* CLONE_FILES */
+	if (BPF_CORE_READ(child, fs) == BPF_CORE_READ(parent, fs))
+		flags |= 4; /* CLONE_FS */
+	if (BPF_CORE_READ(child, mm) == BPF_CORE_READ(parent, mm))
+		flags |= 8; /* CLONE_VM */
+	if (cpid != ptgid) {
+		u8 one = 1;
+		bpf_map_update_elem(&traced, &cpid, &one, BPF_ANY);
+	}
+	struct fork_ev *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		u32 zero = 0;
+		u64 *n = bpf_map_lookup_elem(&lost, &zero);
+		if (n)
+			*n += 1;
+		return 0;
+	}
+	u64 id = bpf_get_current_pid_tgid();
+	e->h.kind = EV_FORK;
+	e->h.size = sizeof(*e);
+	e->h.ts = bpf_ktime_get_ns();
+	e->h.pid = ptgid;
+	e->h.tid = (u32)id;
+	e->child_pid = cpid;
+	e->child_tid = ctid;
+	e->flags = flags;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	u32 tgid = BPF_CORE_READ(p, tgid);
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	u32 pid = BPF_CORE_READ(p, pid);
+	if ((u32)old_pid != pid) {
+		/* A non-leader thread exec'd and took the leader's tid: its execve returns
+		 * under the new tid. */
+		u32 old = old_pid;
+		struct inflight *v = bpf_map_lookup_elem(&inflight, &old);
+		if (v) {
+			struct inflight copy = *v;
+			bpf_map_update_elem(&inflight, &pid, &copy, BPF_ANY);
+			bpf_map_delete_elem(&inflight, &old);
+		}
+	}
+	u8 *buf = scratch_buf();
+	struct config *c = cfg();
+	if (!buf)
+		return 0;
+	struct exec_ev *e = (void *)buf;
+	e->h.kind = EV_EXEC;
+	e->h.ts = bpf_ktime_get_ns();
+	e->h.pid = tgid;
+	e->h.tid = pid;
+	e->old_pid = old_pid;
+	e->flags = 0;
+	const char *fname = BPF_CORE_READ(bprm, filename);
+	long n = bpf_probe_read_kernel_str(buf + sizeof(*e), STR_MAX, fname);
+	if (n < 0)
+		n = 0;
+	u32 flen = n > 0 ? n - 1 : 0;
+	e->fname_len = flen;
+	u32 off = (sizeof(*e) + pad8(flen + 1)) & OFF_MASK;
+	unsigned long start = BPF_CORE_READ(p, mm, arg_start);
+	unsigned long end = BPF_CORE_READ(p, mm, arg_end);
+	u64 len = end > start ? end - start : 0;
+	if (len > ARGV_LIMIT) {
+		len = ARGV_LIMIT;
+		e->flags = BF_TRUNC;
+	}
+	len &= (OFF_LIMIT - 1);
+	if (len > ARGV_LIMIT)
+		len = ARGV_LIMIT;
+	if (bpf_probe_read_user(buf + off, len, (const void *)start) != 0)
+		len = 0;
+	e->argv_len = len;
+	e->h.size = off + pad8(len);
+	submit(buf, e->h.size, c);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	u32 tgid = BPF_CORE_READ(p, tgid);
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	u32 tid = BPF_CORE_READ(p, pid);
+	struct config *c = cfg();
+	u8 *buf = scratch_buf();
+	struct inflight *v = bpf_map_lookup_elem(&inflight, &tid);
+	if (v && buf) {
+		/* Inside a traced call that never returns: its arguments are still in the
+		 * saved registers, but its memory may be gone. */
+		struct call_ev *e = (void *)buf;
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(p);
+		e->h.kind = EV_CALL;
+		e->h.size = sizeof(*e);
+		e->h.ts = bpf_ktime_get_ns();
+		e->h.pid = tgid;
+		e->h.tid = tid;
+		e->enter_ts = v->ts;
+		e->ret = 0;
+		e->args[0] = BPF_CORE_READ(regs, di);
+		e->args[1] = BPF_CORE_READ(regs, si);
+		e->args[2] = BPF_CORE_READ(regs, dx);
+		e->args[3] = BPF_CORE_READ(regs, r10);
+		e->args[4] = BPF_CORE_READ(regs, r8);
+		e->args[5] = BPF_CORE_READ(regs, r9);
+		e->nr = v->nr;
+		e->nips = 0;
+		e->flags = CF_UNFINISHED;
+		e->pad = 0;
+		submit(buf, sizeof(*e), c);
+	}
+	bpf_map_delete_elem(&inflight, &tid);
+	int live = BPF_CORE_READ(p, signal, live.counter);
+	struct exit_ev *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (e) {
+		e->h.kind = EV_EXIT;
+		e->h.size = sizeof(*e);
+		e->h.ts = bpf_ktime_get_ns();
+		e->h.pid = tgid;
+		e->h.tid = tid;
+		e->exit_code = BPF_CORE_READ(p, exit_code);
+		e->group_dead = live == 0;
+		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	} else {
+		u32 zero = 0;
+		u64 *n = bpf_map_lookup_elem(&lost, &zero);
+		if (n)
+			*n += 1;
+	}
+	if (live == 0)
+		bpf_map_delete_elem(&traced, &tgid);
+	return 0;
+}
+
+SEC("tp_btf/signal_deliver")
+int BPF_PROG(on_signal, int sig)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32;
+	if (!bpf_map_lookup_elem(&traced, &tgid))
+		return 0;
+	struct signal_ev *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		u32 zero = 0;
+		u64 *n = bpf_map_lookup_elem(&lost, &zero);
+		if (n)
+			*n += 1;
+		return 0;
+	}
+	e->h.kind = EV_SIGNAL;
+	e->h.size = sizeof(*e);
+	e->h.ts = bpf_ktime_get_ns();
+	e->h.pid = tgid;
+	e->h.tid = (u32)id;
+	e->sig = sig;
+	e->pad = 0;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return 0;
+}

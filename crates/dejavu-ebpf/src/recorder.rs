@@ -1,0 +1,540 @@
+//! Loading the kernel half, starting or attaching to the program, and the reader loop.
+
+use crate::event::{self, CF_UNFINISHED};
+use crate::{unavailable, Options};
+use aya::maps::{Array, HashMap, MapData, PerCpuArray, RingBuf};
+use aya::programs::{BtfTracePoint, RawTracePoint};
+use aya::{Btf, Ebpf, EbpfLoader};
+use dejavu_ptrace::feed::{Feed, NewTask, RawCall};
+use dejavu_ptrace::kernel;
+use dejavu_ptrace::{arch, signals, spawn, Outcome, RecordError, RecordOptions, Target};
+use dejavu_trace::{ExitStatus, Meta, TraceError, TraceWriter};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStringExt;
+use std::time::{Duration, Instant};
+
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/dejavu.bpf.o"));
+
+/// How long the reader sleeps between looks at the ring buffer, unless the kernel half
+/// wakes it because the buffer is a quarter full.
+const POLL: Duration = Duration::from_millis(10);
+/// User stack frames recorded per call (frame-pointer walk in the kernel).
+const STACK_FRAMES: u32 = 32;
+/// Most bytes of a write payload the kernel half copies.
+pub const PAYLOAD_MAX: u32 = 4096;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct Config {
+    payload_bytes: u32,
+    agent_fd: i32,
+    stack_frames: u32,
+    wake_bytes: u32,
+    open_identity: u32,
+    pad: u32,
+}
+
+// SAFETY: plain integers, no padding (six u32/i32), as the BPF side's struct config.
+unsafe impl aya::Pod for Config {}
+
+struct Loaded {
+    bpf: Ebpf,
+    ring: RingBuf<MapData>,
+    traced: HashMap<MapData, u32, u8>,
+    lost: PerCpuArray<MapData, u64>,
+    ring_bytes: u32,
+}
+
+fn load_error(what: &str, e: impl std::fmt::Display) -> RecordError {
+    let msg = e.to_string();
+    let perm = msg.contains("Operation not permitted") || msg.contains("EPERM");
+    unavailable(
+        format!("{what}: {msg}"),
+        if perm {
+            "The kernel refused: run dejavu as root (or with CAP_BPF and CAP_PERFMON)."
+        } else {
+            "The kernel rejected dejavu's BPF program; please report this with `uname -r`."
+        },
+    )
+}
+
+fn load(eopts: &Options) -> Result<Loaded, RecordError> {
+    let ring_bytes = eopts
+        .buffer_bytes
+        .max(4096)
+        .checked_next_power_of_two()
+        .filter(|&n| n <= 1 << 31)
+        .ok_or_else(|| unavailable("--buffer-size is too large", "At most 2 GiB."))?
+        as u32;
+    let mut bpf = EbpfLoader::new()
+        .set_max_entries("events", ring_bytes)
+        .load(OBJECT)
+        .map_err(|e| load_error("loading the BPF program", e))?;
+    let btf = Btf::from_sys_fs().map_err(|e| load_error("reading the kernel's BTF", e))?;
+    for (prog, tp) in [("on_sys_enter", "sys_enter"), ("on_sys_exit", "sys_exit")] {
+        let p: &mut RawTracePoint = bpf
+            .program_mut(prog)
+            .ok_or_else(|| load_error(prog, "missing from the object"))?
+            .try_into()
+            .map_err(|e| load_error(prog, e))?;
+        p.load().map_err(|e| load_error(prog, e))?;
+        p.attach(tp).map_err(|e| load_error(prog, e))?;
+    }
+    for (prog, tp) in [
+        ("on_fork", "sched_process_fork"),
+        ("on_exec", "sched_process_exec"),
+        ("on_exit", "sched_process_exit"),
+        ("on_signal", "signal_deliver"),
+    ] {
+        let p: &mut BtfTracePoint = bpf
+            .program_mut(prog)
+            .ok_or_else(|| load_error(prog, "missing from the object"))?
+            .try_into()
+            .map_err(|e| load_error(prog, e))?;
+        p.load(tp, &btf).map_err(|e| load_error(prog, e))?;
+        p.attach().map_err(|e| load_error(prog, e))?;
+    }
+    {
+        let mut wanted: Array<_, u8> = Array::try_from(
+            bpf.map_mut("wanted")
+                .ok_or_else(|| load_error("wanted", "missing"))?,
+        )
+        .map_err(|e| load_error("wanted", e))?;
+        for &(nr, _) in arch::table() {
+            wanted
+                .set(nr, 1u8, 0)
+                .map_err(|e| load_error("filling the syscall filter", e))?;
+        }
+    }
+    let ring = RingBuf::try_from(
+        bpf.take_map("events")
+            .ok_or_else(|| load_error("events", "missing"))?,
+    )
+    .map_err(|e| load_error("events", e))?;
+    let traced = HashMap::try_from(
+        bpf.take_map("traced")
+            .ok_or_else(|| load_error("traced", "missing"))?,
+    )
+    .map_err(|e| load_error("traced", e))?;
+    let lost = PerCpuArray::try_from(
+        bpf.take_map("lost")
+            .ok_or_else(|| load_error("lost", "missing"))?,
+    )
+    .map_err(|e| load_error("lost", e))?;
+    Ok(Loaded {
+        bpf,
+        ring,
+        traced,
+        lost,
+        ring_bytes,
+    })
+}
+
+fn configure(
+    l: &mut Loaded,
+    opts: &RecordOptions,
+    agent_fd: Option<i32>,
+) -> Result<(), RecordError> {
+    let c = Config {
+        payload_bytes: opts.payload_bytes.min(PAYLOAD_MAX),
+        agent_fd: agent_fd.unwrap_or(-1),
+        stack_frames: if opts.stacks == dejavu_ptrace::StackMode::On {
+            STACK_FRAMES
+        } else {
+            0
+        },
+        wake_bytes: l.ring_bytes / 4,
+        open_identity: opts.open_identity as u32,
+        pad: 0,
+    };
+    let mut cfg: Array<_, Config> = Array::try_from(
+        l.bpf
+            .map_mut("config")
+            .ok_or_else(|| load_error("config", "missing"))?,
+    )
+    .map_err(|e| load_error("config", e))?;
+    cfg.set(0, c, 0).map_err(|e| load_error("config", e))
+}
+
+fn trace(l: &mut Loaded, tgid: i32) -> Result<(), RecordError> {
+    l.traced
+        .insert(tgid as u32, 1u8, 0)
+        .map_err(|e| load_error("following the process", e))
+}
+
+/// Records `target` (see `crate::record`).
+pub fn record<W: Write>(
+    target: Target,
+    opts: &RecordOptions,
+    eopts: &Options,
+    make_writer: impl FnOnce(&Meta) -> Result<TraceWriter<W>, TraceError>,
+) -> Result<(Outcome, W), RecordError> {
+    let t0 = kernel::now_ns();
+    let start_unix_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let cwd = std::env::current_dir()
+        .map(|p| p.into_os_string().into_vec())
+        .unwrap_or_else(|_| b"/".to_vec());
+    let payload = opts.payload_bytes.min(PAYLOAD_MAX);
+    let mut meta = Meta {
+        producer: format!("dejavu {}", env!("CARGO_PKG_VERSION")),
+        backend: "ebpf".into(),
+        arch: arch::NAME.into(),
+        start_unix_ns,
+        cwd: String::from_utf8_lossy(&cwd).into_owned(),
+        payload_bytes: payload,
+        ..Meta::default()
+    };
+    meta.notes
+        .push("eBPF: calls recorded in the kernel; the program never stops".into());
+    let mut l = load(eopts)?;
+    let mut opts = opts.clone();
+    opts.payload_bytes = payload;
+    match target {
+        Target::Command(argv) => {
+            let Some(prog) = argv.first() else {
+                return Err(RecordError::NotFound(String::new()));
+            };
+            let path = spawn::resolve_program(prog)?;
+            meta.command = argv
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let mut stacks = dejavu_ptrace::stacks::Stacks::new(opts.stacks);
+            let (env, inherit) = stacks.program_env();
+            configure(&mut l, &opts, inherit.as_ref().map(|i| i.at))?;
+            let child = spawn::fork_child(&path, &argv, None, &env, inherit)?;
+            let pid = child.pid;
+            let started = (|| {
+                spawn::wait_stopped(&child, &path)?;
+                trace(&mut l, pid)?;
+                make_writer(&meta).map_err(RecordError::from)
+            })();
+            let w = match started {
+                Ok(w) => w,
+                Err(e) => {
+                    let _ = kernel::kill(pid, libc::SIGKILL);
+                    let _ = kernel::wait_one(pid, libc::__WALL);
+                    return Err(e);
+                }
+            };
+            let mut feed = Feed::new(w, t0, opts.clone(), stacks);
+            feed.launched(pid, &cwd);
+            let _sig = signals::install();
+            kernel::kill(pid, libc::SIGCONT).map_err(|e| RecordError::os("kill(SIGCONT)", e))?;
+            let mut r = Reader::new(l, feed);
+            r.run(Some(pid))?;
+            let exit = r.root_status;
+            let (out, w) = r.finish(false)?;
+            if let Some((stage, errno)) = child.failure() {
+                if stage == 2 && exit == Some(ExitStatus::Code(127)) {
+                    return Err(spawn::exec_error(&path, errno));
+                }
+            }
+            Ok((out, w))
+        }
+        Target::Attach(pids) => {
+            for &p in &pids {
+                if !std::path::Path::new(&format!("/proc/{p}")).exists() {
+                    return Err(RecordError::NoSuchProcess(p));
+                }
+            }
+            meta.attached = pids.iter().map(|&p| p as u32).collect();
+            meta.command = pids.first().map(|&p| proc_cmdline(p)).unwrap_or_default();
+            if let Some(&p) = pids.first() {
+                if let Ok(c) = kernel::readlink(format!("/proc/{p}/cwd").as_bytes()) {
+                    meta.cwd = String::from_utf8_lossy(&c).into_owned();
+                }
+            }
+            configure(&mut l, &opts, None)?;
+            // Follow first, then list threads: a thread created in between is reported
+            // by the fork hook, one listed twice is ignored.
+            for &p in &pids {
+                trace(&mut l, p)?;
+            }
+            let w = make_writer(&meta)?;
+            let mut feed = Feed::new(
+                w,
+                t0,
+                opts.clone(),
+                dejavu_ptrace::stacks::Stacks::new(dejavu_ptrace::StackMode::Off),
+            );
+            for &p in &pids {
+                feed.attached(p, &threads(p));
+            }
+            let _sig = signals::install();
+            let mut r = Reader::new(l, feed);
+            r.run(None)?;
+            r.finish(true)
+        }
+    }
+}
+
+fn proc_cmdline(pid: i32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn threads(pid: i32) -> Vec<i32> {
+    let mut t: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    t.sort_unstable();
+    t
+}
+
+struct Reader<W: Write> {
+    l: Loaded,
+    feed: Feed<W>,
+    ips: Vec<u64>,
+    lost_seen: u64,
+    lost_per_cpu: Vec<u64>,
+    malformed: u64,
+    records: u64,
+    root_status: Option<ExitStatus>,
+}
+
+impl<W: Write> Reader<W> {
+    fn new(l: Loaded, feed: Feed<W>) -> Self {
+        Reader {
+            l,
+            feed,
+            ips: Vec::with_capacity(64),
+            lost_seen: 0,
+            lost_per_cpu: Vec::new(),
+            malformed: 0,
+            records: 0,
+            root_status: None,
+        }
+    }
+
+    /// Reads until the program and everything it started has ended (`root`), or, when
+    /// attached, until every traced process has ended or dejavu is interrupted.
+    fn run(&mut self, root: Option<i32>) -> Result<(), RecordError> {
+        let fd = self.l.ring.as_raw_fd();
+        let mut last_lost_check = Instant::now();
+        let mut last_alive_check = Instant::now();
+        loop {
+            if let Some((sig, from_tty)) = signals::take() {
+                match root {
+                    // We started the program: it decides what the signal means (a
+                    // terminal already delivered it to the program's process group).
+                    Some(pid) if self.root_status.is_none() => {
+                        if !from_tty {
+                            let _ = kernel::kill(pid, sig);
+                        }
+                    }
+                    Some(_) => {}
+                    // Attached: stop recording; the processes go on untouched.
+                    None => {
+                        self.drain();
+                        return Ok(());
+                    }
+                }
+            }
+            let mut p = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            unsafe { libc::poll(&mut p, 1, POLL.as_millis() as i32) };
+            self.drain();
+            if last_lost_check.elapsed() >= Duration::from_millis(100) {
+                self.check_lost();
+                last_lost_check = Instant::now();
+            }
+            if let (Some(pid), None) = (root, self.root_status) {
+                if let Ok((_, st)) = kernel::wait_one(pid, libc::WNOHANG | libc::__WALL) {
+                    if libc::WIFEXITED(st) || libc::WIFSIGNALED(st) {
+                        let s = if libc::WIFEXITED(st) {
+                            ExitStatus::Code(libc::WEXITSTATUS(st))
+                        } else {
+                            ExitStatus::Signal {
+                                signal: libc::WTERMSIG(st),
+                                core: libc::WCOREDUMP(st),
+                            }
+                        };
+                        self.root_status = Some(s);
+                        // Its last records were written before it could be reaped.
+                        self.drain();
+                    }
+                }
+            }
+            let done = root.is_none() || self.root_status.is_some();
+            if done && self.feed.tasks() == 0 {
+                return Ok(());
+            }
+            if done && last_alive_check.elapsed() >= Duration::from_millis(200) {
+                // Tasks whose end was lost with a full buffer would keep us waiting.
+                last_alive_check = Instant::now();
+                if self.feed.forget_vanished() > 0 && self.feed.tasks() == 0 {
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn drain(&mut self) {
+        while let Some(item) = self.l.ring.next() {
+            let b: &[u8] = &item;
+            self.records += 1;
+            if !handle(&mut self.feed, &mut self.ips, b) {
+                if std::env::var_os("DEJAVU_EBPF_DEBUG").is_some() {
+                    eprintln!("malformed: {:02x?}", &b[..b.len().min(400)]);
+                }
+                self.malformed += 1;
+            }
+        }
+    }
+
+    fn check_lost(&mut self) {
+        let Ok(v) = self.l.lost.get(&0, 0) else {
+            return;
+        };
+        let per_cpu: Vec<u64> = v.iter().copied().collect();
+        let total: u64 = per_cpu.iter().sum();
+        if total > self.lost_seen {
+            self.feed.lost(kernel::now_ns(), total - self.lost_seen);
+            self.lost_seen = total;
+        }
+        self.lost_per_cpu = per_cpu;
+    }
+
+    fn finish(mut self, detached: bool) -> Result<(Outcome, W), RecordError> {
+        self.drain();
+        self.check_lost();
+        if let Some(st) = self.root_status {
+            self.feed.set_exit(st);
+        }
+        if self.lost_seen > 0 {
+            let cpus: Vec<String> = self
+                .lost_per_cpu
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(i, n)| format!("cpu{i}: {n}"))
+                .collect();
+            self.feed.warn_once(
+                "ebpf-lost",
+                format!(
+                    "{} records were lost because the kernel's ring buffer was full ({}); \
+                     a larger --buffer-size keeps them",
+                    self.lost_seen,
+                    cpus.join(", ")
+                ),
+            );
+        }
+        if self.malformed > 0 {
+            self.feed.warn_once(
+                "ebpf-malformed",
+                format!(
+                    "{} kernel records could not be parsed and were skipped",
+                    self.malformed
+                ),
+            );
+        }
+        if self.feed.unknown_tasks > 0 {
+            self.feed.note(format!(
+                "{} records came from tasks whose start was not seen",
+                self.feed.unknown_tasks
+            ));
+        }
+        self.feed.note(format!(
+            "eBPF: {} kernel records, ring buffer {} KiB, {} lost",
+            self.records,
+            self.l.ring_bytes / 1024,
+            self.lost_seen
+        ));
+        // Detach the programs before the trace is closed.
+        drop(self.l);
+        self.feed.finish(detached)
+    }
+}
+
+/// Feeds one kernel record to the decoder; false when it is malformed.
+fn handle<W: Write>(feed: &mut Feed<W>, ips: &mut Vec<u64>, b: &[u8]) -> bool {
+    let Some(h) = event::header(b) else {
+        return false;
+    };
+    match h.kind {
+        event::EV_CALL => {
+            let mut snap = std::mem::take(feed.snapshot());
+            let c = event::call(b, ips, &mut snap);
+            *feed.snapshot() = snap;
+            let Some(c) = c else { return false };
+            feed.call(&RawCall {
+                enter_ns: c.enter_ts,
+                exit_ns: h.ts,
+                pid: h.pid,
+                tid: h.tid,
+                nr: c.nr,
+                args: c.args,
+                ret: c.ret,
+                unfinished: c.flags & CF_UNFINISHED != 0,
+                ips,
+            });
+        }
+        event::EV_FORK => {
+            let Some((_cpid, ctid, bits)) = event::fork(b) else {
+                return false;
+            };
+            feed.fork(
+                h.ts,
+                h.tid,
+                ctid,
+                NewTask {
+                    thread: bits & 1 != 0,
+                    files: bits & 2 != 0,
+                    fs: bits & 4 != 0,
+                    vm: bits & 8 != 0,
+                },
+            );
+        }
+        event::EV_EXEC => {
+            let Some((old, fname, argv, truncated)) = event::exec(b) else {
+                return false;
+            };
+            if truncated {
+                let mut v = argv.strip_suffix(b"\0").unwrap_or(argv).to_vec();
+                v.extend_from_slice(b"\0...");
+                feed.exec(h.ts, h.tid, old, fname, &v);
+            } else {
+                feed.exec(h.ts, h.tid, old, fname, argv);
+            }
+        }
+        event::EV_EXIT => {
+            let Some((code, _group_dead)) = event::exit(b) else {
+                return false;
+            };
+            feed.exit(h.ts, h.tid, code);
+        }
+        event::EV_SIGNAL => {
+            let Some(sig) = event::signal(b) else {
+                return false;
+            };
+            feed.signal(h.ts, h.pid, h.tid, sig);
+        }
+        event::EV_AGENT => {
+            let Some(bytes) = event::agent(b) else {
+                return false;
+            };
+            feed.agent(bytes);
+        }
+        _ => return false,
+    }
+    true
+}
