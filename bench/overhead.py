@@ -9,7 +9,9 @@ invocation and interleaved round-robin so that machine noise hits every variant 
     strace                      strace -f -o /dev/null (every syscall stops)
     strace-bpf                  strace -f --seccomp-bpf -e trace=<dejavu's set> -o /dev/null
     perf-trace                  perf trace -o <tmp> -e <dejavu's set> (tracepoints, no ptrace)
-    dejavu                      dejavu record -o <tmp>.dvt (ptrace + seccomp-bpf, the same set)
+    dejavu                      dejavu record --backend ptrace (ptrace + seccomp-bpf, the same set)
+    dejavu-ebpf                 dejavu record --backend ebpf (in the kernel; needs root or
+                                CAP_BPF + CAP_PERFMON, skipped with the reason otherwise)
 
 R times each (default 5), and prints a markdown table per workload: median and min wall
 time, median over native, and notes (trace size per event for dejavu, events perf wrote,
@@ -292,8 +294,14 @@ def make_variants(dejavu: Path | None, dejavu_missing: str | None, pin: bool,
         Variant("perf-trace", "perf trace -e SET",
                 lambda d: ["perf", "trace", "-o", str(d / "perf.txt"), "-e", TRACED_SET, "--"],
                 forwards_exit=False, collect=perf_collect),
-        Variant("dejavu", "dejavu record",
-                lambda d: [str(dejavu), "record", "-o", str(d / "t.dvt"), "--"],
+        Variant("dejavu", "dejavu record --backend ptrace",
+                lambda d: [str(dejavu), "record", "--backend", "ptrace", "-o", str(d / "t.dvt"),
+                           "--"],
+                collect=dejavu_collect(dejavu) if dejavu else None,
+                unavailable=dejavu_missing),
+        Variant("dejavu-ebpf", "dejavu record --backend ebpf",
+                lambda d: [str(dejavu), "record", "--backend", "ebpf", "-o", str(d / "t.dvt"),
+                           "--"],
                 collect=dejavu_collect(dejavu) if dejavu else None,
                 unavailable=dejavu_missing),
     ]
@@ -606,7 +614,7 @@ def main() -> int:
     ap.add_argument("--workloads", default=",".join(WORKLOADS),
                     help="comma-separated subset of: %(default)s")
     ap.add_argument("--variants", help="comma-separated subset of: strace,strace-bpf,"
-                    "perf-trace,dejavu (native always runs)")
+                    "perf-trace,dejavu,dejavu-ebpf (native always runs)")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: N/10 (8 modules for make) and 2 reps")
     ap.add_argument("--pin", action="store_true",
@@ -625,7 +633,7 @@ def main() -> int:
     only = None
     if args.variants:
         only = {k.strip() for k in args.variants.split(",") if k.strip()}
-        bad = only - {"native", "strace", "strace-bpf", "perf-trace", "dejavu"}
+        bad = only - {"native", "strace", "strace-bpf", "perf-trace", "dejavu", "dejavu-ebpf"}
         if bad:
             ap.error(f"unknown variant(s) {', '.join(sorted(bad))}")
     reps = args.reps if args.reps else (2 if args.quick else 5)

@@ -208,9 +208,19 @@ struct agent_ev {
 	u32 pad;
 };
 
+/* One step of the copy plan (see on_sys_exit). */
+#define MAX_OPS 4
+#define OP_IOV_PAYLOAD 10
+struct op {
+	u64 kind;
+	u64 addr;
+	u64 len;
+};
+
 struct inflight {
-	u64 ts;
-	u64 nr;
+	u64 ts; /* 0: not inside a traced call */
+	u32 tid;
+	u32 nr;
 };
 
 struct scratch {
@@ -229,12 +239,24 @@ struct {
 	__type(value, u8);
 } traced SEC(".maps");
 
+/* The call each traced thread is inside (entry time and number), in slot tid % SLOTS: an
+ * array lookup instead of a hash update and delete per call (task-local storage would be
+ * exact; aya 0.13 cannot create that map type). Two traced threads whose tids share a
+ * slot and are inside calls at once overwrite each other: the first one's call is then
+ * recorded without its entry time (CF_NO_ENTER, duration 0), never dropped. */
+#define SLOTS 65536
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLOTS);
 	__type(key, u32);
 	__type(value, struct inflight);
 } inflight SEC(".maps");
+
+static __always_inline struct inflight *slot(u32 tid)
+{
+	u32 k = tid & (SLOTS - 1);
+	return bpf_map_lookup_elem(&inflight, &k);
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -271,10 +293,15 @@ static __always_inline struct config *cfg(void)
 	return bpf_map_lookup_elem(&config, &zero);
 }
 
-static __always_inline u8 *scratch_buf(void)
+static __always_inline struct scratch *scratch_get(void)
 {
 	u32 zero = 0;
-	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	return bpf_map_lookup_elem(&scratch, &zero);
+}
+
+static __always_inline u8 *scratch_buf(void)
+{
+	struct scratch *s = scratch_get();
 	return s ? s->buf : 0;
 }
 
@@ -293,17 +320,24 @@ static __always_inline void submit(u8 *buf, u32 size, struct config *c)
 	}
 }
 
+/* off &= OFF_MASK, in a form the compiler cannot drop after a comparison that makes it
+ * a no-op: the verifier needs to see the bound where the pointer is formed. */
+#define BOUND(x) asm volatile("%0 &= 16383" : "+r"(x))
+
 static __always_inline u32 pad8(u32 n)
 {
 	return (n + 7) & ~7u;
 }
 
 /* A NUL-terminated string of user memory at `addr`. */
-static __always_inline u32 blob_str(u8 *buf, u32 off, u64 addr)
+__noinline u32 blob_str(struct scratch *sc, u32 off, u64 addr)
 {
+	if (!sc)
+		return off;
+	u8 *buf = sc->buf;
 	if (off > OFF_MASK)
 		return off;
-	off &= OFF_MASK;
+	BOUND(off);
 	struct blob *b = (struct blob *)(buf + off);
 	long n = bpf_probe_read_user_str(buf + off + sizeof(*b), STR_MAX, (const void *)addr);
 	b->addr = addr;
@@ -319,11 +353,14 @@ static __always_inline u32 blob_str(u8 *buf, u32 off, u64 addr)
 }
 
 /* `len` bytes of user memory at `addr` (at most MEM_MAX). */
-static __always_inline u32 blob_mem(u8 *buf, u32 off, u64 addr, u64 len)
+__noinline u32 blob_mem(struct scratch *sc, u32 off, u64 addr, u64 len)
 {
+	if (!sc)
+		return off;
+	u8 *buf = sc->buf;
 	if (off > OFF_MASK)
 		return off;
-	off &= OFF_MASK;
+	BOUND(off);
 	struct blob *b = (struct blob *)(buf + off);
 	u32 flags = 0;
 	if (len > MEM_MAX) {
@@ -361,11 +398,15 @@ static __always_inline struct file *fd_file(struct task_struct *t, s64 fd)
 
 /* The identity of the file behind descriptor `fd` (the stat the ptrace backend takes
  * through /proc/PID/fd/FD). */
-static __always_inline u32 blob_fdstat(u8 *buf, u32 off, struct task_struct *t, s64 fd)
+__noinline u32 blob_fdstat(struct scratch *sc, u32 off, u64 task, s64 fd)
 {
+	if (!sc)
+		return off;
+	u8 *buf = sc->buf;
+	struct task_struct *t = (struct task_struct *)task;
 	if (off > OFF_MASK)
 		return off;
-	off &= OFF_MASK;
+	BOUND(off);
 	struct file *f = fd_file(t, fd);
 	if (!f)
 		return off;
@@ -429,11 +470,14 @@ static __always_inline int wants_payload(struct task_struct *t, s64 fd)
 }
 
 /* execve's argv, NUL-joined, as one blob (a failed exec: its memory is still there). */
-static __always_inline u32 blob_argv(u8 *buf, u32 off, u64 argv)
+__noinline u32 blob_argv(struct scratch *sc, u32 off, u64 argv)
 {
+	if (!sc)
+		return off;
+	u8 *buf = sc->buf;
 	if (off > OFF_MASK)
 		return off;
-	off &= OFF_MASK;
+	BOUND(off);
 	struct blob *b = (struct blob *)(buf + off);
 	u32 at = 0;
 	u16 flags = 0;
@@ -462,7 +506,7 @@ static __always_inline u32 blob_argv(u8 *buf, u32 off, u64 argv)
 }
 
 /* Up to PAYLOAD_IOV iovecs' data, up to `want` bytes: the payload of a vectored write. */
-static __always_inline u32 blob_iov_payload(u8 *buf, u32 off, u64 iov, u64 cnt, u64 want)
+__noinline u32 blob_iov_payload(struct scratch *sc, u32 off, u64 iov, u64 cnt, u64 want)
 {
 	for (int i = 0; i < PAYLOAD_IOV; i++) {
 		if (i >= cnt || want == 0)
@@ -473,28 +517,32 @@ static __always_inline u32 blob_iov_payload(u8 *buf, u32 off, u64 iov, u64 cnt, 
 		u64 n = v[1] < want ? v[1] : want;
 		if (n == 0)
 			continue;
-		off = blob_mem(buf, off, v[0], n);
+		off = blob_mem(sc, off, v[0], n);
 		want -= n;
 	}
 	return off;
 }
 
-SEC("raw_tp/sys_enter")
-int on_sys_enter(struct bpf_raw_tracepoint_args *ctx)
+SEC("tp_btf/sys_enter")
+int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 {
-	u64 nr = ctx->args[1];
+	u64 nr = id;
 	if (nr >= NR_MAX)
 		return 0;
 	u32 k = nr;
 	u8 *w = bpf_map_lookup_elem(&wanted, &k);
 	if (!w || !(*w & W_TRACE))
 		return 0;
-	u64 id = bpf_get_current_pid_tgid();
-	u32 tgid = id >> 32, tid = (u32)id;
+	u64 pid_tgid = bpf_get_current_pid_tgid();
+	u32 tgid = pid_tgid >> 32, tid = (u32)pid_tgid;
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
-	struct inflight v = { .ts = bpf_ktime_get_ns(), .nr = nr };
-	bpf_map_update_elem(&inflight, &tid, &v, BPF_ANY);
+	struct inflight *v = slot(tid);
+	if (v) {
+		v->ts = bpf_ktime_get_ns();
+		v->tid = tid;
+		v->nr = nr;
+	}
 	return 0;
 }
 
@@ -520,29 +568,48 @@ static __always_inline void agent_write(u8 *buf, struct config *c, u64 id, u64 d
 	submit(buf, e->h.size, c);
 }
 
-SEC("raw_tp/sys_exit")
-int on_sys_exit(struct bpf_raw_tracepoint_args *ctx)
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
-	struct inflight *v = bpf_map_lookup_elem(&inflight, &tid);
+	struct inflight *v = slot(tid);
 	if (!v)
 		return 0;
-	u64 enter_ts = v->ts, nr = v->nr;
-	bpf_map_delete_elem(&inflight, &tid);
+	u64 enter_ts, nr;
+	u16 cflags = 0;
+	if (v->tid == tid && v->ts) {
+		enter_ts = v->ts;
+		nr = v->nr;
+		v->ts = 0;
+	} else {
+		/* Not in this thread's slot: an untraced call, or a traced one whose slot
+		 * another thread took. Only the number and the process can tell. */
+		nr = regs->orig_ax;
+		if (nr >= NR_MAX)
+			return 0;
+		u32 k = nr;
+		u8 *w = bpf_map_lookup_elem(&wanted, &k);
+		u32 tgid = id >> 32;
+		if (!w || !(*w & W_TRACE) || !bpf_map_lookup_elem(&traced, &tgid))
+			return 0;
+		enter_ts = 0;
+		cflags = CF_NO_ENTER;
+	}
+	struct task_struct *t = bpf_get_current_task_btf();
 	struct config *c = cfg();
-	u8 *buf = scratch_buf();
-	if (!c || !buf)
+	struct scratch *sc = scratch_get();
+	if (!c || !sc)
 		return 0;
-	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
-	s64 ret = ctx->args[1];
+	u8 *buf = sc->buf;
 	u64 a[6];
-	a[0] = BPF_CORE_READ(regs, di);
-	a[1] = BPF_CORE_READ(regs, si);
-	a[2] = BPF_CORE_READ(regs, dx);
-	a[3] = BPF_CORE_READ(regs, r10);
-	a[4] = BPF_CORE_READ(regs, r8);
-	a[5] = BPF_CORE_READ(regs, r9);
+	/* A trusted pointer (tp_btf): plain loads, no probe reads. */
+	a[0] = regs->di;
+	a[1] = regs->si;
+	a[2] = regs->dx;
+	a[3] = regs->r10;
+	a[4] = regs->r8;
+	a[5] = regs->r9;
 
 	/* The agents' own calls on their channel: not the program's. */
 	if (c->agent_fd >= 0 && (s64)(s32)a[0] == c->agent_fd) {
@@ -554,7 +621,6 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 			return 0;
 	}
 
-	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
 	struct call_ev *e = (void *)buf;
 	e->h.kind = EV_CALL;
 	e->h.ts = bpf_ktime_get_ns();
@@ -566,8 +632,10 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 		e->args[i] = a[i];
 	e->nr = nr;
 	e->nips = 0;
-	e->flags = 0;
+	e->flags = cflags;
 	e->pad = 0;
+	if (!enter_ts)
+		e->enter_ts = e->h.ts;
 	u32 off = sizeof(*e);
 	u32 frames = c->stack_frames;
 	if (frames > 0) {
@@ -581,45 +649,60 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	}
 	u64 pay = c->payload_bytes;
 	int ok = ret >= 0;
+	/* What to copy: a plan of up to MAX_OPS steps, then one loop that runs it. Each copy
+	 * helper is then inlined once, not once per syscall: the verifier's work (and so
+	 * dejavu's start-up) stays small. */
+	struct op ops[MAX_OPS] = {};
+	int n = 0;
+#define OP(k, a, l)                                                                            \
+	do {                                                                                   \
+		if (n < MAX_OPS) {                                                             \
+			ops[n].kind = (k);                                                     \
+			ops[n].addr = (a);                                                     \
+			ops[n].len = (l);                                                      \
+			n++;                                                                   \
+		}                                                                              \
+	} while (0)
+	u64 ident = ok && c->open_identity;
 
 	switch (nr) {
 	case NR_open:
 	case NR_creat:
 	case NR_memfd_create:
-		off = blob_str(buf, off, a[0]);
-		if (ok && c->open_identity)
-			off = blob_fdstat(buf, off, t, ret);
+		OP(B_STR, a[0], 0);
+		if (ident)
+			OP(B_FDSTAT, ret, 0);
 		break;
 	case NR_openat:
-		off = blob_str(buf, off, a[1]);
-		if (ok && c->open_identity)
-			off = blob_fdstat(buf, off, t, ret);
+		OP(B_STR, a[1], 0);
+		if (ident)
+			OP(B_FDSTAT, ret, 0);
 		break;
 	case NR_openat2:
-		off = blob_str(buf, off, a[1]);
-		off = blob_mem(buf, off, a[2], 24);
-		if (ok && c->open_identity)
-			off = blob_fdstat(buf, off, t, ret);
+		OP(B_STR, a[1], 0);
+		OP(B_MEM, a[2], 24);
+		if (ident)
+			OP(B_FDSTAT, ret, 0);
 		break;
 	case NR_stat:
 	case NR_lstat:
-		off = blob_str(buf, off, a[0]);
+		OP(B_STR, a[0], 0);
 		if (ok)
-			off = blob_mem(buf, off, a[1], 144);
+			OP(B_MEM, a[1], 144);
 		break;
 	case NR_fstat:
 		if (ok)
-			off = blob_mem(buf, off, a[1], 144);
+			OP(B_MEM, a[1], 144);
 		break;
 	case NR_newfstatat:
-		off = blob_str(buf, off, a[1]);
+		OP(B_STR, a[1], 0);
 		if (ok)
-			off = blob_mem(buf, off, a[2], 144);
+			OP(B_MEM, a[2], 144);
 		break;
 	case NR_statx:
-		off = blob_str(buf, off, a[1]);
+		OP(B_STR, a[1], 0);
 		if (ok)
-			off = blob_mem(buf, off, a[4], 256);
+			OP(B_MEM, a[4], 256);
 		break;
 	case NR_access:
 	case NR_mkdir:
@@ -630,7 +713,7 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	case NR_chown:
 	case NR_lchown:
 	case NR_truncate:
-		off = blob_str(buf, off, a[0]);
+		OP(B_STR, a[0], 0);
 		break;
 	case NR_faccessat:
 	case NR_faccessat2:
@@ -639,66 +722,63 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	case NR_fchmodat:
 	case NR_fchmodat2:
 	case NR_fchownat:
-		off = blob_str(buf, off, a[1]);
+		OP(B_STR, a[1], 0);
 		break;
 	case NR_utimensat:
 		if (a[1])
-			off = blob_str(buf, off, a[1]);
+			OP(B_STR, a[1], 0);
 		break;
 	case NR_readlink:
-		off = blob_str(buf, off, a[0]);
+		OP(B_STR, a[0], 0);
 		if (ret > 0)
-			off = blob_mem(buf, off, a[1], ret);
+			OP(B_MEM, a[1], ret);
 		break;
 	case NR_readlinkat:
-		off = blob_str(buf, off, a[1]);
+		OP(B_STR, a[1], 0);
 		if (ret > 0)
-			off = blob_mem(buf, off, a[2], ret);
+			OP(B_MEM, a[2], ret);
 		break;
 	case NR_rename:
 	case NR_link:
-		off = blob_str(buf, off, a[0]);
-		off = blob_str(buf, off, a[1]);
+	case NR_symlink:
+		OP(B_STR, a[0], 0);
+		OP(B_STR, a[1], 0);
 		break;
 	case NR_renameat:
 	case NR_renameat2:
 	case NR_linkat:
-		off = blob_str(buf, off, a[1]);
-		off = blob_str(buf, off, a[3]);
-		break;
-	case NR_symlink:
-		off = blob_str(buf, off, a[0]);
-		off = blob_str(buf, off, a[1]);
+		OP(B_STR, a[1], 0);
+		OP(B_STR, a[3], 0);
 		break;
 	case NR_symlinkat:
-		off = blob_str(buf, off, a[0]);
-		off = blob_str(buf, off, a[2]);
+		OP(B_STR, a[0], 0);
+		OP(B_STR, a[2], 0);
 		break;
 	case NR_write:
 	case NR_pwrite64:
 		if (ret > 0 && pay > 0 && wants_payload(t, a[0]))
-			off = blob_mem(buf, off, a[1], (u64)ret < pay ? (u64)ret : pay);
+			OP(B_MEM, a[1], (u64)ret < pay ? (u64)ret : pay);
 		break;
 	case NR_readv:
 	case NR_preadv:
 	case NR_preadv2:
-		off = blob_mem(buf, off, a[1], (a[2] < MAX_IOV ? a[2] : MAX_IOV) * 16);
+		OP(B_MEM, a[1], (a[2] < MAX_IOV ? a[2] : MAX_IOV) * 16);
 		break;
 	case NR_writev:
 	case NR_pwritev:
 	case NR_pwritev2:
-		off = blob_mem(buf, off, a[1], (a[2] < MAX_IOV ? a[2] : MAX_IOV) * 16);
+		OP(B_MEM, a[1], (a[2] < MAX_IOV ? a[2] : MAX_IOV) * 16);
 		if (ret > 0 && pay > 0 && wants_payload(t, a[0]))
-			off = blob_iov_payload(buf, off, a[1], a[2], (u64)ret < pay ? (u64)ret : pay);
+			OP(OP_IOV_PAYLOAD, a[1], (u64)ret < pay ? (u64)ret : pay);
 		break;
 	case NR_pipe:
 	case NR_pipe2:
 		if (ok) {
 			s32 fds[2] = {};
-			off = blob_mem(buf, off, a[0], 8);
+			OP(B_MEM, a[0], 8);
 			if (bpf_probe_read_user(fds, sizeof(fds), (const void *)a[0]) == 0) {
-				off = blob_fdstat(buf, off, t, fds[0]);
-				off = blob_fdstat(buf, off, t, fds[1]);
+				OP(B_FDSTAT, fds[0], 0);
+				OP(B_FDSTAT, fds[1], 0);
 			}
 		}
 		break;
@@ -706,27 +786,50 @@ int on_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	case NR_accept:
 	case NR_accept4:
 		if (ok)
-			off = blob_fdstat(buf, off, t, ret);
+			OP(B_FDSTAT, ret, 0);
 		break;
 	case NR_connect:
-		off = blob_mem(buf, off, a[1], a[2] < 110 ? a[2] : 110);
+		OP(B_MEM, a[1], a[2] < 110 ? a[2] : 110);
 		break;
 	case NR_sendfile:
 		if (a[2])
-			off = blob_mem(buf, off, a[2], 8);
+			OP(B_MEM, a[2], 8);
 		break;
 	case NR_execve:
 		if (!ok) {
-			off = blob_str(buf, off, a[0]);
-			off = blob_argv(buf, off, a[1]);
+			OP(B_STR, a[0], 0);
+			OP(B_ARGV, a[1], 0);
 		}
 		break;
 	case NR_execveat:
 		if (!ok) {
-			off = blob_str(buf, off, a[1]);
-			off = blob_argv(buf, off, a[2]);
+			OP(B_STR, a[1], 0);
+			OP(B_ARGV, a[2], 0);
 		}
 		break;
+	}
+#undef OP
+	for (int i = 0; i < MAX_OPS; i++) {
+		if (i >= n)
+			break;
+		u64 addr = ops[i].addr, len = ops[i].len;
+		switch (ops[i].kind) {
+		case B_STR:
+			off = blob_str(sc, off, addr);
+			break;
+		case B_MEM:
+			off = blob_mem(sc, off, addr, len);
+			break;
+		case B_FDSTAT:
+			off = blob_fdstat(sc, off, bpf_get_current_task(), addr);
+			break;
+		case B_ARGV:
+			off = blob_argv(sc, off, addr);
+			break;
+		case OP_IOV_PAYLOAD:
+			off = blob_iov_payload(sc, off, addr, a[2], len);
+			break;
+		}
 	}
 	e->h.size = off;
 	submit(buf, off, c);
@@ -784,12 +887,13 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	if ((u32)old_pid != pid) {
 		/* A non-leader thread exec'd and took the leader's tid: its execve returns
 		 * under the new tid. */
-		u32 old = old_pid;
-		struct inflight *v = bpf_map_lookup_elem(&inflight, &old);
-		if (v) {
-			struct inflight copy = *v;
-			bpf_map_update_elem(&inflight, &pid, &copy, BPF_ANY);
-			bpf_map_delete_elem(&inflight, &old);
+		struct inflight *from = slot(old_pid), *to = slot(pid);
+		if (from && to && from->ts && from->tid == (u32)old_pid) {
+			to->ts = from->ts;
+			to->nr = from->nr;
+			to->tid = pid;
+			if (from != to)
+				from->ts = 0;
 		}
 	}
 	u8 *buf = scratch_buf();
@@ -837,8 +941,8 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	u32 tid = BPF_CORE_READ(p, pid);
 	struct config *c = cfg();
 	u8 *buf = scratch_buf();
-	struct inflight *v = bpf_map_lookup_elem(&inflight, &tid);
-	if (v && buf) {
+	struct inflight *v = slot(tid);
+	if (v && v->ts && v->tid == tid && buf) {
 		/* Inside a traced call that never returns: its arguments are still in the
 		 * saved registers, but its memory may be gone. */
 		struct call_ev *e = (void *)buf;
@@ -862,7 +966,8 @@ int BPF_PROG(on_exit, struct task_struct *p)
 		e->pad = 0;
 		submit(buf, sizeof(*e), c);
 	}
-	bpf_map_delete_elem(&inflight, &tid);
+	if (v && v->tid == tid)
+		v->ts = 0;
 	int live = BPF_CORE_READ(p, signal, live.counter);
 	struct exit_ev *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (e) {

@@ -3,7 +3,7 @@
 use crate::event::{self, CF_UNFINISHED};
 use crate::{unavailable, Options};
 use aya::maps::{Array, HashMap, MapData, PerCpuArray, RingBuf};
-use aya::programs::{BtfTracePoint, RawTracePoint};
+use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader};
 use dejavu_ptrace::feed::{Feed, NewTask, RawCall};
 use dejavu_ptrace::kernel;
@@ -67,21 +67,16 @@ fn load(eopts: &Options) -> Result<Loaded, RecordError> {
         .filter(|&n| n <= 1 << 31)
         .ok_or_else(|| unavailable("--buffer-size is too large", "At most 2 GiB."))?
         as u32;
+    // Parsed once, for the CO-RE relocations and for attaching the BTF tracepoints.
+    let btf = Btf::from_sys_fs().map_err(|e| load_error("reading the kernel's BTF", e))?;
     let mut bpf = EbpfLoader::new()
+        .btf(Some(&btf))
         .set_max_entries("events", ring_bytes)
         .load(OBJECT)
         .map_err(|e| load_error("loading the BPF program", e))?;
-    let btf = Btf::from_sys_fs().map_err(|e| load_error("reading the kernel's BTF", e))?;
-    for (prog, tp) in [("on_sys_enter", "sys_enter"), ("on_sys_exit", "sys_exit")] {
-        let p: &mut RawTracePoint = bpf
-            .program_mut(prog)
-            .ok_or_else(|| load_error(prog, "missing from the object"))?
-            .try_into()
-            .map_err(|e| load_error(prog, e))?;
-        p.load().map_err(|e| load_error(prog, e))?;
-        p.attach(tp).map_err(|e| load_error(prog, e))?;
-    }
     for (prog, tp) in [
+        ("on_sys_enter", "sys_enter"),
+        ("on_sys_exit", "sys_exit"),
         ("on_fork", "sched_process_fork"),
         ("on_exec", "sched_process_exec"),
         ("on_exit", "sched_process_exit"),
@@ -140,7 +135,10 @@ fn configure(
         payload_bytes: opts.payload_bytes.min(PAYLOAD_MAX),
         agent_fd: agent_fd.unwrap_or(-1),
         stack_frames: if opts.stacks == dejavu_ptrace::StackMode::On {
-            STACK_FRAMES
+            std::env::var("DEJAVU_EBPF_FRAMES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(STACK_FRAMES)
         } else {
             0
         },
