@@ -146,7 +146,10 @@ struct call_ev {
 	u32 nr;
 	u16 nips;
 	u16 flags;
-	u64 pad;
+	/* The word at the user stack pointer: in a libc syscall wrapper (a leaf function
+	 * with no frame of its own) the return address into its caller, which a
+	 * frame-pointer walk skips. User space decides whether to use it. */
+	u64 sp0;
 };
 
 /* A copy of user memory (or kernel facts). Its data follows, padded to 8 bytes; a string's
@@ -633,7 +636,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	e->nr = nr;
 	e->nips = 0;
 	e->flags = cflags;
-	e->pad = 0;
+	e->sp0 = 0;
 	if (!enter_ts)
 		e->enter_ts = e->h.ts;
 	u32 off = sizeof(*e);
@@ -645,6 +648,9 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		if (n > 0) {
 			e->nips = n / 8;
 			off += n & ~7;
+			u64 sp = regs->sp, w = 0;
+			if (bpf_probe_read_user(&w, sizeof(w), (const void *)sp) == 0)
+				e->sp0 = w;
 		}
 	}
 	u64 pay = c->payload_bytes;
@@ -963,7 +969,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 		e->nr = v->nr;
 		e->nips = 0;
 		e->flags = CF_UNFINISHED;
-		e->pad = 0;
+		e->sp0 = 0;
 		submit(buf, sizeof(*e), c);
 	}
 	if (v && v->tid == tid)
@@ -990,11 +996,19 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	return 0;
 }
 
-SEC("tp_btf/signal_deliver")
-int BPF_PROG(on_signal, int sig)
+/* Signals sent to a traced process, as ptrace sees them: a fatal signal is never
+ * "delivered" without a tracer (the kernel turns it into a group exit), and an ignored
+ * one is dropped when sent, so this hooks generation. SIGKILL is not recorded (ptrace
+ * never sees it either); a signal already pending is the same signal. */
+#define TRACE_SIGNAL_ALREADY_PENDING 2
+#define TRACE_SIGNAL_OVERFLOW_FAIL 3
+SEC("tp_btf/signal_generate")
+int BPF_PROG(on_signal, int sig, void *info, struct task_struct *task, int group, int result)
 {
-	u64 id = bpf_get_current_pid_tgid();
-	u32 tgid = id >> 32;
+	if (sig == 9 || result == TRACE_SIGNAL_ALREADY_PENDING ||
+	    result == TRACE_SIGNAL_OVERFLOW_FAIL)
+		return 0;
+	u32 tgid = BPF_CORE_READ(task, tgid);
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
 	struct signal_ev *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -1009,7 +1023,7 @@ int BPF_PROG(on_signal, int sig)
 	e->h.size = sizeof(*e);
 	e->h.ts = bpf_ktime_get_ns();
 	e->h.pid = tgid;
-	e->h.tid = (u32)id;
+	e->h.tid = BPF_CORE_READ(task, pid);
 	e->sig = sig;
 	e->pad = 0;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);

@@ -70,6 +70,8 @@ pub struct Call {
     pub args: [u64; 6],
     pub nr: u64,
     pub flags: u16,
+    /// The word at the user stack pointer (see `leaf_fixup`).
+    pub sp0: u64,
 }
 
 /// Parses a call record: its fixed part and stack into `ips`, its blobs into `snap`.
@@ -87,6 +89,7 @@ pub fn call(b: &[u8], ips: &mut Vec<u64>, snap: &mut Snapshot) -> Option<Call> {
         args,
         nr: u32_at(b, 88)? as u64,
         flags: u16_at(b, 94)?,
+        sp0: u64_at(b, 96)?,
     };
     let nips = u16_at(b, 92)? as usize;
     ips.clear();

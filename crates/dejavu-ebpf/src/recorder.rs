@@ -80,7 +80,7 @@ fn load(eopts: &Options) -> Result<Loaded, RecordError> {
         ("on_fork", "sched_process_fork"),
         ("on_exec", "sched_process_exec"),
         ("on_exit", "sched_process_exit"),
-        ("on_signal", "signal_deliver"),
+        ("on_signal", "signal_generate"),
     ] {
         let p: &mut BtfTracePoint = bpf
             .program_mut(prog)
@@ -356,8 +356,10 @@ impl<W: Write> Reader<W> {
                 last_lost_check = Instant::now();
             }
             if let (Some(pid), None) = (root, self.root_status) {
-                if let Ok((_, st)) = kernel::wait_one(pid, libc::WNOHANG | libc::__WALL) {
-                    if libc::WIFEXITED(st) || libc::WIFSIGNALED(st) {
+                // WNOHANG answers 0 while the program runs (a zero status that would
+                // read as "exited with 0").
+                if let Ok((who, st)) = kernel::wait_one(pid, libc::WNOHANG | libc::__WALL) {
+                    if who == pid && (libc::WIFEXITED(st) || libc::WIFSIGNALED(st)) {
                         let s = if libc::WIFEXITED(st) {
                             ExitStatus::Code(libc::WEXITSTATUS(st))
                         } else {
@@ -484,6 +486,7 @@ fn handle<W: Write>(feed: &mut Feed<W>, ips: &mut Vec<u64>, b: &[u8]) -> bool {
                 ret: c.ret,
                 unfinished: c.flags & CF_UNFINISHED != 0,
                 ips,
+                leaf: c.sp0,
             });
         }
         event::EV_FORK => {

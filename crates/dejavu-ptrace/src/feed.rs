@@ -34,6 +34,10 @@ pub struct RawCall<'a> {
     pub unfinished: bool,
     /// The user stack, innermost first (instruction pointer, then return addresses).
     pub ips: &'a [u64],
+    /// The word at the user stack pointer when the call was made: the return address
+    /// into the caller of a frameless libc wrapper, which a frame-pointer walk skips.
+    /// Used only if it is a code address not already in `ips`; 0 for none.
+    pub leaf: u64,
 }
 
 /// Clone facts the eBPF backend reports for a new task (it sees the new task, not the
@@ -200,7 +204,11 @@ impl<W: Write> Feed<W> {
 
     /// Signal `sig` was delivered to `tid` of `pid`.
     pub fn signal(&mut self, ns: u64, pid: i32, tid: i32, sig: i32) {
-        if !self.t.tasks.contains_key(&tid) {
+        let Some(task) = self.t.tasks.get(&tid) else {
+            return;
+        };
+        if task.pre_exec && sig == libc::SIGCONT {
+            // Ours: it woke the program we started stopped.
             return;
         }
         let ts = self.ts(ns);
@@ -270,10 +278,10 @@ impl<W: Write> Feed<W> {
         }
         let mut e = self.t.decode_entry(tid, pid, sys, c.args, enter);
         e.at_exit = true;
-        e.call.stack = self
-            .t
-            .stacks
-            .capture_ips(&mut self.t.w, pid, tid, c.ips, e.call.path);
+        e.call.stack =
+            self.t
+                .stacks
+                .capture_ips(&mut self.t.w, pid, tid, c.ips, c.leaf, e.call.path);
         self.t.exit(tid, e, c.ret, now);
     }
 

@@ -20,9 +20,16 @@ fn line_of(file: &Path, marker: &str) -> u64 {
 
 /// `dejavu run` with the JSON report in a file; returns the report.
 fn run_report(cmd: &[&str], dir: &Path) -> Value {
+    run_report_with(&[], cmd, dir)
+}
+
+/// `run_report` with extra `dejavu run` flags.
+fn run_report_with(flags: &[&str], cmd: &[&str], dir: &Path) -> Value {
     let report = dir.join("report.json");
     let st = Command::new(common::dejavu())
-        .args(["run", "--json", "--min-calls", "5", "--report-file"])
+        .args(["run", "--json", "--min-calls", "5"])
+        .args(flags)
+        .arg("--report-file")
         .arg(&report)
         .arg("--")
         .args(cmd)
@@ -85,7 +92,13 @@ fn c_built_with_debug_info_points_at_the_stat_line() {
     let exe = d.path().join("stat_site");
     compile("gcc", &["-g", "-O2"], &src, &exe);
     std::fs::write(d.path().join("app.conf"), "x").unwrap();
-    let r = run_report(&[exe.to_str().unwrap(), "app.conf", "50"], d.path());
+    // DWARF unwinding (no frame pointers at -O2) is the ptrace backend's; eBPF's frame-
+    // pointer stacks are tested in tests/ebpf.rs.
+    let r = run_report_with(
+        &["--backend", "ptrace"],
+        &[exe.to_str().unwrap(), "app.conf", "50"],
+        d.path(),
+    );
     let c = first_callsite(&r, "repeated-lookup", "/app.conf");
     assert_eq!(c["function"], "probe_config", "{c:#}");
     assert_at(&c, "stat_site.c", &src, "STAT_LINE");
@@ -100,7 +113,11 @@ fn rust_points_at_the_metadata_line() {
     let exe = d.path().join("stat_site_rs");
     compile("rustc", &["-g"], &src, &exe);
     std::fs::write(d.path().join("app.conf"), "x").unwrap();
-    let r = run_report(&[exe.to_str().unwrap(), "app.conf", "50"], d.path());
+    let r = run_report_with(
+        &["--backend", "ptrace"],
+        &[exe.to_str().unwrap(), "app.conf", "50"],
+        d.path(),
+    );
     let c = first_callsite(&r, "repeated-lookup", "/app.conf");
     let function = c["function"].as_str().unwrap();
     assert!(function.contains("probe_config"), "{c:#}");

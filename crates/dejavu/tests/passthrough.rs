@@ -344,7 +344,8 @@ fn cpu_placement_is_invisible_to_the_program() {
     let native = Command::new(&py).args(["-c", script]).output().unwrap();
     let d = tempfile::tempdir().unwrap();
     let traced = Command::new(common::dejavu())
-        .args(["record", "-v", "-o"])
+        // CPU placement is the ptrace backend's.
+        .args(["record", "--backend", "ptrace", "-v", "-o"])
         .arg(d.path().join("t.dvt"))
         .arg("--")
         .args([py.as_str(), "-c", script])

@@ -13,7 +13,7 @@ fn a_seccomp_profile_that_blocks_ptrace_gives_advice_and_exit_77() {
     let trace = d.path().join("t.dvt");
     let out = Command::new(&wrapper)
         .arg(common::dejavu())
-        .args(["record", "-o"])
+        .args(["record", "--backend", "ptrace", "-o"])
         .arg(&trace)
         .args(["--", "true"])
         .output()
@@ -36,7 +36,7 @@ fn attaching_to_another_users_process_without_privilege_names_the_owner() {
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(common::dejavu())
-        .args(["record", "-o"])
+        .args(["record", "--backend", "ptrace", "-o"])
         .arg(&trace)
         .args(["-p", "1"])
         .output()

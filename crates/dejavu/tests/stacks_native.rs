@@ -122,7 +122,11 @@ fn record(cmd: &[&Path], args: &[&str], stacks: bool) -> Trace {
     let dir = tempfile::tempdir().expect("tmp");
     let trace = dir.path().join("t.dvt");
     let mut c = Command::new(env!("CARGO_BIN_EXE_dejavu"));
-    c.arg("record").arg("-o").arg(&trace);
+    // Native unwinding with DWARF CFI is the ptrace backend's (eBPF walks frame pointers:
+    // tests/ebpf.rs).
+    c.args(["record", "--backend", "ptrace"])
+        .arg("-o")
+        .arg(&trace);
     if !stacks {
         c.args(["--stacks", "off"]);
     }

@@ -1,10 +1,13 @@
 // stat_site.c: stats one file from a known line of a named function called from main,
 // so a native stack can be checked down to the line (crates/dejavu/tests/stacks_native.rs).
 //
-// usage: stat_site FILE [N]   stats FILE N times (default 1), prints the size sum.
+// usage: stat_site FILE [N [MS]]   stats FILE N times (default 1), prints the size sum,
+// then waits MS milliseconds before exiting (a long-running program, for the eBPF
+// backend, which names native frames after the fact: crates/dejavu/tests/ebpf.rs).
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 
 // Not static and not inlined: the function keeps its own frame and its own name at -O2.
 __attribute__((noinline)) long probe_config(const char *path) {
@@ -26,5 +29,9 @@ int main(int argc, char **argv) {
         sum += probe_config(argv[1]); /* CALL_LINE */
     }
     printf("stat_site: %ld stats, size sum %ld\n", n, sum);
+    fflush(stdout);
+    long ms = argc > 3 ? atol(argv[3]) : 0;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
     return 0;
 }

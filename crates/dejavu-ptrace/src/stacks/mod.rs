@@ -77,6 +77,7 @@ impl Stacks {
         pid: Tid,
         tid: Tid,
         ips: &[u64],
+        leaf: u64,
         path: Option<StrId>,
     ) -> Option<StackId> {
         if self.mode == StackMode::Off {
@@ -85,7 +86,7 @@ impl Stacks {
         if let Some(id) = self.agent.current(w, pid, tid, path) {
             return Some(id);
         }
-        self.native.capture_addrs(w, pid, ips)
+        self.native.capture_addrs(w, pid, ips, leaf)
     }
 
     /// Process `pid` now runs a new program: its mappings and agent state are gone.

@@ -453,6 +453,7 @@ impl Native {
         w: &mut TraceWriter<W>,
         pid: Tid,
         ips: &[u64],
+        leaf: u64,
     ) -> Option<StackId> {
         if !self.enabled || ips.is_empty() {
             return None;
@@ -483,6 +484,18 @@ impl Native {
                 break;
             }
             self.addrs.push(addr);
+        }
+        // The caller of a frameless syscall wrapper: its return address is at the stack
+        // pointer, and the walk went from the wrapper straight to the caller's caller.
+        let leaf = leaf.saturating_sub(1);
+        if self.addrs.len() == 1 || (self.addrs.len() > 1 && self.addrs[1] != leaf) {
+            let code = self
+                .procs
+                .get(&pid)
+                .is_some_and(|p| p.code_at(leaf).is_some());
+            if leaf != 0 && code && self.addrs.len() < MAX_DEPTH {
+                self.addrs.insert(1, leaf);
+            }
         }
         self.intern_addrs(w, pid)
     }

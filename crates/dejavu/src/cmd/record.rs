@@ -61,26 +61,22 @@ pub fn capture(
         Backend::Ptrace => dejavu_ptrace::record(target, &opts, make),
         Backend::Ebpf => dejavu_ebpf::record(target, &opts, &eopts, make),
         Backend::Auto => match dejavu_ebpf::check() {
-            Ok(()) => match dejavu_ebpf::record(target.clone(), &opts, &eopts, make) {
-                Err(dejavu_ptrace::RecordError::Unavailable { what, .. }) => {
-                    eprintln!("dejavu: recording with ptrace (eBPF failed: {what})");
-                    dejavu_ptrace::record(target, &opts, make)
-                }
-                r => {
-                    if verbose {
-                        eprintln!("dejavu: recorded with eBPF");
+            Ok(()) => {
+                eprintln!("dejavu: recording with eBPF (--backend auto)");
+                match dejavu_ebpf::record(target.clone(), &opts, &eopts, make) {
+                    Err(dejavu_ptrace::RecordError::Unavailable { what, .. }) => {
+                        eprintln!("dejavu: recording with ptrace instead: eBPF failed: {what}");
+                        dejavu_ptrace::record(target, &opts, make)
                     }
-                    r
+                    r => r,
                 }
-            },
+            }
             Err(e) => {
-                if verbose {
-                    let why = match &e {
-                        dejavu_ptrace::RecordError::Unavailable { what, .. } => what.clone(),
-                        e => e.to_string(),
-                    };
-                    eprintln!("dejavu: recording with ptrace (eBPF: {why})");
-                }
+                let why = match &e {
+                    dejavu_ptrace::RecordError::Unavailable { what, .. } => what.clone(),
+                    e => e.to_string(),
+                };
+                eprintln!("dejavu: recording with ptrace (--backend auto; eBPF: {why})");
                 dejavu_ptrace::record(target, &opts, make)
             }
         },

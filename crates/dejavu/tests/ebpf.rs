@@ -1,0 +1,300 @@
+//! The eBPF backend's own behaviour. (The rest of the suite runs against it too:
+//! scripts/test runs every integration test a second time with DEJAVU_BACKEND=ebpf, so the
+//! strace comparisons and every detector fixture's exact counts hold for both backends.)
+//! Each test here skips, saying why, where eBPF cannot run (no root, no BTF, built
+//! without clang).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// Whether `dejavu record --backend ebpf` works here; prints why not.
+fn ebpf_works() -> bool {
+    let d = tempfile::tempdir().unwrap();
+    let out = Command::new(common::dejavu())
+        .args(["record", "--backend", "ebpf", "-o"])
+        .arg(d.path().join("t.dvt"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    if out.status.code() == Some(77) {
+        let err = String::from_utf8_lossy(&out.stderr);
+        eprintln!(
+            "SKIP: eBPF is not available here: {}",
+            err.lines().next().unwrap_or("")
+        );
+        return false;
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    true
+}
+
+macro_rules! require_ebpf {
+    () => {
+        if !ebpf_works() {
+            return;
+        }
+    };
+}
+
+fn record(backend: &str, flags: &[&str], cmd: &[&str], cwd: &Path) -> (std::path::PathBuf, String) {
+    let trace = cwd.join(format!("{backend}.dvt"));
+    let out = Command::new(common::dejavu())
+        .args(["record", "--backend", backend])
+        .args(flags)
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .args(cmd)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{backend} {cmd:?}: {err}");
+    (trace, err)
+}
+
+/// (detector, paths, calls, redundant calls) of every finding, sorted.
+fn findings(trace: &Path) -> Vec<(String, String, u64, u64)> {
+    let out = Command::new(common::dejavu())
+        .args(["report", "--json", "--all"])
+        .arg(trace)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut f: Vec<_> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["detector"].as_str().unwrap().to_string(),
+                f["paths"].to_string(),
+                f["calls"].as_u64().unwrap(),
+                f["redundant_calls"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    f.sort();
+    f
+}
+
+#[test]
+fn both_backends_record_the_same_calls_and_findings() {
+    require_ebpf!();
+    require!("python3");
+    let fixtures = common::repo().join("tests/workloads/detectors");
+    let c = common::c_workload_at(&fixtures.join("open-close-churn/dirty.c"));
+    let py = fixtures.join("check-then-act/dirty.py");
+    // The interpreter itself, not a version manager's shim script (whose shell pipelines
+    // read a varying number of times).
+    let python = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    let python = String::from_utf8(python.stdout).unwrap().trim().to_string();
+    let cases: Vec<Vec<String>> = vec![
+        vec![c.to_string_lossy().into_owned()],
+        vec![python, py.to_string_lossy().into_owned()],
+    ];
+    for cmd in cases {
+        let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+        let mut per_backend = Vec::new();
+        for backend in ["ptrace", "ebpf"] {
+            let d = tempfile::tempdir().unwrap();
+            let (trace, _) = record(backend, &["--stacks", "off"], &cmd, d.path());
+            // Paths differ between the two scratch directories: compare below it.
+            let found: Vec<_> = findings(&trace)
+                .into_iter()
+                .map(|(det, paths, calls, red)| {
+                    let paths = paths.replace(&d.path().to_string_lossy().into_owned(), "$D");
+                    (det, paths, calls, red)
+                })
+                .collect();
+            per_backend.push((common::dejavu_counts(&trace), found));
+        }
+        assert_eq!(
+            per_backend[0].0, per_backend[1].0,
+            "{cmd:?}: per-syscall counts"
+        );
+        assert_eq!(per_backend[0].1, per_backend[1].1, "{cmd:?}: findings");
+        assert!(
+            !per_backend[0].1.is_empty(),
+            "{cmd:?}: the dirty fixture has findings"
+        );
+    }
+}
+
+#[test]
+fn the_trace_says_which_backend_recorded_it() {
+    require_ebpf!();
+    let d = tempfile::tempdir().unwrap();
+    let (trace, _) = record("ebpf", &[], &["true"], d.path());
+    let v = common::summary_json(&trace);
+    assert_eq!(v["backend"], "ebpf", "{v:#}");
+}
+
+#[test]
+fn frame_pointer_stacks_name_the_c_line_of_the_call() {
+    require_ebpf!();
+    let src = common::repo().join("tests/workloads/stacks/stat_site.c");
+    let d = tempfile::tempdir().unwrap();
+    let exe = d.path().join("stat_site");
+    let st = Command::new("gcc")
+        .args(["-g", "-O1", "-fno-omit-frame-pointer", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::write(d.path().join("app.conf"), "x").unwrap();
+    // The stacks are symbolized when dejavu reads them, after the fact: the program must
+    // still be running then (a third argument makes it wait before exiting).
+    let report = d.path().join("r.json");
+    let st = Command::new(common::dejavu())
+        .args([
+            "run",
+            "--backend",
+            "ebpf",
+            "--json",
+            "--min-calls",
+            "5",
+            "--report-file",
+        ])
+        .arg(&report)
+        .arg("--")
+        .args([exe.to_str().unwrap(), "app.conf", "50", "1000"])
+        .current_dir(d.path())
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let v: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["detector"] == "repeated-lookup")
+        .unwrap_or_else(|| panic!("{v:#}"));
+    let c = &f["callsites"][0];
+    let line = std::fs::read_to_string(&src)
+        .unwrap()
+        .lines()
+        .position(|l| l.contains("STAT_LINE"))
+        .unwrap() as u64
+        + 1;
+    assert_eq!(c["function"], "probe_config", "{c:#}");
+    assert_eq!(c["line"].as_u64(), Some(line), "{c:#}");
+}
+
+#[test]
+fn a_full_ring_buffer_is_counted_and_reported_never_silent() {
+    require_ebpf!();
+    let src = common::repo().join("tests/workloads/stacks/stat_site.c");
+    let prog = common::c_workload_at(&src);
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("f"), "x").unwrap();
+    // 4 KiB holds a dozen records; the reader polls every 10 ms: a 200,000-stat loop must
+    // overflow it.
+    let (trace, err) = record(
+        "ebpf",
+        &["--buffer-size", "4K", "--stacks", "off"],
+        &[prog.to_str().unwrap(), "f", "200000"],
+        d.path(),
+    );
+    assert!(
+        err.contains("records were lost because the kernel's ring buffer was full"),
+        "{err}"
+    );
+    assert!(err.contains("--buffer-size"), "{err}");
+    let v = common::summary_json(&trace);
+    let lost = v["lost_events"].as_u64().unwrap();
+    let stats = v["syscalls"]["newfstatat"]["calls"].as_u64().unwrap_or(0);
+    assert!(lost > 0, "{v:#}");
+    // Every call is either recorded or counted as lost.
+    assert!(stats + lost >= 200_000, "{stats} recorded + {lost} lost");
+}
+
+#[test]
+fn a_bad_buffer_size_is_a_usage_error() {
+    for bad in ["0", "12Q", "3G", "abc"] {
+        let out = Command::new(common::dejavu())
+            .args([
+                "record",
+                "--backend",
+                "ebpf",
+                "--buffer-size",
+                bad,
+                "-o",
+                "/dev/null",
+            ])
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--buffer-size"), "{bad}: {err}");
+    }
+}
+
+#[test]
+fn auto_says_which_backend_it_chose() {
+    let d = tempfile::tempdir().unwrap();
+    let out = Command::new(common::dejavu())
+        .args(["record", "--backend", "auto", "-o"])
+        .arg(d.path().join("t.dvt"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("recording with eBPF") || err.contains("recording with ptrace"),
+        "{err}"
+    );
+}
+
+#[test]
+fn without_privilege_ebpf_names_what_is_missing_and_auto_falls_back() {
+    if unsafe { libc::geteuid() } != 0 || !common::have("setpriv") {
+        eprintln!("SKIP: needs root and setpriv to run dejavu as an unprivileged user");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        d.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let as_nobody = |backend: &str| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(common::dejavu())
+            .args(["record", "--backend", backend, "-o"])
+            .arg(d.path().join(format!("{backend}.dvt")))
+            .args(["--", "true"])
+            .output()
+            .unwrap()
+    };
+    let out = as_nobody("ebpf");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(77), "{err}");
+    assert!(
+        err.contains("CAP_BPF") && err.contains("CAP_PERFMON"),
+        "{err}"
+    );
+    assert!(err.contains("--backend ptrace"), "{err}");
+    assert!(!d.path().join("ebpf.dvt").exists());
+    let out = as_nobody("auto");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("recording with ptrace"), "{err}");
+}
