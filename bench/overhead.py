@@ -12,6 +12,8 @@ invocation and interleaved round-robin so that machine noise hits every variant 
     dejavu                      dejavu record --backend ptrace (ptrace + seccomp-bpf, the same set)
     dejavu-ebpf                 dejavu record --backend ebpf (in the kernel; needs root or
                                 CAP_BPF + CAP_PERFMON, skipped with the reason otherwise)
+    dejavu-ebpf-nostacks        the same with --stacks off (no language agents, no user
+                                stacks: the backend's own cost)
 
 R times each (default 5), and prints a markdown table per workload: median and min wall
 time, median over native, and notes (trace size per event for dejavu, events perf wrote,
@@ -302,6 +304,11 @@ def make_variants(dejavu: Path | None, dejavu_missing: str | None, pin: bool,
         Variant("dejavu-ebpf", "dejavu record --backend ebpf",
                 lambda d: [str(dejavu), "record", "--backend", "ebpf", "-o", str(d / "t.dvt"),
                            "--"],
+                collect=dejavu_collect(dejavu) if dejavu else None,
+                unavailable=dejavu_missing),
+        Variant("dejavu-ebpf-nostacks", "dejavu record --backend ebpf --stacks off",
+                lambda d: [str(dejavu), "record", "--backend", "ebpf", "--stacks", "off",
+                           "-o", str(d / "t.dvt"), "--"],
                 collect=dejavu_collect(dejavu) if dejavu else None,
                 unavailable=dejavu_missing),
     ]
@@ -614,7 +621,7 @@ def main() -> int:
     ap.add_argument("--workloads", default=",".join(WORKLOADS),
                     help="comma-separated subset of: %(default)s")
     ap.add_argument("--variants", help="comma-separated subset of: strace,strace-bpf,"
-                    "perf-trace,dejavu,dejavu-ebpf (native always runs)")
+                    "perf-trace,dejavu,dejavu-ebpf,dejavu-ebpf-nostacks (native always runs)")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: N/10 (8 modules for make) and 2 reps")
     ap.add_argument("--pin", action="store_true",
@@ -633,7 +640,8 @@ def main() -> int:
     only = None
     if args.variants:
         only = {k.strip() for k in args.variants.split(",") if k.strip()}
-        bad = only - {"native", "strace", "strace-bpf", "perf-trace", "dejavu", "dejavu-ebpf"}
+        bad = only - {"native", "strace", "strace-bpf", "perf-trace", "dejavu", "dejavu-ebpf",
+                        "dejavu-ebpf-nostacks"}
         if bad:
             ap.error(f"unknown variant(s) {', '.join(sorted(bad))}")
     reps = args.reps if args.reps else (2 if args.quick else 5)

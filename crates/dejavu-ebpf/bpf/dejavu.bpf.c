@@ -116,6 +116,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define NR_faccessat2 439
 #define NR_fchmodat2 452
 
+#define TS_COMPAT 0x0002
 #define S_IFMT 00170000
 #define S_IFREG 0100000
 #define O_APPEND 02000
@@ -540,6 +541,12 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 	u32 tgid = pid_tgid >> 32, tid = (u32)pid_tgid;
 	if (!bpf_map_lookup_elem(&traced, &tgid))
 		return 0;
+	/* A 32-bit call (int 0x80, or a 32-bit program) numbers syscalls differently: it
+	 * is not in the traced set (as with ptrace, docs/ebpf-backend.md). */
+	struct task_struct *task = bpf_get_current_task_btf();
+	if (bpf_core_field_exists(task->thread_info.status) &&
+	    (task->thread_info.status & TS_COMPAT))
+		return 0;
 	struct inflight *v = slot(tid);
 	if (v) {
 		v->ts = bpf_ktime_get_ns();
@@ -595,6 +602,10 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		u8 *w = bpf_map_lookup_elem(&wanted, &k);
 		u32 tgid = id >> 32;
 		if (!w || !(*w & W_TRACE) || !bpf_map_lookup_elem(&traced, &tgid))
+			return 0;
+		struct task_struct *me = bpf_get_current_task_btf();
+		if (bpf_core_field_exists(me->thread_info.status) &&
+		    (me->thread_info.status & TS_COMPAT))
 			return 0;
 		enter_ts = 0;
 		cflags = CF_NO_ENTER;

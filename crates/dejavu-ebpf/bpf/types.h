@@ -104,7 +104,13 @@ struct signal_struct {
 	atomic_t live;
 } PRESERVE;
 
+/* x86's thread_info, first in task_struct: `status` has TS_COMPAT during a 32-bit call. */
+struct thread_info {
+	u32 status;
+} PRESERVE;
+
 struct task_struct {
+	struct thread_info thread_info;
 	pid_t pid;
 	pid_t tgid;
 	int exit_code;

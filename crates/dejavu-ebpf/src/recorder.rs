@@ -189,6 +189,7 @@ pub fn record<W: Write>(
     meta.notes
         .push("eBPF: calls recorded in the kernel; the program never stops".into());
     let mut l = load(eopts)?;
+    let capped = opts.payload_bytes > PAYLOAD_MAX;
     let mut opts = opts.clone();
     opts.payload_bytes = payload;
     match target {
@@ -220,6 +221,9 @@ pub fn record<W: Write>(
                 }
             };
             let mut feed = Feed::new(w, t0, opts.clone(), stacks);
+            if capped {
+                feed.warn_once("payload", payload_capped());
+            }
             feed.launched(pid, &cwd);
             let _sig = signals::install();
             kernel::kill(pid, libc::SIGCONT).map_err(|e| RecordError::os("kill(SIGCONT)", e))?;
@@ -260,6 +264,9 @@ pub fn record<W: Write>(
                 opts.clone(),
                 dejavu_ptrace::stacks::Stacks::new(dejavu_ptrace::StackMode::Off),
             );
+            if capped {
+                feed.warn_once("payload", payload_capped());
+            }
             for &p in &pids {
                 feed.attached(p, &threads(p));
             }
@@ -269,6 +276,10 @@ pub fn record<W: Write>(
             r.finish(true)
         }
     }
+}
+
+fn payload_capped() -> String {
+    format!("the eBPF backend keeps at most {PAYLOAD_MAX} bytes of each write (--payload-bytes was larger)")
 }
 
 fn proc_cmdline(pid: i32) -> Vec<String> {

@@ -2,7 +2,7 @@
 //! answers the same question (os.path.exists(p) then open(p)): the check is redundant, and a
 //! race (TOCTOU).
 
-use super::lookup::{question, Question};
+use super::lookup::{is_plumbing, question, Question};
 use crate::group::{count, extras, Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
 use dejavu_replay::{PathKey, View};
@@ -15,7 +15,8 @@ pub static INFO: DetectorInfo = DetectorInfo {
     summary: "access/stat of a path right before the open or stat that answers the same question",
     explain: "A check is a successful access/faccessat or stat/newfstatat/statx that follows \
 symbolic links, naming a path. Its act is the next call of the same thread on the same path, if it \
-comes within `window` calls of that thread (window 1: the very next call) and is an open (open, \
+comes within `window` calls of that thread (window 1: the very next call; runtime plumbing — calls on \
+eventfds, pipes, sockets and terminals — does not count) and is an open (open, \
 openat, openat2, creat; success or failure) or a stat following symlinks. Any other call on the path \
 in between (by that thread) means there is no act. The check is redundant, and counted, in two cases: \
 (1) an access check followed by an act that answers the same question: existence (F_OK) is answered \
@@ -215,6 +216,10 @@ impl Detector for CheckThenAct {
     fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
         if !self.verify.is_empty() {
             self.verify_use(s, v, cx);
+        }
+        if is_plumbing(s, v, cx) {
+            // Not a call on files: does not count towards the window (lookup::is_plumbing).
+            return;
         }
         let finished = s.ev & ev::UNFINISHED == 0;
         let path_based = s.ev & ev::PATH_FROM_FD == 0;

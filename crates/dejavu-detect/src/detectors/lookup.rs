@@ -101,3 +101,24 @@ pub fn answer(s: &Syscall) -> u64 {
 pub fn is_negative(s: &Syscall) -> bool {
     s.ret == -2 /* ENOENT */ || s.ret == -20 /* ENOTDIR */
 }
+
+/// Whether a call is the thread's runtime plumbing rather than a question about files: a
+/// call on a descriptor that is not a file or directory (an eventfd or other anonymous
+/// inode, a pipe, a socket, a terminal, /dev/null), or on one nobody saw opened and that
+/// names no path (the eBPF backend cannot name descriptors made by untraced calls such as
+/// eventfd or epoll_create). An event loop's wakeup write or a log line says nothing about
+/// files, and a runtime makes them at moments of its own (a garbage collection, a worker's
+/// wakeup): the "right before" and "within N calls" rules of ensure-dir and
+/// check-then-act see through them.
+pub fn is_plumbing(s: &Syscall, v: &dejavu_replay::View, cx: &crate::Cx<'_>) -> bool {
+    use dejavu_replay::FdKind;
+    if s.fd.is_none() {
+        return false; // a call with a path of its own
+    }
+    let kind = match (v.fd, v.path) {
+        (Some(f), _) => f.kind,
+        (None, Some(p)) => FdKind::classify(cx.replay.paths.bytes(p), None),
+        (None, None) => return true,
+    };
+    !matches!(kind, FdKind::File | FdKind::Dir)
+}
