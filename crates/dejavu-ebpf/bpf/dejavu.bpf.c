@@ -117,6 +117,8 @@ char LICENSE[] SEC("license") = "GPL";
 #define NR_fchmodat2 452
 
 #define TS_COMPAT 0x0002
+/* `traced` value bits (set by user space). */
+#define TRACED_NO_NATIVE_STACK 2
 #define S_IFMT 00170000
 #define S_IFREG 0100000
 #define O_APPEND 02000
@@ -652,6 +654,13 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		e->enter_ts = e->h.ts;
 	u32 off = sizeof(*e);
 	u32 frames = c->stack_frames;
+	if (frames > 0) {
+		/* A process whose language agent reports its call sites needs no native walk. */
+		u32 tgid = id >> 32;
+		u8 *tv = bpf_map_lookup_elem(&traced, &tgid);
+		if (tv && (*tv & TRACED_NO_NATIVE_STACK))
+			frames = 0;
+	}
 	if (frames > 0) {
 		if (frames > MAX_IPS)
 			frames = MAX_IPS;

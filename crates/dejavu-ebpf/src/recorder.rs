@@ -155,9 +155,13 @@ fn configure(
     cfg.set(0, c, 0).map_err(|e| load_error("config", e))
 }
 
+/// `traced` values: followed; and its native stack is not wanted.
+const TRACED: u8 = 1;
+const NO_NATIVE_STACK: u8 = 2;
+
 fn trace(l: &mut Loaded, tgid: i32) -> Result<(), RecordError> {
     l.traced
-        .insert(tgid as u32, 1u8, 0)
+        .insert(tgid as u32, TRACED, 0)
         .map_err(|e| load_error("following the process", e))
 }
 
@@ -313,6 +317,8 @@ struct Reader<W: Write> {
     lost_per_cpu: Vec<u64>,
     malformed: u64,
     records: u64,
+    /// Processes whose agents said hello in the last batch.
+    agents: Vec<u32>,
     root_status: Option<ExitStatus>,
 }
 
@@ -326,6 +332,7 @@ impl<W: Write> Reader<W> {
             lost_per_cpu: Vec::new(),
             malformed: 0,
             records: 0,
+            agents: Vec::new(),
             root_status: None,
         }
     }
@@ -400,15 +407,21 @@ impl<W: Write> Reader<W> {
     }
 
     fn drain(&mut self) {
+        self.agents.clear();
         while let Some(item) = self.l.ring.next() {
             let b: &[u8] = &item;
             self.records += 1;
-            if !handle(&mut self.feed, &mut self.ips, b) {
+            if !handle(&mut self.feed, &mut self.ips, &mut self.agents, b) {
                 if std::env::var_os("DEJAVU_EBPF_DEBUG").is_some() {
                     eprintln!("malformed: {:02x?}", &b[..b.len().min(400)]);
                 }
                 self.malformed += 1;
             }
+        }
+        // A process with a language agent gets its call sites from it: the kernel stops
+        // walking its native stack (V8's or CPython's frames, no use there).
+        for &pid in &self.agents {
+            let _ = self.l.traced.insert(pid, TRACED | NO_NATIVE_STACK, 0);
         }
     }
 
@@ -477,7 +490,12 @@ impl<W: Write> Reader<W> {
 }
 
 /// Feeds one kernel record to the decoder; false when it is malformed.
-fn handle<W: Write>(feed: &mut Feed<W>, ips: &mut Vec<u64>, b: &[u8]) -> bool {
+fn handle<W: Write>(
+    feed: &mut Feed<W>,
+    ips: &mut Vec<u64>,
+    agents: &mut Vec<u32>,
+    b: &[u8],
+) -> bool {
     let Some(h) = event::header(b) else {
         return false;
     };
@@ -544,6 +562,9 @@ fn handle<W: Write>(feed: &mut Feed<W>, ips: &mut Vec<u64>, b: &[u8]) -> bool {
             let Some(bytes) = event::agent(b) else {
                 return false;
             };
+            for pid in dejavu_ptrace::stacks::agent::hellos(bytes) {
+                agents.push(pid);
+            }
             feed.agent(bytes);
         }
         _ => return false,
