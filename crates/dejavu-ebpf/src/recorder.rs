@@ -192,6 +192,9 @@ pub fn record<W: Write>(
     };
     meta.notes
         .push("eBPF: calls recorded in the kernel; the program never stops".into());
+    // Caught from the start (loading takes a while): a SIGTERM meanwhile is forwarded to
+    // the program once it runs, not the death of dejavu.
+    let _sig = signals::install();
     let mut l = load(eopts)?;
     let capped = opts.payload_bytes > PAYLOAD_MAX;
     let mut opts = opts.clone();
@@ -229,7 +232,6 @@ pub fn record<W: Write>(
                 feed.warn_once("payload", payload_capped());
             }
             feed.launched(pid, &cwd);
-            let _sig = signals::install();
             kernel::kill(pid, libc::SIGCONT).map_err(|e| RecordError::os("kill(SIGCONT)", e))?;
             let mut r = Reader::new(l, feed);
             r.run(Some(pid))?;
@@ -274,7 +276,6 @@ pub fn record<W: Write>(
             for &p in &pids {
                 feed.attached(p, &threads(p));
             }
-            let _sig = signals::install();
             let mut r = Reader::new(l, feed);
             r.run(None)?;
             r.finish(true)
