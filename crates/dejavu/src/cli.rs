@@ -29,6 +29,27 @@ Exit status: the program's own (128+N if killed by signal N); 77 if tracing is n
 permitted here; 126/127 if the command cannot be executed / is not found; 125 if dejavu
 itself failed; 2 for bad flags.")]
     Record(RecordArgs),
+    /// Compare two traces: per finding, per syscall, per call site, before -> after.
+    #[command(after_help = "\
+Examples:
+  dejavu diff before.dvt after.dvt
+  dejavu diff --json before.dvt after.dvt
+
+Findings are matched by detector, call site and paths, never by pid or time. Exit status:
+0 when both traces were read; 1 if one cannot be read; 2 for bad flags.")]
+    Diff(DiffArgs),
+    /// Run a program (or take a trace) and compare its counts with a budget: a CI gate on
+    /// counts, never times.
+    #[command(after_help = "\
+Examples:
+  dejavu check --budget dejavu.toml -- npm test
+  dejavu check --budget dejavu.toml --update -- npm test    # write the current counts
+  dejavu check --budget dejavu.toml --trace t.dvt
+
+Exit status: 0 within budget; 1 over budget (what exceeded, by how much and where, on
+stdout); 2 for bad flags, a bad budget file or a failed recording; 3 when the program
+itself failed but the counts were within budget (over budget wins: 1). docs/budgets.md.")]
+    Check(CheckArgs),
     /// Report the work a trace repeats for nothing: ranked findings with their fix.
     #[command(after_help = "\
 Examples:
@@ -292,6 +313,49 @@ pub struct RunArgs {
     pub capture: CaptureFlags,
     #[command(flatten)]
     pub report: ReportFlags,
+}
+
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// The trace before the change.
+    pub before: PathBuf,
+    /// The trace after it.
+    pub after: PathBuf,
+    /// Machine-readable output: one JSON object (docs/report-format.md, "dejavu diff").
+    #[arg(long)]
+    pub json: bool,
+    /// Rows shown per section in the terminal.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub top: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// The budget file (TOML; docs/budgets.md).
+    #[arg(long, value_name = "FILE", required = true)]
+    pub budget: PathBuf,
+    /// Write the current counts into the budget (creating it if missing) instead of
+    /// checking: each limit's baseline, or its max, becomes the current count.
+    #[arg(long)]
+    pub update: bool,
+    /// Check this trace instead of running a command.
+    #[arg(long, value_name = "TRACE", conflicts_with = "command")]
+    pub trace: Option<PathBuf>,
+    /// Keep the trace of the run in FILE.
+    #[arg(long, value_name = "FILE", conflicts_with = "trace")]
+    pub keep_trace: Option<PathBuf>,
+    /// Machine-readable output: one JSON object (docs/budgets.md).
+    #[arg(long)]
+    pub json: bool,
+    /// The command to run, after `--`.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<OsString>,
+    #[command(flatten)]
+    pub capture: CaptureFlags,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,7 +1,9 @@
 //! The `dejavu` command: parse flags, then hand plain options to one subcommand.
 
+mod budget;
 mod cli;
 mod cmd;
+mod counts;
 mod exit;
 
 use clap::Parser;

@@ -1,5 +1,7 @@
 //! One module per subcommand; `run` dispatches.
 
+mod check;
+mod diff;
 mod explain;
 mod export;
 mod import;
@@ -14,6 +16,8 @@ use crate::cli::{Cli, Command};
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Record(a) => record::run(a),
+        Command::Diff(a) => diff::run(a),
+        Command::Check(a) => check::run(a),
         Command::Report(a) => report::run(a),
         Command::Run(a) => run::run(a),
         Command::Explain(a) => explain::run(a),

@@ -1,0 +1,127 @@
+//! What `dejavu diff` and `dejavu check` compare: counts from one trace, never times.
+//! Per program (the basename of what a process exec'd, inherited across fork), the calls of
+//! each syscall and of each path, and the analysis's findings and call sites.
+
+use dejavu_detect::{analyze, Analysis, Config};
+use dejavu_trace::{Record, TraceReader};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The counts of one trace.
+#[derive(Debug)]
+pub struct Counts {
+    /// (program, syscall) -> calls.
+    pub syscalls: BTreeMap<(String, String), u64>,
+    /// (program, path) -> calls naming it (its path argument or its descriptor's).
+    pub paths: FxHashMap<(String, String), u64>,
+    /// The analysis with every finding (no threshold hides any).
+    pub analysis: Analysis,
+}
+
+/// The program name of a command line or executable path: its first word's basename.
+pub fn program_of(command: &str) -> String {
+    let first = command.split_whitespace().next().unwrap_or("");
+    first.rsplit('/').next().unwrap_or(first).to_string()
+}
+
+/// A finding's call-site key: `file:line` of its first call site, its function when it
+/// has no source location (a library without line tables), "" without stacks.
+pub fn site_key(f: &dejavu_detect::Finding) -> String {
+    f.callsites
+        .first()
+        .map(|c| {
+            if c.file.is_empty() {
+                c.function.clone()
+            } else {
+                format!("{}:{}", c.file, c.line)
+            }
+        })
+        .unwrap_or_default()
+}
+
+impl Counts {
+    /// Reads and analyses the trace at `path`.
+    pub fn load(path: &Path) -> anyhow::Result<Counts> {
+        use anyhow::Context;
+        let mut r =
+            TraceReader::open(path).with_context(|| format!("reading {}", path.display()))?;
+        let mut syscalls = BTreeMap::new();
+        let mut paths = FxHashMap::default();
+        let mut program: FxHashMap<u32, String> = FxHashMap::default();
+        let root = r
+            .meta()
+            .command
+            .first()
+            .map(|c| program_of(c))
+            .unwrap_or_default();
+        while let Some(rec) = r
+            .next_record()
+            .with_context(|| format!("reading {}", path.display()))?
+        {
+            match rec {
+                Record::Spawn(s) => {
+                    let p = program
+                        .get(&s.parent_pid)
+                        .cloned()
+                        .unwrap_or_else(|| root.clone());
+                    program.insert(s.pid, p);
+                }
+                Record::Exec(e) => {
+                    let argv = r.str(e.argv);
+                    let first = argv.split(|&b| b == 0).next().unwrap_or(b"");
+                    let name = if first.is_empty() {
+                        r.str(e.exe)
+                    } else {
+                        first
+                    };
+                    program.insert(e.pid, program_of(&String::from_utf8_lossy(name)));
+                }
+                Record::Syscall(s) => {
+                    let prog = program.get(&s.pid).cloned().unwrap_or_else(|| root.clone());
+                    *syscalls
+                        .entry((prog.clone(), s.sys.name().to_string()))
+                        .or_insert(0) += 1;
+                    if let Some(p) = s.path {
+                        let p = String::from_utf8_lossy(r.str(p)).into_owned();
+                        *paths.entry((prog, p)).or_insert(0) += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let cfg = Config {
+            min_calls: 1,
+            ..Config::default()
+        };
+        let mut r =
+            TraceReader::open(path).with_context(|| format!("reading {}", path.display()))?;
+        let analysis = analyze(&mut r, &cfg, |_| {})
+            .map_err(|e| anyhow::anyhow!("analysing {}: {e}", path.display()))?;
+        Ok(Counts {
+            syscalls,
+            paths,
+            analysis,
+        })
+    }
+
+    /// Calls of `syscall` by programs `prog` accepts.
+    pub fn syscall(&self, syscall: &str, prog: &dyn Fn(&str) -> bool) -> u64 {
+        self.syscalls
+            .iter()
+            .filter(|((p, s), _)| s == syscall && prog(p))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// Every syscall name recorded, with its calls, over programs `prog` accepts.
+    pub fn syscall_totals(&self, prog: &dyn Fn(&str) -> bool) -> BTreeMap<String, u64> {
+        let mut m = BTreeMap::new();
+        for ((p, s), n) in &self.syscalls {
+            if prog(p) {
+                *m.entry(s.clone()).or_insert(0) += n;
+            }
+        }
+        m
+    }
+}

@@ -1,0 +1,327 @@
+//! `dejavu diff` and `dejavu check` on the ensure-dir dirty/clean twins (seed 000): the
+//! diff says what the fix removed, deterministically; the clean twin passes a budget the
+//! dirty one exceeds.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn twin(name: &str) -> String {
+    common::repo()
+        .join("tests/workloads/detectors/ensure-dir")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Records `script` with node in `work` (from an empty chats directory).
+fn record(work: &Path, script: &str, trace: &str) -> PathBuf {
+    let _ = std::fs::remove_dir_all(work.join("chats"));
+    let t = work.join(trace);
+    let (st, err) = common::record_quiet_with(&t, &["--stacks", "off"], &["node", script], work);
+    assert!(st.success(), "{err}");
+    t
+}
+
+fn dejavu(args: &[&str], cwd: &Path) -> Output {
+    Command::new(common::dejavu())
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn scratch() -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().canonicalize().unwrap();
+    (d, p)
+}
+
+#[test]
+fn diff_of_the_fix_says_what_it_removed() {
+    require!("node");
+    let (_d, work) = scratch();
+    let before = record(&work, &twin("dirty.js"), "before.dvt");
+    let after = record(&work, &twin("clean.js"), "after.dvt");
+    let out = dejavu(
+        &[
+            "diff",
+            "--json",
+            before.to_str().unwrap(),
+            after.to_str().unwrap(),
+        ],
+        &work,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let chats = work.join("chats").to_string_lossy().into_owned();
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["detector"] == "ensure-dir" && f["paths"][0] == chats.as_str())
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(f["status"], "gone", "{f:#}");
+    assert_eq!(f["before"]["redundant_calls"], 297);
+    assert_eq!(f["after"], Value::Null);
+    assert_eq!(f["delta"], -297);
+    let mkdir = v["syscalls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["syscall"] == "mkdir")
+        .unwrap();
+    assert_eq!(
+        (mkdir["before"].as_u64(), mkdir["after"].as_u64()),
+        (Some(100), Some(1))
+    );
+    assert!(v["after"]["redundant_calls"].as_u64() < v["before"]["redundant_calls"].as_u64());
+
+    // The terminal form says the same.
+    let out = dejavu(
+        &["diff", before.to_str().unwrap(), after.to_str().unwrap()],
+        &work,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("gone   ensure-dir"), "{text}");
+    assert!(text.contains("mkdir"), "{text}");
+}
+
+#[test]
+fn diff_is_deterministic_and_a_trace_against_itself_changes_nothing() {
+    require!("node");
+    let (_d, work) = scratch();
+    let a = record(&work, &twin("dirty.js"), "a.dvt");
+    let b = record(&work, &twin("dirty.js"), "b.dvt");
+    let run = |x: &Path, y: &Path| {
+        let out = dejavu(
+            &["diff", "--json", x.to_str().unwrap(), y.to_str().unwrap()],
+            &work,
+        );
+        let mut v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["before"]["trace"] = Value::Null;
+        v["after"]["trace"] = Value::Null;
+        v
+    };
+    let same = run(&a, &a);
+    for f in same["findings"].as_array().unwrap() {
+        assert_eq!(f["status"], "same", "{f:#}");
+    }
+    // Two runs of a deterministic program: the redundant-call findings of the fixture
+    // agree (the runtime's own start-up may differ by a call or two elsewhere).
+    let two = run(&a, &b);
+    let ensure = two["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["detector"] == "ensure-dir")
+        .unwrap();
+    assert_eq!(ensure["status"], "same", "{ensure:#}");
+    assert_eq!(ensure["delta"], 0);
+}
+
+#[test]
+fn the_clean_twin_passes_a_budget_the_dirty_one_exceeds() {
+    require!("node");
+    let (_d, work) = scratch();
+    let budget = work.join("dejavu.toml");
+    std::fs::write(
+        &budget,
+        "version = 1\n[detectors]\nensure-dir = 0\n[syscalls]\nmkdir = { baseline = 2, slack = 1, process = \"node\" }\n\
+         [paths]\n\"**/chats\" = 150\n",
+    )
+    .unwrap();
+    let check = |script: &str| {
+        let _ = std::fs::remove_dir_all(work.join("chats"));
+        dejavu(
+            &[
+                "check",
+                "--budget",
+                budget.to_str().unwrap(),
+                "--stacks",
+                "off",
+                "--",
+                "node",
+                script,
+            ],
+            &work,
+        )
+    };
+    let dirty = check(&twin("dirty.js"));
+    let text = String::from_utf8_lossy(&dirty.stdout);
+    assert_eq!(
+        dirty.status.code(),
+        Some(1),
+        "{text}{}",
+        String::from_utf8_lossy(&dirty.stderr)
+    );
+    assert!(text.contains("3 of 3 budgets exceeded"), "{text}");
+    assert!(
+        text.contains("OVER  detectors.ensure-dir") && text.contains("297 > 0"),
+        "{text}"
+    );
+    assert!(
+        text.contains("OVER  syscalls.mkdir [node]") && text.contains("100 > 3"),
+        "{text}"
+    );
+    assert!(text.contains("/chats"), "where the path calls are: {text}");
+    let clean = check(&twin("clean.js"));
+    let text = String::from_utf8_lossy(&clean.stdout);
+    assert_eq!(clean.status.code(), Some(0), "{text}");
+    assert!(text.contains("0 of 3 budgets exceeded"), "{text}");
+}
+
+#[test]
+fn update_writes_a_budget_from_the_clean_twin_that_the_dirty_one_then_fails() {
+    require!("node");
+    let (_d, work) = scratch();
+    let budget = work.join("new.toml");
+    let _ = std::fs::remove_dir_all(work.join("chats"));
+    let out = dejavu(
+        &[
+            "check",
+            "--budget",
+            budget.to_str().unwrap(),
+            "--update",
+            "--stacks",
+            "off",
+            "--",
+            "node",
+            &twin("clean.js"),
+        ],
+        &work,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&budget).unwrap();
+    assert!(
+        text.contains("ensure-dir = 0") && text.contains("mkdir = 1"),
+        "{text}"
+    );
+    let trace = record(&work, &twin("dirty.js"), "dirty.dvt");
+    let out = dejavu(
+        &[
+            "check",
+            "--budget",
+            budget.to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+        ],
+        &work,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let v = dejavu(
+        &[
+            "check",
+            "--json",
+            "--budget",
+            budget.to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+        ],
+        &work,
+    );
+    let v: Value = serde_json::from_slice(&v.stdout).unwrap();
+    let e = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "detectors" && e["name"] == "ensure-dir")
+        .unwrap();
+    assert_eq!(
+        (
+            e["count"].as_u64(),
+            e["limit"].as_u64(),
+            e["over"].as_bool()
+        ),
+        (Some(297), Some(0), Some(true))
+    );
+
+    // --update on an existing budget moves its limits to the dirty counts, comments kept.
+    std::fs::write(&budget, format!("# ours\n{text}")).unwrap();
+    let out = dejavu(
+        &[
+            "check",
+            "--budget",
+            budget.to_str().unwrap(),
+            "--update",
+            "--trace",
+            trace.to_str().unwrap(),
+        ],
+        &work,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let text = std::fs::read_to_string(&budget).unwrap();
+    assert!(
+        text.starts_with("# ours") && text.contains("ensure-dir = 297"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_bad_budget_is_a_usage_error_before_the_program_runs() {
+    let (_d, work) = scratch();
+    let budget = work.join("bad.toml");
+    std::fs::write(&budget, "version = 1\n[detectors]\nensure-dirs = 0\n").unwrap();
+    let marker = work.join("ran");
+    let out = dejavu(
+        &[
+            "check",
+            "--budget",
+            budget.to_str().unwrap(),
+            "--",
+            "touch",
+            marker.to_str().unwrap(),
+        ],
+        &work,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("detectors.ensure-dirs") && err.contains("no such detector"),
+        "{err}"
+    );
+    assert!(
+        !marker.exists(),
+        "the program must not run for a typo in the budget"
+    );
+    let out = dejavu(&["check", "--budget", budget.to_str().unwrap()], &work);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn the_programs_own_failure_within_budget_is_exit_3() {
+    let (_d, work) = scratch();
+    let budget = work.join("b.toml");
+    std::fs::write(&budget, "version = 1\n[syscalls]\nopenat = 100000\n").unwrap();
+    let out = dejavu(
+        &[
+            "check",
+            "--budget",
+            budget.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "exit 4",
+        ],
+        &work,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("the program itself failed (exit status 4)"),
+        "{err}"
+    );
+}
