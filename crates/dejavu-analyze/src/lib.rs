@@ -1,6 +1,7 @@
 //! Analyses of dejavu traces that need no replay: the summary (`dejavu summary`) and the
 //! JSON Lines export (`dejavu export --format jsonl`).
 
+pub mod chrome;
 pub mod export;
 pub mod names;
 pub mod summary;

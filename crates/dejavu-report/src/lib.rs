@@ -5,6 +5,7 @@
 
 mod json;
 mod progress;
+pub mod sarif;
 mod terminal;
 pub mod text;
 

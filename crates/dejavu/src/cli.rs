@@ -224,9 +224,19 @@ pub struct ReportArgs {
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Report")]
 pub struct ReportFlags {
-    /// Machine-readable output: one JSON object (docs/report-format.md).
+    /// Machine-readable output: one JSON object (docs/report-format.md); the same as
+    /// --format json.
     #[arg(long)]
     pub json: bool,
+    /// Output format: terminal (default), json, or sarif (SARIF 2.1.0 for GitHub code
+    /// scanning: findings on the source lines of their call sites).
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+    pub format: Option<ReportFormat>,
+    /// With --format sarif: the directory (the repository's root) that result locations
+    /// are relative to; call sites outside it become run-level notifications. Default: the
+    /// current directory.
+    #[arg(long, value_name = "DIR")]
+    pub source_root: Option<PathBuf>,
     /// Under each finding, also every path, the time window, every call site and the full
     /// command line.
     #[arg(long)]
@@ -321,7 +331,7 @@ pub struct DiffArgs {
     pub before: PathBuf,
     /// The trace after it.
     pub after: PathBuf,
-    /// Machine-readable output: one JSON object (docs/report-format.md, "dejavu diff").
+    /// Machine-readable output: one JSON object (docs/budgets.md).
     #[arg(long)]
     pub json: bool,
     /// Rows shown per section in the terminal.
@@ -356,6 +366,33 @@ pub struct CheckArgs {
     pub command: Vec<OsString>,
     #[command(flatten)]
     pub capture: CaptureFlags,
+}
+
+/// `--format` values of report and run.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// The ranked, aligned table.
+    Terminal,
+    /// One JSON object (docs/report-format.md).
+    Json,
+    /// SARIF 2.1.0 (docs/report-format.md, "SARIF").
+    Sarif,
+}
+
+impl ReportFlags {
+    /// The output format, --json included.
+    pub fn output(&self) -> ReportFormat {
+        match (self.json, self.format) {
+            (true, _) => ReportFormat::Json,
+            (false, Some(f)) => f,
+            (false, None) => ReportFormat::Terminal,
+        }
+    }
+
+    /// Whether the output is for programs (no colour, every finding).
+    pub fn machine(&self) -> bool {
+        self.output() != ReportFormat::Terminal
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -428,6 +465,9 @@ pub struct SummaryArgs {
 pub enum ExportFormat {
     /// One JSON object per line (docs/trace-format.md, "JSON Lines export").
     Jsonl,
+    /// Chrome trace event JSON: a timeline for Perfetto and chrome://tracing
+    /// (docs/trace-format.md, "Chrome trace export").
+    Chrome,
 }
 
 #[derive(Args, Debug)]

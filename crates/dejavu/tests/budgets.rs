@@ -325,3 +325,93 @@ fn the_programs_own_failure_within_budget_is_exit_3() {
         "{err}"
     );
 }
+
+/// `dejavu report --format sarif` of the dirty twin recorded with stacks.
+fn sarif_of(work: &Path, trace: &Path) -> Value {
+    let out = dejavu(
+        &[
+            "report",
+            "--format",
+            "sarif",
+            "--source-root",
+            common::repo().to_str().unwrap(),
+            trace.to_str().unwrap(),
+        ],
+        work,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn sarif_puts_findings_on_their_source_lines_with_stable_fingerprints() {
+    require!("node");
+    let (_d, work) = scratch();
+    let record_stacks = |name: &str| {
+        let _ = std::fs::remove_dir_all(work.join("chats"));
+        let t = work.join(name);
+        let (st, err) = common::record_quiet(&t, &["node", &twin("dirty.js")], &work);
+        assert!(st.success(), "{err}");
+        t
+    };
+    let (a, b) = (record_stacks("a.dvt"), record_stacks("b.dvt"));
+    let v = sarif_of(&work, &a);
+    // Valid SARIF 2.1.0: it deserializes into the types generated from the official schema.
+    let log: serde_sarif::sarif::Sarif = serde_json::from_value(v.clone()).expect("SARIF 2.1.0");
+    assert_eq!(serde_json::to_value(&log.version).unwrap(), "2.1.0");
+    let run = &v["runs"][0];
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    assert!(rules
+        .iter()
+        .any(|r| r["id"] == "ensure-dir" && r["fullDescription"]["text"].is_string()));
+    let src = common::repo().join("tests/workloads/detectors/ensure-dir/dirty.js");
+    let mkdir_line = std::fs::read_to_string(&src)
+        .unwrap()
+        .lines()
+        .position(|l| l.contains("fs.mkdirSync(dir"))
+        .unwrap()
+        + 1;
+    let r = run["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["ruleId"] == "ensure-dir")
+        .unwrap_or_else(|| panic!("{run:#}"));
+    let loc = &r["locations"][0]["physicalLocation"];
+    assert_eq!(
+        loc["artifactLocation"]["uri"],
+        "tests/workloads/detectors/ensure-dir/dirty.js"
+    );
+    assert_eq!(loc["artifactLocation"]["uriBaseId"], "%SRCROOT%");
+    assert_eq!(loc["region"]["startLine"].as_u64(), Some(mkdir_line as u64));
+    assert!(r["message"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("297 of 299 calls were redundant"));
+    // Findings without a call site in the tree (Node.js start-up) are notifications.
+    let notes = run["invocations"][0]["toolExecutionNotifications"]
+        .as_array()
+        .unwrap();
+    assert!(!notes.is_empty());
+    // The same program recorded again: the same fingerprints.
+    let fp = |v: &Value| -> Vec<String> {
+        let mut f: Vec<String> = v["runs"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                r["partialFingerprints"]["dejavuFinding/v1"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        f.sort();
+        f
+    };
+    assert_eq!(fp(&v), fp(&sarif_of(&work, &b)));
+}

@@ -18,6 +18,8 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
     let stats = match a.format {
         ExportFormat::Jsonl => dejavu_analyze::export::export_jsonl(&mut reader, &mut out)
             .with_context(|| format!("exporting {}", a.trace.display()))?,
+        ExportFormat::Chrome => dejavu_analyze::chrome::export_chrome(&mut reader, &mut out)
+            .with_context(|| format!("exporting {}", a.trace.display()))?,
     };
     if stats.truncated {
         if let Some(t) = reader.truncation() {

@@ -2,7 +2,7 @@
 //! pieces `dejavu run` shares (flags to settings, analysis with a progress bar, choosing
 //! colour and width, rendering) live here too.
 
-use crate::cli::{ColorWhen, ReportArgs, ReportFlags};
+use crate::cli::{ColorWhen, ReportArgs, ReportFlags, ReportFormat};
 use anyhow::Context;
 use dejavu_detect::{registry, validate_options, Analysis, Config};
 use dejavu_report::{JsonReporter, Progress, RenderOptions, Reporter, TerminalReporter};
@@ -117,7 +117,7 @@ pub fn render_options_for(f: &ReportFlags, config: Config, tty: Option<i32>) -> 
         (true, _) => None,
         (false, Some(n)) => Some(n),
         // JSON is for programs: every finding unless they asked for fewer.
-        (false, None) if f.json => None,
+        (false, None) if f.machine() => None,
         (false, None) => Some(DEFAULT_TOP),
     };
     RenderOptions {
@@ -126,7 +126,8 @@ pub fn render_options_for(f: &ReportFlags, config: Config, tty: Option<i32>) -> 
         details: f.details,
         stacks: false,
         by_callsite: f.group_by == crate::cli::GroupBy::Callsite,
-        color: !f.json && dejavu_report::color_enabled(when, tty.is_some(), no_color.as_deref()),
+        color: !f.machine()
+            && dejavu_report::color_enabled(when, tty.is_some(), no_color.as_deref()),
         width: tty.and_then(terminal_width).unwrap_or(100).min(100),
     }
 }
@@ -151,10 +152,19 @@ pub fn render(
     out: &mut dyn Write,
     opts: &RenderOptions,
 ) -> io::Result<()> {
-    if f.json {
-        JsonReporter.render(analysis, out, opts)
-    } else {
-        TerminalReporter.render(analysis, out, opts)
+    match f.output() {
+        ReportFormat::Json => JsonReporter.render(analysis, out, opts),
+        ReportFormat::Terminal => TerminalReporter.render(analysis, out, opts),
+        ReportFormat::Sarif => {
+            let root = match &f.source_root {
+                Some(r) => r.clone(),
+                None => std::env::current_dir()?,
+            };
+            let root = root.canonicalize().unwrap_or(root);
+            let v = dejavu_report::sarif::sarif(analysis, &root, env!("CARGO_PKG_VERSION"));
+            serde_json::to_writer_pretty(&mut *out, &v)?;
+            writeln!(out)
+        }
     }
 }
 

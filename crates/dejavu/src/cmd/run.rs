@@ -114,7 +114,7 @@ fn emit<D: Write + std::os::fd::AsFd>(
     let opts = report::render_options(&a.report, config, &dest);
     let tty = std::io::IsTerminal::is_terminal(&dest.as_fd());
     let mut out = io::BufWriter::new(dest);
-    if tty && !a.report.json {
+    if tty && !a.report.machine() {
         // The program's output ends wherever it ends: start the report on a line of its own.
         writeln!(out)?;
     }
