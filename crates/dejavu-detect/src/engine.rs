@@ -148,6 +148,18 @@ pub struct Analysis {
     /// Call sites across all findings, each redundant call counted once, most time first
     /// (at most 100; empty without stacks).
     pub callsites: Vec<crate::Callsite>,
+    /// Which syscall records (by their number among the trace's syscall records, from 0)
+    /// some detector found redundant: one bit each (see [`Analysis::is_redundant`]).
+    pub redundant_bits: Vec<u64>,
+}
+
+impl Analysis {
+    /// Whether the `seq`-th syscall record of the trace is a redundant call.
+    pub fn is_redundant(&self, seq: u64) -> bool {
+        self.redundant_bits
+            .get((seq / 64) as usize)
+            .is_some_and(|w| w & (1 << (seq % 64)) != 0)
+    }
 }
 
 /// Replays `reader` through every enabled detector. `progress(bytes_read)` is called
@@ -229,10 +241,15 @@ pub fn analyze<R: Read>(
         stacks: &stack_of,
     };
     let mut all: Vec<Finding> = dets.iter_mut().flat_map(|d| d.finish(&cx)).collect();
-    let (redundant_calls, redundant_ns, callsites) = {
+    let (redundant_calls, redundant_ns, callsites, redundant_bits) = {
         let m = marks.borrow();
         let sites = m.by_stack.iter().map(|(&st, &(n, ns))| (st, n, ns));
-        (m.calls, m.ns, cx.callsites_ranked(sites, 100))
+        (
+            m.calls,
+            m.ns,
+            cx.callsites_ranked(sites, 100),
+            m.bits.clone(),
+        )
     };
     let before = all.len();
     all.retain(|f| f.redundant_calls >= cfg.min_calls.max(1));
@@ -260,6 +277,7 @@ pub fn analyze<R: Read>(
         redundant_calls,
         redundant_ns,
         callsites,
+        redundant_bits,
     })
 }
 

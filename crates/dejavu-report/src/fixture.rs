@@ -217,6 +217,7 @@ pub fn analysis() -> Analysis {
             site("loadConfig", "/srv/app/lib/config.js", 12, 800),
             site("handleRequest", "/srv/app/server.js", 40, 150),
         ],
+        redundant_bits: Vec::new(),
     }
 }
 

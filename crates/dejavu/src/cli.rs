@@ -228,8 +228,9 @@ pub struct ReportFlags {
     /// --format json.
     #[arg(long)]
     pub json: bool,
-    /// Output format: terminal (default), json, or sarif (SARIF 2.1.0 for GitHub code
-    /// scanning: findings on the source lines of their call sites).
+    /// Output format: terminal (default), json, sarif (SARIF 2.1.0 for GitHub code
+    /// scanning: findings on the source lines of their call sites), or pprof (for go tool
+    /// pprof, Pyroscope: syscalls and redundant syscalls by stack).
     #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
     pub format: Option<ReportFormat>,
     /// With --format sarif: the directory (the repository's root) that result locations
@@ -377,6 +378,9 @@ pub enum ReportFormat {
     Json,
     /// SARIF 2.1.0 (docs/report-format.md, "SARIF").
     Sarif,
+    /// A gzipped pprof profile: syscalls, redundant syscalls and syscall time by stack
+    /// (docs/report-format.md, "pprof"); binary, so redirect it to a file.
+    Pprof,
 }
 
 impl ReportFlags {

@@ -5,6 +5,7 @@ mod cli;
 mod cmd;
 mod counts;
 mod exit;
+mod pprof;
 
 use clap::Parser;
 

@@ -77,3 +77,84 @@ fn chrome_export_has_one_complete_event_per_syscall_on_named_tracks() {
         .unwrap();
     assert!(st.success());
 }
+
+#[test]
+fn pprof_is_read_by_go_tool_pprof_with_syscalls_and_redundant_syscalls_by_stack() {
+    require!("go");
+    require!("node");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let trace = work.join("t.dvt");
+    let script = common::repo().join("tests/workloads/detectors/ensure-dir/dirty.js");
+    let (st, err) = common::record_quiet(&trace, &["node", script.to_str().unwrap()], &work);
+    assert!(st.success(), "{err}");
+    let profile = work.join("t.pb.gz");
+    let out = Command::new(common::dejavu())
+        .args(["report", "--format", "pprof"])
+        .arg(&trace)
+        .stdout(std::fs::File::create(&profile).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let gz = std::fs::read(&profile).unwrap();
+    assert_eq!(&gz[..2], &[0x1f, 0x8b], "gzipped");
+    let top = |index: &str| {
+        let out = Command::new("go")
+            .args([
+                "tool",
+                "pprof",
+                "-top",
+                "-nodecount=200",
+                &format!("-sample_index={index}"),
+            ])
+            .arg(&profile)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let total = |text: &str| -> u64 {
+        let at = text.find("Total samples = ").expect("a total line") + "Total samples = ".len();
+        text[at..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let summary = common::summary_json(&trace);
+    let calls: u64 = summary["syscalls"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|s| s["calls"].as_u64().unwrap())
+        .sum();
+    let all = top("syscalls");
+    assert_eq!(total(&all), calls, "{all}");
+    assert!(all.contains("[mkdir]"), "{all}");
+    let report = Command::new(common::dejavu())
+        .args(["report", "--json"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let redundant = top("redundant_syscalls");
+    assert_eq!(
+        total(&redundant),
+        v["redundant_calls"].as_u64().unwrap(),
+        "{redundant}"
+    );
+    // The JavaScript function that made the calls is in the profile's stacks.
+    assert!(redundant.contains("appendRecord"), "{redundant}");
+    let time = top("syscall_time");
+    assert!(time.contains("Type: syscall_time"), "{time}");
+}

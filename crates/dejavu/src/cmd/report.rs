@@ -32,7 +32,13 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
     let mut opts = render_options(&a.report, config, &stdout);
     opts.stacks = a.stacks;
     let mut out = io::BufWriter::new(stdout.lock());
-    render(&a.report, &analysis, &mut out, &opts)?;
+    if a.report.output() == ReportFormat::Pprof && stdout.is_terminal() {
+        usage_error(
+            "report",
+            "--format pprof writes gzipped binary data: redirect it to a file (dejavu report --format pprof TRACE > profile.pb.gz)",
+        );
+    }
+    render(&a.report, &trace, &analysis, &mut out, &opts)?;
     out.flush()?;
     Ok(crate::exit::OK)
 }
@@ -148,11 +154,13 @@ fn terminal_width(fd: i32) -> Option<usize> {
 /// Renders in the chosen format.
 pub fn render(
     f: &ReportFlags,
+    trace: &Path,
     analysis: &Analysis,
     out: &mut dyn Write,
     opts: &RenderOptions,
 ) -> io::Result<()> {
     match f.output() {
+        ReportFormat::Pprof => crate::pprof::write(trace, analysis, out).map_err(io::Error::other),
         ReportFormat::Json => JsonReporter.render(analysis, out, opts),
         ReportFormat::Terminal => TerminalReporter.render(analysis, out, opts),
         ReportFormat::Sarif => {

@@ -85,9 +85,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     };
     report::warn(&trace, &analysis);
     let written = match dest {
-        Dest::Stderr => emit(&a, &analysis, config, io::stderr()),
-        Dest::Stdout => emit(&a, &analysis, config, io::stdout()),
-        Dest::File(p, f) => emit(&a, &analysis, config, f)
+        Dest::Stderr => emit(&a, &trace, &analysis, config, io::stderr()),
+        Dest::Stdout => emit(&a, &trace, &analysis, config, io::stdout()),
+        Dest::File(p, f) => emit(&a, &trace, &analysis, config, f)
             .with_context(|| format!("writing the report to {} (--report-file)", p.display())),
     };
     if let Err(e) = written {
@@ -107,6 +107,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
 /// Renders the report into `dest`, styled for what `dest` is.
 fn emit<D: Write + std::os::fd::AsFd>(
     a: &RunArgs,
+    trace: &std::path::Path,
     analysis: &dejavu_detect::Analysis,
     config: dejavu_detect::Config,
     dest: D,
@@ -118,7 +119,7 @@ fn emit<D: Write + std::os::fd::AsFd>(
         // The program's output ends wherever it ends: start the report on a line of its own.
         writeln!(out)?;
     }
-    report::render(&a.report, analysis, &mut out, &opts)?;
+    report::render(&a.report, trace, analysis, &mut out, &opts)?;
     out.flush()?;
     Ok(())
 }
