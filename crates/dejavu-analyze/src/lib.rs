@@ -4,6 +4,7 @@
 pub mod chrome;
 pub mod export;
 pub mod names;
+pub mod parquet_export;
 pub mod summary;
 mod text;
 

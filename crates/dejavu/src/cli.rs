@@ -465,13 +465,16 @@ pub struct SummaryArgs {
     pub top: usize,
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug)]
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportFormat {
     /// One JSON object per line (docs/trace-format.md, "JSON Lines export").
     Jsonl,
     /// Chrome trace event JSON: a timeline for Perfetto and chrome://tracing
     /// (docs/trace-format.md, "Chrome trace export").
     Chrome,
+    /// Parquet: one row per syscall for DuckDB, Polars, Spark (docs/trace-format.md,
+    /// "Parquet export"); binary, so give -o FILE or redirect it.
+    Parquet,
 }
 
 #[derive(Args, Debug)]

@@ -158,3 +158,88 @@ fn pprof_is_read_by_go_tool_pprof_with_syscalls_and_redundant_syscalls_by_stack(
     let time = top("syscall_time");
     assert!(time.contains("Type: syscall_time"), "{time}");
 }
+
+/// The Python with DuckDB that scripts/setup prepares (target/test-venv), if any.
+fn duckdb_python() -> Option<std::path::PathBuf> {
+    let py = common::repo().join("target/test-venv/bin/python");
+    let ok = Command::new(&py)
+        .args(["-c", "import duckdb"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some(py)
+}
+
+#[test]
+fn parquet_export_is_read_back_by_duckdb_with_one_row_per_syscall() {
+    let Some(py) = duckdb_python() else {
+        eprintln!("SKIP: no DuckDB in target/test-venv (scripts/setup creates it)");
+        return;
+    };
+    let prog = common::c_workload("syscall_tour");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().join("w");
+    std::fs::create_dir(&work).unwrap();
+    let trace = d.path().join("t.dvt");
+    let (st, err) = common::record_quiet_with(
+        &trace,
+        &["--stacks", "off"],
+        &[prog.to_str().unwrap(), work.to_str().unwrap()],
+        d.path(),
+    );
+    assert!(st.success(), "{err}");
+    let file = d.path().join("t.parquet");
+    let out = Command::new(common::dejavu())
+        .args(["export", "--format", "parquet", "-o"])
+        .arg(&file)
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let query = format!(
+        "import duckdb, json\n\
+         f = {:?}\n\
+         rows = duckdb.sql(f\"select count(*) from '{{f}}'\").fetchall()[0][0]\n\
+         per = dict(duckdb.sql(f\"select syscall, count(*) from '{{f}}' group by 1\").fetchall())\n\
+         errs = duckdb.sql(f\"select count(*) from '{{f}}' where ret < 0 and errno is null\").fetchall()[0][0]\n\
+         cols = [c[0] for c in duckdb.sql(f\"describe select * from '{{f}}'\").fetchall()]\n\
+         print(json.dumps({{'rows': rows, 'per': per, 'errs_without_name': errs, 'cols': cols}}))\n",
+        file.to_str().unwrap()
+    );
+    let out = Command::new(&py).args(["-c", &query]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let summary = common::summary_json(&trace);
+    let calls: u64 = summary["syscalls"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|s| s["calls"].as_u64().unwrap())
+        .sum();
+    assert_eq!(v["rows"].as_u64(), Some(calls), "one row per syscall: {v}");
+    for (name, s) in summary["syscalls"].as_object().unwrap() {
+        assert_eq!(v["per"][name], s["calls"], "{name}: {v}");
+    }
+    assert_eq!(
+        v["errs_without_name"], 0,
+        "every failed call has its errno name"
+    );
+    let cols: Vec<&str> = v["cols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    for c in [
+        "ts_ns", "dur_ns", "pid", "tid", "syscall", "ret", "errno", "fd", "path", "stat_ino",
+    ] {
+        assert!(cols.contains(&c), "{c} in {cols:?}");
+    }
+}
