@@ -360,8 +360,10 @@ fn sarif_puts_findings_on_their_source_lines_with_stable_fingerprints() {
     };
     let (a, b) = (record_stacks("a.dvt"), record_stacks("b.dvt"));
     let v = sarif_of(&work, &a);
-    // Valid SARIF 2.1.0: it deserializes into the types generated from the official schema.
+    // Valid SARIF 2.1.0: it deserializes into the types generated from the official schema,
+    // and validates against that schema (the copy the serde-sarif crate ships).
     let log: serde_sarif::sarif::Sarif = serde_json::from_value(v.clone()).expect("SARIF 2.1.0");
+    validate_against_the_sarif_schema(&work, &v);
     assert_eq!(serde_json::to_value(&log.version).unwrap(), "2.1.0");
     let run = &v["runs"][0];
     let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
@@ -414,4 +416,67 @@ fn sarif_puts_findings_on_their_source_lines_with_stable_fingerprints() {
         f
     };
     assert_eq!(fp(&v), fp(&sarif_of(&work, &b)));
+}
+
+/// Validates `sarif` with jsonschema (scripts/setup puts it in target/test-venv) against the
+/// official SARIF 2.1.0 JSON schema that the serde-sarif crate (a dev-dependency) ships;
+/// says why when either is missing.
+fn validate_against_the_sarif_schema(work: &Path, sarif: &Value) {
+    let py = common::repo().join("target/test-venv/bin/python");
+    let has = Command::new(&py)
+        .args(["-c", "import jsonschema"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has {
+        eprintln!("SKIP (schema validation): no jsonschema in target/test-venv (scripts/setup installs it)");
+        return;
+    }
+    // This machine's platform only: no download of other platforms' dependencies.
+    let host = Command::new("rustc").arg("-vV").output().unwrap();
+    let host = String::from_utf8_lossy(&host.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
+        .unwrap();
+    let meta = Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--offline", "--filter-platform", &host])
+        .current_dir(common::repo())
+        .output()
+        .unwrap();
+    assert!(
+        meta.status.success(),
+        "{}",
+        String::from_utf8_lossy(&meta.stderr)
+    );
+    let meta: Value = serde_json::from_slice(&meta.stdout).unwrap();
+    let manifest = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "serde-sarif")
+        .and_then(|p| p["manifest_path"].as_str())
+        .expect("serde-sarif is a dev-dependency");
+    let schema = Path::new(manifest)
+        .parent()
+        .unwrap()
+        .join("src/schema.json");
+    assert!(schema.exists(), "{}", schema.display());
+    let doc = work.join("out.sarif");
+    std::fs::write(&doc, serde_json::to_vec(sarif).unwrap()).unwrap();
+    let script = format!(
+        "import json, jsonschema\n\
+         schema = json.load(open({:?}))\n\
+         doc = json.load(open({:?}))\n\
+         errs = list(jsonschema.Draft7Validator(schema).iter_errors(doc))\n\
+         [print(list(e.path), e.message[:300]) for e in errs[:10]]\n\
+         raise SystemExit(1 if errs else 0)\n",
+        schema.to_str().unwrap(),
+        doc.to_str().unwrap()
+    );
+    let out = Command::new(&py).args(["-c", &script]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "not valid against the SARIF 2.1.0 schema:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
