@@ -438,7 +438,14 @@ fn validate_against_the_sarif_schema(work: &Path, sarif: &Value) {
         .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
         .unwrap();
     let meta = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--offline", "--filter-platform", &host])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--offline",
+            "--filter-platform",
+            &host,
+        ])
         .current_dir(common::repo())
         .output()
         .unwrap();
