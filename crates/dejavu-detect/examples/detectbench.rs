@@ -1,4 +1,4 @@
-//! analyzebench: how fast `analyze` (replay + every detector) runs over a large trace, on
+//! detectbench: how fast `analyze` (replay + every detector) runs over a large trace, on
 //! one core, best of 3, and how much memory it needs at its peak.
 //!
 //! Generates N events (default 10 million) in a separate process, so the generator's
@@ -8,9 +8,9 @@
 //! long tail of distinct paths each looked up a few times (a module resolver, a git
 //! status). Four processes, deterministic (a fixed xorshift seed).
 //!
-//!     cargo run --release -p dejavu-detect --example analyzebench -- [-n N] [--keep FILE]
-//!     cargo run --release -p dejavu-detect --example analyzebench -- --read FILE
-//!     taskset -c 0 target/release/examples/analyzebench        # pin to one core
+//!     cargo run --release -p dejavu-detect --example detectbench -- [-n N] [--keep FILE]
+//!     cargo run --release -p dejavu-detect --example detectbench -- --read FILE
+//!     taskset -c 0 target/release/examples/detectbench        # pin to one core
 //!
 //! Prints events/s (from the time on CPU, /proc/thread-self/schedstat, so that other load
 //! on the machine does not count; the wall time is printed too) and the peak resident
@@ -40,7 +40,7 @@ struct Args {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: analyzebench [-n EVENTS] [--keep FILE] [--runs R]\n       analyzebench --read FILE [--runs R]\n\n\
+        "usage: detectbench [-n EVENTS] [--keep FILE] [--runs R]\n       detectbench --read FILE [--runs R]\n\n\
          -n EVENTS    events to generate (default 10M; suffixes k, M)\n\
          --keep FILE  write the generated trace to FILE and keep it\n\
          --read FILE  analyse an existing trace instead of generating one\n\
@@ -125,7 +125,7 @@ fn file(ino: u64, size: i64, mtime: i64) -> FileStat {
 /// Writes the synthetic trace; runs in its own process (see `main`).
 fn generate(path: &Path, events: u64) -> Result<u64> {
     let meta = Meta {
-        producer: "analyzebench".into(),
+        producer: "detectbench".into(),
         backend: "synthetic".into(),
         arch: "x86_64".into(),
         command: vec!["node".into(), "server.js".into()],
@@ -369,7 +369,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         (Some(p), _) => p.clone(),
         (None, keep) => {
             let path = keep.clone().unwrap_or_else(|| {
-                std::env::temp_dir().join(format!("analyzebench-{}.dvt", std::process::id()))
+                std::env::temp_dir().join(format!("detectbench-{}.dvt", std::process::id()))
             });
             if keep.is_none() {
                 remove = Some(path.clone());
@@ -444,7 +444,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let Some((cpu, wall)) = best else { usage() };
     let peak_kb = vm_hwm_kb();
     println!(
-        "### analyzebench: {records} records, {:.1} MB trace, {}, load average {}",
+        "### detectbench: {records} records, {:.1} MB trace, {}, load average {}",
         size as f64 / 1e6,
         cpu_model(),
         std::fs::read_to_string("/proc/loadavg")
