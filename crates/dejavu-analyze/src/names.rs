@@ -236,7 +236,7 @@ pub fn signal_label(signal: i32) -> Cow<'static, str> {
 }
 
 /// Names of the [`ev`] flag bits, in bit order (as docs/trace-format.md spells them).
-pub const EV_FLAG_NAMES: [(u16, &str); 8] = [
+pub const EV_FLAG_NAMES: [(u16, &str); 9] = [
     (ev::UNFINISHED, "unfinished"),
     (ev::UNDECODED, "undecoded"),
     (ev::PAYLOAD_TRUNCATED, "payload_truncated"),
@@ -245,6 +245,7 @@ pub const EV_FLAG_NAMES: [(u16, &str); 8] = [
     (ev::RESTARTED, "restarted"),
     (ev::FD_UNKNOWN, "fd_unknown"),
     (ev::STAT_PARTIAL, "stat_partial"),
+    (ev::NO_DURATION, "no_duration"),
 ];
 
 /// Calls `f` with the name of every bit set in `flags`, in bit order; bits this version
@@ -317,7 +318,8 @@ mod tests {
         assert_eq!(names.len(), 16);
         assert_eq!(names[0], "unfinished");
         assert_eq!(names[7], "stat_partial");
-        assert_eq!(names[8], "bit8");
+        assert_eq!(names[8], "no_duration");
+        assert_eq!(names[9], "bit9");
         let mut names = Vec::new();
         for_each_ev_flag(ev::PATH_FROM_FD | ev::RESTARTED, |n| {
             names.push(n.to_string())

@@ -20,6 +20,7 @@ const BF_FAULT: u16 = 1;
 pub const BF_TRUNC: u32 = 2;
 
 pub const CF_UNFINISHED: u16 = 1;
+pub const CF_NO_ENTER: u16 = 2;
 
 const HDR: usize = 24;
 const CALL: usize = 104;

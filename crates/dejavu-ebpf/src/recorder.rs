@@ -532,6 +532,7 @@ fn handle<W: Write>(
                 args: c.args,
                 ret: c.ret,
                 unfinished: c.flags & CF_UNFINISHED != 0,
+                no_enter: c.flags & event::CF_NO_ENTER != 0,
                 ips,
                 leaf: c.sp0,
             });

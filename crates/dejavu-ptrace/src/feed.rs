@@ -32,6 +32,8 @@ pub struct RawCall<'a> {
     pub ret: i64,
     /// It never returned: the task ended inside it.
     pub unfinished: bool,
+    /// Its entry was not seen: `enter_ns` is its exit time, its duration unknown.
+    pub no_enter: bool,
     /// The user stack, innermost first (instruction pointer, then return addresses).
     pub ips: &'a [u64],
     /// The word at the user stack pointer when the call was made: the return address
@@ -278,6 +280,9 @@ impl<W: Write> Feed<W> {
         }
         let mut e = self.t.decode_entry(tid, pid, sys, c.args, enter);
         e.at_exit = true;
+        if c.no_enter {
+            e.call.ev |= ev::NO_DURATION;
+        }
         e.call.stack =
             self.t
                 .stacks

@@ -164,6 +164,10 @@ pub mod ev {
     pub const FD_UNKNOWN: u16 = 1 << 6;
     /// The stat answer is partial (strace without -v prints only mode and size).
     pub const STAT_PARTIAL: u16 = 1 << 7;
+    /// The call's entry was not seen, so its duration is unknown (recorded as 0): the eBPF
+    /// backend, for a call in progress when it attached or whose per-thread slot another
+    /// thread took (docs/ebpf-backend.md).
+    pub const NO_DURATION: u16 = 1 << 8;
 }
 
 /// A traced system call. Which fields a call fills is documented per call in

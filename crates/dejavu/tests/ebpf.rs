@@ -298,3 +298,55 @@ fn without_privilege_ebpf_names_what_is_missing_and_auto_falls_back() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("recording with ptrace"), "{err}");
 }
+
+#[test]
+fn a_call_in_progress_when_attaching_is_recorded_and_marked_without_a_duration() {
+    require_ebpf!();
+    use std::io::Write;
+    // A shell blocked in read(0) on a pipe when dejavu attaches.
+    let mut target = Command::new("sh")
+        .args(["-c", "read line; cat /dev/null"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("t.dvt");
+    let dv = Command::new(common::dejavu())
+        .args(["record", "--backend", "ebpf", "-o"])
+        .arg(&trace)
+        .args(["-p", &target.id().to_string()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    target.stdin.take().unwrap().write_all(b"x\n").unwrap();
+    assert!(target.wait().unwrap().success());
+    // The recording ends with the last traced process.
+    let out = dv.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let export = Command::new(common::dejavu())
+        .args(["export", "--format", "jsonl"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&export.stdout);
+    let first_read = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["sys"] == "read" && v["fd"] == 0)
+        .unwrap_or_else(|| panic!("no read of stdin: {text}"));
+    assert_eq!(first_read["dur"], 0, "{first_read}");
+    assert!(
+        first_read["ev"]
+            .as_array()
+            .is_some_and(|e| e.iter().any(|f| f == "no_duration")),
+        "{first_read}"
+    );
+    // What came after the attach has its entry, hence its duration.
+    assert!(text.contains("\"path\":\"/dev/null\""), "{text}");
+}

@@ -58,7 +58,7 @@ fn every_kind() -> Vec<u8> {
     s.path2 = Some(t.s("/tmp/café"));
     t.sys(s);
     let mut s = t.call(500, 10, Sys::Read, "pipe:[5]", -4, 123);
-    s.ev = ev::UNFINISHED | 0x100;
+    s.ev = ev::UNFINISHED | 0x200;
     t.sys(s);
     let s = t.call(550, 10, Sys::Close, "", -5000, 1);
     t.sys(s);
@@ -161,7 +161,7 @@ fn every_record_kind_exports_with_the_documented_fields() {
     assert_eq!(
         lines[5],
         json!({"type": "syscall", "ts": 500, "pid": 10, "tid": 10, "sys": "read",
-               "ev": ["unfinished", "bit8"], "path": "pipe:[5]"})
+               "ev": ["unfinished", "bit9"], "path": "pipe:[5]"})
     );
     // Not an errno (below -4095): a plain return value.
     assert_eq!(lines[6]["ret"], -5000);
