@@ -11,7 +11,6 @@ use dejavu_ptrace::{arch, signals, spawn, Outcome, RecordError, RecordOptions, T
 use dejavu_trace::{ExitStatus, Meta, TraceError, TraceWriter};
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd};
-use std::os::unix::ffi::OsStringExt;
 use std::time::{Duration, Instant};
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/dejavu.bpf.o"));
@@ -172,24 +171,8 @@ pub fn record<W: Write>(
     eopts: &Options,
     make_writer: impl FnOnce(&Meta) -> Result<TraceWriter<W>, TraceError>,
 ) -> Result<(Outcome, W), RecordError> {
-    let t0 = kernel::now_ns();
-    let start_unix_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let cwd = std::env::current_dir()
-        .map(|p| p.into_os_string().into_vec())
-        .unwrap_or_else(|_| b"/".to_vec());
     let payload = opts.payload_bytes.min(PAYLOAD_MAX);
-    let mut meta = Meta {
-        producer: format!("dejavu {}", env!("CARGO_PKG_VERSION")),
-        backend: "ebpf".into(),
-        arch: arch::NAME.into(),
-        start_unix_ns,
-        cwd: String::from_utf8_lossy(&cwd).into_owned(),
-        payload_bytes: payload,
-        ..Meta::default()
-    };
+    let (t0, cwd, mut meta) = dejavu_ptrace::start("ebpf", payload);
     meta.notes
         .push("eBPF: calls recorded in the kernel; the program never stops".into());
     // Caught from the start (loading takes a while): a SIGTERM meanwhile is forwarded to
@@ -251,7 +234,10 @@ pub fn record<W: Write>(
                 }
             }
             meta.attached = pids.iter().map(|&p| p as u32).collect();
-            meta.command = pids.first().map(|&p| proc_cmdline(p)).unwrap_or_default();
+            meta.command = pids
+                .first()
+                .map(|&p| dejavu_ptrace::proc_cmdline(p))
+                .unwrap_or_default();
             if let Some(&p) = pids.first() {
                 if let Ok(c) = kernel::readlink(format!("/proc/{p}/cwd").as_bytes()) {
                     meta.cwd = String::from_utf8_lossy(&c).into_owned();
@@ -285,17 +271,6 @@ pub fn record<W: Write>(
 
 fn payload_capped() -> String {
     format!("the eBPF backend keeps at most {PAYLOAD_MAX} bytes of each write (--payload-bytes was larger)")
-}
-
-fn proc_cmdline(pid: i32) -> Vec<String> {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|b| {
-            b.split(|&c| c == 0)
-                .filter(|s| !s.is_empty())
-                .map(|s| String::from_utf8_lossy(s).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn threads(pid: i32) -> Vec<i32> {

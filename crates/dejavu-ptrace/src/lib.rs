@@ -19,6 +19,7 @@ pub mod stacks;
 pub mod state;
 mod tracer;
 
+pub use decode::proc_cmdline;
 pub use error::{denied_advice, RecordError};
 pub use stacks::StackMode;
-pub use tracer::{record, Outcome, RecordOptions, Target};
+pub use tracer::{record, start, Outcome, RecordOptions, Target};

@@ -155,12 +155,9 @@ fn ptrace_options(seccomp: bool, launched: bool) -> i32 {
     o
 }
 
-/// Records `target` into the trace that `make_writer` creates from the trace metadata.
-pub fn record<W: Write>(
-    target: Target,
-    opts: &RecordOptions,
-    make_writer: impl FnOnce(&Meta) -> Result<TraceWriter<W>, TraceError>,
-) -> Result<(Outcome, W), RecordError> {
+/// What every recording starts from: its clock origin (CLOCK_MONOTONIC ns), dejavu's
+/// working directory, and the trace metadata of `backend` with the payload size given.
+pub fn start(backend: &str, payload_bytes: u32) -> (u64, Vec<u8>, Meta) {
     let t0 = kernel::now_ns();
     let start_unix_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -169,15 +166,25 @@ pub fn record<W: Write>(
     let cwd = std::env::current_dir()
         .map(|p| p.into_os_string().into_vec())
         .unwrap_or_else(|_| b"/".to_vec());
-    let mut meta = Meta {
+    let meta = Meta {
         producer: format!("dejavu {}", env!("CARGO_PKG_VERSION")),
-        backend: "ptrace".into(),
+        backend: backend.into(),
         arch: arch::NAME.into(),
         start_unix_ns,
         cwd: String::from_utf8_lossy(&cwd).into_owned(),
-        payload_bytes: opts.payload_bytes,
+        payload_bytes,
         ..Meta::default()
     };
+    (t0, cwd, meta)
+}
+
+/// Records `target` into the trace that `make_writer` creates from the trace metadata.
+pub fn record<W: Write>(
+    target: Target,
+    opts: &RecordOptions,
+    make_writer: impl FnOnce(&Meta) -> Result<TraceWriter<W>, TraceError>,
+) -> Result<(Outcome, W), RecordError> {
+    let (t0, cwd, mut meta) = start("ptrace", opts.payload_bytes);
     match &target {
         Target::Command(argv) => {
             let Some(prog) = argv.first() else {

@@ -25,6 +25,68 @@ pub fn program_of(command: &str) -> String {
     first.rsplit('/').next().unwrap_or(first).to_string()
 }
 
+/// `1234567` -> `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// The program each process runs, followed through a trace's spawn and exec records:
+/// what it exec'd, else its parent's, else the recorded command's.
+#[derive(Debug, Default)]
+pub struct Programs {
+    root: String,
+    by_pid: FxHashMap<u32, String>,
+}
+
+impl Programs {
+    /// For a trace of `meta`.
+    pub fn new(meta: &dejavu_trace::Meta) -> Programs {
+        Programs {
+            root: meta
+                .command
+                .first()
+                .map(|c| program_of(c))
+                .unwrap_or_default(),
+            by_pid: FxHashMap::default(),
+        }
+    }
+
+    /// Takes note of a spawn or an exec.
+    pub fn record<R: std::io::Read>(&mut self, rec: &Record, r: &TraceReader<R>) {
+        match rec {
+            Record::Spawn(s) => {
+                let p = self.of(s.parent_pid).to_string();
+                self.by_pid.insert(s.pid, p);
+            }
+            Record::Exec(e) => {
+                let argv = r.str(e.argv);
+                let first = argv.split(|&b| b == 0).next().unwrap_or(b"");
+                let name = if first.is_empty() {
+                    r.str(e.exe)
+                } else {
+                    first
+                };
+                self.by_pid
+                    .insert(e.pid, program_of(&String::from_utf8_lossy(name)));
+            }
+            _ => {}
+        }
+    }
+
+    /// The program of `pid`.
+    pub fn of(&self, pid: u32) -> &str {
+        self.by_pid.get(&pid).unwrap_or(&self.root)
+    }
+}
+
 /// A finding's call-site key: `file:line` of its first call site, its function when it
 /// has no source location (a library without line tables), "" without stacks.
 pub fn site_key(f: &dejavu_detect::Finding) -> String {
@@ -48,46 +110,21 @@ impl Counts {
             TraceReader::open(path).with_context(|| format!("reading {}", path.display()))?;
         let mut syscalls = BTreeMap::new();
         let mut paths = FxHashMap::default();
-        let mut program: FxHashMap<u32, String> = FxHashMap::default();
-        let root = r
-            .meta()
-            .command
-            .first()
-            .map(|c| program_of(c))
-            .unwrap_or_default();
+        let mut programs = Programs::new(r.meta());
         while let Some(rec) = r
             .next_record()
             .with_context(|| format!("reading {}", path.display()))?
         {
-            match rec {
-                Record::Spawn(s) => {
-                    let p = program
-                        .get(&s.parent_pid)
-                        .cloned()
-                        .unwrap_or_else(|| root.clone());
-                    program.insert(s.pid, p);
+            programs.record(&rec, &r);
+            if let Record::Syscall(s) = rec {
+                let prog = programs.of(s.pid).to_string();
+                *syscalls
+                    .entry((prog.clone(), s.sys.name().to_string()))
+                    .or_insert(0) += 1;
+                if let Some(p) = s.path {
+                    let p = String::from_utf8_lossy(r.str(p)).into_owned();
+                    *paths.entry((prog, p)).or_insert(0) += 1;
                 }
-                Record::Exec(e) => {
-                    let argv = r.str(e.argv);
-                    let first = argv.split(|&b| b == 0).next().unwrap_or(b"");
-                    let name = if first.is_empty() {
-                        r.str(e.exe)
-                    } else {
-                        first
-                    };
-                    program.insert(e.pid, program_of(&String::from_utf8_lossy(name)));
-                }
-                Record::Syscall(s) => {
-                    let prog = program.get(&s.pid).cloned().unwrap_or_else(|| root.clone());
-                    *syscalls
-                        .entry((prog.clone(), s.sys.name().to_string()))
-                        .or_insert(0) += 1;
-                    if let Some(p) = s.path {
-                        let p = String::from_utf8_lossy(r.str(p)).into_owned();
-                        *paths.entry((prog, p)).or_insert(0) += 1;
-                    }
-                }
-                _ => {}
             }
         }
         let cfg = Config {

@@ -154,13 +154,7 @@ pub fn write(path: &Path, analysis: &Analysis, out: &mut dyn Write) -> anyhow::R
             unit: b.s(u),
         })
         .collect();
-    let root = r
-        .meta()
-        .command
-        .first()
-        .map(|c| crate::counts::program_of(c))
-        .unwrap_or_default();
-    let mut program: FxHashMap<u32, String> = FxHashMap::default();
+    let mut programs = crate::counts::Programs::new(r.meta());
     // (stack, syscall name, program when stackless) -> values.
     let mut samples: FxHashMap<(Option<u32>, &'static str, String), [i64; 3]> =
         FxHashMap::default();
@@ -171,71 +165,54 @@ pub fn write(path: &Path, analysis: &Analysis, out: &mut dyn Write) -> anyhow::R
         .next_record()
         .with_context(|| format!("reading {}", path.display()))?
     {
-        match rec {
-            Record::Spawn(s) => {
-                let p = program
-                    .get(&s.parent_pid)
-                    .cloned()
-                    .unwrap_or_else(|| root.clone());
-                program.insert(s.pid, p);
-            }
-            Record::Exec(e) => {
-                let argv = r.str(e.argv);
-                let first = argv.split(|&c| c == 0).next().unwrap_or(b"");
-                program.insert(
-                    e.pid,
-                    crate::counts::program_of(&String::from_utf8_lossy(first)),
-                );
-            }
-            Record::Syscall(c) => {
-                let redundant = analysis.is_redundant(seq);
-                seq += 1;
-                end = end.max(c.ts + c.dur);
-                let stack = c.stack.map(|s| s.0);
-                if let Some(st) = stack {
-                    if let std::collections::hash_map::Entry::Vacant(slot) = stacks.entry(st) {
-                        let frames: Vec<(String, String, u32)> = r
-                            .stack(dejavu_trace::StackId(st))
-                            .iter()
-                            .map(|f| {
-                                let func = f
-                                    .function
-                                    .map(|s| String::from_utf8_lossy(r.str(s)).into_owned())
-                                    .or_else(|| {
-                                        f.module.map(|m| {
-                                            format!(
-                                                "{}+{:#x}",
-                                                String::from_utf8_lossy(r.str(m)),
-                                                f.addr
-                                            )
-                                        })
+        programs.record(&rec, &r);
+        if let Record::Syscall(c) = rec {
+            let redundant = analysis.is_redundant(seq);
+            seq += 1;
+            end = end.max(c.ts + c.dur);
+            let stack = c.stack.map(|s| s.0);
+            if let Some(st) = stack {
+                if let std::collections::hash_map::Entry::Vacant(slot) = stacks.entry(st) {
+                    let frames: Vec<(String, String, u32)> = r
+                        .stack(dejavu_trace::StackId(st))
+                        .iter()
+                        .map(|f| {
+                            let func = f
+                                .function
+                                .map(|s| String::from_utf8_lossy(r.str(s)).into_owned())
+                                .or_else(|| {
+                                    f.module.map(|m| {
+                                        format!(
+                                            "{}+{:#x}",
+                                            String::from_utf8_lossy(r.str(m)),
+                                            f.addr
+                                        )
                                     })
-                                    .unwrap_or_else(|| format!("{:#x}", f.addr));
-                                let file = f
-                                    .file
-                                    .map(|s| String::from_utf8_lossy(r.str(s)).into_owned())
-                                    .unwrap_or_default();
-                                (func, file, f.line)
-                            })
-                            .collect();
-                        let ids = frames
-                            .iter()
-                            .map(|(f, file, l)| b.location(f, file, *l))
-                            .collect();
-                        slot.insert(ids);
-                    }
+                                })
+                                .unwrap_or_else(|| format!("{:#x}", f.addr));
+                            let file = f
+                                .file
+                                .map(|s| String::from_utf8_lossy(r.str(s)).into_owned())
+                                .unwrap_or_default();
+                            (func, file, f.line)
+                        })
+                        .collect();
+                    let ids = frames
+                        .iter()
+                        .map(|(f, file, l)| b.location(f, file, *l))
+                        .collect();
+                    slot.insert(ids);
                 }
-                let prog = if stack.is_none() {
-                    program.get(&c.pid).cloned().unwrap_or_else(|| root.clone())
-                } else {
-                    String::new()
-                };
-                let v = samples.entry((stack, c.sys.name(), prog)).or_insert([0; 3]);
-                v[0] += 1;
-                v[1] += redundant as i64;
-                v[2] += c.dur as i64;
             }
-            _ => {}
+            let prog = if stack.is_none() {
+                programs.of(c.pid).to_string()
+            } else {
+                String::new()
+            };
+            let v = samples.entry((stack, c.sys.name(), prog)).or_insert([0; 3]);
+            v[0] += 1;
+            v[1] += redundant as i64;
+            v[2] += c.dur as i64;
         }
     }
     let mut keys: Vec<_> = samples.keys().cloned().collect();

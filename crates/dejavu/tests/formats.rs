@@ -31,13 +31,7 @@ fn chrome_export_has_one_complete_event_per_syscall_on_named_tracks() {
     let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
     let events = v["traceEvents"].as_array().unwrap();
     let complete: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
-    let summary = common::summary_json(&trace);
-    let calls: u64 = summary["syscalls"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|s| s["calls"].as_u64().unwrap())
-        .sum();
+    let calls = common::total_calls(&trace);
     assert_eq!(
         complete.len() as u64,
         calls,
@@ -131,13 +125,7 @@ fn pprof_is_read_by_go_tool_pprof_with_syscalls_and_redundant_syscalls_by_stack(
             .parse()
             .unwrap()
     };
-    let summary = common::summary_json(&trace);
-    let calls: u64 = summary["syscalls"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|s| s["calls"].as_u64().unwrap())
-        .sum();
+    let calls = common::total_calls(&trace);
     let all = top("syscalls");
     assert_eq!(total(&all), calls, "{all}");
     assert!(all.contains("[mkdir]"), "{all}");
@@ -217,12 +205,7 @@ fn parquet_export_is_read_back_by_duckdb_with_one_row_per_syscall() {
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let summary = common::summary_json(&trace);
-    let calls: u64 = summary["syscalls"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|s| s["calls"].as_u64().unwrap())
-        .sum();
+    let calls = common::total_calls(&trace);
     assert_eq!(v["rows"].as_u64(), Some(calls), "one row per syscall: {v}");
     for (name, s) in summary["syscalls"].as_object().unwrap() {
         assert_eq!(v["per"][name], s["calls"], "{name}: {v}");

@@ -23,18 +23,6 @@ fn usage(msg: &str) -> i32 {
     USAGE
 }
 
-fn fmt_n(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
 pub fn run(a: CheckArgs) -> anyhow::Result<i32> {
     // The budget is read before the program runs: a long test suite must not run for a
     // typo in the budget.
@@ -161,9 +149,9 @@ pub fn run(a: CheckArgs) -> anyhow::Result<i32> {
                 println!(
                     "  OVER  {:<40} {:>9} > {:<9} (+{}{pct})",
                     e.label(),
-                    fmt_n(m.count),
-                    fmt_n(*l),
-                    fmt_n(m.count - l)
+                    crate::counts::thousands(m.count),
+                    crate::counts::thousands(*l),
+                    crate::counts::thousands(m.count - l)
                 );
                 for w in &m.where_ {
                     println!("          at {w}");
@@ -172,8 +160,8 @@ pub fn run(a: CheckArgs) -> anyhow::Result<i32> {
                 println!(
                     "  ok    {:<40} {:>9} <= {}",
                     e.label(),
-                    fmt_n(m.count),
-                    fmt_n(*l)
+                    crate::counts::thousands(m.count),
+                    crate::counts::thousands(*l)
                 );
             }
         }

@@ -70,23 +70,11 @@ fn callsites(c: &Counts) -> BTreeMap<String, (u64, String)> {
         .collect()
 }
 
-fn fmt_n(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
 fn fmt_delta(d: i64) -> String {
     match d {
         0 => "0".into(),
-        d if d > 0 => format!("+{}", fmt_n(d as u64)),
-        d => format!("-{}", fmt_n(d.unsigned_abs())),
+        d if d > 0 => format!("+{}", crate::counts::thousands(d as u64)),
+        d => format!("-{}", crate::counts::thousands(d.unsigned_abs())),
     }
 }
 
@@ -218,11 +206,11 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
         "dejavu diff: {} -> {}\nredundant calls {} -> {} ({}); traced calls {} -> {} ({})\n",
         a.before.display(),
         a.after.display(),
-        fmt_n(rb),
-        fmt_n(ra),
+        crate::counts::thousands(rb),
+        crate::counts::thousands(ra),
         fmt_delta(ra as i64 - rb as i64),
-        fmt_n(tb),
-        fmt_n(ta),
+        crate::counts::thousands(tb),
+        crate::counts::thousands(ta),
         fmt_delta(ta as i64 - tb as i64),
     ));
     out.push_str("\nFindings (redundant calls)\n");
@@ -250,8 +238,10 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
             r.key.0,
             where_,
             clip(&r.key.2, 18),
-            r.before.map_or("-".into(), |s| fmt_n(s.redundant)),
-            r.after.map_or("-".into(), |s| fmt_n(s.redundant)),
+            r.before
+                .map_or("-".into(), |s| crate::counts::thousands(s.redundant)),
+            r.after
+                .map_or("-".into(), |s| crate::counts::thousands(s.redundant)),
             fmt_delta(r.delta()),
         ));
     }
@@ -260,8 +250,8 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
         out.push_str(&format!(
             "  {:<20} {:>9} -> {:>9} {:>9}\n",
             k,
-            fmt_n(*b),
-            fmt_n(*af),
+            crate::counts::thousands(*b),
+            crate::counts::thousands(*af),
             fmt_delta(*af as i64 - *b as i64)
         ));
     }
@@ -281,8 +271,8 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
                     },
                     44,
                 ),
-                fmt_n(*b),
-                fmt_n(*af),
+                crate::counts::thousands(*b),
+                crate::counts::thousands(*af),
                 fmt_delta(*af as i64 - *b as i64)
             ));
         }

@@ -209,6 +209,16 @@ pub fn summary_json(trace: &Path) -> Value {
     serde_json::from_slice(&out.stdout).expect("summary --json is JSON")
 }
 
+/// All syscalls recorded in `trace`, per `dejavu summary --json`.
+pub fn total_calls(trace: &Path) -> u64 {
+    summary_json(trace)["syscalls"]
+        .as_object()
+        .expect("syscalls object")
+        .values()
+        .map(|s| s["calls"].as_u64().unwrap_or(0))
+        .sum()
+}
+
 /// Per-syscall (calls, errors) from `dejavu summary --json`.
 pub fn dejavu_counts(trace: &Path) -> Counts {
     let v = summary_json(trace);
