@@ -171,7 +171,7 @@ fn frame_pointer_stacks_name_the_c_line_of_the_call() {
         ])
         .arg(&report)
         .arg("--")
-        .args([exe.to_str().unwrap(), "app.conf", "50", "1000"])
+        .args([exe.to_str().unwrap(), "app.conf", "50", "2000"])
         .current_dir(d.path())
         .stdout(Stdio::null())
         .status()
@@ -319,7 +319,13 @@ fn a_call_in_progress_when_attaching_is_recorded_and_marked_without_a_duration()
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1000));
+    // The trace's header is written once the programs are attached and the process is
+    // followed: wait for it (not for a fixed time, which a loaded machine may exceed).
+    let t = std::time::Instant::now();
+    while std::fs::metadata(&trace).map_or(true, |m| m.len() == 0) {
+        assert!(t.elapsed().as_secs() < 30, "dejavu did not start recording");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     target.stdin.take().unwrap().write_all(b"x\n").unwrap();
     assert!(target.wait().unwrap().success());
     // The recording ends with the last traced process.
