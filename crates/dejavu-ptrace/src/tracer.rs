@@ -185,6 +185,9 @@ pub fn record<W: Write>(
     make_writer: impl FnOnce(&Meta) -> Result<TraceWriter<W>, TraceError>,
 ) -> Result<(Outcome, W), RecordError> {
     let (t0, cwd, mut meta) = start("ptrace", opts.payload_bytes);
+    // Caught from the start: a SIGTERM while the program is being set up is forwarded to it
+    // once it runs (or ends an attach), never the death of dejavu.
+    let _sig = signals::install();
     match &target {
         Target::Command(argv) => {
             let Some(prog) = argv.first() else {
@@ -212,7 +215,6 @@ pub fn record<W: Write>(
             let pid = child.pid;
             let res = (|| {
                 spawn::wait_stopped(&child, &path)?;
-                let _sig = signals::install();
                 if let Err(e) = kernel::seize(pid, ptrace_options(true, true)) {
                     let _ = kernel::kill(pid, libc::SIGKILL);
                     let _ = kernel::wait_one(pid, libc::__WALL);
@@ -281,7 +283,6 @@ pub fn record<W: Write>(
             }
             meta.notes
                 .push("attached: every call stops the program (no seccomp filter)".into());
-            let _sig = signals::install();
             // Seize first: a refused attach must not leave an empty trace behind.
             let mut seized = Vec::new();
             for &p in pids {
