@@ -311,6 +311,15 @@ static __always_inline u8 *scratch_buf(void)
 	return s ? s->buf : 0;
 }
 
+/* One record the ring buffer had no room for, on this CPU. */
+static __always_inline void count_lost(void)
+{
+	u32 zero = 0;
+	u64 *n = bpf_map_lookup_elem(&lost, &zero);
+	if (n)
+		*n += 1;
+}
+
 /* Sends `size` bytes of the scratch buffer; counts a loss when there is no room. */
 static __always_inline void submit(u8 *buf, u32 size, struct config *c)
 {
@@ -318,12 +327,8 @@ static __always_inline void submit(u8 *buf, u32 size, struct config *c)
 	size &= (BUF_SIZE - 1);
 	if (c && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= c->wake_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
-	if (bpf_ringbuf_output(&events, buf, size, flags) != 0) {
-		u32 zero = 0;
-		u64 *n = bpf_map_lookup_elem(&lost, &zero);
-		if (n)
-			*n += 1;
-	}
+	if (bpf_ringbuf_output(&events, buf, size, flags) != 0)
+		count_lost();
 }
 
 /* off &= OFF_MASK, in a form the compiler cannot drop after a comparison that makes it
@@ -884,10 +889,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	}
 	struct fork_ev *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		u32 zero = 0;
-		u64 *n = bpf_map_lookup_elem(&lost, &zero);
-		if (n)
-			*n += 1;
+		count_lost();
 		return 0;
 	}
 	u64 id = bpf_get_current_pid_tgid();
@@ -1006,10 +1008,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 		e->group_dead = live == 0;
 		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	} else {
-		u32 zero = 0;
-		u64 *n = bpf_map_lookup_elem(&lost, &zero);
-		if (n)
-			*n += 1;
+		count_lost();
 	}
 	if (live == 0)
 		bpf_map_delete_elem(&traced, &tgid);
@@ -1033,10 +1032,7 @@ int BPF_PROG(on_signal, int sig, void *info, struct task_struct *task, int group
 		return 0;
 	struct signal_ev *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		u32 zero = 0;
-		u64 *n = bpf_map_lookup_elem(&lost, &zero);
-		if (n)
-			*n += 1;
+		count_lost();
 		return 0;
 	}
 	e->h.kind = EV_SIGNAL;

@@ -22,6 +22,10 @@ pub const BF_TRUNC: u32 = 2;
 pub const CF_UNFINISHED: u16 = 1;
 pub const CF_NO_ENTER: u16 = 2;
 
+/// Where the kernel side's records may place data: offsets are masked with this (the BPF
+/// program's OFF_MASK).
+const OFF_MASK: usize = 16384 - 1;
+
 const HDR: usize = 24;
 const CALL: usize = 104;
 const BLOB: usize = 16;
@@ -175,7 +179,7 @@ pub fn exec(b: &[u8]) -> Option<(i32, &[u8], &[u8], bool)> {
     let alen = u32_at(b, 32)? as usize;
     let flags = u32_at(b, 36)?;
     let fname = b.get(40..40 + flen)?;
-    let argv_at = (40 + pad8(flen + 1)) & (16384 - 1);
+    let argv_at = (40 + pad8(flen + 1)) & OFF_MASK;
     let argv = b.get(argv_at..argv_at + alen)?;
     Some((old, fname, argv, flags & BF_TRUNC != 0))
 }

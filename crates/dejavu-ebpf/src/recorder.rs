@@ -184,14 +184,8 @@ pub fn record<W: Write>(
     opts.payload_bytes = payload;
     match target {
         Target::Command(argv) => {
-            let Some(prog) = argv.first() else {
-                return Err(RecordError::NotFound(String::new()));
-            };
-            let path = spawn::resolve_program(prog)?;
-            meta.command = argv
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect();
+            let (path, command) = spawn::command(&argv)?;
+            meta.command = command;
             let mut stacks = dejavu_ptrace::stacks::Stacks::new(opts.stacks);
             let (env, inherit) = stacks.program_env();
             configure(&mut l, &opts, inherit.as_ref().map(|i| i.at))?;
@@ -494,10 +488,9 @@ fn handle<W: Write>(
     };
     match h.kind {
         event::EV_CALL => {
-            let mut snap = std::mem::take(feed.snapshot());
-            let c = event::call(b, ips, &mut snap);
-            *feed.snapshot() = snap;
-            let Some(c) = c else { return false };
+            let Some(c) = event::call(b, ips, feed.snapshot()) else {
+                return false;
+            };
             feed.call(&RawCall {
                 enter_ns: c.enter_ts,
                 exit_ns: h.ts,

@@ -13,6 +13,20 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
+/// The program a command line runs (resolved as `resolve_program` does) and the command
+/// line as the trace's metadata records it.
+pub fn command(argv: &[OsString]) -> Result<(PathBuf, Vec<String>), RecordError> {
+    let prog = argv
+        .first()
+        .ok_or_else(|| RecordError::NotFound(String::new()))?;
+    let path = resolve_program(prog)?;
+    let command = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    Ok((path, command))
+}
+
 /// Finds `prog` the way execvp does: as given when it contains a slash, else along PATH.
 /// Resolving here (not with execvp in the child) gives a clear "not found" and makes the
 /// program's exec the single execve in the trace, as with strace.

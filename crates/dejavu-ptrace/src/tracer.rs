@@ -190,14 +190,8 @@ pub fn record<W: Write>(
     let _sig = signals::install();
     match &target {
         Target::Command(argv) => {
-            let Some(prog) = argv.first() else {
-                return Err(RecordError::NotFound(String::new()));
-            };
-            let path = spawn::resolve_program(prog)?;
-            meta.command = argv
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect();
+            let (path, command) = spawn::command(argv)?;
+            meta.command = command;
             meta.notes
                 .push("seccomp-bpf filter: only traced calls stop the program".into());
             let mut table: Vec<u32> = arch::table().iter().map(|&(n, _)| n).collect();
