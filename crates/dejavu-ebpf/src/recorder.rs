@@ -384,10 +384,16 @@ impl<W: Write> Reader<W> {
                 return Ok(());
             }
             if done && last_alive_check.elapsed() >= Duration::from_millis(200) {
-                // Tasks whose end was lost with a full buffer would keep us waiting.
+                // Tasks whose end was lost with a full buffer would keep us waiting. A task
+                // leaves /proc after its end is in the ring buffer: read that first, and
+                // forget only the tasks whose end really is missing.
                 last_alive_check = Instant::now();
-                if self.feed.forget_vanished() > 0 && self.feed.tasks() == 0 {
-                    return Ok(());
+                let gone = self.feed.vanished();
+                if !gone.is_empty() {
+                    self.drain();
+                    if self.feed.forget(&gone) > 0 && self.feed.tasks() == 0 {
+                        return Ok(());
+                    }
                 }
             }
         }

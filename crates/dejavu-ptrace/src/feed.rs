@@ -290,29 +290,31 @@ impl<W: Write> Feed<W> {
         self.t.exit(tid, e, c.ret, now);
     }
 
-    /// Forgets tasks that no longer exist although their end never arrived (lost with a
-    /// full buffer). Returns how many.
-    pub fn forget_vanished(&mut self) -> usize {
-        let gone: Vec<Tid> = self
-            .t
+    /// Tasks that no longer exist (no /proc entry). Their ends may still be on their
+    /// way: read what the kernel wrote before calling `forget` with them.
+    pub fn vanished(&self) -> Vec<Tid> {
+        self.t
             .tasks
             .keys()
             .copied()
             .filter(|t| !std::path::Path::new(&format!("/proc/{t}")).exists())
-            .collect();
-        for t in &gone {
-            self.t.tasks.remove(t);
+            .collect()
+    }
+
+    /// Forgets those of `gone` (from `vanished`, before the last read) whose end never
+    /// arrived: it was lost with a full buffer. Returns how many.
+    pub fn forget(&mut self, gone: &[Tid]) -> usize {
+        let mut n = 0;
+        for t in gone {
+            n += self.t.tasks.remove(t).is_some() as usize;
         }
-        if !gone.is_empty() {
+        if n > 0 {
             self.t.warn_once(
                 "vanished",
-                format!(
-                    "{} tasks ended without their end being recorded",
-                    gone.len()
-                ),
+                format!("{n} tasks ended without their end being recorded"),
             );
         }
-        gone.len()
+        n
     }
 
     /// Tasks still running (attach mode ends with some).
