@@ -1,6 +1,12 @@
 //! The tracer's own signal handling. SIGINT, SIGTERM, SIGHUP and SIGQUIT are caught
 //! (without SA_RESTART, so the blocking waitpid returns EINTR) and handled by the main
 //! loop: forwarded to the program, or, when attached, a clean detach.
+//!
+//! A signal dejavu was started with ignored (`nohup` ignores SIGHUP, a shell's background
+//! job SIGINT and SIGQUIT) stays ignored, so the program inherits it ignored as it would
+//! without dejavu. The program's process resets the caught ones to their default between
+//! fork and exec ([`reset_in_child`]): a signal forwarded in that window would otherwise
+//! run dejavu's handler in the child and be lost.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -46,6 +52,11 @@ pub fn install() -> Guard {
             sa.sa_flags = libc::SA_SIGINFO;
             libc::sigemptyset(&mut sa.sa_mask);
             let mut prev: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut prev) != 0
+                || prev.sa_sigaction == libc::SIG_IGN
+            {
+                continue;
+            }
             if libc::sigaction(sig, &sa, &mut prev) == 0 {
                 old.push((sig, prev));
             }
@@ -60,6 +71,25 @@ impl Drop for Guard {
         for (sig, sa) in &self.old {
             // SAFETY: restoring a disposition the kernel gave us.
             unsafe { libc::sigaction(*sig, sa, std::ptr::null_mut()) };
+        }
+    }
+}
+
+/// In the program's process between fork and exec: the signals dejavu catches get their
+/// default action back (exec would do it, but only at exec). Async-signal-safe: only
+/// sigaction.
+pub fn reset_in_child() {
+    for sig in CAUGHT {
+        // SAFETY: reading and setting dispositions with zeroed structs.
+        unsafe {
+            let mut cur: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut cur) == 0
+                && cur.sa_sigaction == on_signal as *const () as usize
+            {
+                let mut dfl: libc::sigaction = std::mem::zeroed();
+                dfl.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(sig, &dfl, std::ptr::null_mut());
+            }
         }
     }
 }

@@ -248,6 +248,9 @@ unsafe fn child(
         // The Rust runtime ignores SIGPIPE; programs expect the default (as
         // std::process::Command also restores).
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        // A SIGTERM forwarded before exec must reach the program's default action, not
+        // dejavu's handler copied into this process.
+        crate::signals::reset_in_child();
         // Before the filter: dup2 is a traced call, and with the filter installed but no
         // tracer yet it would fail with ENOSYS. dup2 clears close-on-exec on the copy. A
         // failure only means no agent channel (the agents check the descriptor), never

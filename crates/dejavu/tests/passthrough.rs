@@ -156,6 +156,56 @@ fn a_program_that_ignores_sigint_survives_a_sigint_sent_to_dejavu() {
 }
 
 #[test]
+fn a_sigterm_at_any_moment_of_start_up_ends_the_program() {
+    // Sent while dejavu loads, forks, and the program is between fork and exec (where
+    // it once ran a copy of dejavu's handler and the signal was lost: `sleep` then ran
+    // its 30 s and exited 0). Whatever the moment, the run ends by the signal: dejavu
+    // dies of it before it catches signals, or forwards it.
+    let d = tempfile::tempdir().unwrap();
+    for delay_ms in (0..=150).step_by(5) {
+        let mut child = record_cmd(&d.path().join("t.dvt"))
+            .args(["sleep", "30"])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let st = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert!(
+            st.code() == Some(128 + libc::SIGTERM) || st.signal() == Some(libc::SIGTERM),
+            "SIGTERM after {delay_ms} ms: {st:?}"
+        );
+    }
+}
+
+#[test]
+fn a_signal_ignored_when_dejavu_starts_stays_ignored_in_the_program() {
+    // `nohup dejavu record -- prog`: prog must inherit SIGHUP ignored, as without dejavu.
+    use std::os::unix::process::CommandExt;
+    let d = tempfile::tempdir().unwrap();
+    let mut cmd = record_cmd(&d.path().join("t.dvt"));
+    cmd.args(["grep", "^SigIgn:", "/proc/self/status"]);
+    // SAFETY: only signal(2) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let line = String::from_utf8_lossy(&out.stdout);
+    let mask = u64::from_str_radix(line.trim().trim_start_matches("SigIgn:").trim(), 16).unwrap();
+    assert_ne!(
+        mask & (1 << (libc::SIGHUP - 1)),
+        0,
+        "SIGHUP ignored: {line}"
+    );
+    assert_eq!(mask & (1 << (libc::SIGTERM - 1)), 0, "SIGTERM not: {line}");
+}
+
+#[test]
 fn sigterm_to_dejavu_reaches_the_program() {
     let d = tempfile::tempdir().unwrap();
     let mut child = record_cmd(&d.path().join("t.dvt"))
@@ -207,11 +257,16 @@ fn record_without_a_command_is_a_usage_error() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--pid"));
 }
 
-/// Runs `shell_cmd` in a new pseudo-terminal (util-linux `script`), feeding it `input`
-/// after `delay`; returns what the terminal showed.
-fn in_terminal(shell_cmd: &str, delay: Duration, input: &[u8]) -> String {
+/// Runs `cmd` in a new pseudo-terminal (util-linux `script`), feeding it `input`
+/// after `delay`; returns what the terminal showed and `cmd`'s exit status.
+///
+/// `script` runs `$SHELL -c`; the command is `exec`ed so that no shell sits in the
+/// terminal's foreground process group: a ^C there would reach the shell too, and what a
+/// shell does with it is the shell's business (dash dies of it, bash waits for its child),
+/// not what these tests are about. `script -e` exits with the command's status.
+fn in_terminal(cmd: &str, delay: Duration, input: &[u8]) -> (String, Option<i32>) {
     let mut child = Command::new("script")
-        .args(["-qec", shell_cmd, "/dev/null"])
+        .args(["-qec", &format!("exec {cmd}"), "/dev/null"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -222,7 +277,10 @@ fn in_terminal(shell_cmd: &str, delay: Duration, input: &[u8]) -> String {
     std::thread::sleep(Duration::from_millis(300));
     drop(stdin);
     let out = child.wait_with_output().unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        out.status.code(),
+    )
 }
 
 fn signal_records(trace: &std::path::Path, sig: &str) -> usize {
@@ -244,7 +302,7 @@ fn a_terminal_passes_through_and_what_is_written_to_it_is_kept() {
     require!("script");
     let d = tempfile::tempdir().unwrap();
     let trace = d.path().join("t.dvt");
-    let shown = in_terminal(
+    let (shown, _) = in_terminal(
         &format!(
             "'{}' record -o '{}' -- sh -c 'test -t 0 && test -t 1 && echo on-a-tty'",
             common::dejavu().display(),
@@ -271,16 +329,16 @@ fn ctrl_c_in_a_terminal_reaches_the_program_exactly_once() {
     require!("script");
     let d = tempfile::tempdir().unwrap();
     let trace = d.path().join("t.dvt");
-    let shown = in_terminal(
+    let (shown, status) = in_terminal(
         &format!(
-            "'{}' record -o '{}' -- sleep 20; echo status=$?",
+            "'{}' record -o '{}' -- sleep 20",
             common::dejavu().display(),
             trace.display()
         ),
         Duration::from_millis(1500),
         b"\x03",
     );
-    assert!(shown.contains("status=130"), "{shown:?}");
+    assert_eq!(status, Some(130), "{shown:?}");
     assert_eq!(
         signal_records(&trace, "SIGINT"),
         1,
@@ -301,9 +359,9 @@ fn ctrl_c_to_a_program_that_ignores_it_leaves_both_running() {
         std::thread::sleep(Duration::from_millis(2500));
         std::fs::write(stopper, "").unwrap();
     });
-    let shown = in_terminal(
+    let (shown, status) = in_terminal(
         &format!(
-            "'{}' record -o '{}' -- '{}' ignore-int '{}'; echo status=$?",
+            "'{}' record -o '{}' -- '{}' ignore-int '{}'",
             common::dejavu().display(),
             trace.display(),
             prog.display(),
@@ -313,10 +371,8 @@ fn ctrl_c_to_a_program_that_ignores_it_leaves_both_running() {
         b"\x03",
     );
     t.join().unwrap();
-    assert!(
-        shown.contains("ready") && shown.contains("status=0"),
-        "{shown:?}"
-    );
+    assert!(shown.contains("ready"), "{shown:?}");
+    assert_eq!(status, Some(0), "{shown:?}");
     assert_eq!(signal_records(&trace, "SIGINT"), 1);
 }
 
