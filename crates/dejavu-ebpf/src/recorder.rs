@@ -66,9 +66,16 @@ fn load(eopts: &Options) -> Result<Loaded, RecordError> {
         .filter(|&n| n <= 1 << 31)
         .ok_or_else(|| unavailable("--buffer-size is too large", "At most 2 GiB."))?
         as u32;
-    // Parsed once, for the CO-RE relocations and for attaching the BTF tracepoints.
-    let btf = Btf::from_sys_fs().map_err(|e| load_error("reading the kernel's BTF", e))?;
-    let mut bpf = EbpfLoader::new()
+    // aya's loader parses the kernel's BTF when it is created (13 ms here) and keeps it
+    // private; loading the BTF tracepoints needs a parse of our own. The two run side by
+    // side instead of one after the other; ours then serves the CO-RE relocations too.
+    let loader = std::thread::spawn(EbpfLoader::new);
+    let btf = Btf::from_sys_fs().map_err(|e| load_error("reading the kernel's BTF", e));
+    let mut loader = loader
+        .join()
+        .map_err(|_| load_error("loading the BPF program", "the loader's thread panicked"))?;
+    let btf = btf?;
+    let mut bpf = loader
         .btf(Some(&btf))
         .set_max_entries("events", ring_bytes)
         .load(OBJECT)
