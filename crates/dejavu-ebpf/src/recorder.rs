@@ -184,7 +184,7 @@ pub fn record<W: Write>(
         .push("eBPF: calls recorded in the kernel; the program never stops".into());
     // Caught from the start (loading takes a while): a SIGTERM meanwhile is forwarded to
     // the program once it runs, not the death of dejavu.
-    let _sig = signals::install();
+    let _sig = signals::install(matches!(target, Target::Command(_)));
     let mut l = load(eopts)?;
     let capped = opts.payload_bytes > PAYLOAD_MAX;
     let mut opts = opts.clone();

@@ -2,9 +2,11 @@
 //! (without SA_RESTART, so the blocking waitpid returns EINTR) and handled by the main
 //! loop: forwarded to the program, or, when attached, a clean detach.
 //!
-//! A signal dejavu was started with ignored (`nohup` ignores SIGHUP, a shell's background
-//! job SIGINT and SIGQUIT) stays ignored, so the program inherits it ignored as it would
-//! without dejavu. The program's process resets the caught ones to their default between
+//! When dejavu starts the program, a signal dejavu was started with ignored (`nohup`
+//! ignores SIGHUP, a script's background job SIGINT and SIGQUIT) stays ignored, so the
+//! program inherits it ignored as it would without dejavu. Attached, there is no program to
+//! inherit anything and all four are caught: `dejavu record -p PID & ... kill -INT $!` in a
+//! script detaches. The program's process resets the caught ones to their default between
 //! fork and exec ([`reset_in_child`]): a signal forwarded in that window would otherwise
 //! run dejavu's handler in the child and be lost.
 
@@ -41,8 +43,8 @@ impl std::fmt::Debug for Guard {
     }
 }
 
-/// Installs the handlers.
-pub fn install() -> Guard {
+/// Installs the handlers; with `keep_ignored`, not for the signals that are ignored now.
+pub fn install(keep_ignored: bool) -> Guard {
     let mut old = Vec::new();
     for sig in CAUGHT {
         // SAFETY: a zeroed sigaction with our handler and SA_SIGINFO; old is an out-param.
@@ -53,7 +55,7 @@ pub fn install() -> Guard {
             libc::sigemptyset(&mut sa.sa_mask);
             let mut prev: libc::sigaction = std::mem::zeroed();
             if libc::sigaction(sig, std::ptr::null(), &mut prev) != 0
-                || prev.sa_sigaction == libc::SIG_IGN
+                || (keep_ignored && prev.sa_sigaction == libc::SIG_IGN)
             {
                 continue;
             }

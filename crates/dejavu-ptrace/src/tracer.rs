@@ -187,7 +187,7 @@ pub fn record<W: Write>(
     let (t0, cwd, mut meta) = start("ptrace", opts.payload_bytes);
     // Caught from the start: a SIGTERM while the program is being set up is forwarded to it
     // once it runs (or ends an attach), never the death of dejavu.
-    let _sig = signals::install();
+    let _sig = signals::install(matches!(target, Target::Command(_)));
     match &target {
         Target::Command(argv) => {
             let (path, command) = spawn::command(argv)?;

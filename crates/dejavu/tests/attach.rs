@@ -98,3 +98,44 @@ fn attaching_to_a_missing_pid_is_a_clear_error() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such process: 999999999"));
 }
+
+#[test]
+fn sigint_detaches_even_when_dejavu_was_started_with_it_ignored() {
+    // `dejavu record -p PID & ...; kill -INT $!` in a script: a non-interactive shell starts
+    // background jobs with SIGINT ignored. Attached, dejavu catches it all the same.
+    use std::os::unix::process::CommandExt;
+    let mut target = Command::new("sleep").arg("30").spawn().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("t.dvt");
+    let mut cmd = Command::new(common::dejavu());
+    cmd.args(["record", "-o"])
+        .arg(&trace)
+        .args(["-p", &target.id().to_string()])
+        .stderr(Stdio::piped());
+    // SAFETY: only signal(2) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let dv = cmd.spawn().unwrap();
+    // The header is written once dejavu is recording (its handlers long installed).
+    let t = std::time::Instant::now();
+    while std::fs::metadata(&trace).map_or(true, |m| m.len() == 0) {
+        assert!(t.elapsed().as_secs() < 30, "dejavu did not start recording");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    unsafe { libc::kill(dv.id() as i32, libc::SIGINT) };
+    let res = dv.wait_with_output().unwrap();
+    let alive = proc_state(target.id());
+    let _ = target.kill();
+    let _ = target.wait();
+    assert_eq!(
+        res.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    assert!(alive == 'S' || alive == 'R', "target after detach: {alive}");
+}
