@@ -11,7 +11,24 @@ use std::time::{Duration, Instant};
 fn record_cmd(trace: &std::path::Path) -> Command {
     let mut c = Command::new(common::dejavu());
     c.arg("record").arg("-o").arg(trace).arg("--");
+    default_signals(&mut c);
     c
+}
+
+/// Starts `c` with the default action for the signals these tests send, whatever the test
+/// harness was started with (a script's background job ignores SIGINT and SIGQUIT, and an
+/// ignored signal is rightly passed on to the program ignored).
+fn default_signals(c: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only signal(2) between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
 }
 
 #[test]
@@ -265,12 +282,13 @@ fn record_without_a_command_is_a_usage_error() {
 /// shell does with it is the shell's business (dash dies of it, bash waits for its child),
 /// not what these tests are about. `script -e` exits with the command's status.
 fn in_terminal(cmd: &str, delay: Duration, input: &[u8]) -> (String, Option<i32>) {
-    let mut child = Command::new("script")
+    let mut script = Command::new("script");
+    script
         .args(["-qec", &format!("exec {cmd}"), "/dev/null"])
         .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stdout(Stdio::piped());
+    default_signals(&mut script);
+    let mut child = script.spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     std::thread::sleep(delay);
     stdin.write_all(input).unwrap();
