@@ -15,6 +15,16 @@ fn proc_state(pid: u32) -> char {
         .unwrap_or('?')
 }
 
+/// Waits for the trace's header: it is written once dejavu is recording, its signal
+/// handlers long installed (not a fixed time, which a loaded machine may exceed).
+fn wait_recording(trace: &std::path::Path) {
+    let t = std::time::Instant::now();
+    while std::fs::metadata(trace).map_or(true, |m| m.len() == 0) {
+        assert!(t.elapsed().as_secs() < 30, "dejavu did not start recording");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn attach_records_and_ctrl_c_detaches_leaving_the_process_running() {
     let prog = common::c_workload("attach_target");
@@ -42,6 +52,7 @@ fn attach_records_and_ctrl_c_detaches_leaving_the_process_running() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    wait_recording(&trace);
     std::thread::sleep(Duration::from_millis(500));
     unsafe { libc::kill(dv.id() as i32, libc::SIGINT) };
     let res = dv.wait_with_output().unwrap();
@@ -120,12 +131,7 @@ fn sigint_detaches_even_when_dejavu_was_started_with_it_ignored() {
         });
     }
     let dv = cmd.spawn().unwrap();
-    // The header is written once dejavu is recording (its handlers long installed).
-    let t = std::time::Instant::now();
-    while std::fs::metadata(&trace).map_or(true, |m| m.len() == 0) {
-        assert!(t.elapsed().as_secs() < 30, "dejavu did not start recording");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_recording(&trace);
     unsafe { libc::kill(dv.id() as i32, libc::SIGINT) };
     let res = dv.wait_with_output().unwrap();
     let alive = proc_state(target.id());
