@@ -103,14 +103,8 @@ impl<W: Write> Feed<W> {
     ) -> Feed<W> {
         let mut t = Tracer::new(w, t0, opts, false);
         t.snap = Some(Snapshot::default());
-        t.stacks = stacks;
+        t.set_stacks(stacks);
         t.stacks.agents().set_external();
-        t.own_prefix = t.stacks.agents().dir().map(|d| {
-            use std::os::unix::ffi::OsStrExt;
-            let mut p = d.as_os_str().as_bytes().to_vec();
-            p.push(b'/');
-            p
-        });
         Feed {
             t,
             unknown_tasks: 0,
@@ -123,18 +117,10 @@ impl<W: Write> Feed<W> {
 
     /// The program dejavu started, stopped before its exec: its descriptors are read now.
     pub fn launched(&mut self, pid: i32, cwd: &[u8]) {
-        self.t.root = Some(pid);
-        self.t.add_process(pid, Rc::from(cwd), FdTable::default());
-        self.t.tasks.insert(pid, task(pid));
-        self.learn_open_fds(pid);
-        self.t.push(Record::Spawn(Spawn {
-            ts: 0,
-            parent_pid: 0,
-            parent_tid: 0,
-            pid: pid as u32,
-            tid: pid as u32,
-            clone_flags: 0,
-        }));
+        // Its descriptors from /proc, not from a call's snapshot.
+        let snap = self.t.snap.take();
+        self.t.launched(pid, Rc::from(cwd));
+        self.t.snap = snap;
     }
 
     /// A running process dejavu attached to, with its threads.
@@ -253,9 +239,7 @@ impl<W: Write> Feed<W> {
                 self.t
                     .add_process(c.pid, Rc::from(cwd.as_slice()), FdTable::default());
             }
-            let mut t = task(c.pid);
-            t.pre_exec = false;
-            self.t.tasks.insert(tid, t);
+            self.t.tasks.insert(tid, Task::new(c.pid, false));
         }
         let Some(pid) = self.t.tasks.get(&tid).map(|t| t.pid) else {
             return;
@@ -342,15 +326,5 @@ impl<W: Write> Feed<W> {
         self.t.out.detached = detached;
         self.t.tasks.clear();
         self.t.finish()
-    }
-}
-
-fn task(pid: Tid) -> Task {
-    Task {
-        pid,
-        entry: None,
-        pending_ts: None,
-        exec_info: None,
-        pre_exec: true,
     }
 }

@@ -101,6 +101,19 @@ pub(crate) struct Task {
     pub pre_exec: bool,
 }
 
+impl Task {
+    /// A task of process `pid` outside any call; `pre_exec` for the launched child.
+    pub(crate) fn new(pid: Tid, pre_exec: bool) -> Task {
+        Task {
+            pid,
+            entry: None,
+            pending_ts: None,
+            exec_info: None,
+            pre_exec,
+        }
+    }
+}
+
 pub(crate) struct Tracer<W: Write> {
     pub w: TraceWriter<W>,
     pub write_failed: bool,
@@ -216,36 +229,11 @@ pub fn record<W: Write>(
                 }
                 let w = make_writer(&meta)?;
                 let mut t = Tracer::new(w, t0, opts.clone(), true);
-                t.stacks = std::mem::replace(
+                t.set_stacks(std::mem::replace(
                     &mut stacks,
                     crate::stacks::Stacks::new(crate::stacks::StackMode::Off),
-                );
-                t.own_prefix = t.stacks.agents().dir().map(|d| {
-                    let mut p = d.as_os_str().as_bytes().to_vec();
-                    p.push(b'/');
-                    p
-                });
-                t.root = Some(pid);
-                t.add_process(pid, Rc::from(cwd.as_slice()), FdTable::default());
-                t.tasks.insert(
-                    pid,
-                    Task {
-                        pid,
-                        entry: None,
-                        pending_ts: None,
-                        exec_info: None,
-                        pre_exec: true,
-                    },
-                );
-                t.learn_open_fds(pid);
-                t.push(Record::Spawn(Spawn {
-                    ts: 0,
-                    parent_pid: 0,
-                    parent_tid: 0,
-                    pid: pid as u32,
-                    tid: pid as u32,
-                    clone_flags: 0,
-                }));
+                ));
+                t.launched(pid, Rc::from(cwd.as_slice()));
                 kernel::kill(pid, libc::SIGCONT)
                     .map_err(|e| RecordError::os("kill(SIGCONT)", e))?;
                 t.run()?;
@@ -365,6 +353,34 @@ impl<W: Write> Tracer<W> {
         if self.warned.insert(key, ()).is_none() {
             self.out.warnings.push(msg);
         }
+    }
+
+    /// Takes over the agents set up for the program; their own files (under their
+    /// directory) are left out of the trace.
+    pub(crate) fn set_stacks(&mut self, stacks: crate::stacks::Stacks) {
+        self.stacks = stacks;
+        self.own_prefix = self.stacks.agents().dir().map(|d| {
+            let mut p = d.as_os_str().as_bytes().to_vec();
+            p.push(b'/');
+            p
+        });
+    }
+
+    /// The program dejavu started, stopped before its exec: its process, its first task,
+    /// the descriptors it has now, and its Spawn record.
+    pub(crate) fn launched(&mut self, pid: Tid, cwd: Rc<[u8]>) {
+        self.root = Some(pid);
+        self.add_process(pid, cwd, FdTable::default());
+        self.tasks.insert(pid, Task::new(pid, true));
+        self.learn_open_fds(pid);
+        self.push(Record::Spawn(Spawn {
+            ts: 0,
+            parent_pid: 0,
+            parent_tid: 0,
+            pid: pid as u32,
+            tid: pid as u32,
+            clone_flags: 0,
+        }));
     }
 
     pub(crate) fn add_process(&mut self, pid: Tid, cwd: Rc<[u8]>, fds: FdTable) {
@@ -772,16 +788,7 @@ impl<W: Write> Tracer<W> {
             self.procs.insert(child, Process { fds, fs, tasks: 1 });
             self.out.processes += 1;
         }
-        self.tasks.insert(
-            child,
-            Task {
-                pid: new_pid,
-                entry: None,
-                pending_ts: None,
-                exec_info: None,
-                pre_exec: false,
-            },
-        );
+        self.tasks.insert(child, Task::new(new_pid, false));
         self.push(Record::Spawn(Spawn {
             ts: now,
             parent_pid: ppid as u32,
@@ -953,16 +960,7 @@ impl<W: Write> Tracer<W> {
             argv,
         }));
         for &tid in tids {
-            self.tasks.insert(
-                tid,
-                Task {
-                    pid,
-                    entry: None,
-                    pending_ts: None,
-                    exec_info: None,
-                    pre_exec: false,
-                },
-            );
+            self.tasks.insert(tid, Task::new(pid, false));
             if tid != pid {
                 if let Some(p) = self.procs.get_mut(&pid) {
                     p.tasks += 1;
