@@ -3,7 +3,8 @@
 
 pub mod chrome;
 pub mod export;
-pub mod names;
+/// Names for the numbers a trace stores (errnos, signals, event flags): shared from the trace crate.
+pub use dejavu_trace::names;
 pub mod parquet_export;
 pub mod summary;
 mod text;

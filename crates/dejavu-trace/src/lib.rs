@@ -7,6 +7,7 @@
 pub mod codec;
 mod error;
 mod model;
+pub mod names;
 mod reader;
 mod sys;
 pub mod varint;

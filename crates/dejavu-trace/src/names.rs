@@ -5,7 +5,7 @@
 //! and most others share them); architectures with their own numbering (alpha, mips,
 //! parisc, sparc) are not traced by dejavu.
 
-use dejavu_trace::{ev, ExitStatus};
+use crate::{ev, ExitStatus};
 use std::borrow::Cow;
 
 /// errno names by number (asm-generic/errno-base.h and errno.h); "" where unassigned.
