@@ -657,6 +657,11 @@ impl<W: Write> Tracer<W> {
                     if let Some(mut f) = self.fd_lookup(pid, old) {
                         f.cloexec = c.sys == Dup3 && a[2] & libc::O_CLOEXEC as u64 != 0;
                         self.install_fd(pid, ret as i32, f);
+                    } else if let Some(p) = self.procs.get(&pid) {
+                        // A copy of a descriptor we cannot name (a socketpair made by an
+                        // untraced call): whatever the target was is gone; naming it after
+                        // its old file would attribute later writes there.
+                        p.fds.borrow_mut().remove(ret as i32);
                     }
                 }
             }

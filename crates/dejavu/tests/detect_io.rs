@@ -173,7 +173,7 @@ fn tar_lstat_then_open_is_not_check_then_act() {
         .filter(|f| {
             f.paths
                 .iter()
-                .chain(&f.example_paths)
+                .chain(f.top_paths.iter().map(|p| &p.path))
                 .any(|p| p.starts_with(&tree))
         })
         .collect();
@@ -236,6 +236,21 @@ fn python_os_write_per_line_is_small_writes() {
 }
 
 #[test]
+fn writes_to_a_socketpair_dup2ed_over_a_file_are_not_the_files() {
+    // rsync's shape: the socketpair is made by an untraced call, so dejavu cannot name the
+    // socket, but it must not keep calling fd 1 by the file it was before.
+    let r = Run::new(&[&c("small-writes/socketpair_dup2.c")]);
+    let log = r.path("out.log");
+    let on_log: Vec<_> = r
+        .analysis
+        .findings
+        .iter()
+        .filter(|f| f.paths.contains(&log) || f.top_paths.iter().any(|p| p.path == log))
+        .collect();
+    assert!(on_log.is_empty(), "{on_log:#?}");
+}
+
+#[test]
 fn python_buffered_file_is_quiet() {
     require!("python3");
     let r = Run::new(&["python3", &script("small-writes/clean.py")]);
@@ -286,32 +301,35 @@ fn c_writes_to_dev_null_and_a_dead_pipe_are_no_reader() {
     require!("gcc");
     let prog = c("no-reader/dirty.c");
     let r = Run::new(&[&prog]);
-    let null = r.one("no-reader", "/dev/null");
-    assert!(null.command.contains("dirty"), "{}", null.command);
-    assert_eq!((null.calls, null.redundant_calls), (100, 100), "{null:#?}");
-    assert_eq!(
-        null.example.as_deref(),
-        Some("10.0 kB written to /dev/null in 100 writes")
-    );
+    // Both kinds of writes come from main(): one finding when the stacks name it, one per
+    // path without them. Either way, each path's calls and its example are there.
     let all = r.of("no-reader");
-    let pipe: Vec<_> = all
-        .iter()
-        .filter(|f| f.paths.len() == 1 && f.paths[0].starts_with("pipe:"))
-        .collect();
-    assert_eq!(pipe.len(), 1, "{all:#?}");
-    assert_eq!(
-        pipe[0].pid, null.pid,
-        "the writer, not the reader that exited"
+    assert!(!all.is_empty() && all.len() <= 2, "{all:#?}");
+    assert!(all.iter().all(|f| f.command.contains("dirty")), "{all:#?}");
+    let count = |pred: &dyn Fn(&str) -> bool| -> u64 {
+        all.iter()
+            .flat_map(|f| f.top_paths.iter())
+            .filter(|p| pred(&p.path))
+            .map(|p| p.redundant_calls)
+            .sum()
+    };
+    assert_eq!(count(&|p| p == "/dev/null"), 100, "{all:#?}");
+    assert_eq!(count(&|p| p.starts_with("pipe:")), 100, "{all:#?}");
+    assert_eq!(all.iter().map(|f| f.calls).sum::<u64>(), 200);
+    assert_eq!(all.iter().map(|f| f.redundant_calls).sum::<u64>(), 200);
+    let examples: Vec<&str> = all.iter().filter_map(|f| f.example.as_deref()).collect();
+    let said = |t: &str| examples.iter().any(|e| e.contains(t));
+    assert!(
+        said("10.0 kB written to /dev/null in 100 writes"),
+        "{examples:?}"
     );
-    assert_eq!(
-        (pipe[0].calls, pipe[0].redundant_calls),
-        (100, 100),
-        "{pipe:#?}"
+    assert!(
+        said("100 writes of 6.4 kB failed with EPIPE after the reader had gone"),
+        "{examples:?}"
     );
-    assert_eq!(
-        pipe[0].example.as_deref(),
-        Some("100 writes of 6.4 kB failed with EPIPE after the reader had gone")
-    );
+    // The writer, not the reader that exited.
+    let pids: std::collections::BTreeSet<u32> = all.iter().map(|f| f.pid).collect();
+    assert_eq!(pids.len(), 1, "{all:#?}");
     // The failed pipe writes are not small-writes runs; /dev/null is no-reader's alone.
     assert!(
         r.of("small-writes").is_empty(),
