@@ -135,6 +135,8 @@ pub struct Proc {
     pub threads: u32,
     /// How it ended.
     pub exit: Option<ExitStatus>,
+    /// The image it runs now (an index into [`Replay::images`]).
+    pub image: u32,
     fds: Rc<RefCell<FdTable>>,
 }
 
@@ -149,6 +151,7 @@ impl Proc {
             is_node: false,
             threads: 1,
             exit: None,
+            image: 0,
             fds,
         }
     }
@@ -167,6 +170,33 @@ impl Proc {
     fn copy_fds(&self) -> Rc<RefCell<FdTable>> {
         Rc::new(RefCell::new(self.fds.borrow().clone()))
     }
+}
+
+/// One program run by one process: from the process's start (or the trace's first sight
+/// of it) to its exec, or from an exec to the next. Redundancy is judged per image: a
+/// process that execs starts over with nothing cached, and a fork is a process of its own.
+#[derive(Clone, Debug)]
+pub struct Image {
+    /// The process.
+    pub pid: u32,
+    /// The image that created it: the parent's at the fork, or the one this exec replaced.
+    pub parent: Option<u32>,
+    /// The executable, when known (a fork child keeps its parent's until it execs).
+    pub exe: Option<StrId>,
+    /// The NUL-separated argv, when known.
+    pub argv: Option<StrId>,
+    /// When it started (exec, fork, or first sight), ns.
+    pub start_ts: u64,
+    /// Started by an exec (false: a fork's copy of its parent, or a process seen running).
+    pub execd: bool,
+    /// A later exec in the same process replaced it.
+    pub replaced: bool,
+    /// When a language agent said the runtime's own start-up was over (its first
+    /// message), ns.
+    pub ready_ts: Option<u64>,
+    /// Node.js: when the agent said the main module had run (the first turn of the event
+    /// loop after it), ns.
+    pub main_done_ts: Option<u64>,
 }
 
 /// What replay knows about one syscall before its effects: resolved paths, their
@@ -188,6 +218,8 @@ pub struct View {
     /// The call's number among the trace's syscall records (0, 1, 2, ...): names a call
     /// for [`View`]-holders that count it later (see `dejavu_detect::Cx::mark`).
     pub seq: u64,
+    /// The image of the calling process (an index into [`Replay::images`]).
+    pub image: u32,
 }
 
 const O_CREAT: u64 = 0o100;
@@ -213,6 +245,8 @@ pub struct Replay {
     pub procs: FxHashMap<u32, Proc>,
     /// The root process, when known.
     pub root: Option<u32>,
+    /// Every process image, in the order they appeared ([`Proc::image`], [`View::image`]).
+    pub images: Vec<Image>,
     next_open: u64,
     /// Syscall records seen.
     pub syscalls: u64,
@@ -228,6 +262,7 @@ impl Replay {
             paths: Paths::default(),
             procs: FxHashMap::default(),
             root: None,
+            images: Vec::new(),
             next_open: 1,
             syscalls: 0,
             syscall_ns: 0,
@@ -237,11 +272,64 @@ impl Replay {
 
     fn proc_mut(&mut self, pid: u32, ts: u64) -> &mut Proc {
         let root = &mut self.root;
+        let images = &mut self.images;
         self.procs.entry(pid).or_insert_with(|| {
             // A process we never saw start (attach, import without -f): its own table.
             root.get_or_insert(pid);
-            Proc::new(pid, 0, ts, Rc::new(RefCell::new(FdTable::default())))
+            let mut p = Proc::new(pid, 0, ts, Rc::new(RefCell::new(FdTable::default())));
+            p.image = new_image(images, pid, None, None, None, ts, false);
+            p
         })
+    }
+
+    /// The image `pid` ran at `ts`: the last of its images that started at or before it
+    /// (its first when `ts` is earlier still).
+    pub fn image_at(&self, pid: u32, ts: u64) -> Option<u32> {
+        let mut first = None;
+        for (i, im) in self.images.iter().enumerate().rev() {
+            if im.pid == pid {
+                if im.start_ts <= ts {
+                    return Some(i as u32);
+                }
+                first = Some(i as u32);
+            }
+        }
+        first
+    }
+
+    /// The image `pid` runs now, if the process is known.
+    pub fn image_of(&self, pid: u32) -> Option<u32> {
+        self.procs.get(&pid).map(|p| p.image)
+    }
+
+    /// A command line for people of an image: its argv, else its executable, else the
+    /// trace's command for the root process.
+    pub fn image_command(&self, image: u32, strings: &Strings) -> String {
+        let Some(im) = self.images.get(image as usize) else {
+            return String::new();
+        };
+        if let Some(argv) = im.argv {
+            let parts: Vec<String> = strings
+                .get(argv)
+                .split(|&c| c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect();
+            if !parts.is_empty() {
+                return parts.join(" ");
+            }
+        }
+        if Some(im.pid) == self.root && im.exe.is_none() && !self.meta_command.is_empty() {
+            return self.meta_command.join(" ");
+        }
+        im.exe
+            .map(|e| strings.lossy(e).into_owned())
+            .unwrap_or_else(|| format!("pid {}", im.pid))
+    }
+
+    /// The trace's command (what dejavu ran, or the attached processes' command lines).
+    pub fn meta_command(&self) -> &[String] {
+        &self.meta_command
     }
 
     /// The process, if known.
@@ -278,7 +366,9 @@ impl Replay {
             seq: self.syscalls,
             ..View::default()
         };
-        let fds = self.proc_mut(s.pid, s.ts).fds.clone();
+        let p = self.proc_mut(s.pid, s.ts);
+        v.image = p.image;
+        let fds = p.fds.clone();
         {
             let t = fds.borrow();
             if let Some(fd) = s.fd {
@@ -554,34 +644,60 @@ impl Replay {
                 }
                 if sp.parent_pid == 0 || !self.procs.contains_key(&sp.parent_pid) {
                     self.root.get_or_insert(sp.pid);
+                    let images = &mut self.images;
                     self.procs.entry(sp.pid).or_insert_with(|| {
-                        Proc::new(
+                        let mut p = Proc::new(
                             sp.pid,
                             sp.parent_pid,
                             sp.ts,
                             Rc::new(RefCell::new(FdTable::default())),
-                        )
+                        );
+                        p.image = new_image(images, sp.pid, None, None, None, sp.ts, false);
+                        p
                     });
                     return;
                 }
-                let (fds, parent_node, parent_exe, parent_argv) = {
+                let (fds, parent_node, parent_exe, parent_argv, parent_image) = {
                     let parent = &self.procs[&sp.parent_pid];
                     let fds = if sp.clone_flags & CLONE_FILES != 0 {
                         parent.share_fds()
                     } else {
                         parent.copy_fds()
                     };
-                    (fds, parent.is_node, parent.exe, parent.argv)
+                    (fds, parent.is_node, parent.exe, parent.argv, parent.image)
                 };
                 let mut p = Proc::new(sp.pid, sp.parent_pid, sp.ts, fds);
                 // A fork runs the parent's program until it execs.
                 p.is_node = parent_node;
                 p.exe = parent_exe;
                 p.argv = parent_argv;
+                p.image = new_image(
+                    &mut self.images,
+                    sp.pid,
+                    Some(parent_image),
+                    parent_exe,
+                    parent_argv,
+                    sp.ts,
+                    false,
+                );
                 self.procs.insert(sp.pid, p);
             }
             Record::Exec(e) => {
+                let old = self.proc_mut(e.pid, e.ts).image;
+                if let Some(im) = self.images.get_mut(old as usize) {
+                    im.replaced = true;
+                }
+                let image = new_image(
+                    &mut self.images,
+                    e.pid,
+                    Some(old),
+                    Some(e.exe),
+                    Some(e.argv),
+                    e.ts,
+                    true,
+                );
                 let p = self.proc_mut(e.pid, e.ts);
+                p.image = image;
                 p.exe = Some(e.exe);
                 p.argv = Some(e.argv);
                 p.exec_ts = e.ts;
@@ -614,6 +730,29 @@ impl Replay {
             Record::Signal(_) | Record::Lost(_) | Record::Syscall(_) => {}
         }
     }
+}
+
+fn new_image(
+    images: &mut Vec<Image>,
+    pid: u32,
+    parent: Option<u32>,
+    exe: Option<StrId>,
+    argv: Option<StrId>,
+    ts: u64,
+    execd: bool,
+) -> u32 {
+    images.push(Image {
+        pid,
+        parent,
+        exe,
+        argv,
+        start_ts: ts,
+        execd,
+        replaced: false,
+        ready_ts: None,
+        main_done_ts: None,
+    });
+    (images.len() - 1) as u32
 }
 
 /// Calls that change the filesystem when they succeed.
