@@ -1,51 +1,66 @@
-//! From recorded stacks to call sites: which frame is the program's own code (the
-//! innermost one that is not libc, the language runtime's internals or dejavu's agents),
-//! and the top call sites of a finding by redundant calls.
+//! From recorded stacks to call sites: which frame to name (the innermost of the
+//! program's own code, else of a dependency or the standard library: `owner::pick`), the
+//! site's identity for grouping (function and file; the line only for anonymous code),
+//! and the top call sites of a finding with the share of its calls each made.
 
 use crate::group::Sites;
-use crate::{CallFrame, Callsite, Cx};
-use dejavu_trace::{Frame, FrameKind, StackId, Strings};
+use crate::owner::{pick, Class};
+use crate::{CallFrame, Callsite, Cx, Owner};
+use dejavu_trace::{Frame, StackId, StrId, Strings};
 
-/// Whether a frame is plumbing rather than the program's own code.
-pub fn is_internal(f: &Frame, strings: &Strings) -> bool {
-    let get = |id: Option<dejavu_trace::StrId>| id.map_or(&[][..], |i| strings.get(i));
-    let file = get(f.file);
-    let function = get(f.function);
-    match f.kind {
-        FrameKind::Js => {
-            file.is_empty()
-                || file.starts_with(b"node:")
-                || file.starts_with(b"internal/")
-                || file.ends_with(b"dejavu-agent.js")
-        }
-        FrameKind::Python => {
-            file.is_empty()
-                || file.starts_with(b"<frozen ")
-                || contains(file, b"/dejavu-agent/")
-                || file.ends_with(b"dejavu_agent.py")
-                // The standard library (not third-party packages in site-packages).
-                || (contains(file, b"/lib/python3") && !contains(file, b"-packages/"))
-        }
-        FrameKind::Native => {
-            dejavu_trace::is_runtime_module(get(f.module))
-                || function.starts_with(b"std::")
-                || function.starts_with(b"core::")
-                || function.starts_with(b"alloc::")
-                || function.starts_with(b"<std::")
-                || function.starts_with(b"<core::")
-                || function.starts_with(b"<alloc::")
-                || function.starts_with(b"__libc_")
-                || function.starts_with(b"__GI_")
-        }
+/// A call site's identity: what a change in the code would touch. Function and file (a
+/// rebuilt bundle moves lines, not functions); the line only where the function has no
+/// name of its own (`<module>`, anonymous functions); a native frame without symbols by
+/// its module and offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SiteKey {
+    /// Function name.
+    pub function: Option<StrId>,
+    /// Source file.
+    pub file: Option<StrId>,
+    /// Native module, when there is no file.
+    pub module: Option<StrId>,
+    /// Offset in the module, when there is neither function nor file.
+    pub addr: u64,
+    /// Line, when the function has no name of its own.
+    pub line: u32,
+}
+
+/// What a stack says about its call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SiteInfo {
+    /// The site, None when no frame names one (only plumbing or interpreter frames).
+    pub key: Option<SiteKey>,
+    /// Whose call it is, None when the stack does not tell.
+    pub owner: Option<Owner>,
+    /// The frame named (index, innermost first).
+    pub frame: Option<usize>,
+}
+
+fn anonymous(name: &[u8]) -> bool {
+    name.is_empty() || name.starts_with(b"<") || name == b"(anonymous)" || name == b"anonymous"
+}
+
+/// The key of frame `f`.
+pub fn site_key(f: &Frame, strings: &Strings) -> SiteKey {
+    let function = f.function.filter(|&i| !strings.get(i).is_empty());
+    let file = f.file.filter(|&i| !strings.get(i).is_empty());
+    let named = function.is_some_and(|i| !anonymous(strings.get(i)));
+    SiteKey {
+        function,
+        file,
+        module: if file.is_none() { f.module } else { None },
+        addr: if function.is_none() && file.is_none() {
+            f.addr
+        } else {
+            0
+        },
+        line: if named { 0 } else { f.line },
     }
 }
 
-fn contains(h: &[u8], n: &[u8]) -> bool {
-    h.windows(n.len()).any(|w| w == n)
-}
-
-fn frame_out(f: &Frame, strings: &Strings) -> CallFrame {
-    let s = |id: Option<dejavu_trace::StrId>| {
+pub(crate) fn frame_out(f: &Frame, strings: &Strings, class: Class) -> CallFrame {
+    let s = |id: Option<StrId>| {
         id.map(|i| strings.lossy(i).into_owned())
             .unwrap_or_default()
     };
@@ -55,7 +70,7 @@ fn frame_out(f: &Frame, strings: &Strings) -> CallFrame {
         file: s(f.file),
         line: f.line,
         module: s(f.module),
-        internal: is_internal(f, strings),
+        internal: !matches!(class, Class::Own),
     }
 }
 
@@ -63,83 +78,136 @@ fn frame_out(f: &Frame, strings: &Strings) -> CallFrame {
 const TOP: usize = 5;
 
 impl Cx<'_> {
-    /// A finding's call sites from its tally's stacks, most redundant calls first.
-    pub fn callsites(&self, sites: &Sites) -> Vec<Callsite> {
-        let mut v = self.callsites_ranked(sites.iter(), usize::MAX);
+    /// What stack `stack`, made by a process running image `image`, says about its call
+    /// (memoized).
+    pub fn site(&self, stack: StackId, image: u32) -> SiteInfo {
+        let prog_key = image;
+        if let Some(s) = self.site_memo.borrow().get(&(stack, prog_key)) {
+            return *s;
+        }
+        let frames = self.stack(stack);
+        let info = {
+            let mut progs = self.programs.borrow_mut();
+            let prog = progs.get(self.replay, self.strings, image);
+            let p = pick(&frames, self.strings, prog);
+            SiteInfo {
+                key: p.frame.map(|i| site_key(&frames[i], self.strings)),
+                owner: p.owner,
+                frame: p.frame,
+            }
+        };
+        self.site_memo.borrow_mut().insert((stack, prog_key), info);
+        info
+    }
+
+    /// A finding's call sites from its tally's stacks (made by processes running
+    /// `image`'s program), most redundant calls first, each with its share of `total`.
+    pub fn callsites(&self, sites: &Sites, image: u32, total: u64) -> Vec<Callsite> {
+        let mut v = self.callsites_ranked(
+            sites.iter().map(|(st, n, ns)| (st, image, n, ns)),
+            usize::MAX,
+        );
         v.sort_by(|a, b| {
             b.redundant_calls
                 .cmp(&a.redundant_calls)
                 .then_with(|| (&a.file, a.line).cmp(&(&b.file, b.line)))
         });
         v.truncate(TOP);
+        for c in &mut v {
+            c.share = if total == 0 {
+                0.0
+            } else {
+                (c.redundant_calls as f64 / total as f64).min(1.0)
+            };
+        }
         v
     }
 
-    /// Call sites from stacks, grouped by their user frame, most time first (then most
-    /// calls), at most `top`.
+    /// Call sites from (stack, image, calls, ns), grouped by site, most time first (then
+    /// most calls), at most `top`. Stacks that name no site are left out.
     pub fn callsites_ranked(
         &self,
-        sites: impl Iterator<Item = (StackId, u64, u64)>,
+        sites: impl Iterator<Item = (StackId, u32, u64, u64)>,
         top: usize,
     ) -> Vec<Callsite> {
-        // Group stacks by their user frame; each site keeps the stack with most calls.
-        let mut by_site: Vec<(Callsite, u64)> = Vec::new();
-        for (stack, n, ns) in sites {
-            let frames = self.stack(stack);
-            let Some(user) = frames
-                .iter()
-                .find(|f| !is_internal(f, self.strings))
-                .or(frames.first())
-            else {
+        // Each site keeps the stack (and line) that made most of its calls.
+        let mut by_site: Vec<(SiteKey, Callsite, u64)> = Vec::new();
+        let mut index: rustc_hash::FxHashMap<SiteKey, usize> = rustc_hash::FxHashMap::default();
+        for (stack, image, n, ns) in sites {
+            let info = self.site(stack, image);
+            let (Some(key), Some(fi)) = (info.key, info.frame) else {
                 continue;
             };
-            let u = frame_out(user, self.strings);
-            let pos = by_site.iter().position(|(c, _)| {
-                c.function == u.function
-                    && c.file == u.file
-                    && c.line == u.line
-                    && c.module == u.module
-            });
-            let full = || frames.iter().map(|f| frame_out(f, self.strings)).collect();
-            match pos {
-                Some(i) => {
-                    let (c, best) = &mut by_site[i];
+            let frames = self.stack(stack);
+            let full = || {
+                let mut progs = self.programs.borrow_mut();
+                let prog = progs.get(self.replay, self.strings, image);
+                frames
+                    .iter()
+                    .map(|f| {
+                        frame_out(
+                            f,
+                            self.strings,
+                            crate::owner::classify(f, self.strings, prog),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let user = &frames[fi];
+            match index.get(&key) {
+                Some(&i) => {
+                    let (_, c, best) = &mut by_site[i];
                     c.redundant_calls += n;
                     c.wasted_ns += ns;
                     if n > *best {
                         *best = n;
+                        c.line = user.line;
+                        c.column = user.column;
                         c.stack = full();
                     }
                 }
-                None => by_site.push((
-                    Callsite {
-                        function: u.function,
-                        file: u.file,
-                        line: u.line,
-                        column: user.column,
-                        module: u.module,
-                        redundant_calls: n,
-                        wasted_ns: ns,
-                        stack: full(),
-                    },
-                    n,
-                )),
+                None => {
+                    let s = |id: Option<StrId>| {
+                        id.map(|i| self.strings.lossy(i).into_owned())
+                            .unwrap_or_default()
+                    };
+                    index.insert(key, by_site.len());
+                    by_site.push((
+                        key,
+                        Callsite {
+                            function: s(user.function),
+                            file: s(user.file),
+                            line: user.line,
+                            column: user.column,
+                            module: s(user.module),
+                            addr: if key.addr != 0 { user.addr } else { 0 },
+                            owner: info.owner.unwrap_or(Owner::Own),
+                            redundant_calls: n,
+                            wasted_ns: ns,
+                            share: 0.0,
+                            stack: full(),
+                        },
+                        n,
+                    ));
+                }
             }
         }
-        by_site.sort_by(|a, b| {
-            b.0.wasted_ns
-                .cmp(&a.0.wasted_ns)
-                .then(b.0.redundant_calls.cmp(&a.0.redundant_calls))
-                .then_with(|| (&a.0.file, a.0.line).cmp(&(&b.0.file, b.0.line)))
+        let mut v: Vec<Callsite> = by_site.into_iter().map(|(_, c, _)| c).collect();
+        v.sort_by(|a, b| {
+            b.wasted_ns
+                .cmp(&a.wasted_ns)
+                .then(b.redundant_calls.cmp(&a.redundant_calls))
+                .then_with(|| (&a.file, a.line).cmp(&(&b.file, b.line)))
         });
-        by_site.into_iter().take(top).map(|(c, _)| c).collect()
+        v.truncate(top);
+        v
     }
 }
 
 #[cfg(test)]
 mod tests {
     use crate::testkit::{file, TraceBuilder};
-    use dejavu_trace::FrameKind::{Js, Native};
+    use dejavu_trace::FrameKind::{Js, Native, Python};
 
     #[test]
     fn call_sites_name_the_innermost_user_frame_ranked_by_redundant_calls() {
@@ -162,7 +230,7 @@ mod tests {
             });
         }
         let f = b.findings("repeated-lookup");
-        assert_eq!(f.len(), 1);
+        assert_eq!(f.len(), 1, "one path, the site with most calls owns it");
         let cs = &f[0].callsites;
         // The first call is not redundant; 3 redundant calls from the hot site, 2 from cold.
         assert_eq!(cs.len(), 2);
@@ -171,6 +239,7 @@ mod tests {
             ("/app/config.js", 18, "loadConfig")
         );
         assert_eq!(cs[0].redundant_calls, 3);
+        assert!((cs[0].share - 0.6).abs() < 1e-9, "{}", cs[0].share);
         assert_eq!((cs[1].file.as_str(), cs[1].line), ("/app/main.js", 7));
         assert!(cs[0].stack[0].internal && !cs[0].stack[1].internal);
         assert_eq!(cs[0].stack.len(), 3);
@@ -193,5 +262,48 @@ mod tests {
         let f = b.findings("repeated-lookup");
         assert_eq!(f[0].callsites[0].function, "poll_config");
         assert_eq!(f[0].callsites[0].line, 11);
+    }
+
+    #[test]
+    fn the_import_system_makes_a_call_the_runtimes_and_the_stdlib_names_a_site() {
+        let mut b = TraceBuilder::new();
+        let import = b.stack(&[
+            (
+                Python,
+                "_path_stat",
+                "<frozen importlib._bootstrap_external>",
+                147,
+            ),
+            (Python, "<module>", "/app/main.py", 1),
+        ]);
+        let listing = b.stack(&[
+            (Python, "isdir", "<frozen genericpath>", 42),
+            (
+                Python,
+                "list_directory",
+                "/usr/lib/python3.11/http/server.py",
+                780,
+            ),
+            (Python, "do_GET", "/usr/lib/python3.11/http/server.py", 680),
+        ]);
+        for _ in 0..12 {
+            b.call(dejavu_trace::Sys::Newfstatat, |c, b| {
+                c.path = Some(b.s("/usr/lib/python3.11"));
+                c.stat = Some(b.st(crate::testkit::dir(5)));
+                c.stack = Some(import);
+            });
+            b.call(dejavu_trace::Sys::Newfstatat, |c, b| {
+                c.path = Some(b.s("/srv/www/a.txt"));
+                c.stat = Some(b.st(file(6, 1, 1)));
+                c.stack = Some(listing);
+            });
+        }
+        let f = b.findings("repeated-lookup");
+        let by = |p: &str| f.iter().find(|f| f.paths[0] == p).expect(p);
+        assert_eq!(by("/usr/lib/python3.11").owner, crate::Owner::Runtime);
+        let web = by("/srv/www/a.txt");
+        assert_eq!(web.owner, crate::Owner::Dependency);
+        assert_eq!(web.callsites[0].function, "list_directory");
+        assert_eq!(web.callsites[0].line, 780);
     }
 }

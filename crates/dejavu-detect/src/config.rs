@@ -15,6 +15,9 @@ pub struct Config {
     pub only: Option<Vec<String>>,
     /// Per-detector options, keyed `detector.option`.
     pub options: BTreeMap<String, String>,
+    /// Only findings of programs matching one of these globs (`--program`); empty keeps
+    /// every program.
+    pub programs: Vec<String>,
 }
 
 impl Default for Config {
@@ -24,6 +27,7 @@ impl Default for Config {
             skip_startup_ns: 0,
             only: None,
             options: BTreeMap::new(),
+            programs: Vec::new(),
         }
     }
 }
@@ -36,6 +40,19 @@ impl Config {
             .get(&format!("{detector}.{name}"))
             .and_then(|v| v.parse().ok())
             .unwrap_or(default)
+    }
+
+    /// A matcher for `programs` (None keeps every program); an invalid glob is an error
+    /// naming it.
+    pub fn program_matcher(&self) -> Result<Option<globset::GlobSet>, String> {
+        if self.programs.is_empty() {
+            return Ok(None);
+        }
+        let mut b = globset::GlobSetBuilder::new();
+        for p in &self.programs {
+            b.add(globset::Glob::new(p).map_err(|e| format!("`{p}` is not a valid glob: {e}"))?);
+        }
+        b.build().map(Some).map_err(|e| e.to_string())
     }
 
     /// Whether a call at `ts` counts toward findings.

@@ -1,11 +1,14 @@
 //! One pass over a trace: replay each record, show each call to the detectors that asked
 //! for it, then collect, filter and rank their findings.
 
-use crate::{registry, Config, Detector, Finding};
+use crate::callsite::{SiteInfo, SiteKey};
+use crate::program::Programs;
+use crate::{registry, Config, Detector, Finding, Owner};
 use dejavu_replay::{Replay, View};
 use dejavu_trace::{
     FileStat, Frame, Meta, Record, StackId, StatId, Strings, Sys, TraceError, TraceReader,
 };
+use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::io::Read;
 
@@ -20,7 +23,12 @@ pub struct Cx<'a> {
     stats: &'a dyn Fn(StatId) -> FileStat,
     marks: &'a RefCell<Marks>,
     stacks: &'a dyn Fn(StackId) -> Vec<Frame>,
+    pub(crate) programs: &'a RefCell<Programs>,
+    pub(crate) site_memo: &'a RefCell<SiteMemo>,
 }
+
+/// What each (stack, image) says about its call, worked out once.
+pub(crate) type SiteMemo = FxHashMap<(StackId, u32), SiteInfo>;
 
 /// Which calls some detector found redundant, each counted once however many detectors
 /// flag it (the writes of a log line repeated per request are both small-writes and
@@ -34,6 +42,8 @@ pub struct Marks {
     pub ns: u64,
     /// Distinct redundant calls and their time, by the stack that made them.
     by_stack: rustc_hash::FxHashMap<StackId, (u64, u64)>,
+    /// The image that first made a call from each stack (to tell whose code a stack is).
+    stack_image: rustc_hash::FxHashMap<StackId, u32>,
 }
 
 impl Marks {
@@ -62,23 +72,53 @@ impl std::fmt::Debug for Cx<'_> {
 }
 
 impl<'a> Cx<'a> {
-    /// Builds a context (for tests and tools that drive detectors themselves).
-    pub fn new(
-        replay: &'a Replay,
-        strings: &'a Strings,
-        config: &'a Config,
-        stats: &'a dyn Fn(StatId) -> FileStat,
-        marks: &'a RefCell<Marks>,
-        stacks: &'a dyn Fn(StackId) -> Vec<Frame>,
-    ) -> Self {
-        Cx {
-            replay,
-            strings,
-            config,
-            stats,
-            marks,
-            stacks,
+    /// The program image `image` runs, and whether it is a launcher (decided once the
+    /// trace is over: ask in `finish`).
+    pub fn program_name(&self, image: u32) -> (String, bool) {
+        let mut p = self.programs.borrow_mut();
+        let prog = p.get(self.replay, self.strings, image);
+        (prog.name.clone(), prog.launcher.is_some())
+    }
+
+    /// Whose a call on `path` is when its stack does not tell (`owner::owner_by_path`),
+    /// for a call of `image` at `ts`.
+    pub fn owner_by_path(&self, image: u32, path: &[u8], ts: u64) -> Owner {
+        let before_ready = self
+            .replay
+            .images
+            .get(image as usize)
+            .and_then(|i| i.ready_ts)
+            .is_some_and(|r| ts < r);
+        let mut p = self.programs.borrow_mut();
+        let prog = p.get(self.replay, self.strings, image);
+        crate::owner::owner_by_path(path, prog, before_ready)
+    }
+
+    /// A call site's key for people and for a finding's key: `function@file`,
+    /// `function@file:line` for anonymous code, `module+0xoffset` without symbols.
+    pub fn site_label(&self, k: &SiteKey) -> String {
+        let s = |id: Option<dejavu_trace::StrId>| {
+            id.map(|i| self.strings.lossy(i).into_owned())
+                .unwrap_or_default()
+        };
+        let mut out = s(k.function);
+        if let Some(f) = k.file {
+            out.push('@');
+            out.push_str(&self.strings.lossy(f));
+        } else if let Some(m) = k.module {
+            let m = self.strings.lossy(m);
+            let m = m.rsplit('/').next().unwrap_or(&m).to_string();
+            if k.function.is_some() {
+                out.push('@');
+                out.push_str(&m);
+            } else {
+                out = format!("{m}+{:#x}", k.addr);
+            }
         }
+        if k.line != 0 {
+            out.push_str(&format!(":{}", k.line));
+        }
+        out
     }
 
     /// A recorded call stack, innermost frame first.
@@ -92,6 +132,41 @@ impl<'a> Cx<'a> {
     #[inline]
     pub fn mark(&self, seq: u64, dur: u64, stack: Option<StackId>) {
         self.marks.borrow_mut().mark(seq, dur, stack);
+    }
+
+    /// Whether call `seq` was marked redundant so far.
+    pub fn is_marked(&self, seq: u64) -> bool {
+        let m = self.marks.borrow();
+        m.bits
+            .get((seq / 64) as usize)
+            .is_some_and(|w| w & (1 << (seq % 64)) != 0)
+    }
+
+    /// Fills in who a finding made by a detector itself (not through [`crate::group`])
+    /// belongs to: program, owner and key, from `image` and its call sites. `subject` is
+    /// what the finding is about (a path, a masked line or command): part of the key.
+    pub fn label(&self, f: &mut Finding, image: u32, subject: &str) {
+        let (name, launcher) = self.program_name(image);
+        f.owner = if launcher {
+            Owner::Launcher
+        } else {
+            f.callsites.first().map_or(Owner::Own, |c| c.owner)
+        };
+        let subject = crate::pattern::mask(subject.as_bytes());
+        let what = match f.callsites.first() {
+            Some(c) if !c.function.is_empty() && !c.file.is_empty() => {
+                format!("{}@{}|{subject}", c.function, c.file)
+            }
+            Some(c) => format!("{}|{subject}", c.label()),
+            None => format!("path:{subject}"),
+        };
+        f.key = format!("{name}|{}|{}|{what}", f.detector, f.owner.name());
+        f.program = name;
+        f.processes = 1;
+        if let Some(im) = self.replay.images.get(image as usize) {
+            f.pid = im.pid;
+            f.command = self.replay.image_command(image, self.strings);
+        }
     }
 
     /// A stat answer.
@@ -185,6 +260,9 @@ pub fn analyze<R: Read>(
         .collect();
     let mut replay = Replay::new(reader.meta());
     let marks = RefCell::new(Marks::default());
+    let programs = RefCell::new(Programs::default());
+    let site_memo = RefCell::new(SiteMemo::default());
+    let mut sequences = crate::sequence::Tracker::default();
     let mut n: u64 = 0;
     while let Some(rec) = reader.next_record()? {
         n += 1;
@@ -198,17 +276,25 @@ pub fn analyze<R: Read>(
             Record::Syscall(s) => {
                 let v: View = replay.view(&s, strings);
                 let targets = &dispatch[s.sys as usize];
-                if !targets.is_empty() {
-                    let cx = Cx {
-                        replay: &replay,
-                        strings,
-                        config: cfg,
-                        stats: &stat_of,
-                        marks: &marks,
-                        stacks: &stack_of,
-                    };
-                    for &i in targets {
-                        dets[i].on_syscall(&s, &v, &cx);
+                let cx = Cx {
+                    replay: &replay,
+                    strings,
+                    config: cfg,
+                    stats: &stat_of,
+                    marks: &marks,
+                    stacks: &stack_of,
+                    programs: &programs,
+                    site_memo: &site_memo,
+                };
+                for &i in targets {
+                    dets[i].on_syscall(&s, &v, &cx);
+                }
+                if let Some(st) = s.stack {
+                    marks.borrow_mut().stack_image.entry(st).or_insert(v.image);
+                    if cfg.counts(s.ts) {
+                        if let Some(site) = cx.site(st, v.image).key {
+                            sequences.call(&s, &v, site, &cx);
+                        }
                     }
                 }
                 replay.apply(&s, &v, strings, &stat_of);
@@ -222,6 +308,8 @@ pub fn analyze<R: Read>(
                     stats: &stat_of,
                     marks: &marks,
                     stacks: &stack_of,
+                    programs: &programs,
+                    site_memo: &site_memo,
                 };
                 for d in dets.iter_mut() {
                     d.on_record(&other, &cx);
@@ -232,6 +320,7 @@ pub fn analyze<R: Read>(
     let strings = reader.strings();
     let stat_of = |id: StatId| reader.stat(id);
     let stack_of = |id: StackId| reader.stack(id).to_vec();
+    programs.borrow_mut().decide_launchers(&replay, strings);
     let cx = Cx {
         replay: &replay,
         strings,
@@ -239,28 +328,49 @@ pub fn analyze<R: Read>(
         stats: &stat_of,
         marks: &marks,
         stacks: &stack_of,
+        programs: &programs,
+        site_memo: &site_memo,
     };
-    let mut all: Vec<Finding> = dets.iter_mut().flat_map(|d| d.finish(&cx)).collect();
+    let all: Vec<Finding> = dets.iter_mut().flat_map(|d| d.finish(&cx)).collect();
+    let mut all = merge_same_key(all, &cx);
+    let seqs = sequences.finish(&cx);
+    for f in &mut all {
+        let Some(c) = f.callsites.first() else {
+            continue;
+        };
+        if let Some((_, _, seq)) = seqs.iter().find(|(_, _, q)| {
+            q.function == c.function && q.file == c.file && !c.function.is_empty()
+        }) {
+            f.sequence = Some(seq.clone());
+        }
+    }
     let (redundant_calls, redundant_ns, callsites, redundant_bits) = {
         let m = marks.borrow();
-        let sites = m.by_stack.iter().map(|(&st, &(n, ns))| (st, n, ns));
+        let sites = m
+            .by_stack
+            .iter()
+            .map(|(&st, &(n, ns))| (st, m.stack_image.get(&st).copied().unwrap_or(0), n, ns));
+        let sites: Vec<_> = sites.collect();
         (
             m.calls,
             m.ns,
-            cx.callsites_ranked(sites, 100),
+            cx.callsites_ranked(sites.into_iter(), 100),
             m.bits.clone(),
         )
     };
+    if let Ok(Some(m)) = cfg.program_matcher() {
+        all.retain(|f| m.is_match(&f.program));
+    }
     let before = all.len();
     all.retain(|f| f.redundant_calls >= cfg.min_calls.max(1));
     let hidden = before - all.len();
     all.sort_by(|a, b| {
-        b.wasted_ns
-            .cmp(&a.wasted_ns)
+        a.owner
+            .cmp(&b.owner)
+            .then(b.wasted_ns.cmp(&a.wasted_ns))
             .then(b.redundant_calls.cmp(&a.redundant_calls))
             .then(a.detector.cmp(b.detector))
-            .then(a.pid.cmp(&b.pid))
-            .then(a.paths.cmp(&b.paths))
+            .then(a.key.cmp(&b.key))
     });
     Ok(Analysis {
         findings: all,
@@ -279,6 +389,83 @@ pub fn analyze<R: Read>(
         callsites,
         redundant_bits,
     })
+}
+
+/// Findings that share a key (a detector's own findings for several processes of one
+/// program, made without [`crate::group`]) become one: counts added, hazards and call
+/// sites merged.
+fn merge_same_key(all: Vec<Finding>, cx: &Cx<'_>) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::with_capacity(all.len());
+    let mut index: FxHashMap<String, usize> = FxHashMap::default();
+    for f in all {
+        match index.get(&f.key) {
+            None => {
+                index.insert(f.key.clone(), out.len());
+                out.push(f);
+            }
+            Some(&i) => {
+                let g = &mut out[i];
+                if f.redundant_calls > g.redundant_calls {
+                    g.pid = f.pid;
+                    g.command = f.command.clone();
+                    g.example = f.example.clone().or(g.example.take());
+                }
+                g.processes += f.processes;
+                g.calls += f.calls;
+                g.redundant_calls += f.redundant_calls;
+                g.wasted_ns += f.wasted_ns;
+                g.first_ts = g.first_ts.min(f.first_ts);
+                g.last_ts = g.last_ts.max(f.last_ts);
+                for h in f.hazards {
+                    if !g.hazards.contains(&h) {
+                        g.hazards.push(h);
+                    }
+                }
+                for p in f.paths {
+                    if !g.paths.contains(&p) && g.paths.len() < 3 {
+                        g.paths.push(p);
+                    }
+                }
+                g.path_count = g.path_count.max(g.paths.len() as u64);
+                for t in f.top_paths {
+                    match g.top_paths.iter_mut().find(|x| x.path == t.path) {
+                        Some(x) => x.redundant_calls += t.redundant_calls,
+                        None => g.top_paths.push(t),
+                    }
+                }
+                g.top_paths.sort_by(|a, b| {
+                    b.redundant_calls
+                        .cmp(&a.redundant_calls)
+                        .then(a.path.cmp(&b.path))
+                });
+                g.top_paths.truncate(5);
+                if let (Some(a), Some(b)) = (&mut g.cache, &f.cache) {
+                    a.saved_calls += b.saved_calls;
+                    a.stale_answers += b.stale_answers;
+                    a.safe = a.stale_answers == 0;
+                }
+                for c in f.callsites {
+                    match g.callsites.iter_mut().find(|x| x.label() == c.label()) {
+                        Some(x) => {
+                            x.redundant_calls += c.redundant_calls;
+                            x.wasted_ns += c.wasted_ns;
+                        }
+                        None => g.callsites.push(c),
+                    }
+                }
+                let total = g.redundant_calls.max(1) as f64;
+                for c in &mut g.callsites {
+                    c.share = (c.redundant_calls as f64 / total).min(1.0);
+                }
+                g.callsites
+                    .sort_by_key(|c| std::cmp::Reverse(c.redundant_calls));
+                g.callsites.truncate(5);
+                g.share = cx.share(g.wasted_ns);
+                g.severity = crate::Severity::grade(g.share, g.redundant_calls);
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

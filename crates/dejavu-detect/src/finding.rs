@@ -1,7 +1,9 @@
-//! A finding: one kind of redundant work, in one process, on one path or path pattern,
-//! with what it cost and how to fix it. Its JSON form is documented field by field in
+//! A finding: the redundant calls one fix would remove, in one program's code at one call
+//! site (or, without stacks, on one path pattern), with what they cost, whose code made
+//! them and how to fix it. Its JSON form is documented field by field in
 //! docs/report-format.md.
 
+use crate::Owner;
 use serde::Serialize;
 
 /// How much a finding matters, from its share of the traced time and its count.
@@ -40,8 +42,9 @@ impl Severity {
 
 /// A source location that made redundant calls (when the trace has stacks): the innermost
 /// frame of the program's own code (libc, the runtime's internals and dejavu's agents
-/// skipped), and one full stack that reached it.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+/// skipped); with none, the innermost of a dependency or the standard library. With one
+/// full stack that reached it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Callsite {
     /// Function name ("" when unknown).
     pub function: String,
@@ -55,12 +58,81 @@ pub struct Callsite {
     /// Native code: the executable or library.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub module: String,
+    /// Native code without a symbol: the instruction's offset in `module` (0 otherwise).
+    #[serde(skip_serializing_if = "is_zero64")]
+    pub addr: u64,
+    /// Whose code it is.
+    pub owner: Owner,
     /// Redundant calls made from here.
     pub redundant_calls: u64,
     /// Their time, ns.
     pub wasted_ns: u64,
+    /// Under a finding: the share (0..1) of the finding's redundant calls made from here.
+    pub share: f64,
     /// The stack that made most of them, innermost frame first.
     pub stack: Vec<CallFrame>,
+}
+
+impl Callsite {
+    /// `function file:line`, `function (module)` or `module+0xoffset`: how a report names
+    /// the site.
+    pub fn label(&self) -> String {
+        let mut loc = if !self.file.is_empty() {
+            let mut l = self.file.clone();
+            if self.line != 0 {
+                l += &format!(":{}", self.line);
+            }
+            l
+        } else if !self.module.is_empty() {
+            let m = self.module.rsplit('/').next().unwrap_or(&self.module);
+            if self.function.is_empty() {
+                format!("{m}+{:#x}", self.addr)
+            } else {
+                format!("({m})")
+            }
+        } else {
+            String::new()
+        };
+        if !self.function.is_empty() {
+            loc = if loc.is_empty() {
+                self.function.clone()
+            } else {
+                format!("{} {loc}", self.function)
+            };
+        }
+        loc
+    }
+}
+
+fn is_zero64(v: &u64) -> bool {
+    *v == 0
+}
+
+/// A path a finding covers, with its redundant calls.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct PathCount {
+    /// The path.
+    pub path: String,
+    /// Redundant calls naming it.
+    pub redundant_calls: u64,
+}
+
+/// The fixed sequence of calls a function makes each time it runs, when its calls repeat
+/// one (a loop body): what each seed author reconstructed by hand.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Sequence {
+    /// The function.
+    pub function: String,
+    /// Its file.
+    pub file: String,
+    /// Times it ran the sequence.
+    pub iterations: u64,
+    /// Calls per run.
+    pub calls: u32,
+    /// Redundant calls per run, on average.
+    pub redundant: f64,
+    /// The calls, in order: `stat /srv/guest/* -> ENOENT`.
+    pub steps: Vec<String>,
 }
 
 fn is_zero(v: &u32) -> bool {
@@ -107,18 +179,27 @@ pub struct Finding {
     pub detector: &'static str,
     /// How much it matters.
     pub severity: Severity,
-    /// The process.
+    /// Whose code made the calls.
+    pub owner: Owner,
+    /// The program (what the processes exec'd: `tsc`, `cc1`, `stat.py`).
+    pub program: String,
+    /// The finding's identity across runs: program, detector, owner, call site (function
+    /// and file) or, without one, the path pattern; per-run parts masked. `dejavu diff`
+    /// and `dejavu check` match findings on it.
+    pub key: String,
+    /// Processes of the program that made the calls.
+    pub processes: u64,
+    /// The first of them.
     pub pid: u32,
     /// Its command line.
     pub command: String,
-    /// The paths involved: the paths themselves when there are at most three, else one
-    /// pattern covering them all, such as `/app/node_modules/*/package.json`.
+    /// The paths involved: up to three paths or patterns (`/srv/www/files/*`), the
+    /// heaviest first.
     pub paths: Vec<String>,
     /// Number of distinct paths.
     pub path_count: u64,
-    /// When `paths` is a pattern: the paths with the most redundant calls (at most five).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub example_paths: Vec<String>,
+    /// The paths with the most redundant calls (at most five), with their counts.
+    pub top_paths: Vec<PathCount>,
     /// Calls of the pattern (redundant or not).
     pub calls: u64,
     /// Calls a fix would remove.
@@ -143,4 +224,7 @@ pub struct Finding {
     pub example: Option<String>,
     /// Where the calls come from, most redundant calls first (empty without stacks).
     pub callsites: Vec<Callsite>,
+    /// The calls the finding's function makes each time it runs, when they repeat.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<Sequence>,
 }

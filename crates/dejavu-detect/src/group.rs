@@ -1,8 +1,10 @@
-//! Shared bookkeeping for detectors: per (process, path) tallies, and turning them into
-//! findings with paths grouped into patterns (`/app/node_modules/*/package.json`) when a
-//! process repeats the same small work across many paths.
+//! Shared bookkeeping for detectors: tallies per (process image, path), and turning them
+//! into findings that each name one fix: grouped by program, owner and call site (the
+//! same problem in 24 processes of cc1 is one finding), and without a call site by path
+//! pattern (`/srv/www/files/*`).
 
-use crate::{CacheVerdict, Cx, DetectorInfo, Finding, Severity};
+use crate::callsite::SiteKey;
+use crate::{CacheVerdict, Cx, DetectorInfo, Finding, Owner, PathCount, Severity};
 use dejavu_replay::PathKey;
 use dejavu_trace::{StackId, Sys};
 use rustc_hash::FxHashMap;
@@ -103,8 +105,9 @@ impl Tally {
     }
 }
 
-/// Tallies of one detector, by (pid, path), each with the detector's own per-path state
-/// `E` beside it (one look-up per call instead of two).
+/// Tallies of one detector, by (process image, path) (`View::image`: a process that execs
+/// starts over), each with the detector's own per-path state `E` beside it (one look-up
+/// per call instead of two).
 ///
 /// Path keys are dense and handed out in first-seen order, so a process's index is an
 /// array by path key once it knows enough paths to fill it (a sweep over many paths then
@@ -225,9 +228,9 @@ impl<E: Default> Tallies<E> {
         Some(&self.entries[i].state)
     }
 
-    /// Findings: per process, each path with at least `min_calls` redundant calls on its
-    /// own, the rest together under one pattern. `hazards(tally, cx)` adds the
-    /// detector's hazards for a (merged) tally.
+    /// Findings: the tallies grouped by program, owner and call site; tallies without a
+    /// call site by path pattern. `hazards(tally, cx)` adds the detector's hazards for a
+    /// (merged) tally.
     pub fn findings(
         &self,
         info: &DetectorInfo,
@@ -235,93 +238,206 @@ impl<E: Default> Tallies<E> {
         wording: Wording,
         hazards: &dyn Fn(&Tally, &Cx<'_>) -> Vec<String>,
     ) -> Vec<Finding> {
-        self.findings_with(info, cx, wording, hazards, &mut |_, _, _| {})
+        self.findings_with(info, cx, wording, hazards, &mut |_, _| {})
     }
 
-    /// As `findings`, then `each(finding, pid, paths)` with the paths the finding covers,
-    /// so a detector can add what its own per-path state says (an example, hazards).
+    /// As `findings`, then `each(finding, covered)` with the (image, path) pairs the
+    /// finding covers, so a detector can add what its own per-path state says (an
+    /// example, hazards).
     pub fn findings_with(
         &self,
         info: &DetectorInfo,
         cx: &Cx<'_>,
         wording: Wording,
         hazards: &dyn Fn(&Tally, &Cx<'_>) -> Vec<String>,
-        each: &mut dyn FnMut(&mut Finding, u32, &[PathKey]),
+        each: &mut Each<'_>,
     ) -> Vec<Finding> {
-        let min = cx.config.min_calls.max(1);
-        let mut by_pid: FxHashMap<u32, Vec<(PathKey, &Tally)>> = FxHashMap::default();
-        for e in &self.entries {
-            if e.tally.redundant > 0 {
-                by_pid.entry(e.pid).or_default().push((e.path, &e.tally));
-            }
-        }
-        let mut pids: Vec<u32> = by_pid.keys().copied().collect();
-        pids.sort_unstable();
-        let mut out = Vec::new();
-        for pid in pids {
-            let items = by_pid.remove(&pid).unwrap_or_default();
-            let (mut big, mut small): (Vec<_>, Vec<_>) =
-                items.into_iter().partition(|(_, t)| t.redundant >= min);
-            big.sort_unstable_by(|a, b| b.1.redundant.cmp(&a.1.redundant).then(a.0.cmp(&b.0)));
-            for (path, t) in big {
-                let mut f = make(info, cx, wording, hazards, pid, &[path], t);
-                each(&mut f, pid, &[path]);
-                out.push(f);
-            }
-            if !small.is_empty() {
-                let mut merged = Tally::default();
-                for (_, t) in &small {
-                    merged.merge(t);
-                }
-                // Only the examples need sorting: the most redundant few, then by path.
-                let n = small.len().min(5);
-                if small.len() > n {
-                    small.select_nth_unstable_by(n - 1, |a, b| {
-                        b.1.redundant.cmp(&a.1.redundant).then(a.0.cmp(&b.0))
-                    });
-                }
-                small[..n]
-                    .sort_unstable_by(|a, b| b.1.redundant.cmp(&a.1.redundant).then(a.0.cmp(&b.0)));
-                let paths: Vec<PathKey> = small.iter().map(|(p, _)| *p).collect();
-                let mut f = make(info, cx, wording, hazards, pid, &paths, &merged);
-                each(&mut f, pid, &paths);
-                out.push(f);
-            }
-        }
-        out
+        let parts: Vec<Part<'_>> = self
+            .entries
+            .iter()
+            .filter(|e| e.tally.redundant > 0)
+            .map(|e| Part {
+                image: e.pid,
+                path: Some(e.path),
+                tally: &e.tally,
+            })
+            .collect();
+        group(info, cx, wording, hazards, each, parts)
     }
 }
 
+/// What a detector adds to each finding, given the (image, path) pairs it covers.
+pub type Each<'e> = dyn FnMut(&mut Finding, &[(u32, PathKey)]) + 'e;
+
+/// One tally to group: its image and path.
+pub(crate) struct Part<'a> {
+    pub image: u32,
+    pub path: Option<PathKey>,
+    pub tally: &'a Tally,
+}
+
+/// Whose a tally is and where it was made: the site that made most of its redundant calls
+/// (with the owner its stack says), else the owner its program and path say.
+fn place(cx: &Cx<'_>, p: &Part<'_>) -> (String, Owner, Option<SiteKey>) {
+    let mut best: Option<(SiteKey, Option<Owner>, u64)> = None;
+    let mut sums: Vec<(SiteKey, Option<Owner>, u64)> = Vec::new();
+    for (st, n, _) in p.tally.sites.iter() {
+        let s = cx.site(st, p.image);
+        let Some(k) = s.key else { continue };
+        match sums.iter_mut().find(|e| e.0 == k) {
+            Some(e) => e.2 += n,
+            None => sums.push((k, s.owner, n)),
+        }
+    }
+    for e in sums {
+        if best.is_none_or(|b| e.2 > b.2 || (e.2 == b.2 && e.0 < b.0)) {
+            best = Some(e);
+        }
+    }
+    let (name, launcher) = cx.program_name(p.image);
+    let owner = if launcher {
+        Owner::Launcher
+    } else if let Some((_, Some(o), _)) = best {
+        o
+    } else {
+        let path = p.path.map_or(&[][..], |k| cx.replay.paths.bytes(k));
+        cx.owner_by_path(p.image, path, p.tally.last_ts)
+    };
+    (name, owner, best.map(|b| b.0))
+}
+
+/// Groups tallies into findings (see [`Tallies::findings`]).
+pub(crate) fn group(
+    info: &DetectorInfo,
+    cx: &Cx<'_>,
+    wording: Wording,
+    hazards: &dyn Fn(&Tally, &Cx<'_>) -> Vec<String>,
+    each: &mut Each<'_>,
+    parts: Vec<Part<'_>>,
+) -> Vec<Finding> {
+    type GroupKey = (String, Owner, Option<SiteKey>);
+    let mut groups: FxHashMap<GroupKey, Vec<Part<'_>>> = FxHashMap::default();
+    for p in parts {
+        let k = place(cx, &p);
+        groups.entry(k).or_default().push(p);
+    }
+    let mut keys: Vec<GroupKey> = groups.keys().cloned().collect();
+    keys.sort();
+    let mut out = Vec::new();
+    for k in keys {
+        let members = groups.remove(&k).unwrap_or_default();
+        // A call site is one fix; so is the runtime's or a launcher's work without one
+        // (reports fold those into one line each): only the program's own and its
+        // dependencies' calls without a site are told apart by path pattern.
+        if k.2.is_some() || matches!(k.1, Owner::Runtime | Owner::Launcher) {
+            out.push(make(info, cx, wording, hazards, each, &k, &members, None));
+            continue;
+        }
+        // No call site: one finding per path pattern.
+        let paths: Vec<(&[u8], u64)> = members
+            .iter()
+            .map(|m| {
+                (
+                    m.path.map_or(&[][..], |p| cx.replay.paths.bytes(p)),
+                    m.tally.redundant,
+                )
+            })
+            .collect();
+        let clusters = crate::pattern::clusters(&paths);
+        let mut slots: Vec<Option<Part<'_>>> = members.into_iter().map(Some).collect();
+        for c in clusters {
+            let part: Vec<Part<'_>> = c.members.iter().filter_map(|&i| slots[i].take()).collect();
+            out.push(make(
+                info,
+                cx,
+                wording,
+                hazards,
+                each,
+                &k,
+                &part,
+                Some(&c.key),
+            ));
+        }
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
 fn make(
     info: &DetectorInfo,
     cx: &Cx<'_>,
     wording: Wording,
     hazards: &dyn Fn(&Tally, &Cx<'_>) -> Vec<String>,
-    pid: u32,
-    paths: &[PathKey],
-    t: &Tally,
+    each: &mut Each<'_>,
+    (program, owner, site): &(String, Owner, Option<SiteKey>),
+    members: &[Part<'_>],
+    pattern_key: Option<&str>,
 ) -> Finding {
-    let (shown, examples) = if paths.len() <= 3 {
-        (paths.iter().map(|&p| cx.path(p)).collect(), Vec::new())
-    } else {
-        let mut b = PatternBuilder::default();
-        for &p in paths {
-            b.add(cx.replay.paths.bytes(p));
+    let mut t = Tally::default();
+    for m in members {
+        t.merge(m.tally);
+    }
+    // The image whose calls weigh most names the finding's process.
+    let lead = members
+        .iter()
+        .max_by(|a, b| {
+            a.tally
+                .redundant
+                .cmp(&b.tally.redundant)
+                .then(b.image.cmp(&a.image))
+        })
+        .map_or(0, |m| m.image);
+    let mut pids: Vec<u32> = members
+        .iter()
+        .filter_map(|m| cx.replay.images.get(m.image as usize).map(|i| i.pid))
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    // Paths: redundant calls per distinct path, then patterns over them.
+    let mut per_path: FxHashMap<PathKey, u64> = FxHashMap::default();
+    for m in members {
+        if let Some(p) = m.path {
+            *per_path.entry(p).or_default() += m.tally.redundant;
         }
-        (
-            vec![b.finish()],
-            paths.iter().take(5).map(|&p| cx.path(p)).collect(),
-        )
-    };
+    }
+    let mut by_count: Vec<(PathKey, u64)> = per_path.into_iter().collect();
+    by_count.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let items: Vec<(&[u8], u64)> = by_count
+        .iter()
+        .map(|&(p, n)| (cx.replay.paths.bytes(p), n))
+        .collect();
+    let clusters = crate::pattern::clusters(&items);
+    let shown: Vec<String> = clusters.iter().take(3).map(|c| c.display.clone()).collect();
+    let top_paths = by_count
+        .iter()
+        .take(5)
+        .map(|&(p, n)| PathCount {
+            path: cx.path(p),
+            redundant_calls: n,
+        })
+        .collect();
     let share = cx.share(t.wasted_ns);
-    Finding {
+    let what = match (site, pattern_key) {
+        (Some(s), _) => cx.site_label(s),
+        (None, Some(p)) => format!("path:{p}"),
+        (None, None) => match clusters.first() {
+            Some(c) => format!("path:{}", c.key),
+            None => String::new(),
+        },
+    };
+    let key = format!("{program}|{}|{}|{what}", info.id, owner.name());
+    let mut f = Finding {
         detector: info.id,
         severity: Severity::grade(share, t.redundant),
-        pid,
-        command: cx.command(pid),
+        owner: *owner,
+        program: program.clone(),
+        key,
+        processes: pids.len() as u64,
+        pid: cx.replay.images.get(lead as usize).map_or(0, |i| i.pid),
+        command: cx.replay.image_command(lead, cx.strings),
         paths: shown,
-        path_count: paths.len() as u64,
-        example_paths: examples,
+        path_count: by_count.len() as u64,
+        top_paths,
         calls: t.calls,
         redundant_calls: t.redundant,
         wasted_ns: t.wasted_ns,
@@ -329,184 +445,37 @@ fn make(
         first_ts: t.first_ts,
         last_ts: t.last_ts,
         fix: info.fix.to_string(),
-        hazards: hazards(t, cx),
+        hazards: hazards(&t, cx),
         cache: wording.cache.then_some(CacheVerdict {
             saved_calls: t.redundant,
             stale_answers: t.stale,
             safe: t.stale == 0,
         }),
         example: None,
-        callsites: cx.callsites(&t.sites),
-    }
+        callsites: cx.callsites(&t.sites, lead, t.redundant),
+        sequence: None,
+    };
+    let covered: Vec<(u32, PathKey)> = members
+        .iter()
+        .filter_map(|m| m.path.map(|p| (m.image, p)))
+        .collect();
+    each(&mut f, &covered);
+    f
 }
 
-/// One pattern covering every path: differing components become `*`, differing depths
-/// `**`, and differing file names that share an extension `*.ext`.
-pub fn pattern(paths: &[String]) -> String {
-    let mut b = PatternBuilder::default();
-    for p in paths {
-        b.add(p.as_bytes());
-    }
-    b.finish()
-}
-
-/// Builds [`pattern`] one path at a time, keeping only the first path and a few flags, so
-/// a finding over a million paths does not need a million strings.
-#[derive(Debug, Default)]
-pub struct PatternBuilder {
-    first: Vec<u8>,
-    /// Component spans of `first`.
-    comps: Vec<(usize, usize)>,
-    /// Per component: equal in every path so far.
-    equal: Vec<bool>,
-    same_depth: bool,
-    /// Leading components equal in every path, counted over the shortest depth.
-    lead: usize,
-    min_depth: usize,
-    names_equal: bool,
-    /// Every file name so far has the first one's extension.
-    ext_shared: bool,
-    n: usize,
-}
-
-fn components(p: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let mut start = 0;
-    let mut done = false;
-    std::iter::from_fn(move || {
-        if done {
-            return None;
-        }
-        match p[start..].iter().position(|&c| c == b'/') {
-            Some(i) => {
-                let span = (start, start + i);
-                start += i + 1;
-                Some(span)
-            }
-            None => {
-                done = true;
-                Some((start, p.len()))
-            }
-        }
-    })
-}
-
-fn ext(name: &[u8]) -> Option<&[u8]> {
-    name.iter()
-        .rposition(|&c| c == b'.')
-        .filter(|&i| i > 0)
-        .map(|i| &name[i..])
-}
-
-impl PatternBuilder {
-    /// Adds one path.
-    pub fn add(&mut self, p: &[u8]) {
-        self.n += 1;
-        if self.n == 1 {
-            self.first = p.to_vec();
-            self.comps = components(p).collect();
-            self.equal = vec![true; self.comps.len()];
-            self.same_depth = true;
-            self.lead = self.comps.len();
-            self.min_depth = self.comps.len();
-            self.names_equal = true;
-            self.ext_shared = true;
-            return;
-        }
-        let mut depth = 0;
-        let mut last = (0, 0);
-        let mut lead_ok = true;
-        for (i, (a, b)) in components(p).enumerate() {
-            depth += 1;
-            last = (a, b);
-            let same = self
-                .comps
-                .get(i)
-                .is_some_and(|&(fa, fb)| self.first[fa..fb] == p[a..b]);
-            if let Some(e) = self.equal.get_mut(i) {
-                *e &= same;
-            }
-            if lead_ok && !same {
-                lead_ok = false;
-                self.lead = self.lead.min(i);
-            }
-        }
-        if depth != self.comps.len() {
-            self.same_depth = false;
-        }
-        self.min_depth = self.min_depth.min(depth);
-        let name = &p[last.0..last.1];
-        let first_name = self
-            .comps
-            .last()
-            .map_or(&[][..], |&(a, b)| &self.first[a..b]);
-        self.names_equal &= name == first_name;
-        self.ext_shared &= ext(first_name).is_some() && ext(first_name) == ext(name);
-    }
-
-    fn star_name(&self) -> String {
-        let first_name = self
-            .comps
-            .last()
-            .map_or(&[][..], |&(a, b)| &self.first[a..b]);
-        if self.names_equal {
-            String::from_utf8_lossy(first_name).into_owned()
-        } else if self.ext_shared {
-            format!(
-                "*{}",
-                String::from_utf8_lossy(ext(first_name).unwrap_or_default())
-            )
-        } else {
-            "*".to_string()
-        }
-    }
-
-    /// The pattern.
-    pub fn finish(&self) -> String {
-        if self.n <= 1 {
-            return String::from_utf8_lossy(&self.first).into_owned();
-        }
-        let comp = |i: usize| {
-            let (a, b) = self.comps[i];
-            String::from_utf8_lossy(&self.first[a..b]).into_owned()
-        };
-        let depth = self.comps.len();
-        if self.same_depth {
-            let parts: Vec<String> = (0..depth)
-                .map(|i| {
-                    if self.equal[i] {
-                        comp(i)
-                    } else if i == depth - 1 {
-                        self.star_name()
-                    } else {
-                        "*".to_string()
-                    }
-                })
-                .collect();
-            return parts.join("/");
-        }
-        // Different depths: the common leading directories, `**`, the common or starred
-        // file name. The name itself never counts as a leading directory.
-        let lead = self.lead.min(self.min_depth.saturating_sub(1));
-        let mut parts: Vec<String> = (0..lead).map(comp).collect();
-        parts.push("**".into());
-        parts.push(self.star_name());
-        parts.join("/")
-    }
-}
-
-/// Adds a detector's own per-(pid, path) data to findings made by
+/// Adds a detector's own per-(image, path) data to findings made by
 /// [`Tallies::findings_with`]: `add` merges the data of the paths a finding covers, `apply`
 /// writes the sum into the finding (an example, hazards).
 pub fn extras<'m, E: Default>(
     map: &'m FxHashMap<(u32, PathKey), E>,
     add: impl Fn(&mut E, &E) + 'm,
     mut apply: impl FnMut(&mut Finding, &E) + 'm,
-) -> impl FnMut(&mut Finding, u32, &[PathKey]) + 'm {
-    move |f, pid, paths| {
+) -> impl FnMut(&mut Finding, &[(u32, PathKey)]) + 'm {
+    move |f, covered| {
         let mut sum = E::default();
         let mut any = false;
-        for &p in paths {
-            if let Some(e) = map.get(&(pid, p)) {
+        for &k in covered {
+            if let Some(e) = map.get(&k) {
                 add(&mut sum, e);
                 any = true;
             }
@@ -615,31 +584,4 @@ pub fn cache_hazards(t: &Tally, what: &str) -> Vec<String> {
         ));
     }
     h
-}
-
-#[cfg(test)]
-mod tests {
-    use super::pattern;
-
-    fn p(v: &[&str]) -> String {
-        pattern(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-    }
-
-    #[test]
-    fn patterns_read_like_globs() {
-        assert_eq!(
-            p(&[
-                "/a/node_modules/x/package.json",
-                "/a/node_modules/y/package.json"
-            ]),
-            "/a/node_modules/*/package.json"
-        );
-        assert_eq!(p(&["/src/a.js", "/src/b.js"]), "/src/*.js");
-        assert_eq!(p(&["/src/a.js", "/src/b.ts"]), "/src/*");
-        assert_eq!(
-            p(&["/usr/lib/py/os.py", "/usr/lib/py/enc/utf_8.py"]),
-            "/usr/lib/py/**/*.py"
-        );
-        assert_eq!(p(&["/x/y"]), "/x/y");
-    }
 }

@@ -8,12 +8,17 @@ pub mod detectors;
 mod engine;
 mod finding;
 pub mod group;
+pub mod owner;
+pub mod pattern;
+pub mod program;
+mod sequence;
 #[doc(hidden)]
 pub mod testkit;
 
 pub use config::Config;
 pub use engine::{analyze, Analysis, Cx};
-pub use finding::{CacheVerdict, CallFrame, Callsite, Finding, Severity};
+pub use finding::{CacheVerdict, CallFrame, Callsite, Finding, PathCount, Sequence, Severity};
+pub use owner::Owner;
 
 use dejavu_replay::View;
 use dejavu_trace::{Record, Sys, Syscall};

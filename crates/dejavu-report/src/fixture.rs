@@ -1,7 +1,9 @@
 //! A fixed synthetic analysis for the snapshot tests, built directly so the snapshots do
 //! not move when a detector's wording changes.
 
-use dejavu_detect::{Analysis, CacheVerdict, CallFrame, Callsite, Finding, Severity};
+use dejavu_detect::{
+    Analysis, CacheVerdict, CallFrame, Callsite, Finding, Owner, PathCount, Sequence, Severity,
+};
 
 /// A JavaScript call site with a two-frame stack (node's fs internals, then the site).
 fn site(function: &str, file: &str, line: u32, redundant: u64) -> Callsite {
@@ -20,8 +22,11 @@ fn site(function: &str, file: &str, line: u32, redundant: u64) -> Callsite {
         line,
         column: 0,
         module: String::new(),
+        addr: 0,
+        owner: Owner::Own,
         redundant_calls: redundant,
         wasted_ns: redundant * 250_000,
+        share: 0.0,
         stack: vec![
             frame("js", "statSync", "node:fs", 1650, true),
             frame("js", function, file, line, false),
@@ -31,14 +36,33 @@ fn site(function: &str, file: &str, line: u32, redundant: u64) -> Callsite {
 use dejavu_trace::Meta;
 
 fn finding(detector: &'static str, pid: u32, command: &str, paths: &[&str]) -> Finding {
+    let program = command
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.rsplit('/').next())
+        .unwrap_or("")
+        .to_string();
     Finding {
         detector,
         severity: Severity::Low,
+        owner: Owner::Own,
+        key: format!(
+            "{program}|{detector}|own|path:{}",
+            paths.first().copied().unwrap_or("")
+        ),
+        program,
+        processes: 1,
         pid,
         command: command.to_string(),
         paths: paths.iter().map(|p| p.to_string()).collect(),
         path_count: paths.len() as u64,
-        example_paths: Vec::new(),
+        top_paths: paths
+            .iter()
+            .map(|p| PathCount {
+                path: p.to_string(),
+                redundant_calls: 0,
+            })
+            .collect(),
         calls: 0,
         redundant_calls: 0,
         wasted_ns: 0,
@@ -50,6 +74,7 @@ fn finding(detector: &'static str, pid: u32, command: &str, paths: &[&str]) -> F
         cache: None,
         example: None,
         callsites: Vec::new(),
+        sequence: None,
     }
 }
 
@@ -99,10 +124,17 @@ pub fn analysis() -> Analysis {
             share: 40_000_000.0 / total_ns as f64,
             first_ts: 30_000_000,
             last_ts: 8_100_000_000,
+            owner: Owner::Dependency,
             path_count: 40,
-            example_paths: vec![
-                "/srv/app/node_modules/express/package.json".into(),
-                "/srv/app/node_modules/debug/package.json".into(),
+            top_paths: vec![
+                PathCount {
+                    path: "/srv/app/node_modules/express/package.json".into(),
+                    redundant_calls: 30,
+                },
+                PathCount {
+                    path: "/srv/app/node_modules/debug/package.json".into(),
+                    redundant_calls: 12,
+                },
             ],
             fix: "remember which candidates do not exist (and drop that on a create in their \
                   directory), or narrow the search path"
@@ -159,6 +191,8 @@ pub fn analysis() -> Analysis {
             last_ts: 5_000_100_000,
             fix: "keep one handle open, or batch the log lines".into(),
             example: Some("GET /health 200 in 3ms".into()),
+            owner: Owner::Launcher,
+            program: "sh -c".into(),
             ..finding(
                 "repeated-output",
                 4250,
@@ -167,16 +201,76 @@ pub fn analysis() -> Analysis {
             )
         },
     ];
+    // Owners as the engine ranks them: own, dependency, runtime, launcher.
+    findings.swap(1, 2);
+    findings.insert(
+        3,
+        Finding {
+            owner: Owner::Runtime,
+            calls: 30,
+            redundant_calls: 25,
+            wasted_ns: 9_000,
+            share: 9_000.0 / total_ns as f64,
+            ..finding(
+                "negative-probe",
+                4242,
+                "node server.js --port 8080",
+                &["/srv/app/node_modules/*/package.json"],
+            )
+        },
+    );
+    // A native call site without symbols: named by module and offset.
+    findings[1].callsites.push(Callsite {
+        function: String::new(),
+        file: String::new(),
+        line: 0,
+        column: 0,
+        module: "/usr/lib/x86_64-linux-gnu/libidx.so.1".into(),
+        addr: 0x4f2a0,
+        owner: Owner::Dependency,
+        redundant_calls: 44,
+        wasted_ns: 20_000_000,
+        share: 0.0,
+        stack: vec![CallFrame {
+            kind: "native",
+            function: String::new(),
+            file: String::new(),
+            line: 0,
+            module: "/usr/lib/x86_64-linux-gnu/libidx.so.1".into(),
+            internal: true,
+        }],
+    });
+    findings[0].sequence = Some(Sequence {
+        function: "loadConfig".into(),
+        file: "/srv/app/lib/config.js".into(),
+        iterations: 800,
+        calls: 3,
+        redundant: 2.0,
+        steps: vec![
+            "stat /etc/app.conf".into(),
+            "open /etc/app.conf".into(),
+            "stat /srv/app/conf.d/* -> ENOENT".into(),
+        ],
+    });
+    for f in &mut findings {
+        let total = f.redundant_calls.max(1) as f64;
+        for c in &mut f.callsites {
+            c.share = c.redundant_calls as f64 / total;
+        }
+    }
     // A JavaScript column, and a native call site (module, no source) on another finding.
     findings[0].callsites[0].column = 5;
-    findings[1].callsites.push(Callsite {
+    findings[2].callsites.push(Callsite {
         function: "poll_config".into(),
         file: String::new(),
         line: 0,
         column: 0,
         module: "/usr/local/bin/poller".into(),
+        addr: 0,
+        owner: Owner::Dependency,
         redundant_calls: 20,
         wasted_ns: 2_000_000,
+        share: 20.0 / 120.0,
         stack: vec![CallFrame {
             kind: "native",
             function: "poll_config".into(),
@@ -211,8 +305,8 @@ pub fn analysis() -> Analysis {
         truncated: None,
         detectors: vec!["repeated-lookup", "negative-probe", "repeated-output"],
         // The findings' calls, counted once each (the engine marks them).
-        redundant_calls: 1_000 + 120 + 44 + 40,
-        redundant_ns: 310_001_500,
+        redundant_calls: 1_000 + 120 + 44 + 25 + 40,
+        redundant_ns: 310_010_500,
         callsites: vec![
             site("loadConfig", "/srv/app/lib/config.js", 12, 800),
             site("handleRequest", "/srv/app/server.js", 40, 150),

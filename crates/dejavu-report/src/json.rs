@@ -9,7 +9,7 @@ use std::io::{self, Write};
 
 /// The `version` field. Bumped when a field is removed or changes meaning; new fields may
 /// appear within a version.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Renders the analysis as one pretty-printed JSON object.
 #[derive(Clone, Copy, Debug, Default)]
@@ -197,10 +197,10 @@ mod tests {
         };
         let v: Value = serde_json::from_str(&render(&fixture::analysis(), &o)).expect("JSON");
         assert_eq!(v["findings"].as_array().map(Vec::len), Some(1));
-        assert_eq!(v["omitted"], 3);
-        assert_eq!(v["finding_count"], 4);
+        assert_eq!(v["omitted"], 4);
+        assert_eq!(v["finding_count"], 5);
         // Totals still cover every finding, not only the ones shown.
-        assert_eq!(v["redundant_calls"], 1_000 + 120 + 44 + 40);
+        assert_eq!(v["redundant_calls"], 1_000 + 120 + 44 + 25 + 40);
     }
 
     /// The field names documented in one section of docs/report-format.md: the first
@@ -233,9 +233,15 @@ mod tests {
         let mut finding_keys = BTreeSet::new();
         let mut cache_keys = BTreeSet::new();
         let mut callsite_keys = BTreeSet::new();
+        let mut sequence_keys = BTreeSet::new();
+        let mut top_path_keys = BTreeSet::new();
         for f in v["findings"].as_array().into_iter().flatten() {
             finding_keys.extend(keys(f));
             cache_keys.extend(keys(&f["cache"]));
+            sequence_keys.extend(keys(&f["sequence"]));
+            for p in f["top_paths"].as_array().into_iter().flatten() {
+                top_path_keys.extend(keys(p));
+            }
             for c in f["callsites"].as_array().into_iter().flatten() {
                 callsite_keys.extend(keys(c));
             }
@@ -247,5 +253,7 @@ mod tests {
         assert_eq!(finding_keys, documented("Findings"));
         assert_eq!(cache_keys, documented("cache"));
         assert_eq!(callsite_keys, documented("callsites"));
+        assert_eq!(sequence_keys, documented("sequence"));
+        assert_eq!(top_path_keys, documented("top_paths"));
     }
 }

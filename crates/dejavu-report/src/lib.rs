@@ -31,6 +31,8 @@ pub struct RenderOptions {
     pub stacks: bool,
     /// Rank call sites across findings instead of findings (`--group-by callsite`).
     pub by_callsite: bool,
+    /// List runtime and launcher findings too, instead of one line each (`--all`).
+    pub all_owners: bool,
     /// ANSI colours (decide with [`color_enabled`]).
     pub color: bool,
     /// Columns the terminal report may use.
@@ -45,6 +47,7 @@ impl Default for RenderOptions {
             details: false,
             stacks: false,
             by_callsite: false,
+            all_owners: false,
             color: false,
             width: 100,
         }

@@ -7,7 +7,7 @@ use crate::text::{
     shorten_end, shorten_middle, wrap,
 };
 use crate::{RenderOptions, Reporter, Totals};
-use dejavu_detect::{Analysis, Finding, Severity};
+use dejavu_detect::{Analysis, Finding, Owner, Severity};
 use std::io::{self, Write};
 
 /// Renders the analysis for people.
@@ -25,8 +25,6 @@ const EXAMPLE_PATHS: usize = 2;
 const UNSAFE: &str = "unsafe to cache:";
 /// Narrower than this, the table cannot fit; lines then wrap in the terminal.
 const MIN_WIDTH: usize = 80;
-/// Findings named in the summary paragraph.
-const TOP_IN_SUMMARY: usize = 3;
 
 impl Reporter for TerminalReporter {
     fn render(&self, a: &Analysis, out: &mut dyn Write, opts: &RenderOptions) -> io::Result<()> {
@@ -40,9 +38,11 @@ impl Reporter for TerminalReporter {
         if opts.by_callsite {
             writeln!(out)?;
             r.callsite_table(out)?;
-        } else if !a.findings.is_empty() {
+        } else if !r.shown().is_empty() {
             writeln!(out)?;
             r.table(out)?;
+        } else if !a.findings.is_empty() {
+            writeln!(out)?;
         }
         r.footer(out)
     }
@@ -56,8 +56,10 @@ struct Render<'a> {
 }
 
 impl Render<'_> {
-    /// The paragraph at the top: what was traced, how much of it was redundant, the top
-    /// findings; or, with nothing to report, what was analysed with which thresholds.
+    /// The paragraph at the top: what was traced, how much of it was redundant and whose
+    /// code made it, the top finding (per iteration, when its function repeats a fixed
+    /// sequence), and what the times measure; or, with nothing to report, what was
+    /// analysed with which thresholds.
     fn summary(&self, out: &mut dyn Write) -> io::Result<()> {
         let a = self.a;
         let mut text = format!(
@@ -84,39 +86,66 @@ impl Render<'_> {
         } else {
             let t = Totals::of(a);
             text.push_str(&format!(
-                "{} of {} file syscalls were redundant ({}), {} of {} traced ({}), in {} {}. Top: ",
+                "{} of {} file syscalls were redundant ({}), {} of {} traced ({}). ",
                 fmt_count(t.redundant_calls),
                 fmt_count(a.syscalls),
                 fmt_share(ratio(t.redundant_calls, a.syscalls)),
                 fmt_duration(t.wasted_ns),
                 fmt_duration(a.syscall_ns),
                 fmt_share(ratio(t.wasted_ns, a.syscall_ns)),
-                fmt_count(a.findings.len() as u64),
-                plural(a.findings.len() as u64, "finding", "findings"),
             ));
-            let top: Vec<String> = a
-                .findings
+            let parts: Vec<String> = Owner::ALL
                 .iter()
-                .take(TOP_IN_SUMMARY)
-                .map(|f| {
-                    format!(
-                        "{} of {} in {} ({} {})",
-                        f.detector,
-                        shorten_middle(&paths_label(f), 40),
-                        process_label(f),
-                        fmt_count(f.redundant_calls),
-                        plural(f.redundant_calls, "call", "calls"),
-                    )
+                .filter_map(|&o| {
+                    let (n, calls) = owner_totals(a, o);
+                    (n > 0).then(|| {
+                        format!(
+                            "{}: {} in {} {}",
+                            owner_title(o),
+                            fmt_count(calls),
+                            fmt_count(n),
+                            plural(n, "finding", "findings")
+                        )
+                    })
                 })
                 .collect();
-            text.push_str(&top.join("; "));
-            match a.findings.len().saturating_sub(TOP_IN_SUMMARY) {
-                0 => text.push('.'),
-                n => text.push_str(&format!("; and {n} more.")),
+            if !parts.is_empty() {
+                text.push_str(&format!(
+                    "Redundant calls by whose code made them: {}. ",
+                    parts.join("; ")
+                ));
+            }
+            if let Some(f) = self.shown().first() {
+                text.push_str(&format!(
+                    "Top: {} of {} in {}{} ({} {}).",
+                    f.detector,
+                    shorten_middle(&paths_label(f), 40),
+                    program_label(f),
+                    f.callsites
+                        .first()
+                        .map(|c| format!(" at {}", shorten_middle(&sanitize(&c.label()), 60)))
+                        .unwrap_or_default(),
+                    fmt_count(f.redundant_calls),
+                    plural(f.redundant_calls, "call", "calls"),
+                ));
+                if let Some(q) = &f.sequence {
+                    let p = per_call(q);
+                    let mut c = p.chars();
+                    let first = c
+                        .next()
+                        .map(|c| c.to_uppercase().to_string())
+                        .unwrap_or_default();
+                    text.push_str(&format!(" {first}{}.", c.as_str()));
+                }
             }
         }
         for line in wrap(&text, self.width, "", "") {
             writeln!(out, "{line}")?;
+        }
+        if !a.findings.is_empty() {
+            for line in wrap(&times_note(&a.meta.backend), self.width, "", "") {
+                writeln!(out, "{}", self.st.dim(&line))?;
+            }
         }
         Ok(())
     }
@@ -175,12 +204,32 @@ impl Render<'_> {
         }
     }
 
+    /// The rows of the table: the program's own and its dependencies' findings (every
+    /// owner with `--all`), at most `--top`.
     fn shown(&self) -> &[Finding] {
-        let n = self
-            .opts
-            .top
-            .map_or(self.a.findings.len(), |t| t.min(self.a.findings.len()));
-        &self.a.findings[..n]
+        let f = &self.a.findings;
+        // Findings come ranked by owner: own, dependency, runtime, launcher.
+        let listed = if self.opts.all_owners {
+            f.len()
+        } else {
+            f.iter()
+                .position(|f| matches!(f.owner, Owner::Runtime | Owner::Launcher))
+                .unwrap_or(f.len())
+        };
+        let n = self.opts.top.map_or(listed, |t| t.min(listed));
+        &f[..n]
+    }
+
+    /// Findings of an owner the table folded into one line.
+    fn folded(&self, owner: Owner) -> Vec<&Finding> {
+        if self.opts.all_owners {
+            return Vec::new();
+        }
+        self.a
+            .findings
+            .iter()
+            .filter(|f| f.owner == owner)
+            .collect()
     }
 
     /// `--group-by callsite`: call sites across findings, each redundant call once.
@@ -255,7 +304,7 @@ impl Render<'_> {
                     (i + 1).to_string(),
                     f.severity.name().to_string(),
                     f.detector.to_string(),
-                    process_label(f),
+                    program_label(f),
                     paths_label(f),
                     fmt_count(f.calls),
                     fmt_count(f.redundant_calls),
@@ -339,23 +388,60 @@ impl Render<'_> {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        if details {
+        // Where first: the line to change, and how much of the finding it covers.
+        let limit = if details { usize::MAX } else { CALLSITES };
+        for (n, c) in f.callsites.iter().take(limit).enumerate() {
+            let calls = format!(
+                "  ({} {}, {})",
+                fmt_count(c.redundant_calls),
+                plural(c.redundant_calls, "call", "calls"),
+                fmt_share(c.share)
+            );
+            let label = sanitize(&c.label());
+            let loc = shorten_middle(&label, room.saturating_sub(calls.len()));
             field(
-                "process:",
-                &format!("{} {}", f.pid, sanitize(&f.command)),
+                if n == 0 { "at:" } else { "" },
+                &format!("{loc}{calls}"),
                 &|s| st.dim(s),
             );
-            let paths = if f.example_paths.is_empty() {
-                fit_paths(&f.paths)
-            } else {
+            if stacks {
+                for fr in &c.stack {
+                    let mark = if fr.internal { "  " } else { "> " };
+                    let text = format!("{mark}{} {}", sanitize(&fr.function), frame_location(fr));
+                    field("", &shorten_end(&text, room), &|s| st.dim(s));
+                }
+            }
+        }
+        if f.callsites.len() > limit {
+            let more = f.callsites.len() - limit;
+            field(
+                "",
+                &format!("and {more} more (--details shows them)"),
+                &|s| s.to_string(),
+            );
+        }
+        if let Some(q) = &f.sequence {
+            field(
+                "loop:",
+                &format!("{}: {}", per_call(q), sanitize(&q.steps.join(", "))),
+                &|s| st.dim(s),
+            );
+        }
+        if details || f.processes > 1 {
+            let text = if f.processes > 1 {
                 format!(
-                    "{} ({} paths; e.g. {})",
-                    fit_paths(&f.paths),
-                    fmt_count(f.path_count),
-                    fit_paths(&f.example_paths)
+                    "{} processes of {}, e.g. {} {}",
+                    fmt_count(f.processes),
+                    sanitize(&f.program),
+                    f.pid,
+                    sanitize(&f.command)
                 )
+            } else {
+                format!("{} {}", f.pid, sanitize(&f.command))
             };
-            field("paths:", &paths, &|s| st.dim(s));
+            field("process:", &shorten_end(&text, room), &|s| st.dim(s));
+        }
+        if details {
             field(
                 "window:",
                 &format!(
@@ -366,14 +452,25 @@ impl Render<'_> {
                 &|s| st.dim(s),
             );
         }
-        if !details && (refs.cut || f.paths.len() > 1 || f.path_count > f.paths.len() as u64) {
+        if details || refs.cut || f.paths.len() > 1 || f.path_count > f.paths.len() as u64 {
             let mut paths = fit_paths(&f.paths);
             if f.path_count > f.paths.len() as u64 {
-                // A pattern can be as vague as `/**/*`: name a couple of the paths too.
-                let shown = &f.example_paths[..f.example_paths.len().min(EXAMPLE_PATHS)];
+                let n = if details { 5 } else { EXAMPLE_PATHS };
+                let top: Vec<String> = f
+                    .top_paths
+                    .iter()
+                    .take(n)
+                    .map(|p| {
+                        format!(
+                            "{} ({})",
+                            shorten_middle(&sanitize(&p.path), room.saturating_sub(12)),
+                            fmt_count(p.redundant_calls)
+                        )
+                    })
+                    .collect();
                 paths.push_str(&format!(" ({} paths", fmt_count(f.path_count)));
-                if !shown.is_empty() {
-                    paths.push_str(&format!(", e.g. {}", fit_paths(shown)));
+                if !top.is_empty() {
+                    paths.push_str(&format!("; most: {}", top.join(", ")));
                 }
                 paths.push(')');
             }
@@ -417,37 +514,6 @@ impl Render<'_> {
             let e = shorten_end(&sanitize(e), room * 3 - 12);
             field("example:", &e, &|s| st.dim(s));
         }
-        let limit = if details { usize::MAX } else { CALLSITES };
-        for (n, c) in f.callsites.iter().take(limit).enumerate() {
-            let calls = format!(
-                "  ({} {})",
-                fmt_count(c.redundant_calls),
-                plural(c.redundant_calls, "call", "calls")
-            );
-            let func = shorten_end(&sanitize(&c.function), room / 3);
-            let loc = location(c);
-            let loc = shorten_middle(
-                &loc,
-                room.saturating_sub(func.chars().count() + 1 + calls.len()),
-            );
-            let label = if n == 0 { "at:" } else { "" };
-            field(label, &format!("{func} {loc}{calls}"), &|s| st.dim(s));
-            if stacks {
-                for fr in &c.stack {
-                    let mark = if fr.internal { "  " } else { "> " };
-                    let text = format!("{mark}{} {}", sanitize(&fr.function), frame_location(fr));
-                    field("", &shorten_end(&text, room), &|s| st.dim(s));
-                }
-            }
-        }
-        if f.callsites.len() > limit {
-            let more = f.callsites.len() - limit;
-            field(
-                "",
-                &format!("and {more} more (--details shows them)"),
-                &|s| s.to_string(),
-            );
-        }
         if details {
             field("more:", &format!("dejavu explain {}", f.detector), &|s| {
                 st.dim(s)
@@ -466,7 +532,40 @@ impl Render<'_> {
         if self.a.findings.is_empty() {
             return Ok(());
         }
-        let omitted = self.a.findings.len() - self.shown().len();
+        // Runtime and launcher findings, one line each.
+        for owner in [Owner::Runtime, Owner::Launcher] {
+            let folded = self.folded(owner);
+            if folded.is_empty() {
+                continue;
+            }
+            let calls: u64 = folded.iter().map(|f| f.redundant_calls).sum();
+            let mut what: Vec<String> = Vec::new();
+            for f in &folded {
+                let w = match owner {
+                    Owner::Launcher => f.program.clone(),
+                    _ => runtime_part(f).to_string(),
+                };
+                if !what.contains(&w) {
+                    what.push(w);
+                }
+            }
+            let text = format!(
+                "{}: {} redundant {} in {} {} ({}); --all shows them.",
+                owner_title(owner),
+                fmt_count(calls),
+                plural(calls, "call", "calls"),
+                fmt_count(folded.len() as u64),
+                plural(folded.len() as u64, "finding", "findings"),
+                sanitize(&shorten_end(&what.join(", "), 80)),
+            );
+            for line in wrap(&text, self.width, "", "  ") {
+                writeln!(out, "{}", self.st.dim(&line))?;
+            }
+        }
+        let listed = self.shown().len()
+            + self.folded(Owner::Runtime).len()
+            + self.folded(Owner::Launcher).len();
+        let omitted = self.a.findings.len().saturating_sub(listed);
         let mut text = String::new();
         if omitted > 0 {
             text.push_str(&format!(
@@ -481,10 +580,118 @@ impl Render<'_> {
                 writeln!(out, "{line}")?;
             }
         }
+        // Native code without symbols: say how to get them, once.
+        let mut stripped: Vec<String> = Vec::new();
+        for c in self.shown().iter().flat_map(|f| f.callsites.iter()) {
+            if c.function.is_empty() && c.file.is_empty() && !c.module.is_empty() {
+                let m = c.module.rsplit('/').next().unwrap_or(&c.module).to_string();
+                if !stripped.contains(&m) {
+                    stripped.push(m);
+                }
+            }
+        }
+        if !stripped.is_empty() {
+            let text = format!(
+                "{} {} no symbols, so call sites show module+offset: install {} debug symbols (a -dbg or \
+                 -dbgsym package, or set DEBUGINFOD_URLS), or build with -g.",
+                sanitize(&stripped.join(", ")),
+                if stripped.len() == 1 { "has" } else { "have" },
+                if stripped.len() == 1 { "its" } else { "their" },
+            );
+            for line in wrap(&text, self.width, "", "") {
+                writeln!(out, "{line}")?;
+            }
+        }
         writeln!(
             out,
             "`dejavu explain DETECTOR` says what a finding means and how to fix it."
         )
+    }
+}
+
+/// The redundant calls and findings of one owner.
+fn owner_totals(a: &Analysis, o: Owner) -> (u64, u64) {
+    a.findings
+        .iter()
+        .filter(|f| f.owner == o)
+        .fold((0, 0), |(n, c), f| (n + 1, c + f.redundant_calls))
+}
+
+/// How the report names an owner.
+fn owner_title(o: Owner) -> &'static str {
+    match o {
+        Owner::Own => "the program's own code",
+        Owner::Dependency => "its dependencies",
+        Owner::Runtime => "runtime start-up and loaders",
+        Owner::Launcher => "launchers",
+    }
+}
+
+/// Which part of the runtime a runtime finding is, for the folded line.
+fn runtime_part(f: &Finding) -> &'static str {
+    let frames = f
+        .callsites
+        .first()
+        .map(|c| c.stack.as_slice())
+        .unwrap_or(&[]);
+    let any = |p: &dyn Fn(&dejavu_detect::CallFrame) -> bool| frames.iter().any(p);
+    if any(&|fr| fr.kind == "python") {
+        return "CPython's import system";
+    }
+    if any(&|fr| fr.kind == "js") {
+        return "Node.js's module loader";
+    }
+    if any(&|fr| fr.module.contains("ld-linux") || fr.module.contains("/ld-")) {
+        return "the dynamic loader";
+    }
+    let path = f.paths.first().map(String::as_str).unwrap_or("");
+    if path.contains(".so") || path.starts_with("/etc/ld.so") || path.contains("glibc-hwcaps") {
+        "the dynamic loader"
+    } else if path.contains("/locale") || path.contains("gconv") {
+        "libc's locale data"
+    } else if path.contains("python")
+        || path.ends_with(".py")
+        || path.ends_with(".pyc")
+        || path.contains("-packages")
+    {
+        "CPython's start-up and imports"
+    } else if path.contains("node_modules")
+        || path.ends_with(".js")
+        || path.ends_with("package.json")
+    {
+        "Node.js's module loader"
+    } else {
+        "the runtime's start-up"
+    }
+}
+
+/// "per call of list_directory: 7 calls, 5 redundant".
+fn per_call(q: &dejavu_detect::Sequence) -> String {
+    let r = if q.redundant.fract() == 0.0 {
+        format!("{}", q.redundant as u64)
+    } else {
+        format!("{:.1}", q.redundant)
+    };
+    format!(
+        "per call of {}: {} file {}, {} redundant",
+        sanitize(&q.function),
+        q.calls,
+        if q.calls == 1 { "call" } else { "calls" },
+        r
+    )
+}
+
+/// What the times in a report measure, by backend.
+fn times_note(backend: &str) -> String {
+    match backend {
+        "ebpf" => "Times are each call's own time in the kernel, measured by eBPF.".to_string(),
+        "ptrace" => "Times are measured under ptrace: each includes the tracer's stop, which is \
+                     most of it for a fast call. Use them to rank findings, not as what a fix saves \
+                     (counts are exact)."
+            .to_string(),
+        "strace-import" => "Times are strace's -T, which include strace's own overhead; counts are exact."
+            .to_string(),
+        _ => "Times are as the trace recorded them; counts are exact.".to_string(),
     }
 }
 
@@ -502,7 +709,7 @@ const HEADERS: [&str; 9] = [
     "#",
     "sev",
     "detector",
-    "process",
+    "program",
     "paths",
     "calls",
     "redundant",
@@ -558,19 +765,14 @@ impl Columns {
     }
 }
 
-/// `4242 node server.js`: the pid, the program's name and, when the next argument is not
-/// a flag, that argument's file name (which script an interpreter runs is what tells two
-/// `python3` processes apart).
-fn process_label(f: &Finding) -> String {
-    let cmd = sanitize(&f.command);
-    let mut words = cmd.split(' ').filter(|w| !w.is_empty());
-    let base = |w: &str| w.rsplit('/').next().unwrap_or(w).to_string();
-    let mut label = format!("{} {}", f.pid, words.next().map(base).unwrap_or_default());
-    if let Some(arg) = words.next().filter(|w| !w.starts_with('-')) {
-        label.push(' ');
-        label.push_str(&base(arg));
+/// `stat.py`, or `cc1 ×24` for a finding in 24 processes of cc1.
+fn program_label(f: &Finding) -> String {
+    let name = sanitize(&f.program);
+    if f.processes > 1 {
+        format!("{name} ×{}", f.processes)
+    } else {
+        name
     }
-    label
 }
 
 /// The path or pattern; `first (+2)` when a finding has several.
@@ -759,17 +961,35 @@ mod tests {
     }
 
     #[test]
+    fn all_lists_runtime_and_launcher_findings_as_rows() {
+        let o = RenderOptions {
+            all_owners: true,
+            top: None,
+            ..opts()
+        };
+        let text = render(&fixture::analysis(), &o);
+        assert!(text.contains("\n5 low    repeated-output"), "{text}");
+        assert!(!text.contains("--all shows them"), "{text}");
+    }
+
+    #[test]
     fn top_limits_rows_and_says_how_to_see_the_rest() {
         let o = RenderOptions {
             top: Some(2),
             ..opts()
         };
         let text = render(&fixture::analysis(), &o);
+        // Three findings of the program and its dependencies; the runtime's and the
+        // launcher's are one line each below the table.
         assert!(
-            text.contains("2 more findings not shown (--all shows every finding)"),
+            text.contains("1 more finding not shown (--all shows every finding)"),
             "{text}"
         );
-        assert!(!text.contains("\n3  "), "{text}");
+        assert!(!text.contains("\n3 "), "{text}");
+        assert!(
+            text.contains("launchers: 40 redundant calls in 1 finding (sh -c)"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -791,12 +1011,12 @@ mod tests {
     #[test]
     fn a_fix_and_hazards_given_above_are_referred_to_not_repeated() {
         let mut a = fixture::analysis();
-        a.findings[2].hazards = a.findings[0].hazards.clone();
+        a.findings[1].hazards = a.findings[0].hazards.clone();
         let text = render(&a, &opts());
-        let third = text.split("\n3 ").nth(1).expect("row 3");
-        let third = &third[..third.find("\n\n").unwrap_or(third.len())];
-        assert!(third.contains("fix:     as for #1"), "{third}");
-        assert!(third.contains("hazard:  as for #1"), "{third}");
+        let second = text.split("\n2 ").nth(1).expect("row 2");
+        let second = &second[..second.find("\n\n").unwrap_or(second.len())];
+        assert!(second.contains("fix:     as for #1"), "{second}");
+        assert!(second.contains("hazard:  as for #1"), "{second}");
         // --details always spells everything out.
         let o = RenderOptions {
             details: true,

@@ -19,6 +19,8 @@ pub enum Kind {
     Path,
     /// `[callsites]`: redundant calls at `FILE:LINE` (FILE matches the end of the path).
     Callsite,
+    /// `[findings]`: redundant calls of the finding with this key (`Finding::key`).
+    Finding,
 }
 
 impl Kind {
@@ -28,9 +30,16 @@ impl Kind {
             Kind::Detector => "detectors",
             Kind::Path => "paths",
             Kind::Callsite => "callsites",
+            Kind::Finding => "findings",
         }
     }
-    const ALL: [Kind; 4] = [Kind::Syscall, Kind::Detector, Kind::Path, Kind::Callsite];
+    const ALL: [Kind; 5] = [
+        Kind::Syscall,
+        Kind::Detector,
+        Kind::Path,
+        Kind::Callsite,
+        Kind::Finding,
+    ];
 }
 
 /// How much slack a relative limit allows over its baseline.
@@ -147,7 +156,7 @@ impl Budget {
                 }
                 k if Kind::ALL.iter().any(|t| t.table() == k) => {}
                 other => bail!(
-                    "{}: unknown table or key `{other}` (known: version, defaults, syscalls, detectors, paths, callsites)",
+                    "{}: unknown table or key `{other}` (known: version, defaults, syscalls, detectors, paths, callsites, findings)",
                     path.display()
                 ),
             }
@@ -207,6 +216,12 @@ impl Budget {
                 if kind == Kind::Detector && dejavu_detect::find_detector(name).is_none() {
                     bail!("{at}: no such detector (dejavu report --list-detectors lists them)");
                 }
+                if kind == Kind::Finding && name.split('|').count() < 4 {
+                    bail!(
+                        "{at}: a finding key is PROGRAM|DETECTOR|OWNER|SITE, as `dejavu report --json` \
+                         gives it (e.g. \"server.js|repeated-lookup|own|loadConfig@/app/config.js\")"
+                    );
+                }
                 if kind == Kind::Callsite
                     && name
                         .rsplit_once(':')
@@ -255,6 +270,8 @@ pub struct Measured {
 /// What the trace counts for `e`.
 pub fn measure(e: &Entry, c: &Counts) -> Measured {
     let prog = scope(e);
+    // A finding is in scope by its executable's name (`node`) or its program's (`tsc`).
+    let in_scope = |f: &dejavu_detect::Finding| prog(&program_of(&f.command)) || prog(&f.program);
     match e.kind {
         Kind::Syscall => Measured {
             count: c.syscall(&e.name, &prog),
@@ -267,7 +284,7 @@ pub fn measure(e: &Entry, c: &Counts) -> Measured {
                 .analysis
                 .findings
                 .iter()
-                .filter(|f| f.detector == e.name && prog(&program_of(&f.command)))
+                .filter(|f| f.detector == e.name && in_scope(f))
             {
                 m.count += f.redundant_calls;
                 match f.callsites.first() {
@@ -302,6 +319,34 @@ pub fn measure(e: &Entry, c: &Counts) -> Measured {
                 .collect();
             m
         }
+        Kind::Finding => {
+            // The key as given; a finding whose anonymous site moved to another line (a
+            // rebuilt bundle) still counts, by the key without the line.
+            let mut m = Measured::default();
+            let exact: Vec<&dejavu_detect::Finding> = c
+                .analysis
+                .findings
+                .iter()
+                .filter(|f| f.key == e.name && in_scope(f))
+                .collect();
+            let hits = if exact.is_empty() {
+                let want = crate::counts::loose_key(&e.name);
+                c.analysis
+                    .findings
+                    .iter()
+                    .filter(|f| crate::counts::loose_key(&f.key) == want && in_scope(f))
+                    .collect()
+            } else {
+                exact
+            };
+            for f in hits {
+                m.count += f.redundant_calls;
+                if let Some(s) = f.callsites.first() {
+                    m.where_.push(s.label());
+                }
+            }
+            m
+        }
         Kind::Callsite => {
             let (file, line) = e.name.rsplit_once(':').unwrap_or((&e.name, "0"));
             let line: u32 = line.parse().unwrap_or(0);
@@ -315,12 +360,7 @@ pub fn measure(e: &Entry, c: &Counts) -> Measured {
                     m.where_.push(s.function.clone());
                 }
             } else {
-                for f in c
-                    .analysis
-                    .findings
-                    .iter()
-                    .filter(|f| prog(&program_of(&f.command)))
-                {
+                for f in c.analysis.findings.iter().filter(|f| in_scope(f)) {
                     for s in f.callsites.iter().filter(|s| hit(&s.file, s.line)) {
                         m.count += s.redundant_calls;
                         if !m.where_.contains(&s.function) {
@@ -380,6 +420,28 @@ pub fn fresh(c: &Counts) -> String {
             .map(|f| f.redundant_calls)
             .sum();
         s.push_str(&format!("{} = {n}\n", info.id));
+    }
+    let owned: Vec<_> = c
+        .analysis
+        .findings
+        .iter()
+        .filter(|f| {
+            matches!(
+                f.owner,
+                dejavu_detect::Owner::Own | dejavu_detect::Owner::Dependency
+            )
+        })
+        .take(20)
+        .collect();
+    if !owned.is_empty() {
+        s.push_str("\n[findings]  # redundant calls of the program's and its dependencies' findings, by key\n");
+        for f in owned {
+            s.push_str(&format!(
+                "{} = {}\n",
+                toml_edit::Value::from(f.key.as_str()),
+                f.redundant_calls
+            ));
+        }
     }
     let sites: Vec<_> = c
         .analysis

@@ -264,9 +264,14 @@ pub struct ReportFlags {
     /// Show this many findings (terminal default 20; --json lists all unless given).
     #[arg(long, value_name = "N", conflicts_with = "all")]
     pub top: Option<usize>,
-    /// Show every finding over the thresholds.
+    /// Show every finding over the thresholds, runtime start-up and launcher findings
+    /// included (by default each of those owners is one line under the table).
     #[arg(long)]
     pub all: bool,
+    /// Only findings of these programs (comma-separated names or globs, as the report's
+    /// `program` column names them: `tsc`, `cc1`, `stat.py`, `python*`).
+    #[arg(long = "program", value_name = "NAME,...", value_delimiter = ',')]
+    pub programs: Vec<String>,
     /// Rank findings (default), or call sites across findings: which lines of code waste
     /// the most, each redundant call counted once.
     #[arg(long, value_name = "WHAT", value_enum, default_value = "finding")]

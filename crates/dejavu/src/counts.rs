@@ -87,19 +87,19 @@ impl Programs {
     }
 }
 
-/// A finding's call-site key: `file:line` of its first call site, its function when it
-/// has no source location (a library without line tables), "" without stacks.
-pub fn site_key(f: &dejavu_detect::Finding) -> String {
-    f.callsites
-        .first()
-        .map(|c| {
-            if c.file.is_empty() {
-                c.function.clone()
-            } else {
-                format!("{}:{}", c.file, c.line)
+/// A finding key with the line of an anonymous function's site dropped
+/// (`...|<module>@app.py:12` -> `...|<module>@app.py`): a rebuilt bundle moves lines, so
+/// `diff` and `check` match what is left over on it.
+pub fn loose_key(key: &str) -> String {
+    let mut parts: Vec<&str> = key.splitn(5, '|').collect();
+    if parts.len() >= 4 && !parts[3].starts_with("path:") {
+        if let Some((site, line)) = parts[3].rsplit_once(':') {
+            if !line.is_empty() && line.chars().all(|c| c.is_ascii_digit()) {
+                parts[3] = site;
             }
-        })
-        .unwrap_or_default()
+        }
+    }
+    parts.join("|")
 }
 
 impl Counts {

@@ -130,7 +130,7 @@ fn one_lstat_per_distinct_file_like_git_status_is_not_a_repeated_lookup() {
         !f.iter().any(|f| f
             .paths
             .iter()
-            .chain(&f.example_paths)
+            .chain(f.top_paths.iter().map(|p| &p.path))
             .any(|p| Path::new(p).starts_with(&dir))),
         "{f:#?}"
     );

@@ -166,15 +166,15 @@ fn is_fstat(s: &Syscall) -> bool {
 }
 
 impl CheckThenAct {
-    fn confirm(&mut self, pid: u32, c: &Check, act: Sys, cx: &Cx<'_>) {
+    fn confirm(&mut self, image: u32, c: &Check, act: Sys, cx: &Cx<'_>) {
         if !cx.config.counts(c.ts) {
             return;
         }
         self.tallies
-            .get(pid, c.path)
+            .get(image, c.path)
             .redundant(c.ts, c.dur, c.stack);
         cx.mark(c.call, c.dur, c.stack);
-        let e = self.extra.entry((pid, c.path)).or_default();
+        let e = self.extra.entry((image, c.path)).or_default();
         e.redundant += 1;
         match (c.kind, is_open(act)) {
             (Kind::Access, true) => e.access_open += 1,
@@ -198,7 +198,7 @@ impl CheckThenAct {
         }
         if is_fstat(s) && s.ev & ev::UNFINISHED == 0 {
             self.verify.remove(&key);
-            self.confirm(s.pid, &p.check, p.act, cx);
+            self.confirm(v.image, &p.check, p.act, cx);
         } else if !matches!(s.sys, Sys::Lseek | Sys::Fcntl) {
             // Read, written, listed or closed before any fstat: the stat's answer may be
             // what the program used.
@@ -269,13 +269,13 @@ impl Detector for CheckThenAct {
         match c.kind {
             Kind::Access if (act_open || act_stat) && answers(c.mode, s, act_open) => {
                 if cx.config.counts(c.ts) {
-                    self.tallies.get(s.pid, c.path).calls += 1;
+                    self.tallies.get(v.image, c.path).calls += 1;
                 }
-                self.confirm(s.pid, &c, s.sys, cx);
+                self.confirm(v.image, &c, s.sys, cx);
             }
             Kind::Stat if act_open && !opens_dir(s, cx) => {
                 if cx.config.counts(c.ts) {
-                    self.tallies.get(s.pid, c.path).calls += 1;
+                    self.tallies.get(v.image, c.path).calls += 1;
                 }
                 if s.ret >= 0 {
                     self.verify.insert(

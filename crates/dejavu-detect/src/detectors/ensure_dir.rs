@@ -141,7 +141,7 @@ impl EnsureDir {
             return;
         }
         let check = prev.check.filter(|c| c.path == d);
-        let key = (s.pid, d);
+        let key = (v.image, d);
         let known = self.ensured.get(&key).copied();
         let counting = cx.config.counts(s.ts);
         match s.ret {
@@ -157,7 +157,7 @@ impl EnsureDir {
             return;
         }
         let removed = known.and_then(|since| self.removed_since(cx, d, since));
-        let t = self.tallies.get(s.pid, d);
+        let t = self.tallies.get(v.image, d);
         t.calls += 1 + check.is_some() as u64;
         if known.is_none() {
             return;
@@ -217,11 +217,11 @@ impl EnsureDir {
         // mkdir -p's verification of the entry a redundant mkdir ran into.
         if prev.after == Some(path) && matches!(q, Question::Stat { .. }) && cx.config.counts(s.ts)
         {
-            let t = self.tallies.get(s.pid, path);
+            let t = self.tallies.get(v.image, path);
             t.calls += 1;
             t.redundant(s.ts, s.dur, s.stack);
             cx.mark(v.seq, s.dur, s.stack);
-            let e = self.extra.entry((s.pid, path)).or_default();
+            let e = self.extra.entry((v.image, path)).or_default();
             e.redundant += 1;
             e.after += 1;
             e.after_sys = Some(s.sys);

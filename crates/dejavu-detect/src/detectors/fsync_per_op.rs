@@ -87,7 +87,7 @@ impl Detector for FsyncPerOp {
             return;
         }
         let Some(path) = v.path else { return };
-        let key = (s.pid, path);
+        let key = (v.image, path);
         if !matches!(s.sys, Sys::Fsync | Sys::Fdatasync | Sys::SyncFileRange) {
             // Only files that have been synced need their writes counted.
             if let Some(since) = self.since.get_mut(&key) {
@@ -100,7 +100,7 @@ impl Detector for FsyncPerOp {
         if !cx.config.counts(s.ts) {
             return;
         }
-        let t = self.tallies.get(s.pid, path);
+        let t = self.tallies.get(v.image, path);
         t.calls += 1;
         match prev {
             Some(p) if p.bytes <= self.max_bytes => {

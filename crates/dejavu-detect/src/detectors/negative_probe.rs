@@ -51,7 +51,7 @@ impl Detector for NegativeProbe {
         let (Some(q), Some(path)) = (question(s), v.path) else {
             return;
         };
-        let key = (s.pid, path, q);
+        let key = (v.image, path, q);
         if !is_negative(s) {
             // The path exists now: a later ENOENT is a new fact, not a repeat.
             self.last.remove(&key);
@@ -67,7 +67,7 @@ impl Detector for NegativeProbe {
         if !cx.config.counts(s.ts) {
             return;
         }
-        let t = self.tallies.get(s.pid, path);
+        let t = self.tallies.get(v.image, path);
         t.calls += 1;
         match prev {
             Some(p) if p.version == v.negative_version && p.errno == s.ret => {

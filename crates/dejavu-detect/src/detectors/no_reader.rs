@@ -82,11 +82,11 @@ impl Detector for NoReader {
         } else {
             return;
         };
-        let t = self.tallies.get(s.pid, path);
+        let t = self.tallies.get(v.image, path);
         t.calls += 1;
         t.redundant(s.ts, s.dur, s.stack);
         cx.mark(v.seq, s.dur, s.stack);
-        let l = self.lost.entry((s.pid, path)).or_default();
+        let l = self.lost.entry((v.image, path)).or_default();
         l.redundant += 1;
         if null {
             l.null_writes += 1;

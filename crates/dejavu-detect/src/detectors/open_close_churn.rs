@@ -133,7 +133,7 @@ impl OpenCloseChurn {
         if c.ops > self.max_ops {
             return;
         }
-        let key = (s.pid, c.path);
+        let key = (v.image, c.path);
         let prev = self.paths.insert(
             key,
             Last {
@@ -156,7 +156,7 @@ impl OpenCloseChurn {
         if !cx.config.counts(c.opened_ts) {
             return;
         }
-        let t = self.tallies.get(s.pid, c.path);
+        let t = self.tallies.get(v.image, c.path);
         t.calls += 2;
         let e = self.extra.entry(key).or_default();
         e.cycles += 1;

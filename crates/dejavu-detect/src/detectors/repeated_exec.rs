@@ -2,7 +2,6 @@
 //! operation), and the PATH search (failed execve calls) repeated for every spawn.
 
 use super::repeated_output::{mask, shorten};
-use crate::group::pattern;
 use crate::{Config, Cx, Detector, DetectorInfo, Finding, Severity};
 use dejavu_replay::{PathKey, View};
 use dejavu_trace::{ev, Record, StackId, StrId, Sys, Syscall};
@@ -443,14 +442,22 @@ impl Detector for RepeatedExec {
                 .iter()
                 .map(|&c| if c == 0 { b' ' } else { c })
                 .collect();
-            out.push(Finding {
+            let image = cx.replay.image_at(pid, first.ts1).unwrap_or(0);
+            let mut f = Finding {
                 detector: INFO.id,
                 severity: Severity::grade(share, count - 1),
+                owner: crate::Owner::Own,
+                program: String::new(),
+                key: String::new(),
+                processes: 1,
                 pid,
-                command: cx.command(pid),
+                command: String::new(),
                 paths: vec![exe.clone()],
                 path_count: 1,
-                example_paths: Vec::new(),
+                top_paths: vec![crate::PathCount {
+                    path: exe.clone(),
+                    redundant_calls: count - 1,
+                }],
                 calls: count,
                 redundant_calls: count - 1,
                 wasted_ns: wasted,
@@ -471,8 +478,11 @@ impl Detector for RepeatedExec {
                 ],
                 cache: None,
                 example: Some(shorten(&cmdline, 120)),
-                callsites: cx.callsites(&sites),
-            });
+                callsites: cx.callsites(&sites, image, count - 1),
+                sequence: None,
+            };
+            cx.label(&mut f, image, &String::from_utf8_lossy(&cmdline));
+            out.push(f);
         }
 
         // (2) the PATH search, per spawn.
@@ -505,14 +515,22 @@ impl Detector for RepeatedExec {
                 .map(|(_, p)| p.ns.saturating_sub(p.first_ns))
                 .sum();
             let names: Vec<String> = items.iter().map(|(k, _)| cx.path(*k)).collect();
-            let (paths, examples) = if names.len() <= 3 {
-                (names.clone(), Vec::new())
-            } else {
-                (
-                    vec![pattern(&names)],
-                    names.iter().take(5).cloned().collect(),
-                )
+            let paths: Vec<String> = {
+                let items: Vec<(&[u8], u64)> = names.iter().map(|n| (n.as_bytes(), 1)).collect();
+                crate::pattern::clusters(&items)
+                    .into_iter()
+                    .take(3)
+                    .map(|c| c.display)
+                    .collect()
             };
+            let top_paths = items
+                .iter()
+                .take(5)
+                .map(|(k, p)| crate::PathCount {
+                    path: cx.path(*k),
+                    redundant_calls: p.count - 1,
+                })
+                .collect();
             let then = &self.groups[items[0].1.then as usize];
             let cmdline: Vec<u8> = cx
                 .strings
@@ -522,14 +540,25 @@ impl Detector for RepeatedExec {
                 .collect();
             let share = cx.share(wasted);
             let spawns = items.iter().map(|(_, p)| p.count).max().unwrap_or(0);
-            out.push(Finding {
+            let first_ts = items
+                .iter()
+                .filter(|(_, p)| p.count > 1)
+                .map(|(_, p)| p.ts2)
+                .min()
+                .unwrap_or(0);
+            let image = cx.replay.image_at(pid, first_ts).unwrap_or(0);
+            let mut f = Finding {
                 detector: INFO.id,
                 severity: Severity::grade(share, redundant),
+                owner: crate::Owner::Own,
+                program: String::new(),
+                key: String::new(),
+                processes: 1,
                 pid,
-                command: cx.command(pid),
+                command: String::new(),
                 path_count: names.len() as u64,
                 paths,
-                example_paths: examples,
+                top_paths,
                 calls,
                 redundant_calls: redundant,
                 wasted_ns: wasted,
@@ -551,8 +580,13 @@ impl Detector for RepeatedExec {
                 )],
                 cache: None,
                 example: Some(shorten(&cmdline, 120)),
-                callsites: cx.callsites(&sites),
-            });
+                callsites: cx.callsites(&sites, image, redundant),
+                sequence: None,
+            };
+            let exe = cx.strings.lossy(then.exe).into_owned();
+            let base = exe.rsplit('/').next().unwrap_or(&exe).to_string();
+            cx.label(&mut f, image, &format!("PATH search for {base}"));
+            out.push(f);
         }
         out
     }

@@ -85,7 +85,7 @@ impl Detector for RepeatedLookup {
             return;
         };
         let answer = answer(s);
-        let (t, answers) = self.tallies.get_with(s.pid, path);
+        let (t, answers) = self.tallies.get_with(v.image, path);
         let prev = answers.swap(Last {
             question,
             version: v.version,

@@ -437,7 +437,7 @@ impl Detector for RepeatedOutput {
         let data = &all[..all.len().min(s.ret as usize)];
         let truncated = s.ev & ev::PAYLOAD_TRUNCATED != 0 || data.len() < s.ret as usize;
         if truncated {
-            self.procs.entry(s.pid).or_default().truncated_writes += 1;
+            self.procs.entry(v.image).or_default().truncated_writes += 1;
         }
         let total = s.ret as u64;
         // The head of this write may finish a line an earlier write began.
@@ -455,7 +455,7 @@ impl Detector for RepeatedOutput {
                 let keep = data.len().min(KEEP) as u32;
                 let src = || src_of(payload, data, 0, keep);
                 self.count(
-                    s.pid,
+                    v.image,
                     (target, h),
                     src,
                     s.dur,
@@ -495,7 +495,7 @@ impl Detector for RepeatedOutput {
                     let keep = text.len().min(KEEP);
                     let src = || Src::Owned(text[..keep].into());
                     self.count(
-                        s.pid,
+                        v.image,
                         (target, h),
                         src,
                         c.ns + ns,
@@ -508,7 +508,7 @@ impl Detector for RepeatedOutput {
                 let keep = (end - pos).min(KEEP) as u32;
                 let src = || src_of(payload, data, pos as u32, keep);
                 self.count(
-                    s.pid,
+                    v.image,
                     (target, h),
                     src,
                     ns,
@@ -532,7 +532,7 @@ impl Detector for RepeatedOutput {
 
     fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
         let mut out = Vec::new();
-        for (&pid, p) in &self.procs {
+        for (&image, p) in &self.procs {
             let mut notes = Vec::new();
             if p.dropped > 0 || p.evicted > 0 {
                 notes.push(format!(
@@ -572,14 +572,21 @@ impl Detector for RepeatedOutput {
                     cx.path(target)
                 )];
                 hazards.extend(notes.iter().cloned());
-                out.push(Finding {
+                let mut f = Finding {
                     detector: INFO.id,
                     severity: Severity::grade(share, redundant),
-                    pid,
-                    command: cx.command(pid),
+                    owner: crate::Owner::Own,
+                    program: String::new(),
+                    key: String::new(),
+                    processes: 1,
+                    pid: 0,
+                    command: String::new(),
                     paths: vec![cx.path(target)],
                     path_count: 1,
-                    example_paths: Vec::new(),
+                    top_paths: vec![crate::PathCount {
+                        path: cx.path(target),
+                        redundant_calls: redundant,
+                    }],
                     calls: l.count,
                     redundant_calls: redundant,
                     wasted_ns: wasted,
@@ -590,8 +597,24 @@ impl Detector for RepeatedOutput {
                     hazards,
                     cache: None,
                     example: Some(shorten(text, 120)),
-                    callsites: cx.callsites(&l.sites),
-                });
+                    callsites: cx.callsites(&l.sites, image, redundant),
+                    sequence: None,
+                };
+                let mut template = Vec::new();
+                mask(text, &mut template);
+                template.truncate(80);
+                for b in &mut template {
+                    if *b < b' ' {
+                        *b = b'#'; // the mask's markers, readable in a key
+                    }
+                }
+                let subject = format!(
+                    "{} {}",
+                    crate::pattern::mask(cx.replay.paths.bytes(target)),
+                    String::from_utf8_lossy(&template)
+                );
+                cx.label(&mut f, image, &subject);
+                out.push(f);
             }
         }
         out

@@ -186,7 +186,14 @@ impl RereadUnchanged {
             .insert(s.ret as i32, c);
     }
 
-    fn finish_cycle(&mut self, pid: u32, c: Cycle, close_version: Version, cx: &Cx<'_>) {
+    fn finish_cycle(
+        &mut self,
+        pid: u32,
+        image: u32,
+        c: Cycle,
+        close_version: Version,
+        cx: &Cx<'_>,
+    ) {
         let grew = !c.dir && c.size.is_some_and(|n| c.covered > n);
         if !c.complete || c.broken || grew || close_version != c.version {
             return;
@@ -204,7 +211,7 @@ impl RereadUnchanged {
         if !cx.config.counts(c.ts) {
             return;
         }
-        let t = self.tallies.get(pid, c.path);
+        let t = self.tallies.get(image, c.path);
         t.calls += c.calls;
         match prev {
             Some(p) if p.version == c.version && p.ident == c.ident => {
@@ -288,7 +295,7 @@ impl Detector for RereadUnchanged {
         match s.sys {
             Sys::Close => {
                 if let Some(c) = ps.cycles.remove(&fd) {
-                    self.finish_cycle(s.pid, c, v.version, cx);
+                    self.finish_cycle(s.pid, v.image, c, v.version, cx);
                 }
             }
             _ if ret < 0 => c.broken = true,

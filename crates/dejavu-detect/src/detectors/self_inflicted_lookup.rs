@@ -111,7 +111,7 @@ impl SelfInflicted {
     fn lookup(
         &mut self,
         s: &Syscall,
-        call: u64,
+        v: &View,
         path: PathKey,
         expected: Option<i64>,
         ans: i64,
@@ -122,12 +122,12 @@ impl SelfInflicted {
         if !cx.config.counts(s.ts) {
             return;
         }
-        let t = self.tallies.get(s.pid, path);
+        let t = self.tallies.get(v.image, path);
         t.calls += 1;
         match expected {
             Some(e) if e == ans => {
                 t.redundant(s.ts, s.dur, s.stack);
-                cx.mark(call, s.dur, s.stack);
+                cx.mark(v.seq, s.dur, s.stack);
             }
             Some(_) if stale_possible => t.stale += 1,
             _ if other_change => {
@@ -175,7 +175,7 @@ impl SelfInflicted {
                         p.dirty = false;
                     }
                 }
-                self.lookup(s, v.seq, path, expected, ans, true, other, cx);
+                self.lookup(s, v, path, expected, ans, true, other, cx);
             }
             Lookup::Position(ans) => {
                 // Positions are followed for descriptors opened for writing.
@@ -187,7 +187,7 @@ impl SelfInflicted {
                 p.dirty = false;
                 // A position only moves by calls on the open file itself: a difference
                 // means a call dejavu did not see (a forked child's, or an untraced one).
-                self.lookup(s, v.seq, path, expected, ans, true, false, cx);
+                self.lookup(s, v, path, expected, ans, true, false, cx);
             }
         }
     }

@@ -61,6 +61,8 @@ const BUFFER: u64 = 64 * 1024;
 /// The current run of tiny writes on one (pid, fd).
 #[derive(Clone)]
 struct Run {
+    /// The process image writing.
+    image: u32,
     /// The open file the run writes to (0 when the descriptor predates the trace).
     open_id: u64,
     path: PathKey,
@@ -106,11 +108,11 @@ struct SmallWrites {
 }
 
 impl SmallWrites {
-    fn end_run(&mut self, pid: u32, r: &Run, cx: &Cx<'_>) {
+    fn end_run(&mut self, r: &Run, cx: &Cx<'_>) {
         if !cx.config.counts(r.first_ts) {
             return;
         }
-        let t = self.tallies.get(pid, r.path);
+        let t = self.tallies.get(r.image, r.path);
         t.calls += r.writes;
         let needed = r.bytes.div_ceil(BUFFER).max(1);
         if r.writes <= needed {
@@ -125,7 +127,7 @@ impl SmallWrites {
             cx.mark(call, dur, stack);
             t.sites.add(stack, 1, dur);
         }
-        let e = self.extra.entry((pid, r.path)).or_default();
+        let e = self.extra.entry((r.image, r.path)).or_default();
         e.redundant += redundant;
         e.runs += 1;
         e.writes += r.writes;
@@ -141,7 +143,7 @@ impl SmallWrites {
 
     fn end(&mut self, pid: u32, fd: i32, cx: &Cx<'_>) {
         if let Some(r) = self.runs.remove(&(pid, fd)) {
-            self.end_run(pid, &r, cx);
+            self.end_run(&r, cx);
         }
     }
 }
@@ -212,6 +214,7 @@ impl Detector for SmallWrites {
         self.runs.insert(
             key,
             Run {
+                image: v.image,
                 open_id,
                 path,
                 kind,
@@ -232,8 +235,8 @@ impl Detector for SmallWrites {
     fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
         let mut open: Vec<((u32, i32), Run)> = self.runs.drain().collect();
         open.sort_by_key(|(k, _)| *k);
-        for ((pid, _), r) in open {
-            self.end_run(pid, &r, cx);
+        for (_, r) in open {
+            self.end_run(&r, cx);
         }
         let out = self.tallies.findings_with(
             &INFO, cx, Wording { cache: false }, &|_, _| Vec::new(),

@@ -1,15 +1,27 @@
-//! `dejavu diff BEFORE AFTER`: per finding (matched by detector, call site and paths, never
-//! by pid or time), per syscall and per call site, before -> after, with deltas. The
-//! counts come from the two traces, so a deterministic program gives the same diff every
-//! time. JSON schema: docs/report-format.md ("dejavu diff --json").
+//! `dejavu diff BEFORE AFTER`: per finding (matched by the finding's key: program,
+//! detector, owner, call site function and file, or path pattern, with per-run parts such
+//! as pipe inodes masked; never by pid, line or time), per syscall and per call site,
+//! before -> after, with deltas. The counts come from the two traces, so a deterministic
+//! program gives the same diff every time. JSON schema: docs/report-format.md ("dejavu
+//! diff --json").
 
 use crate::cli::DiffArgs;
-use crate::counts::{site_key, Counts};
+use crate::counts::Counts;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-/// A finding's identity across runs.
-type Key = (String, String, String);
+/// A finding's identity across runs: its key (`Finding::key`).
+type Key = String;
+
+/// How a finding is shown in the diff.
+#[derive(Clone, Default)]
+struct Label {
+    detector: String,
+    program: String,
+    owner: String,
+    site: String,
+    paths: String,
+}
 
 #[derive(Default, Clone, Copy)]
 struct Side {
@@ -19,7 +31,7 @@ struct Side {
 
 struct Row {
     key: Key,
-    function: String,
+    label: Label,
     before: Option<Side>,
     after: Option<Side>,
 }
@@ -39,35 +51,93 @@ impl Row {
     }
 }
 
-fn findings_by_key(c: &Counts) -> BTreeMap<Key, (Side, String)> {
-    let mut m: BTreeMap<Key, (Side, String)> = BTreeMap::new();
+fn findings_by_key(c: &Counts) -> BTreeMap<Key, (Side, Label)> {
+    let mut m: BTreeMap<Key, (Side, Label)> = BTreeMap::new();
     for f in &c.analysis.findings {
-        let key = (f.detector.to_string(), site_key(f), f.paths.join(" "));
-        let function = f
-            .callsites
-            .first()
-            .map(|c| c.function.clone())
-            .unwrap_or_default();
-        let e = m.entry(key).or_insert((Side::default(), function));
+        let label = Label {
+            detector: f.detector.to_string(),
+            program: f.program.clone(),
+            owner: f.owner.name().to_string(),
+            site: f.callsites.first().map(|c| c.label()).unwrap_or_default(),
+            paths: f.paths.join(" "),
+        };
+        let e = m.entry(f.key.clone()).or_insert((Side::default(), label));
         e.0.calls += f.calls;
         e.0.redundant += f.redundant_calls;
     }
     m
 }
 
+/// Before and after side by side: exact keys first, then the unmatched ones on their
+/// loose keys.
+fn pair(fb: BTreeMap<Key, (Side, Label)>, mut fa: BTreeMap<Key, (Side, Label)>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut gone = Vec::new();
+    for (k, (b, lb)) in fb {
+        match fa.remove(&k) {
+            Some((a, la)) => rows.push(Row {
+                key: k,
+                label: la,
+                before: Some(b),
+                after: Some(a),
+            }),
+            None => gone.push((k, b, lb)),
+        }
+    }
+    let mut by_loose: BTreeMap<String, Vec<Key>> = BTreeMap::new();
+    for k in fa.keys() {
+        by_loose
+            .entry(crate::counts::loose_key(k))
+            .or_default()
+            .push(k.clone());
+    }
+    for (k, b, lb) in gone {
+        let hit = by_loose
+            .get_mut(&crate::counts::loose_key(&k))
+            .and_then(|v| (!v.is_empty()).then(|| v.remove(0)));
+        match hit.and_then(|ka| fa.remove(&ka).map(|x| (ka, x))) {
+            Some((ka, (a, la))) => rows.push(Row {
+                key: ka,
+                label: la,
+                before: Some(b),
+                after: Some(a),
+            }),
+            None => rows.push(Row {
+                key: k,
+                label: lb,
+                before: Some(b),
+                after: None,
+            }),
+        }
+    }
+    for (k, (a, la)) in fa {
+        rows.push(Row {
+            key: k,
+            label: la,
+            before: None,
+            after: Some(a),
+        });
+    }
+    rows
+}
+
 fn callsites(c: &Counts) -> BTreeMap<String, (u64, String)> {
     c.analysis
         .callsites
         .iter()
-        .map(|s| {
-            let key = if s.file.is_empty() {
-                s.function.clone()
-            } else {
-                format!("{}:{}", s.file, s.line)
-            };
-            (key, (s.redundant_calls, s.function.clone()))
+        .fold(BTreeMap::new(), |mut m, s| {
+            // A named function is matched by name and file (a rebuilt bundle moves its
+            // lines); anonymous code by its line.
+            let key =
+                if !s.function.is_empty() && !s.function.starts_with('<') && !s.file.is_empty() {
+                    format!("{} ({})", s.file, s.function)
+                } else {
+                    s.label()
+                };
+            let e = m.entry(key).or_insert((0, s.function.clone()));
+            e.0 += s.redundant_calls;
+            m
         })
-        .collect()
 }
 
 fn fmt_delta(d: i64) -> String {
@@ -98,21 +168,7 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
     let before = Counts::load(&a.before)?;
     let after = Counts::load(&a.after)?;
     let (fb, fa) = (findings_by_key(&before), findings_by_key(&after));
-    let mut rows: Vec<Row> = Vec::new();
-    for key in fb
-        .keys()
-        .chain(fa.keys())
-        .collect::<std::collections::BTreeSet<_>>()
-    {
-        let b = fb.get(key);
-        let af = fa.get(key);
-        rows.push(Row {
-            key: key.clone(),
-            function: af.or(b).map(|x| x.1.clone()).unwrap_or_default(),
-            before: b.map(|x| x.0),
-            after: af.map(|x| x.0),
-        });
-    }
+    let mut rows = pair(fb, fa);
     // Biggest changes first, then the rest by name.
     rows.sort_by(|x, y| {
         y.delta()
@@ -182,10 +238,12 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
             "after": {"trace": a.after.display().to_string(), "syscalls": ta, "redundant_calls": ra},
             "findings": rows.iter().map(|r| json!({
                 "status": r.status(),
-                "detector": r.key.0,
-                "callsite": r.key.1,
-                "function": r.function,
-                "paths": r.key.2.split(' ').filter(|p| !p.is_empty()).collect::<Vec<_>>(),
+                "key": r.key,
+                "detector": r.label.detector,
+                "program": r.label.program,
+                "owner": r.label.owner,
+                "callsite": r.label.site,
+                "paths": r.label.paths.split(' ').filter(|p| !p.is_empty()).collect::<Vec<_>>(),
                 "before": side(r.before),
                 "after": side(r.after),
                 "delta": r.delta(),
@@ -218,26 +276,22 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
         out.push_str("  none in either trace\n");
     }
     for r in rows.iter().take(a.top) {
-        let where_ = if r.key.1.is_empty() {
-            String::new()
-        } else if r.key.1 == r.function {
-            clip(&r.function, 26)
+        let where_ = if r.label.site.is_empty() {
+            r.label.paths.clone()
         } else {
-            clip(
-                &format!(
-                    "{} {}",
-                    r.key.1.rsplit('/').next().unwrap_or(&r.key.1),
-                    r.function
-                ),
-                26,
-            )
+            r.label
+                .site
+                .rsplit('/')
+                .next()
+                .unwrap_or(&r.label.site)
+                .to_string()
         };
         out.push_str(&format!(
-            "  {:<6} {:<21} {:<26} {:<18} {:>7} -> {:>7} {:>8}\n",
+            "  {:<6} {:<21} {:<14} {:<30} {:>7} -> {:>7} {:>8}\n",
             r.status(),
-            r.key.0,
-            where_,
-            clip(&r.key.2, 18),
+            r.label.detector,
+            clip(&r.label.program, 14),
+            clip(&where_, 30),
             r.before
                 .map_or("-".into(), |s| crate::counts::thousands(s.redundant)),
             r.after

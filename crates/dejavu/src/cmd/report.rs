@@ -80,8 +80,11 @@ pub fn config(f: &ReportFlags) -> Result<Config, String> {
         skip_startup_ns: f.skip_startup.unwrap_or(0),
         only,
         options,
+        programs: f.programs.clone(),
     };
     validate_options(&cfg).map_err(|e| format!("-O: {e}"))?;
+    cfg.program_matcher()
+        .map_err(|e| format!("--program: {e}"))?;
     Ok(cfg)
 }
 
@@ -132,6 +135,7 @@ pub fn render_options_for(f: &ReportFlags, config: Config, tty: Option<i32>) -> 
         details: f.details,
         stacks: false,
         by_callsite: f.group_by == crate::cli::GroupBy::Callsite,
+        all_owners: f.all,
         color: !f.machine()
             && dejavu_report::color_enabled(when, tty.is_some(), no_color.as_deref()),
         width: tty.and_then(terminal_width).unwrap_or(100).min(100),

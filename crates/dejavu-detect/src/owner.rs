@@ -1,0 +1,537 @@
+//! Whose code made a call: the program's own, a dependency's (a library, a package, the
+//! language's standard library), the runtime's (start-up, the module loader or import
+//! system, the dynamic loader, libc), or a launcher's (npx, a version manager's shim, a
+//! wrapper script). From the call's stack when it has one, else from the program and the
+//! path (`owner_by_path`).
+
+use crate::program::{Program, Runtime};
+use dejavu_trace::{Frame, FrameKind, Strings};
+use serde::Serialize;
+
+/// Who can remove a finding's calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Owner {
+    /// The program's own code: its developers can change it.
+    Own,
+    /// A library the program uses (node_modules, site-packages, a shared library, the
+    /// language's standard library): fixed there, or by calling it differently.
+    Dependency,
+    /// The runtime and its start-up: the interpreter's import system or module loader,
+    /// the dynamic loader, libc.
+    Runtime,
+    /// A launcher that only starts the real program: npx and `npm exec`, version
+    /// managers' shims, wrapper scripts that exec the real program, `env`.
+    Launcher,
+}
+
+impl Owner {
+    /// Lower-case name, as in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Owner::Own => "own",
+            Owner::Dependency => "dependency",
+            Owner::Runtime => "runtime",
+            Owner::Launcher => "launcher",
+        }
+    }
+
+    /// Every owner, in report order.
+    pub const ALL: [Owner; 4] = [
+        Owner::Own,
+        Owner::Dependency,
+        Owner::Runtime,
+        Owner::Launcher,
+    ];
+}
+
+/// What a frame is, for choosing a call site.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// Plumbing between the code and the kernel: libc's wrappers, Go's runtime and
+    /// syscall packages, Rust's std, Node's fs internals, Python's os/genericpath,
+    /// dejavu's agents. Always skipped.
+    Plumbing,
+    /// The interpreter's own native code (python, libpython, node): skipped, and a call
+    /// with nothing but these has no line of the program to name.
+    Interpreter,
+    /// The runtime's loading machinery: Node's module loader, CPython's import system,
+    /// the dynamic loader. A call it makes (before any frame of the program's code) is the
+    /// runtime's.
+    Loader,
+    /// The language's standard library (not plumbing): http/server.py, net/http.
+    Stdlib,
+    /// A third-party library.
+    Dependency,
+    /// The program's own code.
+    Own,
+}
+
+fn contains(h: &[u8], n: &[u8]) -> bool {
+    h.len() >= n.len() && h.windows(n.len()).any(|w| w == n)
+}
+
+fn base(p: &[u8]) -> &[u8] {
+    p.rsplit(|&c| c == b'/').next().unwrap_or(p)
+}
+
+/// Python standard-library modules that only wrap file system calls (os.stat behind
+/// os.path.isdir, pathlib, io): a call site inside them says nothing, the caller does.
+const PY_WRAPPERS: &[&str] = &[
+    "os",
+    "genericpath",
+    "posixpath",
+    "pathlib",
+    "io",
+    "_pyio",
+    "codecs",
+    "stat",
+    "shutil",
+    "glob",
+    "fnmatch",
+    "tempfile",
+];
+
+fn py_module(file: &[u8]) -> &[u8] {
+    if let Some(m) = file.strip_prefix(b"<frozen ") {
+        return m.strip_suffix(b">").unwrap_or(m);
+    }
+    let b = base(file);
+    b.strip_suffix(b".py").unwrap_or(b)
+}
+
+fn is_py_stdlib(file: &[u8]) -> bool {
+    contains(file, b"/lib/python") && !contains(file, b"-packages/") || contains(file, b"/lib/pypy")
+}
+
+/// Go package path of a function name: `cmd/go/internal/work.(*B).Do` -> `cmd/go/internal/work`.
+fn go_package(function: &[u8]) -> &[u8] {
+    // The package ends at the first '.' after the last '/'.
+    let slash = function
+        .iter()
+        .rposition(|&c| c == b'/')
+        .map_or(0, |i| i + 1);
+    match function[slash..].iter().position(|&c| c == b'.') {
+        Some(i) => &function[..slash + i],
+        None => function,
+    }
+}
+
+const GO_PLUMBING: &[&[u8]] = &[
+    b"runtime",
+    b"syscall",
+    b"internal/",
+    b"golang.org/x/sys/unix",
+    b"os",
+    b"io/fs",
+    b"io/ioutil",
+    b"path/filepath",
+];
+
+/// Whether a native module is an interpreter's own code.
+fn is_interpreter_module(module: &[u8]) -> bool {
+    let b = base(module);
+    [
+        &b"python"[..],
+        b"libpython",
+        b"pypy",
+        b"libpypy",
+        b"node",
+        b"libnode",
+        b"bun",
+        b"ruby",
+        b"libruby",
+        b"perl",
+        b"libperl",
+    ]
+    .iter()
+    .any(|p| b.starts_with(p))
+}
+
+/// What frame `f` is, in a process running `prog`.
+pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
+    let get = |id: Option<dejavu_trace::StrId>| id.map_or(&[][..], |i| strings.get(i));
+    let file = get(f.file);
+    let function = get(f.function);
+    match f.kind {
+        FrameKind::Js => {
+            if file.is_empty() || file.ends_with(b"dejavu-agent.js") {
+                return Class::Plumbing;
+            }
+            let internal = file.strip_prefix(b"node:").unwrap_or(file);
+            if internal.starts_with(b"internal/modules/")
+                || internal.starts_with(b"internal/main/")
+                || internal.starts_with(b"internal/bootstrap/")
+                || internal.starts_with(b"internal/process/pre_execution")
+                || internal == b"module"
+            {
+                return Class::Loader;
+            }
+            if file.starts_with(b"node:") || file.starts_with(b"internal/") {
+                if internal.starts_with(b"internal/fs/")
+                    || internal == b"fs"
+                    || internal == b"fs/promises"
+                    || internal == b"path"
+                    || internal.starts_with(b"internal/")
+                {
+                    return Class::Plumbing;
+                }
+                return Class::Stdlib;
+            }
+            js_owner(file, prog)
+        }
+        FrameKind::Python => {
+            if file.is_empty()
+                || contains(file, b"/dejavu-agent/")
+                || file.ends_with(b"dejavu_agent.py")
+            {
+                return Class::Plumbing;
+            }
+            let frozen = file.starts_with(b"<frozen ");
+            let m = py_module(file);
+            if frozen || is_py_stdlib(file) {
+                if m.starts_with(b"importlib")
+                    || contains(file, b"/importlib/")
+                    || m == b"zipimport"
+                    || m == b"runpy"
+                    || m == b"site"
+                    || m == b"pkgutil"
+                    || m == b"sitecustomize"
+                {
+                    return Class::Loader;
+                }
+                if PY_WRAPPERS.iter().any(|w| w.as_bytes() == m) {
+                    return Class::Plumbing;
+                }
+                return Class::Stdlib;
+            }
+            if file.starts_with(b"<") {
+                return Class::Plumbing; // <string>, <stdin>: no file to name
+            }
+            if contains(file, b"-packages/") {
+                return Class::Dependency;
+            }
+            Class::Own
+        }
+        FrameKind::Native => {
+            if function.starts_with(b"std::")
+                || function.starts_with(b"core::")
+                || function.starts_with(b"alloc::")
+                || function.starts_with(b"<std::")
+                || function.starts_with(b"<core::")
+                || function.starts_with(b"<alloc::")
+                || function.starts_with(b"__libc_")
+                || function.starts_with(b"__GI_")
+            {
+                return Class::Plumbing;
+            }
+            let module = get(f.module);
+            if dejavu_trace::is_runtime_module(module) {
+                let b = base(module);
+                return if b.starts_with(b"ld-linux")
+                    || b.starts_with(b"ld-2.")
+                    || b.starts_with(b"ld64")
+                {
+                    Class::Loader
+                } else {
+                    Class::Plumbing
+                };
+            }
+            if file.ends_with(b".go") || is_go_symbol(function) {
+                return go_class(function, file);
+            }
+            if contains(file, b"/rustc/") {
+                return Class::Plumbing;
+            }
+            if is_interpreter_module(module) && prog.runtime != Runtime::Native {
+                return Class::Interpreter;
+            }
+            if contains(file, b"/.cargo/registry/")
+                || contains(file, b"/.cargo/git/")
+                || contains(file, b"/vendor/")
+                || contains(file, b"/third_party/")
+                || contains(file, b"/third-party/")
+            {
+                return Class::Dependency;
+            }
+            if is_interpreter_module(module) {
+                return Class::Interpreter;
+            }
+            // The executable itself (not a shared object: `cc` runs
+            // x86_64-linux-gnu-gcc-12 through a symlink, so names need not match).
+            let b = base(module);
+            if module.is_empty() || !(b.ends_with(b".so") || contains(b, b".so.")) {
+                return Class::Own;
+            }
+            Class::Dependency
+        }
+    }
+}
+
+fn is_go_symbol(function: &[u8]) -> bool {
+    // `main.main`, `os.Stat`, `cmd/go/internal/work.(*Builder).Do`: a package path then
+    // a dot; C and C++ names have no '/' and '.' in that shape.
+    function.starts_with(b"main.")
+        || function.starts_with(b"runtime.")
+        || (contains(function, b"/") && !contains(function, b"::") && contains(function, b"."))
+}
+
+fn go_class(function: &[u8], file: &[u8]) -> Class {
+    let pkg = go_package(function);
+    if GO_PLUMBING.iter().any(|p| {
+        pkg == *p
+            || (p.ends_with(b"/") && pkg.starts_with(p))
+            || pkg.starts_with(&[p, &b"/"[..]].concat())
+    }) {
+        return Class::Plumbing;
+    }
+    if contains(file, b"/pkg/mod/") || contains(file, b"/vendor/") {
+        return Class::Dependency;
+    }
+    let first = pkg.split(|&c| c == b'/').next().unwrap_or(pkg);
+    if pkg == b"main" || pkg.starts_with(b"cmd/") || first.contains(&b'.') {
+        return Class::Own;
+    }
+    // A standard-library package (no dot in its first element): net/http, encoding/json.
+    Class::Stdlib
+}
+
+fn js_owner(file: &[u8], prog: &Program) -> Class {
+    const NM: &[u8] = b"/node_modules/";
+    if let Some(root) = &prog.own_root {
+        if let Some(rest) = file.strip_prefix(root.as_slice()) {
+            return if contains(rest, NM) || rest.starts_with(b"node_modules/") {
+                Class::Dependency
+            } else {
+                Class::Own
+            };
+        }
+    }
+    if contains(file, NM) {
+        Class::Dependency
+    } else {
+        Class::Own
+    }
+}
+
+/// Where a stack points: the frame to name, and whose code it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pick {
+    /// Index of the frame to name (innermost first), None when no frame says anything
+    /// (only plumbing, or only the interpreter's C code).
+    pub frame: Option<usize>,
+    /// Whose call it is; None when the stack does not tell (then `owner_by_path`).
+    pub owner: Option<Owner>,
+}
+
+/// The frame to name for a stack, and whose code made the call: the innermost frame of
+/// the program's own code; with none, the innermost of a dependency or the standard
+/// library. A loader frame (module loader, import system, ld.so) met before either makes
+/// the call the runtime's (named at the program's line that led there, a `require` or an
+/// `import`); met after a library frame, it means the library's code ran as it was loaded:
+/// the library's call.
+pub fn pick(frames: &[Frame], strings: &Strings, prog: &Program) -> Pick {
+    let mut loader: Option<usize> = None;
+    let mut library: Option<usize> = None;
+    for (i, f) in frames.iter().enumerate() {
+        match classify(f, strings, prog) {
+            Class::Plumbing | Class::Interpreter => {}
+            Class::Loader => match library {
+                Some(lib) => {
+                    return Pick {
+                        frame: Some(lib),
+                        owner: Some(Owner::Dependency),
+                    }
+                }
+                None => {
+                    loader.get_or_insert(i);
+                }
+            },
+            Class::Own => {
+                let owner = if loader.is_some() {
+                    Owner::Runtime
+                } else {
+                    Owner::Own
+                };
+                return Pick {
+                    frame: Some(i),
+                    owner: Some(owner),
+                };
+            }
+            Class::Stdlib | Class::Dependency => {
+                if loader.is_none() && library.is_none() {
+                    library = Some(i);
+                }
+            }
+        }
+    }
+    if let Some(i) = library {
+        return Pick {
+            frame: Some(i),
+            owner: Some(Owner::Dependency),
+        };
+    }
+    if let Some(i) = loader {
+        return Pick {
+            frame: Some(i),
+            owner: Some(Owner::Runtime),
+        };
+    }
+    Pick {
+        frame: None,
+        owner: None,
+    }
+}
+
+/// Whose call it is when the stack does not tell: the runtime's for what the dynamic
+/// loader and libc's start-up read, and for an interpreter's module files (its import
+/// system or module loader) or anything before its agent said start-up was over;
+/// otherwise the program's own.
+pub fn owner_by_path(path: &[u8], prog: &Program, before_ready: bool) -> Owner {
+    if is_loader_path(path) {
+        return Owner::Runtime;
+    }
+    match prog.runtime {
+        Runtime::Python => {
+            if before_ready || is_python_module_path(path) {
+                return Owner::Runtime;
+            }
+        }
+        Runtime::Node => {
+            if before_ready || is_node_module_path(path) {
+                return Owner::Runtime;
+            }
+        }
+        Runtime::Shell | Runtime::Native => {}
+    }
+    Owner::Own
+}
+
+/// Hardware-capability subdirectories of library search paths (glibc's `tls`, platform
+/// and hwcaps names): only the dynamic loader looks these up.
+const HWCAP_DIRS: &[&[u8]] = &[
+    b"tls",
+    b"x86_64",
+    b"haswell",
+    b"avx512_1",
+    b"x86-64-v2",
+    b"x86-64-v3",
+    b"x86-64-v4",
+    b"i686",
+    b"sse2",
+    b"xeon_phi",
+    b"aarch64",
+    b"atomics",
+];
+
+/// What the dynamic loader and libc read on their own: the preload list and cache, shared
+/// objects and the directories searched for them, locale and charset data.
+pub fn is_loader_path(p: &[u8]) -> bool {
+    let name = base(p);
+    p.starts_with(b"/etc/ld.so.")
+        || p.starts_with(b"/usr/lib/locale/")
+        || p.starts_with(b"/usr/share/locale/")
+        || p.starts_with(b"/usr/share/locale-langpack/")
+        || contains(p, b"/gconv/")
+        || contains(p, b"/glibc-hwcaps/")
+        || name.ends_with(b".so")
+        || contains(name, b".so.")
+        || p == b"/etc/localtime"
+        || p == b"/etc/nsswitch.conf"
+        || p.starts_with(b"/sys/devices/system/cpu")
+        // The subdirectories the dynamic loader tries under each library search directory.
+        || HWCAP_DIRS.contains(&name)
+        || p.starts_with(b"/proc/sys/vm/overcommit")
+}
+
+fn is_python_module_path(p: &[u8]) -> bool {
+    let name = base(p);
+    name.ends_with(b".py")
+        || name.ends_with(b".pyc")
+        || name.ends_with(b".pth")
+        || name.ends_with(b".zip")
+        || name == b"pyvenv.cfg"
+        || name == b"__pycache__"
+        || contains(p, b"/__pycache__/")
+        || contains(p, b".dist-info")
+        || contains(p, b".egg-info")
+        || name.ends_with(b"-packages")
+        || contains(p, b"/lib/python")
+        || name.starts_with(b"python3")
+}
+
+fn is_node_module_path(p: &[u8]) -> bool {
+    let name = base(p);
+    contains(p, b"/node_modules/")
+        || p.ends_with(b"/node_modules")
+        || name == b"package.json"
+        || [&b".js"[..], b".mjs", b".cjs", b".node"]
+            .iter()
+            .any(|e| name.ends_with(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_packages_split_std_plumbing_and_own() {
+        assert_eq!(
+            go_class(
+                b"internal/runtime/syscall.Syscall6",
+                b"/go/src/internal/runtime/syscall/x.go"
+            ),
+            Class::Plumbing
+        );
+        assert_eq!(
+            go_class(b"syscall.fstatat", b"/go/src/syscall/zsyscall.go"),
+            Class::Plumbing
+        );
+        assert_eq!(go_class(b"os.Stat", b"/go/src/os/stat.go"), Class::Plumbing);
+        assert_eq!(
+            go_class(b"os.(*File).Write", b"/go/src/os/file.go"),
+            Class::Plumbing
+        );
+        assert_eq!(
+            go_class(
+                b"cmd/go/internal/work.showStdout",
+                b"/go/src/cmd/go/internal/work/exec.go"
+            ),
+            Class::Own
+        );
+        assert_eq!(go_class(b"main.probeAll", b"/src/main.go"), Class::Own);
+        assert_eq!(
+            go_class(b"net/http.(*conn).serve", b"/go/src/net/http/server.go"),
+            Class::Stdlib
+        );
+        assert_eq!(
+            go_class(
+                b"github.com/x/y.Z",
+                b"/root/go/pkg/mod/github.com/x/y@v1/z.go"
+            ),
+            Class::Dependency
+        );
+        assert_eq!(
+            go_class(b"example.com/app/store.Load", b"/src/store/load.go"),
+            Class::Own
+        );
+    }
+
+    #[test]
+    fn loader_and_module_paths() {
+        assert!(is_loader_path(b"/etc/ld.so.preload"));
+        assert!(is_loader_path(b"/usr/lib/x86_64-linux-gnu/libz.so.1"));
+        assert!(is_loader_path(
+            b"/usr/lib/x86_64-linux-gnu/glibc-hwcaps/x86-64-v3"
+        ));
+        assert!(!is_loader_path(b"/srv/app/config.json"));
+        assert!(is_python_module_path(
+            b"/usr/lib/python3.11/json/__init__.py"
+        ));
+        assert!(!is_python_module_path(b"/etc/hostname"));
+        assert!(is_node_module_path(
+            b"/app/node_modules/express/package.json"
+        ));
+        assert!(!is_node_module_path(b"/app/config.json"));
+    }
+}

@@ -1,0 +1,603 @@
+//! Paths as evidence: the parts of a path that change from run to run masked (pipe and
+//! socket inodes, pids under /proc, random temporary names, ids and timestamps), and sets
+//! of paths grouped into patterns built from the segments that vary
+//! (`/srv/www/files/*`, `.../__fragments/*/a0.tdb`), never into a catch-all: a pattern
+//! keeps the file's directory, or at least two leading directories, literal.
+
+use rustc_hash::FxHashMap;
+
+fn is_sep(c: u8) -> bool {
+    matches!(c, b'-' | b'_' | b'.' | b'+' | b'~' | b',')
+}
+
+/// Whether a token looks generated rather than named: a number of six digits or more (a
+/// timestamp, an id), letters and digits mixed at random (`tmpk3j2l1x9`, a uuid part), or
+/// a long hex string.
+fn random_token(t: &[u8]) -> bool {
+    if t.len() < 6 {
+        return false;
+    }
+    if t.iter().all(u8::is_ascii_digit) {
+        return true;
+    }
+    if t.len() >= 16 && t.iter().all(u8::is_ascii_hexdigit) {
+        return true;
+    }
+    if !t.iter().all(u8::is_ascii_alphanumeric) {
+        return false;
+    }
+    // Python's tempfile (`tmp` + 8), Rust's tempfile (`.tmp` + 6).
+    if t.len() >= 8 && t.starts_with(b"tmp") {
+        return true;
+    }
+    let digit_changes = t
+        .windows(2)
+        .filter(|w| w[0].is_ascii_digit() != w[1].is_ascii_digit())
+        .count();
+    // mkdtemp's XXXXXX: letters of both cases at random (not CamelCase words).
+    let case_changes = t
+        .windows(2)
+        .filter(|w| {
+            w[0].is_ascii_alphabetic()
+                && w[1].is_ascii_alphabetic()
+                && w[0].is_ascii_uppercase() != w[1].is_ascii_uppercase()
+        })
+        .count();
+    digit_changes >= 3 || (case_changes >= 4 && case_changes * 2 >= t.len())
+}
+
+/// One path component with its per-run parts masked; `after_proc` is true for the
+/// component right after `/proc`.
+fn mask_component(c: &[u8], after_proc: bool, out: &mut Vec<u8>) {
+    if after_proc && !c.is_empty() && c.iter().all(u8::is_ascii_digit) {
+        out.push(b'*');
+        return;
+    }
+    // pipe:[1234], socket:[1234], anon_inode:[eventfd]
+    if let Some(i) = c.windows(2).position(|w| w == b":[") {
+        out.extend_from_slice(&c[..i + 2]);
+        out.extend_from_slice(b"*]");
+        return;
+    }
+    let mut start = 0;
+    for i in 0..=c.len() {
+        if i == c.len() || is_sep(c[i]) {
+            let tok = &c[start..i];
+            if random_token(tok) {
+                out.push(b'*');
+            } else {
+                out.extend_from_slice(tok);
+            }
+            if i < c.len() {
+                out.push(c[i]);
+            }
+            start = i + 1;
+        }
+    }
+}
+
+/// A path with its per-run parts masked, component by component.
+pub fn masked_components(path: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut prev_proc = false;
+    for c in path.split(|&b| b == b'/') {
+        let mut m = Vec::with_capacity(c.len());
+        mask_component(c, prev_proc, &mut m);
+        prev_proc = c == b"proc" && out.len() == 1;
+        out.push(m);
+    }
+    out
+}
+
+/// A path with its per-run parts masked (`pipe:[*]`, `/proc/*/maps`, `/tmp/*/x`).
+pub fn mask(path: &[u8]) -> String {
+    let parts: Vec<String> = masked_components(path)
+        .iter()
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .collect();
+    parts.join("/")
+}
+
+/// Paths grouped under one pattern.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cluster {
+    /// For people: the path itself when the cluster holds one, else the pattern.
+    pub display: String,
+    /// For a finding's key: the pattern with the per-run parts masked.
+    pub key: String,
+    /// Indices of the paths it covers, in the order given.
+    pub members: Vec<usize>,
+    /// Their summed weight.
+    pub weight: u64,
+}
+
+/// Directory positions a pattern may star, beyond the masked ones.
+const MAX_STARS: usize = 2;
+/// Components (counting the empty one before the leading `/`) kept literal: `/a/b/...`.
+const LITERAL_LEAD: usize = 3;
+/// Directories a file name must be looked up in to be a search along a path.
+const SEARCH_DIRS: usize = 3;
+
+#[derive(Default)]
+struct Shape {
+    comps: Vec<Vec<u8>>,
+    members: Vec<usize>,
+    weight: u64,
+    stars: usize,
+    /// How people and keys name it when its components do not say it: a walk up a
+    /// path, a name searched along a path.
+    special: Option<(String, String)>,
+}
+
+impl Shape {
+    fn literal(&self) -> bool {
+        self.special.is_none() && !self.comps.iter().any(|c| c.contains(&b'*'))
+    }
+    fn take(&mut self) -> Shape {
+        std::mem::take(self)
+    }
+    fn absorb(&mut self, o: &mut Shape) {
+        self.members.append(&mut o.members);
+        self.weight += o.weight;
+        self.stars = self.stars.max(o.stars);
+    }
+}
+
+fn ext(name: &[u8]) -> Option<&[u8]> {
+    name.iter()
+        .rposition(|&c| c == b'.')
+        .filter(|&i| i > 0 && i + 1 < name.len())
+        .map(|i| &name[i..])
+}
+
+fn join(comps: &[Vec<u8>]) -> String {
+    comps
+        .iter()
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Groups `paths` (with a weight each, e.g. redundant calls) into clusters, heaviest
+/// first:
+/// 1. paths equal once their per-run parts are masked;
+/// 2. a walk up a path: directories looked up together with paths below them (`/usr`,
+///    `/usr/lib`, ... `/usr/lib/gcc/x/12/include`), named after the deepest;
+/// 3. a name searched along a path: the same file name in three directories or more
+///    (`cc` in every PATH entry);
+/// 4. files of one directory (`dir/*`, `dir/*.ext`);
+/// 5. shapes that differ in one directory (`.../fragments/*/a0.tdb`), the first two
+///    directories kept literal.
+pub fn clusters(paths: &[(&[u8], u64)]) -> Vec<Cluster> {
+    // 1. Identical masked paths.
+    let mut shapes: Vec<Shape> = Vec::new();
+    let mut by_masked: FxHashMap<Vec<Vec<u8>>, usize> = FxHashMap::default();
+    for (i, (p, w)) in paths.iter().enumerate() {
+        let comps = masked_components(p);
+        match by_masked.get(&comps) {
+            Some(&s) => {
+                shapes[s].members.push(i);
+                shapes[s].weight += w;
+            }
+            None => {
+                by_masked.insert(comps.clone(), shapes.len());
+                shapes.push(Shape {
+                    comps,
+                    members: vec![i],
+                    weight: *w,
+                    ..Shape::default()
+                });
+            }
+        }
+    }
+    walks(&mut shapes, paths);
+    searches(&mut shapes);
+    siblings(&mut shapes);
+    one_dir_differs(&mut shapes);
+    let mut out: Vec<Cluster> = shapes
+        .into_iter()
+        .filter(|s| !s.members.is_empty())
+        .map(|mut s| {
+            s.members.sort_unstable();
+            let key = match &s.special {
+                Some((_, k)) => k.clone(),
+                None => join(&s.comps),
+            };
+            let first = paths[s.members[0]].0;
+            let display = match &s.special {
+                Some((d, _)) => d.clone(),
+                None if s.members.iter().all(|&m| paths[m].0 == first) => {
+                    String::from_utf8_lossy(first).into_owned()
+                }
+                // The pattern, with what every path has in common spelled out (a
+                // generated directory name is masked in the key, not for people).
+                None => {
+                    let originals: Vec<Vec<&[u8]>> = s
+                        .members
+                        .iter()
+                        .map(|&m| paths[m].0.split(|&c| c == b'/').collect())
+                        .collect();
+                    let comps: Vec<Vec<u8>> = s
+                        .comps
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| {
+                            let o = originals[0].get(i);
+                            match o {
+                                Some(o)
+                                    if c.contains(&b'*')
+                                        && originals.iter().all(|p| {
+                                            p.len() == s.comps.len() && p.get(i) == Some(o)
+                                        }) =>
+                                {
+                                    o.to_vec()
+                                }
+                                _ => c.clone(),
+                            }
+                        })
+                        .collect();
+                    join(&comps)
+                }
+            };
+            Cluster {
+                display,
+                key,
+                members: s.members,
+                weight: s.weight,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.key.cmp(&b.key)));
+    out
+}
+
+/// Step 2, walks: literal paths linked by being one another's ancestor (the root
+/// excluded) become one cluster, named after its heaviest deepest path.
+fn walks(shapes: &mut [Shape], paths: &[(&[u8], u64)]) {
+    let n = shapes.len();
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn find(p: &mut [usize], mut i: usize) -> usize {
+        while p[i] != i {
+            p[i] = p[p[i]];
+            i = p[i];
+        }
+        i
+    }
+    // Literal shapes by path; each links to its nearest literal ancestor present.
+    let mut index: FxHashMap<&[Vec<u8>], usize> = FxHashMap::default();
+    for (i, s) in shapes.iter().enumerate() {
+        if s.literal() && s.comps.len() >= 2 && !(s.comps.len() == 2 && s.comps[1].is_empty()) {
+            index.insert(&s.comps[..], i);
+        }
+    }
+    let mut linked = vec![false; n];
+    for (i, s) in shapes.iter().enumerate() {
+        if !index.contains_key(&s.comps[..]) {
+            continue;
+        }
+        for depth in (2..s.comps.len()).rev() {
+            if let Some(&a) = index.get(&s.comps[..depth]) {
+                let (ra, rb) = (find(&mut parent, a), find(&mut parent, i));
+                if ra != rb {
+                    parent[rb] = ra;
+                }
+                linked[a] = true;
+                linked[i] = true;
+                break;
+            }
+        }
+    }
+    let mut groups: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
+    for (i, &l) in linked.iter().enumerate() {
+        if l {
+            let r = find(&mut parent, i);
+            groups.entry(r).or_default().push(i);
+        }
+    }
+    let mut groups: Vec<Vec<usize>> = groups.into_values().collect();
+    groups.sort_by_key(|g| g[0]);
+    for g in groups {
+        // Named after the deepest path (the heaviest of the deepest); keyed by the top.
+        let deepest = *g
+            .iter()
+            .max_by(|&&a, &&b| {
+                (
+                    shapes[a].comps.len(),
+                    shapes[a].weight,
+                    std::cmp::Reverse(a),
+                )
+                    .cmp(&(
+                        shapes[b].comps.len(),
+                        shapes[b].weight,
+                        std::cmp::Reverse(b),
+                    ))
+            })
+            .unwrap_or(&g[0]);
+        let top = *g
+            .iter()
+            .min_by_key(|&&i| (shapes[i].comps.len(), i))
+            .unwrap_or(&g[0]);
+        let name = String::from_utf8_lossy(paths[shapes[deepest].members[0]].0).into_owned();
+        let more = g.len() - 1;
+        let display = format!(
+            "{name} and {more} more under {}",
+            String::from_utf8_lossy(paths[shapes[top].members[0]].0)
+        );
+        let key = format!("walk:{}", join(&shapes[top].comps));
+        let mut merged = Shape {
+            special: Some((display, key)),
+            ..Shape::default()
+        };
+        merged.comps = shapes[top].comps.clone();
+        for &i in &g {
+            let mut s = shapes[i].take();
+            merged.absorb(&mut s);
+        }
+        shapes[top] = merged;
+    }
+}
+
+/// Step 3: the same file name looked up in several directories: a search along a path.
+fn searches(shapes: &mut [Shape]) {
+    let mut by_name: FxHashMap<Vec<u8>, Vec<usize>> = FxHashMap::default();
+    for (i, s) in shapes.iter().enumerate() {
+        if s.members.is_empty() || !s.literal() || s.comps.len() < 3 {
+            continue;
+        }
+        let name = s.comps[s.comps.len() - 1].clone();
+        if !name.is_empty() {
+            by_name.entry(name).or_default().push(i);
+        }
+    }
+    let mut groups: Vec<(Vec<u8>, Vec<usize>)> = by_name
+        .into_iter()
+        .filter(|(_, v)| v.len() >= SEARCH_DIRS)
+        .collect();
+    groups.sort_by_key(|(_, v)| v[0]);
+    for (name, g) in groups {
+        // Directories that differ in one place make a plain pattern (step 5):
+        // `/app/node_modules/*/package.json`.
+        let depth = shapes[g[0]].comps.len();
+        if g.iter().all(|&i| shapes[i].comps.len() == depth) {
+            let differ: Vec<usize> = (0..depth)
+                .filter(|&p| {
+                    g.iter()
+                        .any(|&i| shapes[i].comps[p] != shapes[g[0]].comps[p])
+                })
+                .collect();
+            if differ.len() == 1 && differ[0] >= LITERAL_LEAD {
+                continue;
+            }
+        }
+        let name = String::from_utf8_lossy(&name).into_owned();
+        let mut dirs: Vec<String> = g
+            .iter()
+            .map(|&i| join(&shapes[i].comps[..shapes[i].comps.len() - 1]))
+            .collect();
+        dirs.sort();
+        let display = format!("{name} in {} directories ({})", dirs.len(), dirs.join(", "));
+        let key = format!("search:{name}");
+        let first = g[0];
+        let mut merged = Shape {
+            special: Some((display, key)),
+            ..Shape::default()
+        };
+        merged.comps = shapes[first].comps.clone();
+        for &i in &g {
+            let mut s = shapes[i].take();
+            merged.absorb(&mut s);
+        }
+        shapes[first] = merged;
+    }
+}
+
+/// Step 4, files of one directory: `dir/*.ext` when they share an extension, else `dir/*`.
+fn siblings(shapes: &mut [Shape]) {
+    let mut by_dir: FxHashMap<Vec<Vec<u8>>, Vec<usize>> = FxHashMap::default();
+    for (i, s) in shapes.iter().enumerate() {
+        if s.members.is_empty() || s.special.is_some() || s.comps.len() < 3 {
+            continue;
+        }
+        by_dir
+            .entry(s.comps[..s.comps.len() - 1].to_vec())
+            .or_default()
+            .push(i);
+    }
+    let mut dirs: Vec<(Vec<Vec<u8>>, Vec<usize>)> =
+        by_dir.into_iter().filter(|(_, v)| v.len() > 1).collect();
+    dirs.sort_by_key(|(_, v)| v[0]);
+    for (dir, idx) in dirs {
+        let names: Vec<Vec<u8>> = idx
+            .iter()
+            .map(|&i| shapes[i].comps.last().cloned().unwrap_or_default())
+            .collect();
+        let e = ext(&names[0]).map(<[u8]>::to_vec);
+        let name = match e {
+            Some(e) if names.iter().all(|n| ext(n) == Some(e.as_slice())) => {
+                [&b"*"[..], &e].concat()
+            }
+            _ => b"*".to_vec(),
+        };
+        let mut comps = dir;
+        comps.push(name);
+        let mut merged = Shape {
+            comps,
+            ..Shape::default()
+        };
+        for &i in &idx {
+            let mut s = shapes[i].take();
+            merged.absorb(&mut s);
+        }
+        shapes[idx[0]] = merged;
+    }
+}
+
+/// Step 5: shapes that differ in one directory (deepest first), the leading ones literal.
+fn one_dir_differs(shapes: &mut [Shape]) {
+    let max_depth = shapes.iter().map(|s| s.comps.len()).max().unwrap_or(0);
+    for pos in (LITERAL_LEAD..max_depth.saturating_sub(1)).rev() {
+        let mut groups: FxHashMap<Vec<Vec<u8>>, Vec<usize>> = FxHashMap::default();
+        for (i, s) in shapes.iter().enumerate() {
+            if s.members.is_empty()
+                || s.special.is_some()
+                || pos + 1 >= s.comps.len()
+                || s.stars >= MAX_STARS
+                || s.comps[pos] == b"*"
+            {
+                continue;
+            }
+            let mut k = s.comps.clone();
+            k[pos] = b"*".to_vec();
+            groups.entry(k).or_default().push(i);
+        }
+        let mut groups: Vec<(Vec<Vec<u8>>, Vec<usize>)> =
+            groups.into_iter().filter(|(_, v)| v.len() > 1).collect();
+        groups.sort_by_key(|(_, v)| v[0]);
+        for (k, idx) in groups {
+            let mut merged = Shape {
+                comps: k,
+                ..Shape::default()
+            };
+            for &i in &idx {
+                let mut s = shapes[i].take();
+                merged.absorb(&mut s);
+            }
+            merged.stars += 1;
+            shapes[idx[0]] = merged;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cl(v: &[&str]) -> Vec<String> {
+        let items: Vec<(&[u8], u64)> = v.iter().map(|p| (p.as_bytes(), 1)).collect();
+        clusters(&items).into_iter().map(|c| c.display).collect()
+    }
+
+    #[test]
+    fn per_run_parts_are_masked() {
+        assert_eq!(mask(b"pipe:[123456]"), "pipe:[*]");
+        assert_eq!(mask(b"socket:[99]"), "socket:[*]");
+        assert_eq!(mask(b"/proc/4242/maps"), "/proc/*/maps");
+        assert_eq!(mask(b"/tmp/tmpk3j2l1x9/out.txt"), "/tmp/*/out.txt");
+        assert_eq!(
+            mask(b"/tmp/pytest-of-root/pytest-12/x"),
+            "/tmp/pytest-of-root/pytest-12/x"
+        );
+        assert_eq!(
+            mask(b"/a/__fragments/__1700000000000_1700000000001_4b1c6e7f8a9d4e2f9a8b7c6d5e4f3a2b_22/a0.tdb"),
+            "/a/__fragments/__*_*_*_22/a0.tdb"
+        );
+        assert_eq!(
+            mask(b"/usr/lib/python3.11/x86_64-linux-gnu/u12.c"),
+            "/usr/lib/python3.11/x86_64-linux-gnu/u12.c"
+        );
+        assert_eq!(mask(b"/usr/bin/sha256sum"), "/usr/bin/sha256sum");
+        assert_eq!(mask(b"/tmp/.tmpAbCdEf/x"), "/tmp/.*/x");
+        assert_eq!(mask(b"/tmp/.tmpUee3g6/x"), "/tmp/.*/x");
+        assert_eq!(
+            mask(b"/tmp/dejavu-agents-xYzAbQ/n.js"),
+            "/tmp/dejavu-agents-*/n.js"
+        );
+        assert_eq!(mask(b"/src/getConfigFile.js"), "/src/getConfigFile.js");
+        assert_eq!(mask(b"/src/template.txt"), "/src/template.txt");
+    }
+
+    #[test]
+    fn files_of_one_directory_make_one_pattern() {
+        assert_eq!(
+            cl(&["/srv/www/files/a.txt", "/srv/www/files/b.txt"]),
+            vec!["/srv/www/files/*.txt"]
+        );
+        assert_eq!(cl(&["/src/a.js", "/src/b.ts"]), vec!["/src/*"]);
+        assert_eq!(cl(&["/x/y"]), vec!["/x/y"]);
+    }
+
+    #[test]
+    fn one_varying_directory_is_starred_but_never_the_leading_ones() {
+        assert_eq!(
+            cl(&[
+                "/a/node_modules/x/package.json",
+                "/a/node_modules/y/package.json"
+            ]),
+            vec!["/a/node_modules/*/package.json"]
+        );
+        // Unrelated trees stay apart: no `/**/*`.
+        let mut c = cl(&[
+            "/etc/gitconfig",
+            "/root/.gitconfig",
+            "/tmp/r/.git/HEAD",
+            "/tmp/r/.git/config",
+        ]);
+        c.sort();
+        assert_eq!(
+            c,
+            vec!["/etc/gitconfig", "/root/.gitconfig", "/tmp/r/.git/*"]
+        );
+        // The first two directories stay literal.
+        let mut c = cl(&["/usr/x/f", "/opt/x/f"]);
+        c.sort();
+        assert_eq!(c, vec!["/opt/x/f", "/usr/x/f"]);
+    }
+
+    #[test]
+    fn a_walk_up_a_path_is_one_cluster() {
+        let mut c = cl(&[
+            "/usr",
+            "/usr/lib",
+            "/usr/lib/gcc",
+            "/usr/lib/gcc/x/12/include",
+            "/usr/include",
+            "/usr/include/x86_64-linux-gnu",
+            "/etc/a",
+        ]);
+        c.sort();
+        assert_eq!(
+            c,
+            vec!["/etc/a", "/usr/lib/gcc/x/12/include and 5 more under /usr"]
+        );
+        // Keyed by the top of the walk: the same walk gives the same key.
+        let k = clusters(&[(b"/usr".as_slice(), 1), (b"/usr/lib".as_slice(), 1)]);
+        assert_eq!(k[0].key, "walk:/usr");
+    }
+
+    #[test]
+    fn a_name_searched_along_a_path_is_one_cluster() {
+        let c = cl(&[
+            "/root/.cargo/bin/cc",
+            "/usr/local/go/bin/cc",
+            "/usr/sbin/cc",
+            "/etc/x",
+        ]);
+        assert!(
+            c.contains(
+                &"cc in 3 directories (/root/.cargo/bin, /usr/local/go/bin, /usr/sbin)".to_string()
+            ),
+            "{c:?}"
+        );
+        // Two directories are not a search.
+        let c = cl(&["/a/b/cc", "/x/y/cc"]);
+        assert_eq!(c.len(), 2, "{c:?}");
+    }
+
+    #[test]
+    fn a_generated_directory_is_masked_in_the_key_but_shown_as_it_is() {
+        let c = clusters(&[
+            (b"/tmp/.tmpUee3g6/host/a.txt".as_slice(), 1),
+            (b"/tmp/.tmpUee3g6/host/b.txt".as_slice(), 1),
+        ]);
+        assert_eq!(c[0].display, "/tmp/.tmpUee3g6/host/*.txt");
+        assert_eq!(c[0].key, "/tmp/.*/host/*.txt");
+    }
+
+    #[test]
+    fn the_same_path_in_two_runs_has_one_key() {
+        let a = clusters(&[(b"pipe:[111]".as_slice(), 3)]);
+        let b = clusters(&[(b"pipe:[222]".as_slice(), 3)]);
+        assert_eq!(a[0].key, b[0].key);
+        assert_eq!(a[0].display, "pipe:[111]");
+    }
+}

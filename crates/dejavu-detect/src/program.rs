@@ -1,0 +1,514 @@
+//! Which program a process image runs, as its developers would name it (`tsc`, `cc1`,
+//! `stat.py`, `http.server`: the script an interpreter runs, not the interpreter), and
+//! whether the image is a launcher that only gets the real program going (npx, a version
+//! manager's shim, a shell wrapper that execs the real program, `env`).
+
+use dejavu_replay::{Image, Replay};
+use dejavu_trace::Strings;
+
+/// The runtime a program runs on: decides which frames and paths are its start-up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runtime {
+    /// Node.js (or bun).
+    Node,
+    /// CPython (or PyPy).
+    Python,
+    /// A POSIX shell.
+    Shell,
+    /// Anything else: native code, or an interpreter dejavu does not know.
+    Native,
+}
+
+/// What dejavu knows of the program an image runs.
+#[derive(Clone, Debug)]
+pub struct Program {
+    /// Its name for people and for a finding's key.
+    pub name: String,
+    /// The runtime.
+    pub runtime: Runtime,
+    /// The executable's path (empty when unknown).
+    pub exe: Vec<u8>,
+    /// Node.js: the package directory of the main script when it lives in a
+    /// `node_modules` tree (`.../node_modules/typescript/`): files there (outside nested
+    /// `node_modules`) are the program's own code, not a dependency's.
+    pub own_root: Option<Vec<u8>>,
+    /// Why this image is a launcher (`npx`, `pyenv`, `exec`), None when it is not.
+    pub launcher: Option<String>,
+}
+
+fn base(p: &[u8]) -> &[u8] {
+    p.rsplit(|&c| c == b'/').next().unwrap_or(p)
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn runtime_of(exe_base: &[u8]) -> Runtime {
+    let b = exe_base;
+    if b == b"node" || b == b"nodejs" || b.starts_with(b"node-") || b == b"bun" {
+        Runtime::Node
+    } else if b.starts_with(b"python") || b.starts_with(b"pypy") {
+        Runtime::Python
+    } else if [
+        &b"sh"[..],
+        b"bash",
+        b"dash",
+        b"zsh",
+        b"ksh",
+        b"ash",
+        b"mksh",
+        b"busybox",
+    ]
+    .contains(&b)
+    {
+        Runtime::Shell
+    } else {
+        Runtime::Native
+    }
+}
+
+/// Node.js options that take a value as the next argument.
+const NODE_VALUE_OPTS: &[&[u8]] = &[
+    b"-r",
+    b"--require",
+    b"--import",
+    b"--loader",
+    b"--experimental-loader",
+    b"-C",
+    b"--conditions",
+    b"--title",
+    b"--env-file",
+    b"--input-type",
+    b"--stack-size",
+];
+
+/// The first argument that is not an option (and not an option's value), and whether an
+/// inline-code option (`-e`, `-c`) came first.
+fn script<'a>(args: &[&'a [u8]], value_opts: &[&[u8]], code_opts: &[&[u8]]) -> Script<'a> {
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i];
+        if code_opts.contains(&a) {
+            return Script::Code(a);
+        }
+        if a == b"--" {
+            return args.get(i + 1).map_or(Script::None, |s| Script::File(s));
+        }
+        if a.starts_with(b"-") && a.len() > 1 {
+            if value_opts.contains(&a) {
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        return Script::File(a);
+    }
+    Script::None
+}
+
+enum Script<'a> {
+    File(&'a [u8]),
+    Code(&'a [u8]),
+    None,
+}
+
+/// Package managers' subcommands that run another program.
+const RUN_SUBCOMMANDS: &[&[u8]] = &[
+    b"exec",
+    b"x",
+    b"run",
+    b"run-script",
+    b"rum",
+    b"urn",
+    b"test",
+    b"t",
+    b"tst",
+    b"start",
+    b"stop",
+    b"restart",
+    b"dlx",
+];
+
+/// Path pieces of version managers' shims and scripts (pyenv, asdf, nvm, rbenv, nodenv,
+/// volta): processes running from there only pick and start the real program.
+const LAUNCHER_PATHS: &[(&str, &str)] = &[
+    ("/shims/", "shim"),
+    ("/.pyenv/libexec/", "pyenv"),
+    ("/.pyenv/plugins/", "pyenv"),
+    ("/.pyenv/bin/", "pyenv"),
+    ("/pyenv/libexec/", "pyenv"),
+    ("/.asdf/bin/", "asdf"),
+    ("/.asdf/lib/", "asdf"),
+    ("/.asdf/libexec/", "asdf"),
+    ("/.nvm/nvm-exec", "nvm"),
+    ("/.rbenv/libexec/", "rbenv"),
+    ("/.nodenv/libexec/", "nodenv"),
+    ("/.volta/bin/", "volta"),
+];
+
+fn contains(h: &[u8], n: &[u8]) -> bool {
+    h.windows(n.len()).any(|w| w == n)
+}
+
+impl Program {
+    /// The program of an executable and its argv (launcher not yet decided).
+    pub fn of(exe: &[u8], argv: &[&[u8]]) -> Program {
+        let argv0 = argv.first().copied().unwrap_or(b"");
+        // argv[0] first: for a script with a `#!` line, `exe` is the script and argv[0]
+        // the interpreter that runs it (`/usr/bin/env`, `bash`).
+        let exe_base = if argv0.is_empty() {
+            base(exe)
+        } else {
+            base(argv0)
+        };
+        let mut runtime = runtime_of(exe_base);
+        if runtime == Runtime::Native && !exe.is_empty() && argv0.is_empty() {
+            runtime = runtime_of(base(exe));
+        }
+        let args = argv.get(1..).unwrap_or(&[]);
+        let mut own_root = None;
+        let name = match runtime {
+            Runtime::Node => match script(
+                args,
+                NODE_VALUE_OPTS,
+                &[b"-e", b"--eval", b"-p", b"--print"],
+            ) {
+                Script::File(s) => {
+                    own_root = node_package_root(s);
+                    lossy(base(s))
+                }
+                Script::Code(o) => format!("{} {}", lossy(exe_base), lossy(o)),
+                Script::None => lossy(exe_base),
+            },
+            Runtime::Python => python_name(exe_base, args),
+            Runtime::Shell => match script(args, &[b"-o", b"+o"], &[b"-c"]) {
+                Script::File(s) => lossy(base(s)),
+                Script::Code(_) => format!("{} -c", lossy(exe_base)),
+                Script::None => lossy(exe_base),
+            },
+            Runtime::Native => lossy(exe_base),
+        };
+        Program {
+            name,
+            runtime,
+            exe: exe.to_vec(),
+            own_root,
+            launcher: None,
+        }
+    }
+
+    /// Whether the program itself is a launcher by what it is (npx, env, `npm exec`, a
+    /// version manager's shim or script), whatever it does.
+    fn named_launcher(&self, exe: &[u8], argv: &[&[u8]]) -> Option<String> {
+        let n = self.name.as_str();
+        if [
+            "npx",
+            "npx-cli.js",
+            "pnpx",
+            "bunx",
+            "env",
+            "corepack",
+            "nvm-exec",
+        ]
+        .contains(&n)
+        {
+            return Some(n.trim_end_matches("-cli.js").to_string());
+        }
+        // npm/yarn/pnpm with a subcommand that runs another program.
+        let sub = argv.iter().skip(1).find(|a| {
+            !a.starts_with(b"-")
+                && !a.ends_with(b"npm-cli.js")
+                && base(a) != b"npm"
+                && base(a) != b"yarn"
+                && base(a) != b"pnpm"
+                && !a.ends_with(b".js")
+                && !a.ends_with(b".cjs")
+        });
+        let pm = [
+            "npm",
+            "npm-cli.js",
+            "yarn",
+            "yarn.js",
+            "pnpm",
+            "pnpm.cjs",
+            "bun",
+        ];
+        if pm.contains(&n) && sub.is_some_and(|s| RUN_SUBCOMMANDS.contains(s)) {
+            return Some(format!(
+                "{} {}",
+                n.trim_end_matches("-cli.js")
+                    .trim_end_matches(".js")
+                    .trim_end_matches(".cjs"),
+                lossy(sub.copied().unwrap_or(b""))
+            ));
+        }
+        for p in std::iter::once(exe).chain(argv.iter().take(3).copied()) {
+            for (piece, who) in LAUNCHER_PATHS {
+                if contains(p, piece.as_bytes()) {
+                    return Some((*who).to_string());
+                }
+            }
+        }
+        None
+    }
+}
+
+fn python_name(exe_base: &[u8], args: &[&[u8]]) -> String {
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i];
+        if a == b"-m" {
+            return args.get(i + 1).map_or(lossy(exe_base), |m| lossy(m));
+        }
+        if let Some(m) = a
+            .strip_prefix(b"-m")
+            .filter(|m| !m.is_empty() && !a.starts_with(b"--"))
+        {
+            return lossy(m);
+        }
+        if a == b"-c"
+            || (a.starts_with(b"-")
+                && !a.starts_with(b"--")
+                && a.ends_with(b"c")
+                && a.len() > 2
+                && !a.contains(&b'='))
+        {
+            return format!("{} -c", lossy(exe_base));
+        }
+        if a == b"--" {
+            return args.get(i + 1).map_or(lossy(exe_base), |s| lossy(base(s)));
+        }
+        if a.starts_with(b"-") && a.len() > 1 {
+            if a == b"-W" || a == b"-X" || a == b"--check-hash-based-pycs" {
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        return lossy(base(a));
+    }
+    lossy(exe_base)
+}
+
+/// `.../node_modules/typescript/bin/tsc` -> `.../node_modules/typescript/`;
+/// `.../node_modules/@scope/pkg/x.js` -> `.../node_modules/@scope/pkg/`.
+fn node_package_root(script: &[u8]) -> Option<Vec<u8>> {
+    const NM: &[u8] = b"/node_modules/";
+    let at = script.windows(NM.len()).rposition(|w| w == NM)?;
+    let rest = &script[at + NM.len()..];
+    let mut parts = rest.split(|&c| c == b'/');
+    let first = parts.next()?;
+    let len = if first.starts_with(b"@") {
+        first.len() + 1 + parts.next()?.len()
+    } else {
+        first.len()
+    };
+    Some(script[..at + NM.len() + len + 1].to_vec())
+}
+
+/// The programs of a replay's images, built as images appear; launchers are decided once
+/// the replay is over ([`Programs::decide_launchers`]), when every exec is known.
+#[derive(Debug, Default)]
+pub struct Programs {
+    list: Vec<Program>,
+}
+
+impl Programs {
+    /// The program of `image` (images appear in order, so every earlier one is built too).
+    pub fn get(&mut self, replay: &Replay, strings: &Strings, image: u32) -> &Program {
+        while self.list.len() <= image as usize {
+            let i = self.list.len();
+            let p = match replay.images.get(i) {
+                Some(im) => base_program(replay, im, strings),
+                None => Program::of(b"", &[]),
+            };
+            self.list.push(p);
+        }
+        &self.list[image as usize]
+    }
+
+    /// Decides which images are launchers: by name, subcommand or path (npx, `npm exec`,
+    /// env, version managers), a fork of a launcher that has not exec'd, and a program
+    /// that exec'd another one in its own process (a wrapper script, a shim).
+    pub fn decide_launchers(&mut self, replay: &Replay, strings: &Strings) {
+        if let Some(last) = replay.images.len().checked_sub(1) {
+            self.get(replay, strings, last as u32);
+        }
+        for i in 0..self.list.len() {
+            let Some(im) = replay.images.get(i) else {
+                continue;
+            };
+            let (exe, argv) = exe_argv(replay, im, strings);
+            let mut l = self.list[i].named_launcher(exe, &argv);
+            if l.is_none() && !im.execd {
+                if let Some(parent) = im.parent.and_then(|p| self.list.get(p as usize)) {
+                    l.clone_from(&parent.launcher);
+                }
+            }
+            if l.is_none() && im.execd && im.replaced {
+                l = Some(format!("{} (exec'd another program)", self.list[i].name));
+            }
+            self.list[i].launcher = l;
+        }
+    }
+
+    /// Every program, by image.
+    pub fn all(&self) -> &[Program] {
+        &self.list
+    }
+}
+
+fn exe_argv<'a>(replay: &'a Replay, im: &Image, strings: &'a Strings) -> (&'a [u8], Vec<&'a [u8]>) {
+    let exe: &[u8] = im.exe.map_or(&[][..], |e| strings.get(e));
+    let argv_bytes: &[u8] = im.argv.map_or(&[][..], |a| strings.get(a));
+    let argv: Vec<&[u8]> = if argv_bytes.is_empty() && exe.is_empty() {
+        // A process seen running (attached, or the root before its first exec): the
+        // trace's command names the root.
+        if Some(im.pid) == replay.root {
+            replay.meta_command().iter().map(|s| s.as_bytes()).collect()
+        } else {
+            Vec::new()
+        }
+    } else {
+        argv_bytes
+            .split(|&c| c == 0)
+            .filter(|a| !a.is_empty())
+            .collect()
+    };
+    (exe, argv)
+}
+
+fn base_program(replay: &Replay, im: &Image, strings: &Strings) -> Program {
+    let (exe, argv) = exe_argv(replay, im, strings);
+    let mut p = Program::of(exe, &argv);
+    if p.name.is_empty() {
+        p.name = format!("pid {}", im.pid);
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(exe: &str, argv: &[&str]) -> String {
+        let a: Vec<&[u8]> = argv.iter().map(|s| s.as_bytes()).collect();
+        Program::of(exe.as_bytes(), &a).name
+    }
+
+    #[test]
+    fn interpreters_are_named_after_their_script() {
+        assert_eq!(
+            name("/usr/bin/node", &["node", "/usr/bin/npx", "tsc"]),
+            "npx"
+        );
+        assert_eq!(
+            name(
+                "/usr/bin/node",
+                &[
+                    "node",
+                    "--require",
+                    "/x/agent.js",
+                    "server.js",
+                    "--port",
+                    "1"
+                ]
+            ),
+            "server.js"
+        );
+        assert_eq!(name("/usr/bin/node", &["node", "-e", "1"]), "node -e");
+        assert_eq!(
+            name("/usr/bin/python3.11", &["python3", "-u", "stat.py"]),
+            "stat.py"
+        );
+        assert_eq!(
+            name(
+                "/usr/bin/python3.11",
+                &["python3", "-m", "http.server", "8000"]
+            ),
+            "http.server"
+        );
+        assert_eq!(
+            name("/usr/bin/python3.11", &["python3", "-c", "pass"]),
+            "python3 -c"
+        );
+        assert_eq!(name("/usr/bin/dash", &["sh", "-c", "cc -c a.c"]), "sh -c");
+        assert_eq!(
+            name(
+                "/usr/bin/bash",
+                &["bash", "/root/.pyenv/libexec/pyenv-exec", "python3"]
+            ),
+            "pyenv-exec"
+        );
+        assert_eq!(
+            name(
+                "/usr/lib/gcc/x86_64-linux-gnu/12/cc1",
+                &["/usr/lib/gcc/x86_64-linux-gnu/12/cc1", "-quiet"]
+            ),
+            "cc1"
+        );
+    }
+
+    #[test]
+    fn a_node_script_inside_node_modules_owns_its_package() {
+        let p = Program::of(
+            b"/usr/bin/node",
+            &[
+                b"node",
+                b"/app/node_modules/typescript/bin/tsc",
+                b"-p",
+                b".",
+            ],
+        );
+        assert_eq!(p.name, "tsc");
+        assert_eq!(
+            p.own_root.as_deref(),
+            Some(&b"/app/node_modules/typescript/"[..])
+        );
+        let s = Program::of(b"/usr/bin/node", &[b"node", b"/a/node_modules/@s/p/cli.js"]);
+        assert_eq!(s.own_root.as_deref(), Some(&b"/a/node_modules/@s/p/"[..]));
+    }
+
+    #[test]
+    fn launchers_by_name_subcommand_and_path() {
+        let l = |exe: &str, argv: &[&str]| {
+            let a: Vec<&[u8]> = argv.iter().map(|s| s.as_bytes()).collect();
+            let p = Program::of(exe.as_bytes(), &a);
+            p.named_launcher(exe.as_bytes(), &a)
+        };
+        assert_eq!(
+            l("/usr/bin/node", &["node", "/usr/bin/npx", "tsc"]).as_deref(),
+            Some("npx")
+        );
+        assert_eq!(
+            l(
+                "/usr/bin/node",
+                &[
+                    "node",
+                    "/usr/lib/node_modules/npm/bin/npm-cli.js",
+                    "exec",
+                    "tsc"
+                ]
+            )
+            .as_deref(),
+            Some("npm exec")
+        );
+        assert_eq!(l("/usr/bin/node", &["node", "/usr/bin/npm", "ci"]), None);
+        assert_eq!(
+            l("/usr/bin/env", &["/usr/bin/env", "node", "x.js"]).as_deref(),
+            Some("env")
+        );
+        assert_eq!(
+            l("/usr/bin/bash", &["/root/.pyenv/shims/python3", "stat.py"]).as_deref(),
+            Some("shim")
+        );
+        assert_eq!(
+            l(
+                "/root/.pyenv/versions/3.11.7/bin/python3.11",
+                &["python3", "stat.py"]
+            ),
+            None
+        );
+    }
+}

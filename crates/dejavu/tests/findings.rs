@@ -1,0 +1,572 @@
+//! A finding is one fix, in the program's own code first (issue 9): real programs recorded
+//! (under the backend `DEJAVU_BACKEND` picks), then `dejavu report --json` and the terminal
+//! report read as a user would: one finding per call site across paths and processes, the
+//! per-call sequence, whose code made the calls, the program's line, launchers and
+//! start-up folded, and keys that stay the same from run to run.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn fixture(rel: &str) -> PathBuf {
+    common::repo().join("tests/workloads/findings").join(rel)
+}
+
+/// The 1-based line of `marker` in a fixture.
+fn line_of(rel: &str, marker: &str) -> u64 {
+    let text = std::fs::read_to_string(fixture(rel)).unwrap();
+    text.lines().position(|l| l.contains(marker)).unwrap() as u64 + 1
+}
+
+fn run_ok(cmd: &mut Command) {
+    let out = cmd.output().expect("tool runs");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Records `cmd` in `cwd` into `cwd/NAME.dvt`.
+fn record(cwd: &Path, name: &str, cmd: &[&str]) -> PathBuf {
+    let trace = cwd.join(format!("{name}.dvt"));
+    let (st, err) = common::record_quiet(&trace, cmd, cwd);
+    assert!(st.success(), "{cmd:?}: {err}");
+    trace
+}
+
+/// `dejavu report --json [flags] TRACE`.
+fn report_json(trace: &Path, flags: &[&str]) -> Value {
+    let out = Command::new(common::dejavu())
+        .arg("report")
+        .arg("--json")
+        .args(flags)
+        .arg(trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The terminal report, as a user sees it (no colour, 100 columns).
+fn report_text(trace: &Path, flags: &[&str]) -> String {
+    let out = Command::new(common::dejavu())
+        .args(["report", "--color", "never"])
+        .args(flags)
+        .arg(trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn findings(v: &Value) -> Vec<Value> {
+    v["findings"].as_array().cloned().unwrap_or_default()
+}
+
+fn by_detector(v: &Value, detector: &str) -> Vec<Value> {
+    findings(v)
+        .into_iter()
+        .filter(|f| f["detector"] == detector)
+        .collect()
+}
+
+/// A directory with host/f00.txt .. host/f39.txt, as probe_loop expects.
+fn probe_data(dir: &Path) {
+    std::fs::create_dir_all(dir.join("host")).unwrap();
+    for i in 0..40 {
+        std::fs::write(dir.join(format!("host/f{i:02}.txt")), format!("{i}\n")).unwrap();
+    }
+}
+
+fn build_probe_loop(dir: &Path) -> PathBuf {
+    let exe = dir.join("probe_loop");
+    run_ok(
+        Command::new("gcc")
+            .args(["-O2", "-g", "-fno-omit-frame-pointer", "-o"])
+            .arg(&exe)
+            .arg(fixture("probe_loop.c")),
+    );
+    exe
+}
+
+#[test]
+fn forty_paths_probed_per_call_are_one_finding_at_the_function_with_its_sequence() {
+    require!("gcc");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let exe = build_probe_loop(&work);
+    let data = work.join("data");
+    probe_data(&data);
+    // The program waits 300 ms before exiting: the eBPF backend names frames after the fact.
+    let trace = record(
+        &work,
+        "dirty",
+        &[exe.to_str().unwrap(), data.to_str().unwrap(), "30", "300"],
+    );
+    let v = report_json(&trace, &[]);
+    let mine = |d: &str| -> Vec<Value> {
+        by_detector(&v, d)
+            .into_iter()
+            .filter(|f| f["program"] == "probe_loop" && f["owner"] == "own")
+            .collect()
+    };
+    let lookups = mine("repeated-lookup");
+    assert_eq!(
+        lookups.len(),
+        1,
+        "one finding for the 40 paths: {lookups:#?}"
+    );
+    let f = &lookups[0];
+    // stat and lstat of host/NAME, rounds 2..30: 2 x 40 x 29.
+    assert_eq!(f["redundant_calls"], 2 * 40 * 29);
+    assert_eq!(f["path_count"], 40);
+    assert_eq!(f["owner"], "own");
+    assert_eq!(f["program"], "probe_loop");
+    let host = data.join("host").to_str().unwrap().to_string();
+    assert_eq!(f["paths"][0], format!("{host}/*.txt"));
+    let site = &f["callsites"][0];
+    assert_eq!(site["function"], "path_filestat_get");
+    assert_eq!(site["share"], 1.0);
+    assert!(
+        f["key"].as_str().unwrap().ends_with(
+            "|repeated-lookup|own|path_filestat_get@"
+                .to_string()
+                .as_str()
+        ) || f["key"]
+            .as_str()
+            .unwrap()
+            .contains("|repeated-lookup|own|path_filestat_get@"),
+        "{}",
+        f["key"]
+    );
+    // The negative probe of guest/NAME: one finding too, at the same function.
+    let probes = mine("negative-probe");
+    assert_eq!(probes.len(), 1, "{probes:#?}");
+    assert_eq!(probes[0]["redundant_calls"], 40 * 29);
+    assert_eq!(probes[0]["callsites"][0]["function"], "path_filestat_get");
+    // The sequence each call makes.
+    let q = &f["sequence"];
+    assert_eq!(q["function"], "path_filestat_get");
+    assert_eq!(q["calls"], 3);
+    assert_eq!(q["iterations"], 40 * 30);
+    assert_eq!(
+        q["steps"],
+        serde_json::json!([
+            format!("stat {}/guest/* -> ENOENT", data.display()),
+            format!("stat {host}/*"),
+            format!("lstat {host}/*"),
+        ])
+    );
+    // 29 of 30 rounds repeat all three calls.
+    assert_eq!(q["redundant"], 2.9);
+    let text = report_text(&trace, &[]);
+    assert!(
+        text.contains("loop:")
+            && text.contains("per call of path_filestat_get: 3 file calls, 2.9 redundant"),
+        "{text}"
+    );
+
+    // The clean twin: one round, nothing repeated.
+    let clean = work.join("clean");
+    probe_data(&clean);
+    let trace = record(
+        &work,
+        "clean",
+        &[exe.to_str().unwrap(), clean.to_str().unwrap(), "1", "300"],
+    );
+    let v = report_json(&trace, &[]);
+    assert!(
+        findings(&v)
+            .iter()
+            .all(|f| f["program"] != "probe_loop" || f["owner"] != "own"),
+        "{:#?}",
+        findings(&v)
+    );
+}
+
+#[test]
+fn a_python_scripts_own_stat_ranks_first_and_start_up_is_one_line() {
+    require!("python3");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let script = fixture("stat_loop.py");
+    let target = work.join("app.conf");
+    std::fs::write(&target, "x=1\n").unwrap();
+    let trace = record(
+        &work,
+        "dirty",
+        &[
+            "python3",
+            script.to_str().unwrap(),
+            target.to_str().unwrap(),
+            "100",
+        ],
+    );
+    let v = report_json(&trace, &[]);
+    let all = findings(&v);
+    let first = &all[0];
+    assert_eq!(first["owner"], "own", "{first:#}");
+    assert_eq!(first["program"], "stat_loop.py");
+    assert_eq!(first["detector"], "repeated-lookup");
+    assert_eq!(first["paths"][0], target.to_str().unwrap());
+    assert_eq!(first["redundant_calls"], 99);
+    let line = line_of("stat_loop.py", "STAT_LINE");
+    assert_eq!(first["callsites"][0]["function"], "check_config");
+    assert_eq!(first["callsites"][0]["line"], line);
+    // Nothing else of the program's own: the interpreter's start-up is the runtime's.
+    assert_eq!(
+        all.iter().filter(|f| f["owner"] == "own").count(),
+        1,
+        "{:#?}",
+        all.iter()
+            .filter(|f| f["owner"] == "own")
+            .collect::<Vec<_>>()
+    );
+    let text = report_text(&trace, &[]);
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            let w: Vec<&str> = l.split_whitespace().take(2).collect();
+            w.len() == 2 && w[0].parse::<u32>().is_ok() && ["low", "medium", "high"].contains(&w[1])
+        })
+        .collect();
+    assert_eq!(
+        rows.len(),
+        1,
+        "only the program's own finding is a row: {text}"
+    );
+    if all.iter().any(|f| f["owner"] == "runtime") {
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("runtime start-up and loaders:"))
+                .count(),
+            1,
+            "{text}"
+        );
+    }
+    // --all lists the runtime's findings as rows too.
+    let every = report_text(&trace, &["--all"]);
+    assert!(!every.contains("--all shows them"), "{every}");
+
+    // The clean twin: one stat, no finding of the program's own.
+    let trace = record(
+        &work,
+        "clean",
+        &[
+            "python3",
+            script.to_str().unwrap(),
+            target.to_str().unwrap(),
+            "1",
+        ],
+    );
+    let v = report_json(&trace, &[]);
+    assert!(
+        findings(&v).iter().all(|f| f["owner"] != "own"),
+        "{:#?}",
+        findings(&v)
+    );
+}
+
+#[test]
+fn a_shim_that_execs_the_real_program_is_a_launcher_and_the_program_comes_first() {
+    require!("python3");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let target = work.join("app.conf");
+    std::fs::write(&target, "x=1\n").unwrap();
+    let shim = fixture("shim.sh");
+    let script = fixture("stat_loop.py");
+    let trace = record(
+        &work,
+        "shim",
+        &[
+            shim.to_str().unwrap(),
+            "python3",
+            script.to_str().unwrap(),
+            target.to_str().unwrap(),
+            "100",
+        ],
+    );
+    let v = report_json(&trace, &["--min-calls", "1"]);
+    let all = findings(&v);
+    assert_eq!(all[0]["program"], "stat_loop.py", "{all:#?}");
+    assert_eq!(all[0]["owner"], "own");
+    // The shim's own probing is there, as a launcher's.
+    let shim_findings: Vec<&Value> = all.iter().filter(|f| f["program"] == "shim.sh").collect();
+    assert!(!shim_findings.is_empty(), "{all:#?}");
+    assert!(
+        shim_findings.iter().all(|f| f["owner"] == "launcher"),
+        "{shim_findings:#?}"
+    );
+    let text = report_text(&trace, &["--min-calls", "1"]);
+    assert!(text.contains("launchers: "), "{text}");
+}
+
+#[test]
+fn make_of_24_files_gives_one_finding_per_problem_not_one_per_compiler_process() {
+    require!("make");
+    require!("cc");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let src = work.join("src");
+    std::fs::create_dir(&src).unwrap();
+    for i in 1..=24 {
+        std::fs::write(
+            src.join(format!("u{i}.c")),
+            format!(
+                "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\
+                 int f{i}(void) {{ char b[16]; snprintf(b, sizeof b, \"%d\", {i}); return (int)strlen(b); }}\n"
+            ),
+        )
+        .unwrap();
+    }
+    std::fs::write(src.join("main.c"), "int main(void) { return 0; }\n").unwrap();
+    std::fs::write(
+        work.join("Makefile"),
+        "SRC := $(wildcard src/*.c)\nOBJ := $(SRC:.c=.o)\napp: $(OBJ)\n\tcc -o $@ $^\n%.o: %.c\n\tcc -O2 -c $< -o $@\n",
+    )
+    .unwrap();
+    let trace = record(&work, "make", &["make", "-j2"]);
+    let v = report_json(&trace, &["--min-calls", "1"]);
+    let all = findings(&v);
+    let cc1: Vec<&Value> = all
+        .iter()
+        .filter(|f| f["program"] == "cc1" && f["owner"] != "runtime")
+        .collect();
+    assert!(!cc1.is_empty(), "{all:#?}");
+    // No per-process copies: within a program, each (detector, site or pattern) is one
+    // finding, and the compilers' findings each cover most of the 25 cc1 processes.
+    let mut keys: Vec<&str> = all.iter().map(|f| f["key"].as_str().unwrap()).collect();
+    let n = keys.len();
+    keys.sort_unstable();
+    keys.dedup();
+    assert_eq!(keys.len(), n, "every finding has its own key");
+    let biggest = cc1
+        .iter()
+        .max_by_key(|f| f["redundant_calls"].as_u64())
+        .unwrap();
+    assert!(biggest["processes"].as_u64().unwrap() >= 20, "{biggest:#}");
+    // Before findings were grouped, each of the 25 compilers had its own copy of each.
+    let over_10: Vec<&&Value> = cc1
+        .iter()
+        .filter(|f| f["redundant_calls"].as_u64().unwrap() >= 10)
+        .collect();
+    assert!(over_10.len() <= 12, "{over_10:#?}");
+    // Few rows for the whole build: at most two per (program, detector, owner) (1.2 with
+    // ptrace's stacks, 1.8 with eBPF's, which name fewer frames: bench/RESULTS.md).
+    let mut problems: Vec<(String, String, String)> = all
+        .iter()
+        .filter(|f| f["redundant_calls"].as_u64().unwrap() >= 10)
+        .map(|f| {
+            (
+                f["program"].as_str().unwrap().to_string(),
+                f["detector"].as_str().unwrap().to_string(),
+                f["owner"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let rows = problems.len();
+    problems.sort();
+    problems.dedup();
+    assert!(
+        rows as f64 <= 2.0 * problems.len() as f64,
+        "{rows} findings over 10 calls for {} program/detector pairs",
+        problems.len()
+    );
+    // repeated-exec compares argv as recorded: 24 different compiles are not one command
+    // run 24 times once issue 10 lands; until then the finding exists but is one row.
+    assert!(
+        all.iter()
+            .filter(|f| f["detector"] == "repeated-exec" && f["program"] == "make")
+            .count()
+            <= 1
+    );
+}
+
+#[test]
+fn a_go_functions_stat_names_the_function_not_the_runtime() {
+    require!("go");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let exe = work.join("go_stat");
+    run_ok(
+        Command::new("go")
+            .args(["build", "-o"])
+            .arg(&exe)
+            .arg(".")
+            .current_dir(fixture("go_stat"))
+            .env("GOFLAGS", "-mod=mod")
+            .env("GOCACHE", work.join("gocache"))
+            .env("GOPATH", work.join("gopath")),
+    );
+    let target = work.join("app.conf");
+    std::fs::write(&target, "x").unwrap();
+    let trace = record(
+        &work,
+        "go",
+        &[
+            exe.to_str().unwrap(),
+            target.to_str().unwrap(),
+            "200",
+            "300",
+        ],
+    );
+    let v = report_json(&trace, &[]);
+    let mine: Vec<Value> = by_detector(&v, "repeated-lookup")
+        .into_iter()
+        .filter(|f| f["paths"][0] == target.to_str().unwrap())
+        .collect();
+    assert_eq!(mine.len(), 1, "{:#?}", findings(&v));
+    let f = &mine[0];
+    assert_eq!(f["redundant_calls"], 199);
+    assert_eq!(f["owner"], "own");
+    let site = &f["callsites"][0];
+    assert_eq!(site["function"], "main.probeConfig", "{f:#}");
+    assert_eq!(site["line"], line_of("go_stat/main.go", "STAT_LINE"));
+    assert_eq!(site["share"], 1.0);
+}
+
+/// Records requests.js writing to a pipe that `dejavu record` gives it.
+fn record_node(work: &Path, name: &str, script: &Path) -> PathBuf {
+    let trace = work.join(format!("{name}.dvt"));
+    let st = Command::new(common::dejavu())
+        .args(["record", "-o"])
+        .arg(&trace)
+        .args(["--", "node"])
+        .arg(script)
+        .arg(work)
+        .arg("50")
+        .current_dir(work)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(st.status.success());
+    trace
+}
+
+#[test]
+fn the_same_node_program_twice_gives_the_same_findings_and_a_diff_of_same() {
+    require!("node");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let script = fixture("requests.js");
+    let a = record_node(&work, "a", &script);
+    let b = record_node(&work, "b", &script);
+    let keys = |t: &Path| {
+        let mut k: Vec<(String, u64)> = findings(&report_json(t, &["--min-calls", "1"]))
+            .iter()
+            .filter(|f| f["owner"] == "own")
+            .map(|f| {
+                (
+                    f["key"].as_str().unwrap().to_string(),
+                    f["redundant_calls"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        k.sort();
+        k
+    };
+    let (ka, kb) = (keys(&a), keys(&b));
+    assert!(!ka.is_empty());
+    assert_eq!(ka, kb, "the same findings, the same keys");
+    // No pipe inode in any key.
+    assert!(
+        ka.iter()
+            .all(|(k, _)| !k.contains("pipe:[") || k.contains("pipe:[*]")),
+        "{ka:#?}"
+    );
+    let out = Command::new(common::dejavu())
+        .args(["diff", "--json"])
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["findings"].as_array().unwrap();
+    let own: Vec<&Value> = rows.iter().filter(|r| r["owner"] == "own").collect();
+    assert!(!own.is_empty());
+    for r in own {
+        assert_eq!(r["status"], "same", "{r:#}");
+    }
+
+    // A rebuilt bundle: the same code with its lines moved. Its findings match.
+    let shifted = work.join("requests.js");
+    let text = std::fs::read_to_string(&script).unwrap();
+    std::fs::write(&shifted, format!("// rebuilt\n\n\n\n\n{text}")).unwrap();
+    let s1 = record_node(&work, "s1", &shifted);
+    std::fs::write(
+        &shifted,
+        format!("// rebuilt again\n\n\n\n\n\n\n\n\n\n\n\n{text}"),
+    )
+    .unwrap();
+    let s2 = record_node(&work, "s2", &shifted);
+    let out = Command::new(common::dejavu())
+        .args(["diff", "--json"])
+        .arg(&s1)
+        .arg(&s2)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let own: Vec<&Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["owner"] == "own")
+        .collect();
+    assert!(!own.is_empty());
+    for r in own {
+        assert_eq!(
+            r["status"], "same",
+            "lines moved, the finding did not: {r:#}"
+        );
+    }
+}
+
+#[test]
+fn program_selects_the_findings_of_one_program() {
+    require!("python3");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let target = work.join("app.conf");
+    std::fs::write(&target, "x=1\n").unwrap();
+    let trace = record(
+        &work,
+        "p",
+        &[
+            fixture("shim.sh").to_str().unwrap(),
+            "python3",
+            fixture("stat_loop.py").to_str().unwrap(),
+            target.to_str().unwrap(),
+            "100",
+        ],
+    );
+    let v = report_json(&trace, &["--min-calls", "1", "--program", "stat_loop*"]);
+    let all = findings(&v);
+    assert!(!all.is_empty());
+    assert!(
+        all.iter().all(|f| f["program"] == "stat_loop.py"),
+        "{all:#?}"
+    );
+    // A bad glob is a usage error naming the flag.
+    let out = Command::new(common::dejavu())
+        .args(["report", "--program", "[", trace.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--program"));
+}

@@ -1,0 +1,3 @@
+module example.com/gostat
+
+go 1.21

@@ -1,0 +1,33 @@
+// go_stat: a Go program that stats its config from a named function in a loop: the
+// finding's call site must be that function, not Go's runtime or syscall package
+// (crates/dejavu/tests/findings.rs). Usage: go_stat FILE N [MS]
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+//go:noinline
+func probeConfig(path string) int64 {
+	st, err := os.Stat(path) // STAT_LINE
+	if err != nil {
+		return -1
+	}
+	return st.Size()
+}
+
+func main() {
+	n, _ := strconv.Atoi(os.Args[2])
+	var sum int64
+	for i := 0; i < n; i++ {
+		sum += probeConfig(os.Args[1])
+	}
+	fmt.Println("go_stat:", n, sum)
+	if len(os.Args) > 3 {
+		ms, _ := strconv.Atoi(os.Args[3])
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+	}
+}
