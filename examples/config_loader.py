@@ -2,7 +2,7 @@
 
 For every request it checks the config file exists, stats it, reads it again, makes sure
 the log directory exists and appends one line to a log file it opens and closes each time.
-`scripts/demo` records it with dejavu and prints the summary.
+`scripts/demo` records it with dejavu and prints the report.
 """
 
 import json

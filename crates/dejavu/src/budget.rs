@@ -504,6 +504,7 @@ mod tests {
                 "percentage",
             ),
             ("[callsites]\n\"app.js\" = 1", "FILE:LINE"),
+            ("[findings]\n\"app.js\" = 1", "PROGRAM|DETECTOR|OWNER|SITE"),
             ("[paths]\n\"a[\" = 1", "not a valid glob"),
             (
                 "[syscalls]\nopenat = { max = 1, colour = 2 }",

@@ -180,6 +180,46 @@ fn the_clean_twin_passes_a_budget_the_dirty_one_exceeds() {
 }
 
 #[test]
+fn a_budget_on_a_finding_key_fails_the_dirty_twin_and_passes_the_clean_one() {
+    require!("node");
+    let (_d, work) = scratch();
+    let rec = |script: &str, name: &str| {
+        let _ = std::fs::remove_dir_all(work.join("chats"));
+        let t = work.join(name);
+        let (st, err) = common::record_quiet(&t, &["node", script], &work);
+        assert!(st.success(), "{err}");
+        t
+    };
+    let dirty = rec(&twin("dirty.js"), "dirty.dvt");
+    let clean = rec(&twin("clean.js"), "clean.dvt");
+    let out = dejavu(&["report", "--json", dirty.to_str().unwrap()], &work);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let key = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["detector"] == "ensure-dir")
+        .map(|f| f["key"].as_str().unwrap().to_string())
+        .expect("an ensure-dir finding");
+    assert!(key.starts_with("dirty.js|ensure-dir|own|"), "{key}");
+    let budget = work.join("dejavu.toml");
+    std::fs::write(&budget, format!("version = 1\n[findings]\n{key:?} = 0\n")).unwrap();
+    let check = |t: &Path| {
+        dejavu(
+            &["check", "--budget", budget.to_str().unwrap(), "--trace", t.to_str().unwrap()],
+            &work,
+        )
+    };
+    let over = check(&dirty);
+    let text = String::from_utf8_lossy(&over.stdout);
+    assert_eq!(over.status.code(), Some(1), "{text}");
+    assert!(text.contains("OVER  findings."), "{text}");
+    let ok = check(&clean);
+    let text = String::from_utf8_lossy(&ok.stdout);
+    assert_eq!(ok.status.code(), Some(0), "{text}");
+}
+
+#[test]
 fn update_writes_a_budget_from_the_clean_twin_that_the_dirty_one_then_fails() {
     require!("node");
     let (_d, work) = scratch();
