@@ -268,11 +268,25 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
     }
 }
 
+/// Go's standard packages a frame without a file can be told by (`syscall.RawSyscall6`).
+const GO_STD_PREFIXES: &[&[u8]] = &[
+    b"main.",
+    b"runtime.",
+    b"syscall.",
+    b"os.",
+    b"io.",
+    b"sync.",
+    b"time.",
+    b"net.",
+    b"fmt.",
+    b"bufio.",
+    b"reflect.",
+];
+
 fn is_go_symbol(function: &[u8]) -> bool {
     // `main.main`, `os.Stat`, `cmd/go/internal/work.(*Builder).Do`: a package path then
     // a dot; C and C++ names have no '/' and '.' in that shape.
-    function.starts_with(b"main.")
-        || function.starts_with(b"runtime.")
+    GO_STD_PREFIXES.iter().any(|p| function.starts_with(p))
         || (contains(function, b"/") && !contains(function, b"::") && contains(function, b"."))
 }
 

@@ -375,7 +375,17 @@ fn searches(shapes: &mut [Shape]) {
             .map(|&i| join(&shapes[i].comps[..shapes[i].comps.len() - 1]))
             .collect();
         dirs.sort();
-        let display = format!("{name} in {} directories ({})", dirs.len(), dirs.join(", "));
+        let shown: Vec<&str> = dirs.iter().take(3).map(String::as_str).collect();
+        let display = format!(
+            "{name} in {} directories ({}{})",
+            dirs.len(),
+            shown.join(", "),
+            if dirs.len() > shown.len() {
+                ", ..."
+            } else {
+                ""
+            }
+        );
         let key = format!("search:{name}");
         let first = g[0];
         let mut merged = Shape {

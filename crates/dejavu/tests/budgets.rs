@@ -206,7 +206,13 @@ fn a_budget_on_a_finding_key_fails_the_dirty_twin_and_passes_the_clean_one() {
     std::fs::write(&budget, format!("version = 1\n[findings]\n{key:?} = 0\n")).unwrap();
     let check = |t: &Path| {
         dejavu(
-            &["check", "--budget", budget.to_str().unwrap(), "--trace", t.to_str().unwrap()],
+            &[
+                "check",
+                "--budget",
+                budget.to_str().unwrap(),
+                "--trace",
+                t.to_str().unwrap(),
+            ],
             &work,
         )
     };

@@ -21,12 +21,15 @@ mkdir, unlink, rename, chmod, utimes ...) or on a descriptor of a regular file o
 write, close, fstat, lseek, getdents64, fsync, ftruncate ...); calls on pipes, sockets, terminals, \
 /dev/null, eventfds and the like are not file I/O and do not count. Module loading is not the \
 finding: calls on .js, .mjs, .cjs and .node files, on any package.json, and on anything inside a \
-node_modules directory are never counted. Start-up is the initial burst of module loading: it ends \
-at the last main-thread access to a module file that came within startup_gap_ms of the previous \
-one (the first measured from the exec); main-thread calls before that point are start-up work and \
-do not count; calls before --skip-startup never count. Every counted call is redundant (it blocks \
-the event loop; the async API would not), and its time is wasted. Findings are per path (paths \
-with few calls grouped into one pattern), ranked by time.",
+node_modules directory are never counted. Start-up ends where dejavu's Node.js agent says the \
+main module has run (the first turn of the event loop after it): main-thread calls before that are \
+the program starting up (loading, reading its configuration), and a program that never returns to \
+the event loop (a command-line tool doing its work in its main module) has none to block. Without \
+the agent (--stacks off, or NODE_OPTIONS dropped), start-up is the initial burst of module loading: \
+it ends at the last main-thread access to a module file that came within startup_gap_ms of the \
+previous one (the first measured from the exec). Calls before --skip-startup never count. Every \
+counted call is redundant (it blocks the event loop; the async API would not), and its time is \
+wasted. Findings are per call site (without stacks, per path pattern), ranked by time.",
     example: "app.post('/chat', (req, res) => { fs.appendFileSync(log, line); \
 const cfg = JSON.parse(fs.readFileSync('config.json')); ... })",
     fix: "use fs.promises (or callback APIs), which run on libuv's threadpool, and await them; \
@@ -198,6 +201,27 @@ impl Detector for SyncIo {
             self.not_node = s.pid;
             return;
         }
+        // With the agent loaded, start-up ends where it says: the first turn of the event
+        // loop after the main module ran. A program that never gets there (a command-line
+        // tool that does its work in its main module and exits) has no event loop to block.
+        if let Some(im) = cx
+            .replay
+            .images
+            .get(v.image as usize)
+            .filter(|im| im.ready_ts.is_some())
+        {
+            np.pending.clear();
+            np.startup = false;
+            let after_main = im.main_done_ts.is_some_and(|t| s.ts >= t);
+            if module || !after_main || !cx.config.counts(s.ts) {
+                return;
+            }
+            let t = self.tallies.get(v.image, path);
+            t.calls += 1;
+            t.redundant(s.ts, s.dur, s.stack);
+            cx.mark(v.seq, s.dur, s.stack);
+            return;
+        }
         if module {
             if np.startup {
                 if s.ts.saturating_sub(np.last_module_ts) <= gap {
@@ -274,7 +298,7 @@ impl Detector for SyncIo {
                 f.calls
             ));
             f.hazards.push(
-                "start-up (the initial burst of module loading) is not counted; use \
+                "start-up (until the main module has run) is not counted; use \
                  --skip-startup to exclude more"
                     .into(),
             );
