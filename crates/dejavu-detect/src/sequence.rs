@@ -8,7 +8,7 @@ use crate::callsite::SiteKey;
 use crate::detectors::lookup::question;
 use crate::{Cx, Sequence};
 use dejavu_replay::{PathKey, View};
-use dejavu_trace::{StrId, Syscall};
+use dejavu_trace::{StrId, Sys, Syscall};
 use rustc_hash::FxHashMap;
 
 /// Longest run kept: a function whose runs are longer is not a small loop body.
@@ -81,7 +81,12 @@ impl Tracker {
 
     /// One call of `s` (after the detectors saw it), made from `site`'s function.
     pub fn call(&mut self, s: &Syscall, v: &View, site: SiteKey, cx: &Cx<'_>) {
-        let verb = question(s).map_or(s.sys.name(), |q| q.name());
+        let verb = match question(s) {
+            Some(q) => q.name(),
+            // A stat of a descriptor, in any of its spellings.
+            None if matches!(s.sys, Sys::Fstat | Sys::Newfstatat | Sys::Statx) => "fstat",
+            None => s.sys.name(),
+        };
         let sig = Sig {
             verb,
             dir: self.dir(cx, v.path),
