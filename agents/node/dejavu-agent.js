@@ -33,6 +33,7 @@ const EXIT = 4;
 const ASYNC_BEGIN = 5;
 const ASYNC_END = 6;
 const DROPPED = 7;
+const MAIN_DONE = 8;
 const LANG_JS = 1;
 /** PIPE_BUF: a write up to this size is atomic, so agents' messages never interleave. */
 const MAX_WRITE = 4096;
@@ -53,6 +54,11 @@ const ReflectConstruct = Reflect.construct;
 const NativePromise = Promise;
 /** Taken at load, so a program that replaces it never sees the agent call its version. */
 const captureStackTrace = Error.captureStackTrace;
+/** Likewise (a program may fake timers): what the main-module watch uses. */
+const nextTick = process.nextTick;
+const setImmediateOrig = setImmediate;
+const rawListeners = process.rawListeners;
+const listenerCount = process.listenerCount;
 
 /** The originals the agent itself uses, taken before anything is wrapped. */
 const writeSync = fs.writeSync;
@@ -858,6 +864,145 @@ function unhook() {
   syncESM();
 }
 
+// ---------------------------------------------------------------------------------------
+// The end of the main module: MAIN_DONE, once, from the main thread, at the first turn of
+// the event loop after the main module ran, so dejavu can tell start-up from the rest.
+
+/** 'exit' listeners there before the main module ran (Node.js's own watch is not). */
+/** @type {Function[]} */
+let exitListenersBefore = [];
+
+/** Sends MAIN_DONE (once: every path here runs once). */
+function mainDone() {
+  if (!on) return;
+  try {
+    const at = begin(MAIN_DONE, 11);
+    u32(pid);
+    u32(ns);
+    end(at);
+    flush();
+  } catch {
+    discard();
+  }
+}
+
+/**
+ * Node.js's watch of an ES module main still running: while the ESM loader evaluates the
+ * main module (and its top-level await), it keeps a function named handleProcessExit on
+ * 'exit' (Node.js 18 to 22: internal/modules/run_main), and takes it off once the module
+ * has been evaluated. null when there is none.
+ * @returns {Function | null}
+ */
+function esmWatch() {
+  const ls = ReflectApply(rawListeners, process, ['exit']);
+  for (const f of ls) {
+    if (typeof f === 'function' && f.name === 'handleProcessExit' && !exitListenersBefore.includes(f)) return f;
+  }
+  return null;
+}
+
+/**
+ * Runs first after the main module's synchronous evaluation (a tick queued before the
+ * main module ran comes before the ticks it queued; this one does nothing the program can
+ * see, so the order of its own is unchanged).
+ */
+function afterMain() {
+  try {
+    if (!on) return;
+    const watch = esmWatch();
+    if (watch === null) {
+      // A CommonJS main (or -e, stdin) has run: MAIN_DONE at the first turn of the
+      // event loop. A one-shot, ref'd immediate: the loop's poll phase does not wait for
+      // the program's first I/O (a server's first request) before the turn comes.
+      ReflectApply(setImmediateOrig, undefined, [mainDone]);
+    } else {
+      untilEvaluated(watch);
+    }
+  } catch {
+    // the program goes on without the mark
+  }
+}
+
+/**
+ * An ES module main: Node.js takes its watch off in the `finally` of the promise chain
+ * that evaluates the module, so a promise hook sees it gone as the chain settles; then
+ * MAIN_DONE at the next turn of the event loop (a one-shot immediate, as for CommonJS).
+ * The hook costs a listener count per promise settled while the module runs.
+ * @param {Function} watch
+ */
+function untilEvaluated(watch) {
+  /** @type {any} */
+  let ph = null;
+  try {
+    ph = /** @type {any} */ (require('v8')).promiseHooks;
+  } catch {
+    // older Node.js
+  }
+  if (!ph || typeof ph.onSettled !== 'function') {
+    pollUntilEvaluated(watch);
+    return;
+  }
+  let count = ReflectApply(listenerCount, process, ['exit']);
+  let done = false;
+  /** @type {null | (() => void)} */
+  let stop = null;
+  stop = ph.onSettled(() => {
+    if (done) return;
+    try {
+      const n = ReflectApply(listenerCount, process, ['exit']);
+      if (n === count) return;
+      count = n;
+      if (ReflectApply(rawListeners, process, ['exit']).includes(watch)) return;
+      done = true;
+      // Stopped from the immediate, not from inside the hooks being run.
+      ReflectApply(setImmediateOrig, undefined, [
+        () => {
+          try {
+            if (stop !== null) stop();
+          } catch {
+            // ignore
+          }
+          mainDone();
+        },
+      ]);
+    } catch {
+      done = true;
+    }
+  });
+}
+
+/**
+ * Without promise hooks: look once per turn of the event loop (unref'd immediates, so the
+ * program's loop neither stays alive nor stops waiting because of us) until Node.js's
+ * watch is gone, then MAIN_DONE (late by up to one wait of the loop).
+ * @param {Function} watch
+ */
+function pollUntilEvaluated(watch) {
+  const im = ReflectApply(setImmediateOrig, undefined, [
+    () => {
+      try {
+        if (!on) return;
+        if (ReflectApply(rawListeners, process, ['exit']).includes(watch)) pollUntilEvaluated(watch);
+        else mainDone();
+      } catch {
+        // no mark
+      }
+    },
+  ]);
+  im.unref();
+}
+
+/** Watches for the end of the main module, in the main thread (workers have none). */
+function watchMain() {
+  try {
+    exitListenersBefore = ReflectApply(rawListeners, process, ['exit']);
+    // Preloads (this file) run before the main module, and the ticks they queue after it.
+    ReflectApply(nextTick, process, [afterMain]);
+  } catch {
+    // no mark
+  }
+}
+
 function start() {
   fd = channelFd();
   if (fd < 0) return;
@@ -869,7 +1014,8 @@ function start() {
   } catch {
     // no workers
   }
-  if (wt !== null && !wt.isMainThread) {
+  const mainThread = wt === null || wt.isMainThread;
+  if (!mainThread) {
     // A worker runs on its own thread: its id, from /proc (one readlink per worker).
     const m = /\/task\/(\d+)$/.exec(String(readlinkSync('/proc/thread-self')));
     if (m === null) return;
@@ -904,6 +1050,7 @@ function start() {
     }
   }
   syncESM();
+  if (mainThread) watchMain();
 }
 
 module.exports = {

@@ -365,9 +365,6 @@ def _start():
     _gnid = _thread.get_native_id
     _STDLIB = _os.path.dirname(_os.__file__) + _os.sep
     _fd = fd
-    if not _hello():
-        _fd = -1
-        return
     import builtins
     import io
 
@@ -391,6 +388,10 @@ def _start():
         _os.register_at_fork(after_in_child=_after_fork)
     except Exception:
         pass
+    # Loaded: the hello says so (dejavu marks the end of the interpreter's start-up
+    # with it). Without a working channel, nothing of ours stays.
+    if not _hello():
+        unhook()
 
 
 _STDLIB = "\0"
