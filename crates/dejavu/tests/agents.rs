@@ -1061,3 +1061,178 @@ fn python_marks_each_process_ready_before_its_first_call_from_the_script() {
         assert!(marks_of(&evs, pid, MarkKind::MainDone).is_empty());
     }
 }
+
+// ---- the runtime's frames between the call and the program's line
+
+#[test]
+fn node_module_loading_for_a_require_carries_the_loaders_frames_and_the_require_line() {
+    require!("node");
+    let script = workload("requires.js");
+    let (evs, _) = record_events(Lang::Node, &script, &[], &[]);
+    let lib = workload("requires-lib.js").display().to_string();
+    let (line, function) = site(&script, "require");
+    let loads: Vec<&Call> = evs
+        .iter()
+        .filter_map(|e| match e {
+            Ev::Call { call, path, .. }
+                if path.as_deref() == Some(lib.as_str()) && call.sys == Sys::Openat =>
+            {
+                Some(call)
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!loads.is_empty(), "the module was opened");
+    for c in loads {
+        assert!(is_runtime_frame(&c.frames[0]), "{c:?}");
+        assert!(
+            c.frames
+                .iter()
+                .any(|f| f.2.starts_with("node:internal/modules/")),
+            "the module loader's frames: {c:?}"
+        );
+        assert_eq!(
+            c.own(),
+            Some(&(
+                FrameKind::Js,
+                function.clone(),
+                script.display().to_string(),
+                line
+            )),
+            "further out, the require line: {c:?}"
+        );
+        assert!(c.frames.len() <= 24, "{c:?}");
+    }
+}
+
+#[test]
+fn python_calls_through_the_standard_library_carry_its_frames_and_the_programs_line() {
+    require!("python3");
+    let d = scratch();
+    let dir = dir_with(&d, &["isdir"]);
+    let script = workload("stdlib.py");
+    let (evs, _) = record_events(Lang::Python, &script, &[dir.to_str().unwrap()], &[]);
+    let (line, function) = site(&script, "isdir");
+    let stats: Vec<&Call> = calls_on(&evs, &dir, "isdir")
+        .into_iter()
+        .map(|c| c.2)
+        .filter(|c| STATS.contains(&c.sys))
+        .collect();
+    assert_eq!(stats.len(), 1, "{stats:?}");
+    let c = stats[0];
+    let top = &c.frames[0];
+    assert_eq!(top.1, "isdir", "{c:?}");
+    assert!(
+        top.2 == "<frozen genericpath>" || top.2.ends_with("/genericpath.py"),
+        "genericpath's frame first: {c:?}"
+    );
+    assert_eq!(
+        c.own(),
+        Some(&(
+            FrameKind::Python,
+            function,
+            script.display().to_string(),
+            line
+        )),
+        "then the program's line: {c:?}"
+    );
+}
+
+#[test]
+fn python_http_server_listing_a_directory_names_its_frames_in_http_server() {
+    require!("python3");
+    use std::io::{BufRead, BufReader, Write};
+    let d = scratch();
+    let dir = dir_with(&d, &["a.txt", "b.txt"]);
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    let trace = d.path().join("t.dvt");
+    let mut cmd = Command::new(dejavu());
+    cmd.arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .args([
+            "--",
+            "python3",
+            "-u",
+            "-m",
+            "http.server",
+            "0",
+            "--bind",
+            "127.0.0.1",
+        ])
+        .arg("--directory")
+        .arg(&dir)
+        .env_remove("NODE_OPTIONS")
+        .env_remove("PYTHONPATH")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    // SAFETY: resetting a signal's disposition is async-signal-safe. A harness that
+    // ignores SIGTERM must not make the server ignore ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    // "Serving HTTP on 127.0.0.1 port 41233 (http://127.0.0.1:41233/) ..."
+    let port: u16 = line
+        .split("port ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {line:?}"));
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+    let mut page = String::new();
+    s.read_to_string(&mut page).unwrap();
+    assert!(page.contains("a.txt") && page.contains("sub/"), "{page}");
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap();
+    let mut r = TraceReader::open(&trace).unwrap();
+    let mut stacks = Vec::new();
+    let listed: Vec<String> = ["a.txt", "b.txt", "sub"]
+        .iter()
+        .map(|n| dir.join(n).display().to_string())
+        .collect();
+    while let Some(rec) = r.next_record().unwrap() {
+        if let Record::Syscall(c) = rec {
+            let on_listed = c
+                .path
+                .is_some_and(|p| listed.contains(&r.strings().lossy(p).into_owned()));
+            if on_listed && STATS.contains(&c.sys) {
+                stacks.push(c.stack);
+            }
+        }
+    }
+    assert!(stacks.len() >= 3, "each listed entry stat'ed: {stacks:?}");
+    for id in stacks {
+        let frames: Vec<Fr> = id
+            .map(|id| {
+                r.stack(id)
+                    .iter()
+                    .map(|f| {
+                        let s = |i: Option<dejavu_trace::StrId>| {
+                            i.map(|i| r.strings().lossy(i).into_owned())
+                                .unwrap_or_default()
+                        };
+                        (f.kind, s(f.function), s(f.file), f.line)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        // No frame of a program's own: the standard library's, not the interpreter's C.
+        assert!(
+            frames.iter().any(|f| f.0 == FrameKind::Python
+                && f.2.ends_with("/http/server.py")
+                && f.1.ends_with("list_directory")),
+            "{frames:?}"
+        );
+        assert!(frames.iter().all(is_runtime_frame), "{frames:?}");
+        assert!(frames.len() <= 24);
+    }
+}
