@@ -33,13 +33,25 @@ const EXIT = 4;
 const ASYNC_BEGIN = 5;
 const ASYNC_END = 6;
 const DROPPED = 7;
+const MAIN_DONE = 8;
 const LANG_JS = 1;
 /** PIPE_BUF: a write up to this size is atomic, so agents' messages never interleave. */
 const MAX_WRITE = 4096;
-/** User frames per call site. */
+/** The program's own frames per call site. */
 const FRAMES = 4;
-/** Frames captured when the first FRAMES were all Node.js internals (module loading). */
+/**
+ * Frames per call site in all: Node.js's own between the wrapped call and the program's
+ * code (the module loader's for a require(): node:internal/modules/...), innermost first,
+ * then the program's.
+ */
+const MAX_SITE = 24;
+/** Frames captured when the innermost is Node.js's own (module loading): its frames and
+ * the program's line further out. */
 const DEEP_FRAMES = 40;
+/** What a frame is (kindOf). */
+const OWN = 0;
+const RUNTIME = 1;
+const AGENT = 2;
 /** Longest function name and file name sent, in bytes (a site must fit one write). */
 const MAX_NAME = 200;
 const MAX_FILE = 700;
@@ -53,6 +65,11 @@ const ReflectConstruct = Reflect.construct;
 const NativePromise = Promise;
 /** Taken at load, so a program that replaces it never sees the agent call its version. */
 const captureStackTrace = Error.captureStackTrace;
+/** Likewise (a program may fake timers): what the main-module watch uses. */
+const nextTick = process.nextTick;
+const setImmediateOrig = setImmediate;
+const rawListeners = process.rawListeners;
+const listenerCount = process.listenerCount;
 
 /** The originals the agent itself uses, taken before anything is wrapped. */
 const writeSync = fs.writeSync;
@@ -266,53 +283,69 @@ function callSites(fn, limit) {
 }
 
 /**
- * Whether a frame is the program's own (not Node.js internals, not a builtin without a
- * file, not this agent).
+ * What a frame is: this agent's, Node.js's own (node: and internal/ modules, builtins
+ * without a file), or the program's.
  * @param {string | null | undefined} file
  */
-function isUser(file) {
-  return typeof file === 'string' && file !== SELF && !file.startsWith('node:');
+function kindOf(file) {
+  if (typeof file !== 'string') return RUNTIME;
+  if (file === SELF) return AGENT;
+  if (file.startsWith('node:') || file.startsWith('internal/')) return RUNTIME;
+  return OWN;
 }
 
 /**
- * The site number of the program's call into the wrapper `fn`: its innermost user frames
- * (at most FRAMES), defined to dejavu on first use. 0 when there is no user frame.
+ * The site number of the program's call into the wrapper `fn`, defined to dejavu on
+ * first use: Node.js's frames up to the program's first (they say what made the call for
+ * the program: the module loader, for a require()), then the program's innermost frames
+ * (at most FRAMES), MAX_SITE in all; without a frame of the program's, Node.js's alone.
+ * 0 when there is no frame at all.
  * @param {Function} fn
  * @returns {number}
  */
 function siteOf(fn) {
   let cs = callSites(fn, FRAMES);
   if (cs === null) return 0;
-  let key = userKey(cs);
-  if (key === '' && cs.length === FRAMES) {
-    // Only internals so far (fs called by the module loader on behalf of a require()):
-    // look further for the program's line.
+  if (cs.length === FRAMES && kindOf(cs[0].getFileName()) !== OWN) {
+    // Node.js's own call (the module loader's, on behalf of a require()): its frames,
+    // and the program's line further out.
     cs = callSites(fn, DEEP_FRAMES);
     if (cs === null) return 0;
-    key = userKey(cs);
   }
-  if (key === '') return 0;
+  const picked = pick(cs);
+  if (picked.length === 0) return 0;
+  let key = '';
+  for (const c of picked) {
+    const f = c.getFileName();
+    key += (typeof f === 'string' ? f : '?' + functionOf(c)) + ':' + c.getLineNumber() + ':' + c.getColumnNumber() + '\n';
+  }
   const id = sites.get(key);
   if (id !== undefined) return id;
-  return define(key, cs);
+  return define(key, picked);
 }
 
 /**
- * The site key of a stack: file:line:column of its innermost user frames (at most
- * FRAMES), one per line; '' when it has none.
+ * The frames of a site, innermost first: Node.js's up to the program's first, then at
+ * most FRAMES of the program's (Node.js's between them skipped), MAX_SITE in all (the
+ * outermost of Node.js's go first); never this agent's.
  * @param {NodeJS.CallSite[]} cs
- * @returns {string}
+ * @returns {NodeJS.CallSite[]}
  */
-function userKey(cs) {
-  let key = '';
-  for (let i = 0, n = 0; i < cs.length && n < FRAMES; i++) {
-    const c = cs[i];
-    const f = c.getFileName();
-    if (!isUser(f)) continue;
-    key += f + ':' + c.getLineNumber() + ':' + c.getColumnNumber() + '\n';
-    n++;
+function pick(cs) {
+  /** @type {NodeJS.CallSite[]} */
+  const inner = [];
+  /** @type {NodeJS.CallSite[]} */
+  const own = [];
+  for (let i = 0; i < cs.length && own.length < FRAMES; i++) {
+    const k = kindOf(cs[i].getFileName());
+    if (k === OWN) own.push(cs[i]);
+    else if (k === RUNTIME && own.length === 0 && inner.length < MAX_SITE) inner.push(cs[i]);
   }
-  return key;
+  if (inner.length === 0) return own;
+  const over = inner.length + own.length - MAX_SITE;
+  if (over > 0) inner.length -= over;
+  for (const c of own) inner.push(c);
+  return inner;
 }
 
 /** @param {string} s @param {number} max */
@@ -351,21 +384,26 @@ function functionOf(c) {
 /**
  * Gives `key` a number and queues its definition (sent with the message that uses it).
  * @param {string} key
- * @param {NodeJS.CallSite[]} cs
+ * @param {NodeJS.CallSite[]} picked its frames (see pick)
  */
-function define(key, cs) {
+function define(key, picked) {
   const id = ++siteSeq;
-  /** @type {Array<[Buffer, Buffer, number, number]>} */
+  /** @type {Array<[Buffer, Buffer, number, number, boolean]>} */
   const frames = [];
   let size = 3 + 14;
-  for (let i = 0; i < cs.length && frames.length < FRAMES; i++) {
-    const c = cs[i];
+  for (const c of picked) {
     const f = c.getFileName();
-    if (!isUser(f)) continue;
     const fn = utf8(functionOf(c), MAX_NAME);
-    const file = utf8(fileOf(/** @type {string} */ (f)), MAX_FILE);
-    frames.push([fn, file, c.getLineNumber() || 0, c.getColumnNumber() || 0]);
+    const file = typeof f === 'string' ? utf8(fileOf(f), MAX_FILE) : Buffer.alloc(0);
+    frames.push([fn, file, c.getLineNumber() || 0, c.getColumnNumber() || 0, kindOf(f) === OWN]);
     size += 12 + fn.length + file.length;
+  }
+  // The site and the ENTER using it fit one write: the program's frames (at most 4 x 912
+  // bytes) always do; Node.js's outermost go first when names are long.
+  for (let i = frames.length - 1; i >= 0 && size > MAX_WRITE - 21; i--) {
+    if (frames[i][4]) continue;
+    size -= 12 + frames[i][0].length + frames[i][1].length;
+    frames.splice(i, 1);
   }
   const at = begin(SITE, size);
   u32(pid);
@@ -858,6 +896,145 @@ function unhook() {
   syncESM();
 }
 
+// ---------------------------------------------------------------------------------------
+// The end of the main module: MAIN_DONE, once, from the main thread, at the first turn of
+// the event loop after the main module ran, so dejavu can tell start-up from the rest.
+
+/** 'exit' listeners there before the main module ran (Node.js's own watch is not). */
+/** @type {Function[]} */
+let exitListenersBefore = [];
+
+/** Sends MAIN_DONE (once: every path here runs once). */
+function mainDone() {
+  if (!on) return;
+  try {
+    const at = begin(MAIN_DONE, 11);
+    u32(pid);
+    u32(ns);
+    end(at);
+    flush();
+  } catch {
+    discard();
+  }
+}
+
+/**
+ * Node.js's watch of an ES module main still running: while the ESM loader evaluates the
+ * main module (and its top-level await), it keeps a function named handleProcessExit on
+ * 'exit' (Node.js 18 to 22: internal/modules/run_main), and takes it off once the module
+ * has been evaluated. null when there is none.
+ * @returns {Function | null}
+ */
+function esmWatch() {
+  const ls = ReflectApply(rawListeners, process, ['exit']);
+  for (const f of ls) {
+    if (typeof f === 'function' && f.name === 'handleProcessExit' && !exitListenersBefore.includes(f)) return f;
+  }
+  return null;
+}
+
+/**
+ * Runs first after the main module's synchronous evaluation (a tick queued before the
+ * main module ran comes before the ticks it queued; this one does nothing the program can
+ * see, so the order of its own is unchanged).
+ */
+function afterMain() {
+  try {
+    if (!on) return;
+    const watch = esmWatch();
+    if (watch === null) {
+      // A CommonJS main (or -e, stdin) has run: MAIN_DONE at the first turn of the
+      // event loop. A one-shot, ref'd immediate: the loop's poll phase does not wait for
+      // the program's first I/O (a server's first request) before the turn comes.
+      ReflectApply(setImmediateOrig, undefined, [mainDone]);
+    } else {
+      untilEvaluated(watch);
+    }
+  } catch {
+    // the program goes on without the mark
+  }
+}
+
+/**
+ * An ES module main: Node.js takes its watch off in the `finally` of the promise chain
+ * that evaluates the module, so a promise hook sees it gone as the chain settles; then
+ * MAIN_DONE at the next turn of the event loop (a one-shot immediate, as for CommonJS).
+ * The hook costs a listener count per promise settled while the module runs.
+ * @param {Function} watch
+ */
+function untilEvaluated(watch) {
+  /** @type {any} */
+  let ph = null;
+  try {
+    ph = /** @type {any} */ (require('v8')).promiseHooks;
+  } catch {
+    // older Node.js
+  }
+  if (!ph || typeof ph.onSettled !== 'function') {
+    pollUntilEvaluated(watch);
+    return;
+  }
+  let count = ReflectApply(listenerCount, process, ['exit']);
+  let done = false;
+  /** @type {null | (() => void)} */
+  let stop = null;
+  stop = ph.onSettled(() => {
+    if (done) return;
+    try {
+      const n = ReflectApply(listenerCount, process, ['exit']);
+      if (n === count) return;
+      count = n;
+      if (ReflectApply(rawListeners, process, ['exit']).includes(watch)) return;
+      done = true;
+      // Stopped from the immediate, not from inside the hooks being run.
+      ReflectApply(setImmediateOrig, undefined, [
+        () => {
+          try {
+            if (stop !== null) stop();
+          } catch {
+            // ignore
+          }
+          mainDone();
+        },
+      ]);
+    } catch {
+      done = true;
+    }
+  });
+}
+
+/**
+ * Without promise hooks: look once per turn of the event loop (unref'd immediates, so the
+ * program's loop neither stays alive nor stops waiting because of us) until Node.js's
+ * watch is gone, then MAIN_DONE (late by up to one wait of the loop).
+ * @param {Function} watch
+ */
+function pollUntilEvaluated(watch) {
+  const im = ReflectApply(setImmediateOrig, undefined, [
+    () => {
+      try {
+        if (!on) return;
+        if (ReflectApply(rawListeners, process, ['exit']).includes(watch)) pollUntilEvaluated(watch);
+        else mainDone();
+      } catch {
+        // no mark
+      }
+    },
+  ]);
+  im.unref();
+}
+
+/** Watches for the end of the main module, in the main thread (workers have none). */
+function watchMain() {
+  try {
+    exitListenersBefore = ReflectApply(rawListeners, process, ['exit']);
+    // Preloads (this file) run before the main module, and the ticks they queue after it.
+    ReflectApply(nextTick, process, [afterMain]);
+  } catch {
+    // no mark
+  }
+}
+
 function start() {
   fd = channelFd();
   if (fd < 0) return;
@@ -869,7 +1046,8 @@ function start() {
   } catch {
     // no workers
   }
-  if (wt !== null && !wt.isMainThread) {
+  const mainThread = wt === null || wt.isMainThread;
+  if (!mainThread) {
     // A worker runs on its own thread: its id, from /proc (one readlink per worker).
     const m = /\/task\/(\d+)$/.exec(String(readlinkSync('/proc/thread-self')));
     if (m === null) return;
@@ -904,6 +1082,7 @@ function start() {
     }
   }
   syncESM();
+  if (mainThread) watchMain();
 }
 
 module.exports = {

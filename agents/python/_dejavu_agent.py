@@ -24,17 +24,28 @@ _ENTER = 3
 _EXIT = 4
 _DROPPED = 7
 _LANG_PYTHON = 2
-# User frames per call site.
+# The program's own frames per call site.
 _FRAMES = 4
+# Frames per call site in all: the runtime's between the wrapped call and the program's
+# code (standard library, frozen modules), innermost first, then the program's own.
+_MAX_SITE = 24
 # Longest function and file name sent, in bytes (a site must fit one atomic write).
 _MAX_NAME = 200
 _MAX_FILE = 700
-# Frames looked at for the program's own (stdlib frames are skipped).
+# A SITE and the ENTER that uses it fit one write of at most PIPE_BUF bytes.
+_MAX_SITE_BYTES = 4096 - 21
+# Frames looked at for the program's own.
 _MAX_WALK = 64
+# What a code object's frames are (_kind).
+_OWN = 0
+_RUNTIME = 1
+_AGENT = 2
 # Caches are cleared past this many entries (they keep code objects alive).
 _MAX_CACHE = 100000
 
 _SELF = __file__
+# The loader (sitecustomize in the zip beside this file) is the agent's too.
+_AGENT_DIR = _os.path.dirname(_SELF) + _os.sep
 _LE = "little"
 
 _fd = -1
@@ -45,8 +56,8 @@ _dropped = 0
 _site_seq = 0
 # (code, lasti, ...) of a call site -> its number, once dejavu has its definition.
 _sites = {}
-# code object -> whether its frames are not the program's own (stdlib, this file)
-_skip = {}
+# code object -> what its frames are: _OWN, _RUNTIME (stdlib, frozen) or _AGENT
+_kinds = {}
 # thread id -> wrapped calls in progress on that thread
 _depth = {}
 # (namespace object, name, original, wrapper) of everything installed, for unhook.
@@ -96,36 +107,51 @@ def _send(data):
     return True
 
 
-def _internal(filename):
-    """Whether frames of this file are not the program's own: this agent, frozen
-    modules, the standard library (but not the packages installed beside it)."""
-    if filename == _SELF or filename.startswith("<frozen "):
-        return True
-    if filename.startswith(_STDLIB):
-        return "-packages/" not in filename
-    return False
+def _kind(filename):
+    """What frames of this file are: the agent's (this file, its loader), the runtime's
+    (frozen modules, the standard library but not the packages installed beside it), or
+    the program's own."""
+    if filename == _SELF or filename.startswith(_AGENT_DIR):
+        return _AGENT
+    if filename.startswith("<frozen "):
+        return _RUNTIME
+    if filename.startswith(_STDLIB) and "-packages/" not in filename:
+        return _RUNTIME
+    return _OWN
 
 
 def _key(f):
-    """The call site of frame `f` and its callers: (code, lasti) of up to _FRAMES of the
-    program's own frames, innermost first. Empty when there is none."""
+    """The call site of frame `f` and its callers: (code, lasti) of the runtime's frames
+    up to the program's first (os.path.isdir's, importlib's: they say what made the call
+    for the program), then up to _FRAMES of the program's own frames (the runtime's
+    between them skipped), _MAX_SITE frames in all, innermost first; the agent's frames
+    never. With no frame of the program's, the runtime's frames alone. Empty when there
+    is no frame at all."""
     key = ()
-    n = 0
+    own = 0
+    inner = 0
     walked = 0
     while f is not None and walked < _MAX_WALK:
         c = f.f_code
-        s = _skip.get(c)
-        if s is None:
-            if len(_skip) > _MAX_CACHE:
-                _skip.clear()
-            s = _skip[c] = _internal(c.co_filename)
-        if not s:
+        k = _kinds.get(c)
+        if k is None:
+            if len(_kinds) > _MAX_CACHE:
+                _kinds.clear()
+            k = _kinds[c] = _kind(c.co_filename)
+        if k == _OWN:
             key += (c, f.f_lasti)
-            n += 1
-            if n == _FRAMES:
+            own += 1
+            if own == _FRAMES:
                 break
+        elif k == _RUNTIME and own == 0 and inner < _MAX_SITE:
+            key += (c, f.f_lasti)
+            inner += 1
         f = f.f_back
         walked += 1
+    over = inner + own - _MAX_SITE
+    if over > 0:
+        # The program's frames stay; the runtime's outermost before them go.
+        key = key[: 2 * (inner - over)] + key[2 * inner :]
     return key
 
 
@@ -155,6 +181,7 @@ def _define(sid, key, f):
             lines.append(f.f_lineno or 0)
         f = f.f_back
     frames = []
+    kinds = []
     cwd = None
     for i in range(0, len(key), 2):
         c, lasti = key[i], key[i + 1]
@@ -179,6 +206,16 @@ def _define(sid, key, f):
             + len(fb).to_bytes(2, _LE)
             + fb
         )
+        kinds.append(_kinds.get(c, _OWN))
+    # One write: the program's frames (at most 4 x 912 bytes) always fit; the runtime's
+    # outermost go first when the names are long.
+    size = 17 + sum(len(b) for b in frames)
+    i = len(frames) - 1
+    while size > _MAX_SITE_BYTES and i >= 0:
+        if kinds[i] != _OWN:
+            size -= len(frames[i])
+            del frames[i]
+        i -= 1
     body = _pidb + _nsb + sid.to_bytes(4, _LE) + bytes((_LANG_PYTHON, len(frames)))
     return _msg(_SITE, body + b"".join(frames))
 
@@ -365,9 +402,6 @@ def _start():
     _gnid = _thread.get_native_id
     _STDLIB = _os.path.dirname(_os.__file__) + _os.sep
     _fd = fd
-    if not _hello():
-        _fd = -1
-        return
     import builtins
     import io
 
@@ -391,6 +425,10 @@ def _start():
         _os.register_at_fork(after_in_child=_after_fork)
     except Exception:
         pass
+    # Loaded: the hello says so (dejavu marks the end of the interpreter's start-up
+    # with it). Without a working channel, nothing of ours stays.
+    if not _hello():
+        unhook()
 
 
 _STDLIB = "\0"

@@ -83,7 +83,7 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     let mut lost = 0u64;
     for _ in 0..u.int_in_range(0..=300)? {
         let ids: Vec<StrId> = strings.iter().map(|s| s.0).collect();
-        let rec = match u.int_in_range(0..=7)? {
+        let rec = match u.int_in_range(0..=8)? {
             0 => {
                 let s: Vec<u8> = u.arbitrary()?;
                 strings.push((w.intern(&s), s));
@@ -156,6 +156,12 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
                 pid: u.arbitrary()?,
                 tid: u.arbitrary()?,
                 signal: u.arbitrary()?,
+            }),
+            7 => Record::Mark(Mark {
+                ts: u.arbitrary()?,
+                pid: u.arbitrary()?,
+                tid: u.arbitrary()?,
+                kind: *u.choose(&[MarkKind::AgentReady, MarkKind::MainDone])?,
             }),
             _ => {
                 // Sums of fuzzed counts must not overflow the writer's total.

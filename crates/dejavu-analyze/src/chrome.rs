@@ -1,7 +1,8 @@
 //! `dejavu export --format chrome`: the trace as Chrome trace event JSON, which Perfetto
 //! (ui.perfetto.dev) and chrome://tracing open as a timeline: one complete event ("X") per
 //! syscall on its process and thread track, process names from exec, and instant events
-//! for signals, exits and lost events. docs/trace-format.md, "Chrome trace export".
+//! for signals, exits, lost events and the runtimes' marks. docs/trace-format.md, "Chrome
+//! trace export".
 
 use crate::export::{ExportError, ExportStats};
 use crate::names::{errno_name, signal_label};
@@ -159,6 +160,15 @@ fn run<R: Read, W: Write>(
                 )
                 .map_err(w)?;
             }
+            Record::Mark(m) => {
+                // Where the runtime said its start-up ended: an instant on the thread
+                // that reported it.
+                o.event(
+                    &json!({"name": m.kind.name(), "cat": "mark", "ph": "i", "s": "p",
+                    "ts": us(m.ts), "pid": m.pid, "tid": m.tid}),
+                )
+                .map_err(w)?;
+            }
             Record::Lost(l) => {
                 o.event(
                     &json!({"name": format!("{} events lost", l.count), "ph": "i", "s": "g",
@@ -172,4 +182,39 @@ fn run<R: Read, W: Write>(
     o.out.write_all(b"\n]}\n").map_err(w)?;
     o.out.flush().map_err(w)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    // A failed unwrap is a failed test, with the backtrace to find it.
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::testutil::{meta, reader, TestTrace};
+    use dejavu_trace::{End, Mark, MarkKind, Sys};
+
+    #[test]
+    fn a_mark_is_an_instant_event_on_its_process() {
+        let mut t = TestTrace::new(&meta(&["node", "app.js"]));
+        let s = t.call(1_000, 10, Sys::Stat, "/app/app.js", 0, 500);
+        t.sys(s);
+        t.push(Record::Mark(Mark {
+            ts: 2_500,
+            pid: 10,
+            tid: 10,
+            kind: MarkKind::MainDone,
+        }));
+        let bytes = t.finish(End::default());
+        let mut out = Vec::new();
+        let stats = export_chrome(&mut reader(&bytes), &mut out).unwrap();
+        assert_eq!(stats.records, 2);
+        let doc: Value = serde_json::from_slice(&out).unwrap();
+        let events = doc["traceEvents"].as_array().unwrap();
+        assert_eq!(events.len(), 2);
+        assert_eq!(
+            events[1],
+            json!({"name": "main_done", "cat": "mark", "ph": "i", "s": "p", "ts": 2.5,
+                   "pid": 10, "tid": 10})
+        );
+    }
 }

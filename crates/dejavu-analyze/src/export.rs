@@ -7,8 +7,8 @@
 
 use crate::names::{errno_name, for_each_ev_flag, signal_label};
 use dejavu_trace::{
-    ev, stat_known, Exec, Exit, ExitStatus, FileStat, Lost, Record, Signal, Spawn, StatId, StrId,
-    Syscall, TraceError, TraceReader,
+    ev, stat_known, Exec, Exit, ExitStatus, FileStat, Lost, Mark, Record, Signal, Spawn, StatId,
+    StrId, Syscall, TraceError, TraceReader,
 };
 use std::io::{self, Read, Write};
 
@@ -132,6 +132,7 @@ impl<W: Write> Exporter<'_, W> {
                 Record::Exit(e) => self.exit(e),
                 Record::Signal(s) => self.signal(s),
                 Record::Lost(l) => self.lost(l),
+                Record::Mark(m) => self.mark(m),
             }
             self.stats.records += 1;
             self.stats.lines += 1;
@@ -414,6 +415,15 @@ impl<W: Write> Exporter<'_, W> {
             }
         }
         self.buf.extend_from_slice(b"}\n");
+    }
+
+    fn mark(&mut self, m: &Mark) {
+        self.start(b"mark", m.ts);
+        self.field(br#","pid":"#, m.pid);
+        self.field(br#","tid":"#, m.tid);
+        self.buf.extend_from_slice(br#","kind":""#);
+        self.buf.extend_from_slice(m.kind.name().as_bytes());
+        self.buf.extend_from_slice(b"\"}\n");
     }
 
     fn signal(&mut self, s: &Signal) {

@@ -330,6 +330,10 @@ impl SummaryBuilder {
                 self.last_ts = self.last_ts.max(ts);
                 self.proc(s.pid);
             }
+            Record::Mark(m) => {
+                self.last_ts = self.last_ts.max(ts);
+                self.proc(m.pid);
+            }
             Record::Lost(l) => {
                 self.last_ts = self.last_ts.max(ts);
                 // LostReason has no Ord or Hash: a short list, kept in reason order.

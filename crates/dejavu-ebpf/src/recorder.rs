@@ -565,7 +565,7 @@ fn handle<W: Write>(
             for pid in dejavu_ptrace::stacks::agent::hellos(bytes) {
                 agents.push(pid);
             }
-            feed.agent(bytes);
+            feed.agent(h.ts, bytes);
         }
         _ => return false,
     }

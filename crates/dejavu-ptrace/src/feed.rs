@@ -208,9 +208,11 @@ impl<W: Write> Feed<W> {
         }));
     }
 
-    /// Bytes an agent wrote to its channel.
-    pub fn agent(&mut self, bytes: &[u8]) {
-        self.t.stacks.agents().feed(bytes);
+    /// Bytes an agent wrote to its channel, at `ns` (CLOCK_MONOTONIC): applied in order
+    /// with the calls around them, and the marks they hold written right away.
+    pub fn agent(&mut self, ns: u64, bytes: &[u8]) {
+        self.t.stacks.agents().feed(bytes, ns);
+        self.t.write_marks(false, None);
     }
 
     /// `count` records the kernel could not hand over (its buffer was full).

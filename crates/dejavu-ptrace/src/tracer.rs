@@ -327,8 +327,54 @@ impl<W: Write> Tracer<W> {
         kernel::now_ns().saturating_sub(self.t0)
     }
 
-    /// Appends a record; after the first write error, counts instead of writing.
+    /// Appends a record, after the marks the agents reported before it; after the first
+    /// write error, counts instead of writing.
     pub fn push(&mut self, rec: Record) {
+        if self.stacks.enabled() {
+            // An exec or a process's end: whatever its agents wrote before is read first,
+            // so their marks land before it (and a new program's after).
+            let drain = match rec {
+                Record::Exec(_) => true,
+                Record::Exit(e) => e.tid == e.pid,
+                _ => false,
+            };
+            self.write_marks(drain, Some(&rec));
+        }
+        self.write(rec);
+    }
+
+    /// Writes the marks the agents reported and the trace does not have yet (`drain`:
+    /// read the pipe for them first), before `next`, the record about to be written.
+    ///
+    /// A mark's time is when dejavu read it (ptrace) or when the kernel saw it written
+    /// (eBPF), so at or after the agent wrote it. The process's main thread wrote it
+    /// (both messages come from there), before the call that thread is inside now and
+    /// before `next` if that is one of its calls: the time is capped to just before them,
+    /// so that it is in order with the calls around it.
+    pub fn write_marks(&mut self, drain: bool, next: Option<&Record>) {
+        let marks = self.stacks.agents().take_marks(drain);
+        for m in marks {
+            let mut ts = m.at_ns.saturating_sub(self.t0);
+            if let Some(t) = self.tasks.get(&(m.pid as Tid)) {
+                if let Some(start) = t.pending_ts.or(t.entry.as_ref().map(|e| e.call.ts)) {
+                    ts = ts.min(start.saturating_sub(1));
+                }
+            }
+            if let Some(Record::Syscall(s)) = next {
+                if s.tid == m.pid {
+                    ts = ts.min(s.ts.saturating_sub(1));
+                }
+            }
+            self.write(Record::Mark(Mark {
+                ts,
+                pid: m.pid,
+                tid: m.pid,
+                kind: m.kind,
+            }));
+        }
+    }
+
+    fn write(&mut self, rec: Record) {
         if let Record::Syscall(s) = rec {
             if s.path.is_some_and(|p| self.own_paths.contains(&p.0)) {
                 // The agents loading their own files: dejavu's calls, not the program's.
@@ -994,6 +1040,9 @@ impl<W: Write> Tracer<W> {
             .collect();
         for (tid, e) in pending {
             self.unfinished(tid, e, now);
+        }
+        if self.stacks.enabled() {
+            self.write_marks(true, None);
         }
         let mut out = std::mem::take(&mut self.out);
         out.records = self.w.records();

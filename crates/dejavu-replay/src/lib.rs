@@ -9,7 +9,7 @@ pub mod paths;
 pub use paths::{PathKey, Paths, Version};
 
 use dejavu_trace::{
-    mode, ExitStatus, FileStat, Meta, Record, StatId, StrId, Strings, Sys, Syscall,
+    mode, ExitStatus, FileStat, MarkKind, Meta, Record, StatId, StrId, Strings, Sys, Syscall,
 };
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
@@ -137,6 +137,15 @@ pub struct Proc {
     pub exit: Option<ExitStatus>,
     /// The image it runs now (an index into [`Replay::images`]).
     pub image: u32,
+    /// When its language agent said it was ready ([`MarkKind::AgentReady`]): for Python,
+    /// the end of the interpreter's own start-up, before `__main__` runs. The first mark
+    /// of the current program counts; an exec clears it, and a forked child starts
+    /// without one (its own agent marks it).
+    pub ready_ts: Option<u64>,
+    /// When the Node.js main module had run ([`MarkKind::MainDone`]: the first turn of
+    /// the event loop after it). None for a program that never got there, or that has
+    /// no agent. Cleared by an exec, like `ready_ts`.
+    pub main_done_ts: Option<u64>,
     fds: Rc<RefCell<FdTable>>,
 }
 
@@ -152,6 +161,8 @@ impl Proc {
             threads: 1,
             exit: None,
             image: 0,
+            ready_ts: None,
+            main_done_ts: None,
             fds,
         }
     }
@@ -634,7 +645,7 @@ impl Replay {
         self.proc_mut(pid, ts).fds.borrow_mut().fds.insert(fd, f);
     }
 
-    /// Applies a non-syscall record: the process tree, exec, exit.
+    /// Applies a non-syscall record: the process tree, exec, exit, the runtime's marks.
     pub fn apply_record(&mut self, rec: &Record, strings: &Strings) {
         match *rec {
             Record::Spawn(sp) => {
@@ -702,6 +713,9 @@ impl Replay {
                 p.argv = Some(e.argv);
                 p.exec_ts = e.ts;
                 p.threads = 1;
+                // A new program: its start-up is still to come.
+                p.ready_ts = None;
+                p.main_done_ts = None;
                 let exe = strings.get(e.exe);
                 let base = exe.rsplit(|&c| c == b'/').next().unwrap_or(exe);
                 p.is_node = base == b"node"
@@ -725,6 +739,23 @@ impl Replay {
             Record::Exit(e) => {
                 if e.tid == e.pid {
                     self.proc_mut(e.pid, e.ts).exit = Some(e.status);
+                }
+            }
+            Record::Mark(m) => {
+                let p = self.proc_mut(m.pid, m.ts);
+                let image = p.image;
+                let slot = match m.kind {
+                    MarkKind::AgentReady => &mut p.ready_ts,
+                    MarkKind::MainDone => &mut p.main_done_ts,
+                };
+                slot.get_or_insert(m.ts);
+                // The image the mark ends the start-up of (detectors judge per image).
+                if let Some(im) = self.images.get_mut(image as usize) {
+                    let slot = match m.kind {
+                        MarkKind::AgentReady => &mut im.ready_ts,
+                        MarkKind::MainDone => &mut im.main_done_ts,
+                    };
+                    slot.get_or_insert(m.ts);
                 }
             }
             Record::Signal(_) | Record::Lost(_) | Record::Syscall(_) => {}
@@ -793,4 +824,67 @@ pub fn is_mutation(sys: Sys) -> bool {
             | CopyFileRange
             | Splice
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dejavu_trace::{Exec, Mark, Spawn};
+
+    fn mark(ts: u64, pid: u32, kind: MarkKind) -> Record {
+        Record::Mark(Mark {
+            ts,
+            pid,
+            tid: pid,
+            kind,
+        })
+    }
+
+    #[test]
+    fn marks_set_the_process_start_up_times_until_an_exec_clears_them() {
+        let strings = Strings::default();
+        let mut r = Replay::new(&Meta::default());
+        let spawn = |ts, parent_pid, pid| {
+            Record::Spawn(Spawn {
+                ts,
+                parent_pid,
+                parent_tid: parent_pid,
+                pid,
+                tid: pid,
+                clone_flags: 17,
+            })
+        };
+        r.apply_record(&spawn(0, 0, 10), &strings);
+        assert_eq!(r.proc(10).unwrap().ready_ts, None);
+        r.apply_record(&mark(100, 10, MarkKind::AgentReady), &strings);
+        r.apply_record(&mark(300, 10, MarkKind::MainDone), &strings);
+        // The first of each counts.
+        r.apply_record(&mark(400, 10, MarkKind::AgentReady), &strings);
+        let p = r.proc(10).unwrap();
+        assert_eq!((p.ready_ts, p.main_done_ts), (Some(100), Some(300)));
+
+        // A forked child starts without marks: its own agent marks it.
+        r.apply_record(&spawn(500, 10, 11), &strings);
+        assert_eq!(r.proc(11).unwrap().ready_ts, None);
+        r.apply_record(&mark(510, 11, MarkKind::AgentReady), &strings);
+        assert_eq!(r.proc(11).unwrap().ready_ts, Some(510));
+        assert_eq!(r.proc(11).unwrap().main_done_ts, None);
+
+        // An exec is a new program, whose start-up is still to come.
+        r.apply_record(
+            &Record::Exec(Exec {
+                ts: 600,
+                pid: 10,
+                tid: 10,
+                exe: StrId(0),
+                argv: StrId(0),
+            }),
+            &strings,
+        );
+        let p = r.proc(10).unwrap();
+        assert_eq!((p.ready_ts, p.main_done_ts), (None, None));
+        r.apply_record(&mark(700, 10, MarkKind::AgentReady), &strings);
+        assert_eq!(r.proc(10).unwrap().ready_ts, Some(700));
+        assert_eq!(r.proc(11).unwrap().ready_ts, Some(510), "per process");
+    }
 }

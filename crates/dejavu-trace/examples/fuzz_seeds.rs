@@ -118,6 +118,18 @@ fn every_kind(opts: WriterOptions, records: u64) -> Result<Vec<u8>> {
             core: false,
         },
     }))?;
+    w.push(&Record::Mark(Mark {
+        ts: 25,
+        pid: 200,
+        tid: 200,
+        kind: MarkKind::AgentReady,
+    }))?;
+    w.push(&Record::Mark(Mark {
+        ts: 35,
+        pid: 200,
+        tid: 200,
+        kind: MarkKind::MainDone,
+    }))?;
     w.push(&Record::Lost(Lost {
         ts: 60,
         pid: 0,

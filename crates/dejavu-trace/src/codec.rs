@@ -9,10 +9,13 @@ use crate::varint::{put_i64, put_u64, Cursor};
 
 /// File magic: the first 8 bytes of every trace.
 pub const FILE_MAGIC: &[u8; 8] = b"DEJAVUTR";
-/// Format major version: readers refuse other majors.
-pub const FORMAT_MAJOR: u16 = 1;
-/// Format minor version: additions a v1 reader can skip.
+/// Format major version written: 2 since the Mark record (tag 6), which a 1.x reader
+/// could not skip. Readers refuse majors they do not know.
+pub const FORMAT_MAJOR: u16 = 2;
+/// Format minor version written: additions a reader of the same major can skip.
 pub const FORMAT_MINOR: u16 = 0;
+/// Oldest major version this reader reads: 1.x traces are 2.x traces without marks.
+pub const OLDEST_MAJOR: u16 = 1;
 /// Size of the file header.
 pub const FILE_HEADER_LEN: usize = 16;
 /// Block magic: the first 4 bytes of every block.
@@ -56,6 +59,8 @@ pub mod tag {
     pub const SIGNAL: u8 = 4;
     /// [`crate::Lost`]
     pub const LOST: u8 = 5;
+    /// [`crate::Mark`] (format 2.0 and later)
+    pub const MARK: u8 = 6;
 }
 
 /// Presence bits of a syscall record's optional fields, in encoding order.
@@ -298,6 +303,13 @@ pub fn put_record(out: &mut Vec<u8>, d: &mut Deltas, rec: &Record) {
             put_u64(out, l.count);
             out.push(l.reason as u8);
         }
+        Record::Mark(m) => {
+            out.push(tag::MARK);
+            put_ts(out, d, m.ts);
+            put_u64(out, m.pid as u64);
+            put_u64(out, m.tid as u64);
+            out.push(m.kind as u8);
+        }
     }
 }
 
@@ -312,6 +324,8 @@ pub struct Limits {
     pub stats: u32,
     /// Defined stacks.
     pub stacks: u32,
+    /// Mark records may appear (format 2.0 and later; a 1.x trace has none).
+    pub marks: bool,
 }
 
 /// Low 24 bits of a block-local id: its index in the block (the writer keeps a block
@@ -485,6 +499,12 @@ pub fn get_record(
             pid: u32_field(c)?,
             count: c.u64().ok_or(SHORT)?,
             reason: LostReason::from_u8(c.u8().ok_or(SHORT)?).ok_or("unknown lost-event reason")?,
+        }),
+        tag::MARK if lim.marks => Record::Mark(Mark {
+            ts: ts_field(c, d)?,
+            pid: u32_field(c)?,
+            tid: u32_field(c)?,
+            kind: MarkKind::from_u8(c.u8().ok_or(SHORT)?).ok_or("unknown mark kind")?,
         }),
         _ => return Err("unknown record tag"),
     })

@@ -15,7 +15,8 @@ pub enum TraceError {
     },
     /// A trace written by an incompatible version of dejavu.
     #[error(
-        "unsupported trace format version {major}.{minor} (byte offset 8): this dejavu reads version {}.x",
+        "unsupported trace format version {major}.{minor} (byte offset 8): this dejavu reads versions {}.x to {}.x",
+        crate::codec::OLDEST_MAJOR,
         crate::codec::FORMAT_MAJOR
     )]
     Version {

@@ -128,6 +128,8 @@ pub enum Record {
     Signal(Signal),
     /// The backend knows it lost events here.
     Lost(Lost),
+    /// A runtime said where it stands (a language agent loaded, the main module ran).
+    Mark(Mark),
 }
 
 impl Record {
@@ -140,6 +142,7 @@ impl Record {
             Record::Exit(e) => e.ts,
             Record::Signal(s) => s.ts,
             Record::Lost(l) => l.ts,
+            Record::Mark(m) => m.ts,
         }
     }
 }
@@ -392,6 +395,55 @@ pub struct Lost {
     pub count: u64,
     /// Why.
     pub reason: LostReason,
+}
+
+/// What a [`Mark`] says about the process.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum MarkKind {
+    /// A language agent finished loading in this process: for Python, the end of the
+    /// interpreter's own start-up, before `__main__` runs; for Node.js, the agent's
+    /// `--require` ran, before the main module is loaded. After a fork, the child's agent
+    /// marks the child.
+    AgentReady = 1,
+    /// Node.js: the first turn of the event loop after the main module ran (a CommonJS
+    /// main's synchronous evaluation, an ES module's evaluation with its top-level await).
+    /// A program that never returns to the event loop has none.
+    MainDone = 2,
+}
+
+impl MarkKind {
+    /// Inverse of `as u8`.
+    pub fn from_u8(v: u8) -> Option<MarkKind> {
+        Some(match v {
+            1 => MarkKind::AgentReady,
+            2 => MarkKind::MainDone,
+            _ => return None,
+        })
+    }
+
+    /// A short name for exports and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            MarkKind::AgentReady => "agent_ready",
+            MarkKind::MainDone => "main_done",
+        }
+    }
+}
+
+/// A point in a process's life that its runtime reported (through a language agent),
+/// in order with the calls around it: where start-up ends, from the runtime itself.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Mark {
+    /// When, ns since start.
+    pub ts: u64,
+    /// The process.
+    pub pid: u32,
+    /// The thread that reported it.
+    pub tid: u32,
+    /// What it marks.
+    pub kind: MarkKind,
 }
 
 /// Which fields of a [`FileStat`] are known.

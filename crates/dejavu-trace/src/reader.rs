@@ -102,6 +102,7 @@ impl Truncation {
 /// Reads a trace record by record; see docs/trace-format.md.
 pub struct TraceReader<R: Read> {
     src: BufReader<R>,
+    version: (u16, u16),
     offset: u64,
     meta: Meta,
     end: Option<End>,
@@ -186,11 +187,12 @@ impl<R: Read> TraceReader<R> {
         }
         let major = u16::from_le_bytes([hdr[8], hdr[9]]);
         let minor = u16::from_le_bytes([hdr[10], hdr[11]]);
-        if major != codec::FORMAT_MAJOR {
+        if !(codec::OLDEST_MAJOR..=codec::FORMAT_MAJOR).contains(&major) {
             return Err(TraceError::Version { major, minor });
         }
         let mut r = TraceReader {
             src,
+            version: (major, minor),
             offset: hdr.len() as u64,
             meta: Meta::default(),
             end: None,
@@ -234,6 +236,11 @@ impl<R: Read> TraceReader<R> {
             }
         }
         Ok(r)
+    }
+
+    /// The file's format version (major, minor), as its header says.
+    pub fn version(&self) -> (u16, u16) {
+        self.version
     }
 
     /// Trace-wide facts from the start of the trace.
@@ -318,6 +325,7 @@ impl<R: Read> TraceReader<R> {
             local_strings: self.strings.local_ends.len() as u32,
             stats: self.stats.len() as u32,
             stacks: self.stack_ends.len() as u32,
+            marks: self.version.0 >= 2,
         };
         let mut c = Cursor::at(&self.raw, self.pos);
         let rec = get_record(&mut c, &mut self.deltas, &lim).map_err(|what| {
@@ -380,6 +388,7 @@ impl<R: Read> TraceReader<R> {
                     local_strings: 0,
                     stats: self.stats.len() as u32,
                     stacks: 0,
+                    marks: false,
                 };
                 for _ in 0..n {
                     let at = c.pos();

@@ -85,6 +85,18 @@ fn sample_trace(n: usize, opts: WriterOptions) -> (Vec<u8>, Vec<Record>, Vec<Vec
         tid: 101,
         signal: 2,
     }));
+    recs.push(Record::Mark(Mark {
+        ts: 98,
+        pid: 100,
+        tid: 100,
+        kind: MarkKind::AgentReady,
+    }));
+    recs.push(Record::Mark(Mark {
+        ts: 99,
+        pid: 100,
+        tid: 100,
+        kind: MarkKind::MainDone,
+    }));
     recs.push(Record::Lost(Lost {
         ts: 100,
         pid: 100,
@@ -211,9 +223,165 @@ fn foreign_input_is_named_with_its_offset() {
     let e = TraceReader::new(&b""[..]).unwrap_err();
     assert!(e.to_string().contains("empty"), "{e}");
     let mut v = b"DEJAVUTR".to_vec();
-    v.extend_from_slice(&[2, 0, 0, 0, 0, 0, 0, 0]);
+    v.extend_from_slice(&[3, 0, 0, 0, 0, 0, 0, 0]);
     let e = TraceReader::new(&v[..]).unwrap_err();
-    assert!(e.to_string().contains("version 2.0"), "{e}");
+    assert!(
+        matches!(e, TraceError::Version { major: 3, minor: 0 }),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "unsupported trace format version 3.0 (byte offset 8): this dejavu reads versions 1.x to 2.x"
+    );
+    v[8] = 0;
+    let e = TraceReader::new(&v[..]).unwrap_err();
+    assert!(e.to_string().contains("version 0.0"), "{e}");
+}
+
+/// Rewrites the CRC of every complete block, so a deliberate change to a payload reaches
+/// the decoders instead of the checksum.
+fn fix_checksums(buf: &mut [u8]) {
+    let mut at = 16;
+    while at + 20 <= buf.len() {
+        let len = u32::from_le_bytes(buf[at + 8..at + 12].try_into().unwrap()) as usize;
+        let end = at + 20 + len;
+        let mut h = crc32fast::Hasher::new();
+        h.update(&buf[at + 4..at + 16]);
+        h.update(&buf[at + 20..end]);
+        buf[at + 16..at + 20].copy_from_slice(&h.finalize().to_le_bytes());
+        at = end;
+    }
+}
+
+/// A raw (uncompressed) trace with one syscall and one mark of `kind`, and the offset of
+/// the mark's kind byte.
+fn trace_with_a_mark(kind: MarkKind) -> (Vec<u8>, usize) {
+    let opts = WriterOptions {
+        zstd_level: 0,
+        ..WriterOptions::default()
+    };
+    let mut w = TraceWriter::new(Vec::new(), &sample_meta(), opts).unwrap();
+    let p = w.intern(b"/app/main.js");
+    let mut s = Syscall::new(1_000, 7, 7, Sys::Newfstatat);
+    s.path = Some(p);
+    w.push(&Record::Syscall(s)).unwrap();
+    w.push(&Record::Mark(Mark {
+        ts: 2_000,
+        pid: 7,
+        tid: 7,
+        kind,
+    }))
+    .unwrap();
+    let bytes = w.finish(End::default()).unwrap();
+    // The mark is the last record of the only data block: tag 6, ts delta 1000 (zigzag
+    // 2000: two varint bytes), pid 7, tid 7, kind; the end block (20 + JSON) follows.
+    let end_json = serde_json::to_vec(&End {
+        records: 2,
+        ..End::default()
+    })
+    .unwrap();
+    let kind_at = bytes.len() - 20 - end_json.len() - 1;
+    assert_eq!(
+        &bytes[kind_at - 5..=kind_at],
+        &[6, 0xd0, 0x0f, 7, 7, kind as u8]
+    );
+    (bytes, kind_at)
+}
+
+#[test]
+fn a_mark_round_trips_through_writer_and_reader() {
+    for kind in [MarkKind::AgentReady, MarkKind::MainDone] {
+        let (bytes, _) = trace_with_a_mark(kind);
+        assert_eq!(&bytes[8..12], &[2, 0, 0, 0], "written as format 2.0");
+        let (got, r) = read_all(&bytes).unwrap();
+        assert_eq!(r.version(), (2, 0));
+        assert_eq!(
+            got[1],
+            Record::Mark(Mark {
+                ts: 2_000,
+                pid: 7,
+                tid: 7,
+                kind
+            })
+        );
+        assert_eq!(got[1].ts(), 2_000);
+        assert_eq!(r.end().unwrap().records, 2);
+    }
+    assert_eq!(MarkKind::from_u8(1), Some(MarkKind::AgentReady));
+    assert_eq!(MarkKind::from_u8(2), Some(MarkKind::MainDone));
+    assert_eq!(MarkKind::AgentReady.name(), "agent_ready");
+    assert_eq!(MarkKind::MainDone.name(), "main_done");
+}
+
+#[test]
+fn a_bad_mark_kind_is_an_error_naming_its_offset() {
+    for bad in [0u8, 3, 0xff] {
+        let (mut bytes, kind_at) = trace_with_a_mark(MarkKind::MainDone);
+        bytes[kind_at] = bad;
+        fix_checksums(&mut bytes);
+        let mut r = TraceReader::new(&bytes[..]).unwrap();
+        assert!(matches!(r.next_record(), Ok(Some(Record::Syscall(_)))));
+        let e = r.next_record().unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, TraceError::Corrupt { .. }), "{e:?}");
+        assert!(msg.contains("corrupt trace at byte offset "), "{msg}");
+        assert!(msg.contains("record 1 (payload byte "), "{msg}");
+        assert!(msg.ends_with("unknown mark kind"), "{msg}");
+    }
+}
+
+#[test]
+fn a_version_1_trace_still_reads() {
+    // Written by dejavu's 1.0 writer (the fuzz seed every-kind-raw.trace before format
+    // 2.0): every record kind 1.0 had, raw blocks.
+    let bytes = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/v1.0-every-kind.trace"
+    ))
+    .unwrap();
+    assert_eq!(&bytes[8..12], &[1, 0, 0, 0]);
+    let (got, r) = read_all(&bytes).unwrap();
+    assert_eq!(r.version(), (1, 0));
+    assert_eq!(got.len(), 19);
+    assert_eq!(r.end().unwrap().records, 19);
+    assert!(got.iter().all(|rec| !matches!(rec, Record::Mark(_))));
+    assert_eq!(
+        got.iter()
+            .filter(|r| matches!(r, Record::Syscall(_)))
+            .count(),
+        12
+    );
+    let Some(Record::Exec(e)) = got.iter().find(|r| matches!(r, Record::Exec(_))) else {
+        panic!("an exec")
+    };
+    assert_eq!(r.str(e.exe), b"/bin/sh");
+    assert_eq!(r.meta().producer, "fuzz_seeds");
+
+    // Today's writer's bytes with the header patched to 1.0 read the same when they hold
+    // no mark ...
+    let opts = WriterOptions {
+        zstd_level: 0,
+        ..WriterOptions::default()
+    };
+    let mut w = TraceWriter::new(Vec::new(), &sample_meta(), opts).unwrap();
+    let p = w.intern(b"/x");
+    let mut s = Syscall::new(5, 1, 1, Sys::Stat);
+    s.path = Some(p);
+    w.push(&Record::Syscall(s)).unwrap();
+    let mut bytes = w.finish(End::default()).unwrap();
+    bytes[8] = 1;
+    let (got, r) = read_all(&bytes).unwrap();
+    assert_eq!(r.version(), (1, 0));
+    assert_eq!(got, vec![Record::Syscall(s)]);
+    // ... and a 1.x trace never holds a mark: tag 6 there is an unknown tag, as any other.
+    let (mut bytes, recs, _) = sample_trace(50, opts);
+    assert_eq!(read_all(&bytes).unwrap().0, recs);
+    bytes[8] = 1;
+    let e = read_all(&bytes).unwrap_err().to_string();
+    assert!(
+        e.contains("offset") && e.ends_with("unknown record tag"),
+        "{e}"
+    );
 }
 
 #[test]

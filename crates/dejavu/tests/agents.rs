@@ -6,7 +6,7 @@
 //! threads, child processes).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use dejavu_trace::{FrameKind, Record, StackId, Sys, TraceReader};
+use dejavu_trace::{FrameKind, MarkKind, Record, StackId, Sys, TraceReader};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -506,18 +506,152 @@ fn site(file: &Path, name: &str) -> (u32, String) {
     (i as u32 + 1, function)
 }
 
-/// A recorded call on a scratch file: (pid, tid, call, innermost frame as
-/// (kind, function, file, line), the whole stack's length).
+/// A frame as the tests look at it: (kind, function, file, line).
+type Fr = (FrameKind, String, String, u32);
+
+/// A recorded call on a scratch file: its process, thread, call and stack (innermost
+/// frame first).
 #[derive(Debug)]
 struct Call {
     pid: u32,
     tid: u32,
     sys: Sys,
-    top: Option<(FrameKind, String, String, u32)>,
+    frames: Vec<Fr>,
+}
+
+impl Call {
+    /// The innermost of the program's own frames (the runtime's frames before it
+    /// skipped): the line the agents name for the call.
+    fn own(&self) -> Option<&Fr> {
+        self.frames.iter().find(|f| !is_runtime_frame(f))
+    }
+}
+
+/// The Python standard library's directory (its frames are the runtime's).
+fn python_stdlib() -> &'static str {
+    static DIR: OnceLock<String> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let out = Command::new("python3")
+            .args(["-c", "import os; print(os.path.dirname(os.__file__))"])
+            .env_remove("PYTHONPATH")
+            .output()
+            .expect("python3 runs");
+        format!("{}/", String::from_utf8_lossy(&out.stdout).trim())
+    })
+}
+
+/// Whether a frame is the runtime's, as the agents tell (docs/agents.md): Node.js's own
+/// modules and builtins, Python's standard library and frozen modules.
+fn is_runtime_frame(f: &Fr) -> bool {
+    match f.0 {
+        FrameKind::Js => f.2.is_empty() || f.2.starts_with("node:"),
+        FrameKind::Python => {
+            f.2.starts_with("<frozen ")
+                || (f.2.starts_with(python_stdlib()) && !f.2.contains("-packages/"))
+        }
+        FrameKind::Native => false,
+    }
+}
+
+/// A record of a trace, as the tests look at it, in trace order.
+#[derive(Debug)]
+enum Ev {
+    Call {
+        ts: u64,
+        call: Call,
+        path: Option<String>,
+    },
+    Mark(dejavu_trace::Mark),
+}
+
+/// Records `lang script args` (with `extra` dejavu flags); returns its records in trace
+/// order and the trace's stack count.
+fn record_events(lang: Lang, script: &Path, args: &[&str], extra: &[&str]) -> (Vec<Ev>, usize) {
+    let d = scratch();
+    let trace = d.path().join("t.dvt");
+    let out = Command::new(dejavu())
+        .arg("record")
+        .args(extra)
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .arg(lang.program())
+        .arg(script)
+        .args(args)
+        .env_remove("NODE_OPTIONS")
+        .env_remove("PYTHONPATH")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut r = TraceReader::open(&trace).unwrap();
+    let mut raw = Vec::new();
+    while let Some(rec) = r.next_record().unwrap() {
+        match rec {
+            Record::Syscall(c) => {
+                let path = c.path.map(|p| r.strings().lossy(p).into_owned());
+                // The agents write (and fstat) only their descriptor, the highest free one
+                // below 1024: none of those calls may be recorded. (The program's own
+                // close_range calls may name numbers that high.)
+                let agents_calls = [
+                    Sys::Write,
+                    Sys::Writev,
+                    Sys::Fstat,
+                    Sys::Newfstatat,
+                    Sys::Statx,
+                ];
+                assert!(
+                    !(agents_calls.contains(&c.sys) && c.fd.is_some_and(|fd| fd >= 1000)),
+                    "a call on the agents' descriptor was recorded: {c:?}"
+                );
+                raw.push(Ok((c, path)));
+            }
+            Record::Mark(m) => raw.push(Err(m)),
+            _ => {}
+        }
+    }
+    // Stacks resolve once the reader has read them all.
+    let s = |id: Option<dejavu_trace::StrId>| {
+        id.map(|i| r.strings().lossy(i).into_owned())
+            .unwrap_or_default()
+    };
+    let evs = raw
+        .into_iter()
+        .map(|x| match x {
+            Ok((c, path)) => {
+                let frames = c
+                    .stack
+                    .map(|id: StackId| {
+                        r.stack(id)
+                            .iter()
+                            .map(|f| (f.kind, s(f.function), s(f.file), f.line))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Ev::Call {
+                    ts: c.ts,
+                    call: Call {
+                        pid: c.pid,
+                        tid: c.tid,
+                        sys: c.sys,
+                        frames,
+                    },
+                    path,
+                }
+            }
+            Err(m) => Ev::Mark(m),
+        })
+        .collect();
+    (evs, r.stack_count())
 }
 
 /// Records `lang script DIR` (with `extra` dejavu flags) and returns the calls on files
-/// under DIR, by file name, and the whole trace's stack count.
+/// under DIR, by file name, the whole trace's stack count, and every path recorded.
 fn record_calls(
     lang: Lang,
     script: &str,
@@ -535,74 +669,27 @@ fn record_calls(
     ] {
         std::fs::write(dir.join(name), name).unwrap();
     }
-    let trace = d.path().join("t.dvt");
-    let out = Command::new(dejavu())
-        .arg("record")
-        .args(extra)
-        .arg("-o")
-        .arg(&trace)
-        .arg("--")
-        .arg(lang.program())
-        .arg(workload(script))
-        .arg(&dir)
-        .env_remove("NODE_OPTIONS")
-        .env_remove("PYTHONPATH")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{script}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut r = TraceReader::open(&trace).unwrap();
+    let (evs, stacks) = record_events(lang, &workload(script), &[dir.to_str().unwrap()], extra);
     let mut calls: BTreeMap<String, Vec<Call>> = BTreeMap::new();
     let mut paths = Vec::new();
     let prefix = format!("{}/", dir.display());
-    let mut pending: Vec<(String, u32, u32, Sys, Option<StackId>)> = Vec::new();
-    while let Some(rec) = r.next_record().unwrap() {
-        if let Record::Syscall(c) = rec {
-            if let Some(p) = c.path {
-                let p = r.strings().lossy(p).into_owned();
-                if let Some(name) = p.strip_prefix(&prefix) {
-                    pending.push((name.to_string(), c.pid, c.tid, c.sys, c.stack));
-                }
-                paths.push(p);
+    for ev in evs {
+        let Ev::Call { call, path, .. } = ev else {
+            continue;
+        };
+        if let Some(p) = path {
+            if let Some(name) = p.strip_prefix(&prefix) {
+                calls.entry(name.to_string()).or_default().push(call);
             }
-            // The agents write (and fstat) only their descriptor, the highest free one
-            // below 1024: none of those calls may be recorded. (The program's own
-            // close_range calls may name numbers that high.)
-            let agents_calls = [
-                Sys::Write,
-                Sys::Writev,
-                Sys::Fstat,
-                Sys::Newfstatat,
-                Sys::Statx,
-            ];
-            assert!(
-                !(agents_calls.contains(&c.sys) && c.fd.is_some_and(|fd| fd >= 1000)),
-                "a call on the agents' descriptor was recorded: {c:?}"
-            );
+            paths.push(p);
         }
     }
-    for (name, pid, tid, sys, stack) in pending {
-        let top = stack.and_then(|s| r.stack(s).first().copied()).map(|f| {
-            let s = |id: Option<dejavu_trace::StrId>| {
-                id.map(|i| r.strings().lossy(i).into_owned())
-                    .unwrap_or_default()
-            };
-            (f.kind, s(f.function), s(f.file), f.line)
-        });
-        calls
-            .entry(name)
-            .or_default()
-            .push(Call { pid, tid, sys, top });
-    }
-    (calls, r.stack_count(), paths)
+    (calls, stacks, paths)
 }
 
 /// Asserts that the calls on DIR/`name` of kinds `sys` have the `@site name` line of
-/// `fixture` as their innermost frame; returns them.
+/// `fixture` as their innermost frame of the program's own, with only the runtime's
+/// frames before it (fs or os.path's, the module loader's); returns them.
 fn assert_site<'a>(
     calls: &'a BTreeMap<String, Vec<Call>>,
     name: &str,
@@ -623,10 +710,11 @@ fn assert_site<'a>(
     );
     for c in &mine {
         assert_eq!(
-            c.top,
-            Some((kind, function.clone(), file.display().to_string(), line)),
+            c.own(),
+            Some(&(kind, function.clone(), file.display().to_string(), line)),
             "{name}: {c:?}"
         );
+        assert!(c.frames.iter().all(|f| f.0 == kind), "{name}: {c:?}");
     }
     mine
 }
@@ -713,10 +801,9 @@ fn python_calls_name_the_line_and_function_of_the_call() {
     let o = calls.get("open").unwrap();
     let (line, _) = site(&workload("callsites.py"), "open");
     assert!(
-        o.iter().any(|c| c.sys == Sys::Openat
-            && c.top
-                .as_ref()
-                .is_some_and(|t| t.1 == "open_site" && t.3 == line)),
+        o.iter()
+            .any(|c| c.sys == Sys::Openat
+                && c.own().is_some_and(|t| t.1 == "open_site" && t.3 == line)),
         "{o:?}"
     );
     // os.makedirs (through os.mkdir): every mkdir the call made.
@@ -728,10 +815,8 @@ fn python_calls_name_the_line_and_function_of_the_call() {
     let (line, function) = site(&workload("callsites.py"), "makedirs-dir");
     assert_eq!(mk.len(), 3, "{mk:?}");
     assert!(
-        mk.iter().all(|c| c
-            .top
-            .as_ref()
-            .is_some_and(|t| t.1 == function && t.3 == line)),
+        mk.iter()
+            .all(|c| c.own().is_some_and(|t| t.1 == function && t.3 == line)),
         "{mk:?}"
     );
     let th = assert_site(&calls, "thread", "callsites.py", FrameKind::Python, STATS);
@@ -764,7 +849,7 @@ fn stacks_off_loads_no_agent_and_records_no_stacks() {
     for (lang, script) in [(Lang::Node, "callsites.js"), (Lang::Python, "callsites.py")] {
         let (calls, stacks, paths) = record_calls(lang, script, &["--stacks", "off"]);
         assert_eq!(stacks, 0, "{script}: no stack at all");
-        assert!(calls.values().flatten().all(|c| c.top.is_none()));
+        assert!(calls.values().flatten().all(|c| c.frames.is_empty()));
         assert!(
             !paths.iter().any(|p| p.contains("dejavu-agents-")),
             "{script}: no agent file was touched"
@@ -773,5 +858,381 @@ fn stacks_off_loads_no_agent_and_records_no_stacks() {
             calls.contains_key("sync") || calls.contains_key("stat"),
             "{script} ran"
         );
+    }
+}
+
+// ---- start-up marks
+
+/// The marks of `pid` in `evs`, with their positions.
+fn marks_of(evs: &[Ev], pid: u32, kind: MarkKind) -> Vec<(usize, u64)> {
+    evs.iter()
+        .enumerate()
+        .filter_map(|(i, e)| match e {
+            Ev::Mark(m) if m.pid == pid && m.kind == kind => Some((i, m.ts)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The calls on DIR/`name`, with their positions and times.
+fn calls_on<'a>(evs: &'a [Ev], dir: &Path, name: &str) -> Vec<(usize, u64, &'a Call)> {
+    let want = dir.join(name).display().to_string();
+    evs.iter()
+        .enumerate()
+        .filter_map(|(i, e)| match e {
+            Ev::Call { ts, call, path } if path.as_deref() == Some(want.as_str()) => {
+                Some((i, *ts, call))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// A scratch directory holding empty files of the given names (canonical path).
+fn dir_with(d: &tempfile::TempDir, names: &[&str]) -> PathBuf {
+    let dir = d.path().join("s");
+    std::fs::create_dir(&dir).unwrap();
+    for n in names {
+        std::fs::write(dir.join(n), n).unwrap();
+    }
+    dir.canonicalize().unwrap()
+}
+
+/// Asserts that `pid` has exactly one MainDone, after every call on DIR/main and before
+/// every call on DIR/timer, in trace order and in time.
+fn assert_main_done_between(evs: &[Ev], dir: &Path, what: &str) {
+    let main = calls_on(evs, dir, "main");
+    let timer = calls_on(evs, dir, "timer");
+    assert!(
+        !main.is_empty() && !timer.is_empty(),
+        "{what}: main {main:?} timer {timer:?}"
+    );
+    let pid = main[0].2.pid;
+    assert!(main
+        .iter()
+        .chain(&timer)
+        .all(|c| c.2.pid == pid && c.2.tid == pid));
+    let done = marks_of(evs, pid, MarkKind::MainDone);
+    assert_eq!(done.len(), 1, "{what}: one MainDone: {done:?}");
+    let (at, ts) = done[0];
+    let (last_main, first_timer) = (main.last().unwrap(), &timer[0]);
+    assert!(
+        last_main.0 < at && at < first_timer.0,
+        "{what}: MainDone at record {at}, the main module's last call at {}, the timer's first at {}",
+        last_main.0,
+        first_timer.0
+    );
+    assert!(
+        last_main.1 < ts && ts < first_timer.1,
+        "{what}: MainDone at {ts} ns, the main module's last call at {}, the timer's first at {}",
+        last_main.1,
+        first_timer.1
+    );
+    // Nobody else: no other process of the program ran a main module.
+    let others: Vec<&dejavu_trace::Mark> = evs
+        .iter()
+        .filter_map(|e| match e {
+            Ev::Mark(m) if m.kind == MarkKind::MainDone && m.pid != pid => Some(m),
+            _ => None,
+        })
+        .collect();
+    assert!(others.is_empty(), "{what}: {others:?}");
+    // The agent said hello before the main module's first call.
+    let ready = marks_of(evs, pid, MarkKind::AgentReady);
+    assert_eq!(ready.len(), 1, "{what}: one AgentReady: {ready:?}");
+    assert!(ready[0].0 < main[0].0 && ready[0].1 < main[0].1, "{what}");
+}
+
+#[test]
+fn node_marks_the_end_of_a_commonjs_main_module_once_and_not_for_its_worker() {
+    require!("node");
+    let d = scratch();
+    let dir = dir_with(&d, &["main", "worker", "timer"]);
+    let (evs, _) = record_events(
+        Lang::Node,
+        &workload("startup.js"),
+        &[dir.to_str().unwrap()],
+        &[],
+    );
+    assert_main_done_between(&evs, &dir, "startup.js");
+    // The worker thread ran (and reported) while the main module was done.
+    let worker = calls_on(&evs, &dir, "worker");
+    assert!(!worker.is_empty(), "the worker ran");
+    let pid = worker[0].2.pid;
+    assert!(worker.iter().all(|c| c.2.tid != pid), "{worker:?}");
+    assert!(
+        worker
+            .iter()
+            .all(|c| c.2.own().is_some_and(|f| f.0 == FrameKind::Js)),
+        "the worker's agent reported: {worker:?}"
+    );
+    assert_eq!(marks_of(&evs, pid, MarkKind::MainDone).len(), 1);
+    assert_eq!(marks_of(&evs, pid, MarkKind::AgentReady).len(), 1);
+    // dejavu keeps one mark per process whatever comes: the agents themselves send one
+    // MAIN_DONE (kind 8), from the main thread, and a HELLO (kind 1) per thread's agent.
+    let m = run(
+        Lang::Node,
+        &workload("startup.js"),
+        &[dir.to_str().unwrap()],
+        Mode::Channel,
+        &d.path().join("scratch"),
+    )
+    .messages;
+    assert_eq!((m.get(&8), m.get(&1)), (Some(&1), Some(&2)), "{m:?}");
+}
+
+#[test]
+fn node_marks_the_end_of_an_es_module_main_after_its_top_level_await() {
+    require!("node");
+    let d = scratch();
+    let dir = dir_with(&d, &["main", "timer"]);
+    let (evs, _) = record_events(
+        Lang::Node,
+        &workload("startup.mjs"),
+        &[dir.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(
+        calls_on(&evs, &dir, "main").len(),
+        2,
+        "both sides of the await"
+    );
+    assert_main_done_between(&evs, &dir, "startup.mjs");
+}
+
+#[test]
+fn node_sends_no_main_done_for_a_main_module_that_exits_in_it() {
+    require!("node");
+    let d = scratch();
+    let dir = dir_with(&d, &["main"]);
+    let script = d.path().join("exits.js");
+    std::fs::write(
+        &script,
+        "require('fs').statSync(process.argv[2] + '/main'); setTimeout(() => {}, 10); process.exit(0);\n",
+    )
+    .unwrap();
+    let (evs, _) = record_events(Lang::Node, &script, &[dir.to_str().unwrap()], &[]);
+    let main = calls_on(&evs, &dir, "main");
+    assert_eq!(main.len(), 1);
+    let pid = main[0].2.pid;
+    assert!(marks_of(&evs, pid, MarkKind::MainDone).is_empty());
+    assert_eq!(marks_of(&evs, pid, MarkKind::AgentReady).len(), 1);
+}
+
+#[test]
+fn python_marks_each_process_ready_before_its_first_call_from_the_script() {
+    require!("python3");
+    let d = scratch();
+    let dir = dir_with(
+        &d,
+        &[
+            "stat", "exists", "pathlib", "open", "thread", "child", "fork",
+        ],
+    );
+    let (evs, _) = record_events(
+        Lang::Python,
+        &workload("callsites.py"),
+        &[dir.to_str().unwrap()],
+        &[],
+    );
+    let scripts = [
+        workload("callsites.py").display().to_string(),
+        workload("callsites_child.py").display().to_string(),
+    ];
+    // Per process: its first call with a frame of the script it runs.
+    let mut first: BTreeMap<u32, (usize, u64)> = BTreeMap::new();
+    for (i, e) in evs.iter().enumerate() {
+        if let Ev::Call { ts, call, .. } = e {
+            if call.frames.iter().any(|f| scripts.contains(&f.2)) {
+                first.entry(call.pid).or_insert((i, *ts));
+            }
+        }
+    }
+    // The program, its subprocess and its fork.
+    assert_eq!(first.len(), 3, "{first:?}");
+    for (pid, (at, ts)) in first {
+        let ready = marks_of(&evs, pid, MarkKind::AgentReady);
+        assert_eq!(ready.len(), 1, "process {pid}: {ready:?}");
+        assert!(
+            ready[0].0 < at && ready[0].1 < ts,
+            "process {pid}: AgentReady {:?}, first call from the script at record {at}, {ts} ns",
+            ready[0]
+        );
+        assert!(marks_of(&evs, pid, MarkKind::MainDone).is_empty());
+    }
+}
+
+// ---- the runtime's frames between the call and the program's line
+
+#[test]
+fn node_module_loading_for_a_require_carries_the_loaders_frames_and_the_require_line() {
+    require!("node");
+    let script = workload("requires.js");
+    let (evs, _) = record_events(Lang::Node, &script, &[], &[]);
+    let lib = workload("requires-lib.js").display().to_string();
+    let (line, function) = site(&script, "require");
+    let loads: Vec<&Call> = evs
+        .iter()
+        .filter_map(|e| match e {
+            Ev::Call { call, path, .. }
+                if path.as_deref() == Some(lib.as_str()) && call.sys == Sys::Openat =>
+            {
+                Some(call)
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!loads.is_empty(), "the module was opened");
+    for c in loads {
+        assert!(is_runtime_frame(&c.frames[0]), "{c:?}");
+        assert!(
+            c.frames
+                .iter()
+                .any(|f| f.2.starts_with("node:internal/modules/")),
+            "the module loader's frames: {c:?}"
+        );
+        assert_eq!(
+            c.own(),
+            Some(&(
+                FrameKind::Js,
+                function.clone(),
+                script.display().to_string(),
+                line
+            )),
+            "further out, the require line: {c:?}"
+        );
+        assert!(c.frames.len() <= 24, "{c:?}");
+    }
+}
+
+#[test]
+fn python_calls_through_the_standard_library_carry_its_frames_and_the_programs_line() {
+    require!("python3");
+    let d = scratch();
+    let dir = dir_with(&d, &["isdir"]);
+    let script = workload("stdlib.py");
+    let (evs, _) = record_events(Lang::Python, &script, &[dir.to_str().unwrap()], &[]);
+    let (line, function) = site(&script, "isdir");
+    let stats: Vec<&Call> = calls_on(&evs, &dir, "isdir")
+        .into_iter()
+        .map(|c| c.2)
+        .filter(|c| STATS.contains(&c.sys))
+        .collect();
+    assert_eq!(stats.len(), 1, "{stats:?}");
+    let c = stats[0];
+    let top = &c.frames[0];
+    assert_eq!(top.1, "isdir", "{c:?}");
+    assert!(
+        top.2 == "<frozen genericpath>" || top.2.ends_with("/genericpath.py"),
+        "genericpath's frame first: {c:?}"
+    );
+    assert_eq!(
+        c.own(),
+        Some(&(
+            FrameKind::Python,
+            function,
+            script.display().to_string(),
+            line
+        )),
+        "then the program's line: {c:?}"
+    );
+}
+
+#[test]
+fn python_http_server_listing_a_directory_names_its_frames_in_http_server() {
+    require!("python3");
+    use std::io::{BufRead, BufReader, Write};
+    let d = scratch();
+    let dir = dir_with(&d, &["a.txt", "b.txt"]);
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    let trace = d.path().join("t.dvt");
+    let mut cmd = Command::new(dejavu());
+    cmd.arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .args([
+            "--",
+            "python3",
+            "-u",
+            "-m",
+            "http.server",
+            "0",
+            "--bind",
+            "127.0.0.1",
+        ])
+        .arg("--directory")
+        .arg(&dir)
+        .env_remove("NODE_OPTIONS")
+        .env_remove("PYTHONPATH")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    // SAFETY: resetting a signal's disposition is async-signal-safe. A harness that
+    // ignores SIGTERM must not make the server ignore ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    // "Serving HTTP on 127.0.0.1 port 41233 (http://127.0.0.1:41233/) ..."
+    let port: u16 = line
+        .split("port ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {line:?}"));
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+    let mut page = String::new();
+    s.read_to_string(&mut page).unwrap();
+    assert!(page.contains("a.txt") && page.contains("sub/"), "{page}");
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap();
+    let mut r = TraceReader::open(&trace).unwrap();
+    let mut stacks = Vec::new();
+    let listed: Vec<String> = ["a.txt", "b.txt", "sub"]
+        .iter()
+        .map(|n| dir.join(n).display().to_string())
+        .collect();
+    while let Some(rec) = r.next_record().unwrap() {
+        if let Record::Syscall(c) = rec {
+            let on_listed = c
+                .path
+                .is_some_and(|p| listed.contains(&r.strings().lossy(p).into_owned()));
+            if on_listed && STATS.contains(&c.sys) {
+                stacks.push(c.stack);
+            }
+        }
+    }
+    assert!(stacks.len() >= 3, "each listed entry stat'ed: {stacks:?}");
+    for id in stacks {
+        let frames: Vec<Fr> = id
+            .map(|id| {
+                r.stack(id)
+                    .iter()
+                    .map(|f| {
+                        let s = |i: Option<dejavu_trace::StrId>| {
+                            i.map(|i| r.strings().lossy(i).into_owned())
+                                .unwrap_or_default()
+                        };
+                        (f.kind, s(f.function), s(f.file), f.line)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        // No frame of a program's own: the standard library's, not the interpreter's C.
+        assert!(
+            frames.iter().any(|f| f.0 == FrameKind::Python
+                && f.2.ends_with("/http/server.py")
+                && f.1.ends_with("list_directory")),
+            "{frames:?}"
+        );
+        assert!(frames.iter().all(is_runtime_frame), "{frames:?}");
+        assert!(frames.len() <= 24);
     }
 }

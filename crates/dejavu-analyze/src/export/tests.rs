@@ -6,7 +6,7 @@
 
 use super::*;
 use crate::testutil::{file_stat, meta, reader, TestTrace};
-use dejavu_trace::{End, LostReason, Sys, TraceWriter, WriterOptions};
+use dejavu_trace::{End, LostReason, MarkKind, Sys, TraceWriter, WriterOptions};
 use serde_json::{json, Value};
 
 fn export(bytes: &[u8]) -> (Result<ExportStats, ExportError>, Vec<Value>) {
@@ -113,6 +113,18 @@ fn every_kind() -> Vec<u8> {
         count: 3,
         reason: LostReason::ForeignAbi,
     }));
+    t.push(Record::Mark(Mark {
+        ts: 670,
+        pid: 10,
+        tid: 10,
+        kind: MarkKind::AgentReady,
+    }));
+    t.push(Record::Mark(Mark {
+        ts: 680,
+        pid: 10,
+        tid: 10,
+        kind: MarkKind::MainDone,
+    }));
     t.finish(End {
         end_ts: 1000,
         exit: Some(ExitStatus::Code(2)),
@@ -124,9 +136,9 @@ fn every_kind() -> Vec<u8> {
 fn every_record_kind_exports_with_the_documented_fields() {
     let (res, lines) = export(&every_kind());
     let stats = res.unwrap();
-    assert_eq!(stats.records, 13);
-    assert_eq!(stats.lines, 15);
-    assert_eq!(lines.len(), 15);
+    assert_eq!(stats.records, 15);
+    assert_eq!(stats.lines, 17);
+    assert_eq!(lines.len(), 17);
     assert!(!stats.truncated && !stats.output_closed);
 
     assert_eq!(lines[0]["type"], "meta");
@@ -196,7 +208,15 @@ fn every_record_kind_exports_with_the_documented_fields() {
     );
     assert_eq!(
         lines[14],
-        json!({"type": "end", "end_ts": 1000, "records": 13, "lost_events": 3,
+        json!({"type": "mark", "ts": 670, "pid": 10, "tid": 10, "kind": "agent_ready"})
+    );
+    assert_eq!(
+        lines[15],
+        json!({"type": "mark", "ts": 680, "pid": 10, "tid": 10, "kind": "main_done"})
+    );
+    assert_eq!(
+        lines[16],
+        json!({"type": "end", "end_ts": 1000, "records": 15, "lost_events": 3,
                "exit": {"code": 2}})
     );
 }

@@ -7,7 +7,7 @@
 mod channel;
 mod protocol;
 
-pub use protocol::Counters;
+pub use protocol::{AgentMark, Counters};
 
 use crate::kernel::Tid;
 use dejavu_trace::{StackId, StrId, TraceWriter};
@@ -63,10 +63,20 @@ impl Agents {
         }
     }
 
-    /// Reports the agents wrote, as the eBPF backend saw them written.
-    pub fn feed(&self, bytes: &[u8]) {
+    /// Reports the agents wrote, as the eBPF backend saw them written (at `at_ns`,
+    /// CLOCK_MONOTONIC).
+    pub fn feed(&self, bytes: &[u8], at_ns: u64) {
         if let Some(c) = &self.channel {
-            c.feed(bytes);
+            c.feed(bytes, at_ns);
+        }
+    }
+
+    /// The marks the agents reported (an agent ready, a main module done) and the tracer
+    /// has not written yet. `drain`: read the pipe first (before an exec or exit record).
+    pub fn take_marks(&self, drain: bool) -> Vec<AgentMark> {
+        match &self.channel {
+            Some(c) => c.take_marks(drain),
+            None => Vec::new(),
         }
     }
 

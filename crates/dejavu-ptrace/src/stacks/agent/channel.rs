@@ -2,7 +2,7 @@
 //! descriptor, a background thread that keeps it drained, and the agent files written to
 //! a private directory for the length of the recording.
 
-use super::protocol::State;
+use super::protocol::{AgentMark, State};
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -42,6 +42,9 @@ struct Shared {
     /// The reports arrive another way (the eBPF backend copies each write in the kernel,
     /// in order with the calls around it): what the pipe holds is read and dropped.
     external: AtomicBool,
+    /// The state holds marks for the trace: the tracer, which checks this at every record
+    /// it writes, takes the lock only when there are some.
+    marks: AtomicBool,
 }
 
 impl Shared {
@@ -58,7 +61,11 @@ impl Shared {
                 break; // EAGAIN (empty), 0 (no writer left), or an error: nothing more now
             }
             if !self.external.load(Ordering::Relaxed) {
-                st.feed(&buf[..n as usize]);
+                // Read now, so written before now: the marks' time.
+                st.feed(&buf[..n as usize], crate::kernel::now_ns());
+                if st.has_marks() {
+                    self.marks.store(true, Ordering::Relaxed);
+                }
             }
             if (n as usize) < buf.len() {
                 break;
@@ -120,6 +127,7 @@ impl Channel {
             state: Mutex::new(State::default()),
             stop: AtomicBool::new(false),
             external: AtomicBool::new(false),
+            marks: AtomicBool::new(false),
         });
         let bg = Arc::clone(&shared);
         let reader = std::thread::Builder::new()
@@ -157,9 +165,26 @@ impl Channel {
         self.shared.external.store(true, Ordering::Relaxed);
     }
 
-    /// Applies reports that arrived another way (see `set_external`).
-    pub fn feed(&self, bytes: &[u8]) {
-        self.shared.drained().feed(bytes);
+    /// Applies reports that arrived another way (see `set_external`), written at `at_ns`
+    /// (CLOCK_MONOTONIC).
+    pub fn feed(&self, bytes: &[u8], at_ns: u64) {
+        let mut st = self.shared.drained();
+        st.feed(bytes, at_ns);
+        if st.has_marks() {
+            self.shared.marks.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// The marks read so far and not yet taken. Cheap when there are none (an atomic
+    /// load), unless `drain`: then the pipe is read first, so every mark written before
+    /// now is in (before an exec or an exit is recorded).
+    pub fn take_marks(&self, drain: bool) -> Vec<AgentMark> {
+        if !drain && !self.shared.marks.load(Ordering::Relaxed) {
+            return Vec::new();
+        }
+        let mut st = self.shared.drained();
+        self.shared.marks.store(false, Ordering::Relaxed);
+        st.take_marks()
     }
 
     /// The state, with everything written so far applied.
@@ -383,10 +408,18 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&node).unwrap(), NODE_AGENT);
         // What an agent writes is applied by the time the state is asked for.
         let msg = super::super::protocol::encode::hello(1, 1, 1);
+        assert!(ch.take_marks(false).is_empty());
         // SAFETY: writing a local buffer to our pipe.
         let n = unsafe { libc::write(setup.write.as_raw_fd(), msg.as_ptr().cast(), msg.len()) };
         assert_eq!(n as usize, msg.len());
         assert_eq!(ch.state().counters.agents, 1);
+        // Its hello is a mark, timed when it was read.
+        let before = crate::kernel::now_ns();
+        let marks = ch.take_marks(false);
+        assert_eq!(marks.len(), 1);
+        assert_eq!(marks[0].kind, dejavu_trace::MarkKind::AgentReady);
+        assert!(marks[0].at_ns > 0 && marks[0].at_ns <= before);
+        assert!(ch.take_marks(true).is_empty());
         let dir = py.parent().unwrap().to_path_buf();
         drop(ch);
         assert!(

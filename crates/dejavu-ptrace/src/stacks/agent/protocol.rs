@@ -1,12 +1,13 @@
 //! The agents' wire protocol (docs/agents.md, "Protocol") and what the tracer keeps from
-//! it: call-site definitions, the wrapped calls each thread is inside, and asynchronous
-//! calls still pending, matched to a syscall by its path.
+//! it: call-site definitions, the wrapped calls each thread is inside, asynchronous calls
+//! still pending (matched to a syscall by its path), and the marks the runtimes reported
+//! (an agent ready, the Node.js main module done) for the trace.
 //!
 //! Nothing here trusts the bytes: the pipe is writable by every process of the program, so
 //! a malformed message is counted and skipped, never a panic.
 
-use dejavu_trace::{Frame, FrameKind, StackId, StrId, TraceWriter};
-use rustc_hash::FxHashMap;
+use dejavu_trace::{Frame, FrameKind, MarkKind, StackId, StrId, TraceWriter};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::io::Write;
 
 /// Longest message, and longest write an agent makes: PIPE_BUF, so that writes from many
@@ -29,6 +30,9 @@ pub const ASYNC_BEGIN: u8 = 5;
 pub const ASYNC_END: u8 = 6;
 /// Messages an agent could not write (the pipe was full): `pid u32, ns u32, count u32`.
 pub const DROPPED: u8 = 7;
+/// Node.js, main thread: the first turn of the event loop after the main module ran:
+/// `pid u32, ns u32`.
+pub const MAIN_DONE: u8 = 8;
 
 /// Most nested wrapped calls kept per thread; deeper ones are not attributed.
 const MAX_DEPTH: usize = 64;
@@ -37,8 +41,12 @@ const MAX_DEPTH: usize = 64;
 const MAX_PENDING: usize = 4096;
 /// Most call sites kept for the whole recording.
 const MAX_SITES: usize = 1 << 20;
-/// Most frames per site.
-const MAX_FRAMES: usize = 16;
+/// Most frames per site: the runtime's frames between the wrapped call and the program's
+/// code, then up to 4 of the program's own (the agents keep to this bound).
+pub const MAX_FRAMES: usize = 24;
+/// Most processes remembered as marked (a flood of hellos with made-up pids must not grow
+/// this without bound; real processes are forgotten when they exec or exit).
+const MAX_MARKED: usize = 1 << 20;
 
 /// What the protocol has told the tracer so far (for tests and `-v`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -55,6 +63,20 @@ pub struct Counters {
     pub sync_hits: u64,
     /// Stops attributed to a pending asynchronous call by their path.
     pub async_hits: u64,
+    /// Marks queued for the trace (agent ready, main module done).
+    pub marks: u64,
+}
+
+/// A mark a runtime reported, for the tracer to write as a [`dejavu_trace::Mark`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AgentMark {
+    /// The process (its main thread sent it: hellos and MAIN_DONE carry no thread id).
+    pub pid: u32,
+    /// What it marks.
+    pub kind: MarkKind,
+    /// CLOCK_MONOTONIC ns at or after the agent wrote it: when the pipe was read (ptrace),
+    /// or when the kernel saw the write (eBPF).
+    pub at_ns: u64,
 }
 
 #[derive(Debug)]
@@ -102,6 +124,12 @@ pub struct State {
     sites: FxHashMap<SiteKey, Site>,
     threads: FxHashMap<u32, Thread>,
     pending: FxHashMap<u32, Vec<Pending>>,
+    /// Processes whose agent said hello (their program's first hello made the mark).
+    ready: FxHashSet<u32>,
+    /// Processes whose main module's end was marked.
+    main_done: FxHashSet<u32>,
+    /// Marks not yet taken by the tracer, in the order they were read.
+    marks: Vec<AgentMark>,
     /// Public for tests and diagnostics.
     pub counters: Counters,
 }
@@ -148,8 +176,9 @@ fn lang(v: u8) -> Option<FrameKind> {
 }
 
 impl State {
-    /// Applies every whole message in `bytes` (after what an earlier call left over).
-    pub fn feed(&mut self, bytes: &[u8]) {
+    /// Applies every whole message in `bytes` (after what an earlier call left over);
+    /// `at_ns` is a CLOCK_MONOTONIC time at or after they were written (for marks).
+    pub fn feed(&mut self, bytes: &[u8], at_ns: u64) {
         let mut buf = std::mem::take(&mut self.partial);
         buf.extend_from_slice(bytes);
         let mut at = 0;
@@ -167,7 +196,7 @@ impl State {
                 break;
             }
             let msg = &buf[at + 2..at + 2 + len];
-            if self.apply(msg).is_some() {
+            if self.apply(msg, at_ns).is_some() {
                 self.counters.messages += 1;
             } else {
                 self.counters.malformed += 1;
@@ -178,13 +207,21 @@ impl State {
         self.partial = buf;
     }
 
-    fn apply(&mut self, msg: &[u8]) -> Option<()> {
+    fn apply(&mut self, msg: &[u8], at_ns: u64) -> Option<()> {
         let mut r = Rd { b: msg };
         match r.u8()? {
             HELLO => {
-                let (_pid, _ns, _lang) = (r.u32()?, r.u32()?, r.u8()?);
+                let (pid, _ns, _lang) = (r.u32()?, r.u32()?, r.u8()?);
                 r.done()?;
                 self.counters.agents += 1;
+                // The process's first agent (a Node.js worker's comes later, a forked
+                // Python child's has its own pid) marks the end of its start-up.
+                self.mark(pid, MarkKind::AgentReady, at_ns);
+            }
+            MAIN_DONE => {
+                let (pid, _ns) = (r.u32()?, r.u32()?);
+                r.done()?;
+                self.mark(pid, MarkKind::MainDone, at_ns);
             }
             SITE => {
                 let (pid, ns, site) = (r.u32()?, r.u32()?, r.u32()?);
@@ -290,11 +327,37 @@ impl State {
         Some(())
     }
 
-    /// Process `pid` is gone or runs a new program: its agents' state goes with it.
+    /// Queues a mark of `kind` for `pid`, once per process and program.
+    fn mark(&mut self, pid: u32, kind: MarkKind, at_ns: u64) {
+        let seen = match kind {
+            MarkKind::AgentReady => &mut self.ready,
+            MarkKind::MainDone => &mut self.main_done,
+        };
+        if seen.len() >= MAX_MARKED || !seen.insert(pid) {
+            return;
+        }
+        self.counters.marks += 1;
+        self.marks.push(AgentMark { pid, kind, at_ns });
+    }
+
+    /// The marks read since the last call, oldest first.
+    pub fn take_marks(&mut self) -> Vec<AgentMark> {
+        std::mem::take(&mut self.marks)
+    }
+
+    /// Whether marks wait to be taken.
+    pub fn has_marks(&self) -> bool {
+        !self.marks.is_empty()
+    }
+
+    /// Process `pid` is gone or runs a new program: its agents' state goes with it. (Its
+    /// marks already read stay queued: they belong before the exec or exit.)
     pub fn forget_process(&mut self, pid: u32) {
         self.sites.retain(|&(p, _, _), _| p != pid);
         self.threads.retain(|_, t| t.pid != pid);
         self.pending.remove(&pid);
+        self.ready.remove(&pid);
+        self.main_done.remove(&pid);
     }
 
     /// The stack for the call `tid` of `pid` is making: the innermost wrapped synchronous
@@ -438,6 +501,10 @@ pub mod encode {
     pub fn dropped(pid: u32, ns: u32, count: u32) -> Vec<u8> {
         msg(DROPPED, &u32s(&[pid, ns, count]))
     }
+
+    pub fn main_done(pid: u32, ns: u32) -> Vec<u8> {
+        msg(MAIN_DONE, &u32s(&[pid, ns]))
+    }
 }
 
 #[cfg(test)]
@@ -491,11 +558,11 @@ mod tests {
         let mut bytes = hello(10, 10, 1);
         bytes.extend(js_site(10, 10, 1, 12));
         bytes.extend(enter(10, 10, 10, 1, 0));
-        s.feed(&bytes);
+        s.feed(&bytes, 0);
         let id = s.lookup(&mut w, 10, 10, None).unwrap();
         assert_eq!(s.lookup(&mut w, 10, 11, None), None, "another thread");
         assert_eq!(s.lookup(&mut w, 11, 10, None), None, "another process");
-        s.feed(&exit(10, 10, 0));
+        s.feed(&exit(10, 10, 0), 0);
         assert_eq!(
             s.lookup(&mut w, 10, 10, None),
             None,
@@ -519,7 +586,7 @@ mod tests {
         let mut bytes = js_site(10, 10, 1, 12);
         bytes.extend(enter(10, 10, 10, 1, 0));
         for b in &bytes {
-            s.feed(std::slice::from_ref(b));
+            s.feed(std::slice::from_ref(b), 0);
         }
         assert!(s.lookup(&mut w, 10, 10, None).is_some());
         assert_eq!(s.counters.malformed, 0);
@@ -533,15 +600,15 @@ mod tests {
         b.extend(js_site(10, 10, 2, 20));
         b.extend(enter(10, 10, 10, 1, 0));
         b.extend(enter(10, 10, 10, 2, 1));
-        s.feed(&b);
+        s.feed(&b, 0);
         let inner = s.lookup(&mut w, 10, 10, None).unwrap();
-        s.feed(&exit(10, 10, 1));
+        s.feed(&exit(10, 10, 1), 0);
         let outer = s.lookup(&mut w, 10, 10, None).unwrap();
         assert_ne!(inner, outer);
         // The outer call's exit is lost (pipe full); the next call at depth 0 replaces it.
-        s.feed(&enter(10, 10, 10, 2, 0));
+        s.feed(&enter(10, 10, 10, 2, 0), 0);
         assert_eq!(s.lookup(&mut w, 10, 10, None), Some(inner));
-        s.feed(&exit(10, 10, 0));
+        s.feed(&exit(10, 10, 0), 0);
         assert_eq!(s.lookup(&mut w, 10, 10, None), None);
     }
 
@@ -553,7 +620,7 @@ mod tests {
         b.extend(js_site(10, 10, 2, 20));
         b.extend(async_begin(10, 10, 10, 1, 7, "/data/x"));
         b.extend(async_begin(10, 10, 10, 2, 8, "/data/x"));
-        s.feed(&b);
+        s.feed(&b, 0);
         let x = w.intern(b"/data/x");
         let y = w.intern(b"/data/y");
         let first = s.lookup(&mut w, 10, 12, Some(x)).unwrap();
@@ -565,10 +632,10 @@ mod tests {
             "the issuing thread itself"
         );
         assert_eq!(s.lookup(&mut w, 11, 12, Some(x)), None, "another process");
-        s.feed(&async_end(10, 10, 7));
+        s.feed(&async_end(10, 10, 7), 0);
         let second = s.lookup(&mut w, 10, 12, Some(x)).unwrap();
         assert_ne!(first, second, "the oldest pending call first");
-        s.feed(&async_end(10, 10, 8));
+        s.feed(&async_end(10, 10, 8), 0);
         assert_eq!(s.lookup(&mut w, 10, 12, Some(x)), None);
         assert_eq!(s.counters.async_hits, 2);
     }
@@ -581,7 +648,7 @@ mod tests {
         b.extend(js_site(10, 13, 1, 99)); // a worker thread's agent, same number
         b.extend(enter(10, 13, 13, 1, 0));
         b.extend(enter(10, 10, 10, 1, 0));
-        s.feed(&b);
+        s.feed(&b, 0);
         let worker = s.lookup(&mut w, 10, 13, None).unwrap();
         let main = s.lookup(&mut w, 10, 10, None).unwrap();
         assert_ne!(worker, main);
@@ -595,13 +662,13 @@ mod tests {
         let mut b = js_site(10, 10, 1, 12);
         b.extend(enter(10, 10, 10, 1, 0));
         b.extend(async_begin(10, 10, 10, 1, 7, "/data/x"));
-        s.feed(&b);
+        s.feed(&b, 0);
         s.forget_process(10);
         let x = w.intern(b"/data/x");
         assert_eq!(s.lookup(&mut w, 10, 10, None), None);
         assert_eq!(s.lookup(&mut w, 10, 12, Some(x)), None);
         // The new program's agent uses site 1 without defining it: no stale stack.
-        s.feed(&enter(10, 10, 10, 1, 0));
+        s.feed(&enter(10, 10, 10, 1, 0), 0);
         assert_eq!(s.lookup(&mut w, 10, 10, None), None);
     }
 
@@ -620,13 +687,13 @@ mod tests {
         b.extend(super::encode::site(10, 10, 1, 9, &[("f", "g", 1, 1)]));
         b.extend(js_site(10, 10, 1, 12));
         b.extend(enter(10, 10, 10, 1, 0));
-        s.feed(&b);
+        s.feed(&b, 0);
         assert_eq!(s.counters.malformed, 5);
         assert!(s.lookup(&mut w, 10, 10, None).is_some(), "framing survived");
         // A length that cannot be a message: everything buffered is dropped, and the
         // next read starts clean.
-        s.feed(&[0, 0, 1, 2, 3]);
-        s.feed(&exit(10, 10, 0));
+        s.feed(&[0, 0, 1, 2, 3], 0);
+        s.feed(&exit(10, 10, 0), 0);
         assert_eq!(s.counters.malformed, 6);
         // Arbitrary bytes never panic.
         let mut x: u32 = 12345;
@@ -638,16 +705,95 @@ mod tests {
                     (x >> 16) as u8
                 })
                 .collect();
-            s.feed(&chunk);
+            s.feed(&chunk, 0);
             let _ = s.lookup(&mut w, x % 3, x % 5, Some(StrId(0)));
         }
     }
 
     #[test]
+    fn the_first_hello_of_a_process_and_its_main_done_are_marked_once_per_program() {
+        let mut s = State::default();
+        let mut b = hello(10, 10, 1);
+        b.extend(hello(10, 13, 1)); // a worker thread's agent: no second mark
+        b.extend(hello(20, 20, 2)); // another process (a forked Python child)
+        s.feed(&b, 100);
+        s.feed(&main_done(10, 10), 200);
+        s.feed(&main_done(10, 10), 300); // once per process
+        let marks = s.take_marks();
+        let got: Vec<(u32, MarkKind, u64)> =
+            marks.iter().map(|m| (m.pid, m.kind, m.at_ns)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (10, MarkKind::AgentReady, 100),
+                (20, MarkKind::AgentReady, 100),
+                (10, MarkKind::MainDone, 200),
+            ]
+        );
+        assert!(s.take_marks().is_empty(), "taken once");
+        assert_eq!(s.counters.marks, 3);
+        // An exec: the new program's agent marks the process again.
+        s.feed(&hello(10, 10, 1), 400);
+        assert!(!s.has_marks());
+        s.forget_process(10);
+        s.feed(&hello(10, 10, 2), 500);
+        s.feed(&main_done(10, 10), 600);
+        let got: Vec<(MarkKind, u64)> = s.take_marks().iter().map(|m| (m.kind, m.at_ns)).collect();
+        assert_eq!(
+            got,
+            vec![(MarkKind::AgentReady, 500), (MarkKind::MainDone, 600)]
+        );
+        // A MAIN_DONE with bytes missing or over is skipped, never a mark.
+        let mut bad = main_done(30, 30);
+        bad.pop();
+        bad[0] -= 1;
+        s.feed(&bad, 700);
+        let mut long = main_done(30, 30);
+        long[0] += 1;
+        long.push(0);
+        s.feed(&long, 700);
+        assert!(!s.has_marks());
+        assert_eq!(s.counters.malformed, 2);
+    }
+
+    #[test]
+    fn a_site_holds_up_to_24_frames_runtime_ones_first() {
+        let mut w = writer();
+        let mut s = State::default();
+        let mut frames: Vec<(String, String, u32, u32)> = (0..20)
+            .map(|i| {
+                (
+                    format!("internal{i}"),
+                    "node:internal/modules/cjs/loader".to_string(),
+                    i + 1,
+                    3,
+                )
+            })
+            .collect();
+        for i in 0..4 {
+            frames.push((format!("user{i}"), "/app/main.js".into(), 10 + i, 1));
+        }
+        let borrowed: Vec<(&str, &str, u32, u32)> = frames
+            .iter()
+            .map(|(f, file, l, c)| (f.as_str(), file.as_str(), *l, *c))
+            .collect();
+        let mut b = super::encode::site(10, 10, 1, 1, &borrowed);
+        b.extend(enter(10, 10, 10, 1, 0));
+        s.feed(&b, 0);
+        let id = s.lookup(&mut w, 10, 10, None).unwrap();
+        assert_eq!(frames_of(w, id), frames);
+        // One frame more is not a site this protocol defines.
+        let mut more = borrowed.clone();
+        more.push(("x", "/app/main.js", 1, 1));
+        s.feed(&super::encode::site(10, 10, 2, 1, &more), 0);
+        assert_eq!(s.counters.malformed, 1);
+    }
+
+    #[test]
     fn dropped_counts_add_up() {
         let mut s = State::default();
-        s.feed(&dropped(1, 1, 3));
-        s.feed(&dropped(2, 2, 4));
+        s.feed(&dropped(1, 1, 3), 0);
+        s.feed(&dropped(2, 2, 4), 0);
         assert_eq!(s.counters.dropped_by_agents, 7);
     }
 }

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""agents.py: what the language agents cost per call, and how a change to them moves it.
+
+For the stat loops (Node.js bench/workloads/stat_loop.js: fs.statSync of one file N times;
+Python bench/workloads/stat_loop.py: os.stat of one file N times; N defaults to 200,000),
+this runs, interleaved round-robin so that machine noise hits every variant alike:
+
+    native                  the workload alone
+    pipe                    with the agent loaded and reporting to a pipe this script
+                            drains (the agent's own cost in the program, no dejavu)
+    ptrace                  dejavu record --backend ptrace (stacks on: the agents report)
+    ebpf                    dejavu record --backend ebpf
+
+With --before REV (and --before-dejavu BINARY, a dejavu built at REV), the pipe variant
+also runs the agents of git revision REV and the dejavu rows also run that binary, so a
+change to the agents is measured against what it replaces in the same run.
+
+It prints a markdown table per workload: median and min wall time, and the time per call
+over native ((median - native median) / N). Nothing here asserts on times. Standard
+library only; the machinery comes from overhead.py beside it.
+
+    cargo build --release -p dejavu
+    python3 bench/agents.py --reps 5
+    python3 bench/agents.py --before HEAD~1 --before-dejavu /tmp/dejavu-before --reps 5
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import overhead as ov  # noqa: E402  (bench/overhead.py, next to this file)
+
+REPO = ov.REPO
+AGENT_FD = 1000
+
+
+@dataclass
+class Variant:
+    name: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    # "node" or "python": run with the agent reporting to a pipe of ours
+    pipe: bool = False
+    walls: list[float] = field(default_factory=list)
+
+
+def agents_at(rev: str | None, dest: Path) -> Path:
+    """The agents' files (node/, python/) of the working tree, or of git revision `rev`."""
+    files = ["agents/node/dejavu-agent.js", "agents/python/sitecustomize.py",
+             "agents/python/_dejavu_agent.py"]
+    for f in files:
+        out = dest / f
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if rev is None:
+            out.write_bytes((REPO / f).read_bytes())
+        else:
+            out.write_bytes(subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:{f}"],
+                                           check=True, capture_output=True).stdout)
+    return dest / "agents"
+
+
+def run_with_pipe(v: Variant, cwd: Path) -> float:
+    """Runs `v` with DEJAVU_AGENT_FD naming a pipe at AGENT_FD that a thread drains."""
+    r, w = os.pipe2(os.O_CLOEXEC)
+    os.set_blocking(w, False)  # as dejavu makes it: a full pipe drops, never waits
+    ino = os.fstat(w).st_ino
+    env = dict(os.environ, **v.env, DEJAVU_AGENT_FD=f"{AGENT_FD}:{ino}")
+    got = []
+
+    def drain() -> None:
+        n = 0
+        while True:
+            b = os.read(r, 1 << 16)
+            if not b:
+                break
+            n += len(b)
+        got.append(n)
+
+    t = threading.Thread(target=drain)
+    t.start()
+    saved = os.dup(AGENT_FD) if _is_open(AGENT_FD) else None
+    os.dup2(w, AGENT_FD, inheritable=True)
+    os.close(w)
+    try:
+        t0 = time.perf_counter()
+        p = subprocess.run(v.argv, cwd=cwd, env=env, pass_fds=(AGENT_FD,),
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        wall = time.perf_counter() - t0
+    finally:
+        os.close(AGENT_FD)
+        if saved is not None:
+            os.dup2(saved, AGENT_FD)
+            os.close(saved)
+    t.join()
+    os.close(r)
+    if p.returncode != 0 or not got or got[0] == 0:
+        raise SystemExit(f"{v.name}: exit {p.returncode}, {got} bytes reported")
+    return wall
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=200000, help="calls per run (default 200000)")
+    ap.add_argument("--reps", type=int, default=5, help="runs of each variant (default 5)")
+    ap.add_argument("--dejavu", default=str(REPO / "target" / "release" / "dejavu"))
+    ap.add_argument("--before", metavar="REV", help="also the agents of this git revision")
+    ap.add_argument("--before-dejavu", metavar="BINARY",
+                    help="also this dejavu binary (built at --before)")
+    ap.add_argument("--workloads", default="stat_js,stat_py")
+    args = ap.parse_args()
+
+    facts = ov.machine_facts(Path(args.dejavu), args.dejavu)
+    with tempfile.TemporaryDirectory(prefix="dejavu-agents-bench-") as tmp:
+        tmp = Path(tmp)
+        target = ov.write_stat_target(tmp)
+        trees = {"after": agents_at(None, tmp / "after")}
+        binaries = {"after": args.dejavu}
+        if args.before:
+            trees["before"] = agents_at(args.before, tmp / "before")
+        if args.before_dejavu:
+            binaries["before"] = args.before_dejavu
+        print(f"- date (UTC): {facts['date_utc']}; {facts['nproc']} CPUs, {facts['cpu']}; "
+              f"load at start {facts['load_start']}")
+        print(f"- node {facts['versions']['node']}, python {facts['versions']['python (workload)']}")
+        print(f"- N = {args.n}, {args.reps} runs per variant, interleaved; after = the working "
+              f"tree's agents and {args.dejavu}" + (f"; before = {args.before}'s agents and "
+                                                    f"{args.before_dejavu}" if args.before else ""))
+        for key in args.workloads.split(","):
+            if key == "stat_js":
+                prog = ["node", str(ov.WORKLOADS_DIR / "stat_loop.js"), str(args.n), str(target)]
+            else:
+                # The real interpreter, not a pyenv shim (see overhead.py).
+                prog = [sys.executable, str(ov.WORKLOADS_DIR / "stat_loop.py"), str(args.n),
+                        str(target)]
+            variants = [Variant("native", prog)]
+            for label, tree in trees.items():
+                env = ({"NODE_OPTIONS": f"--require {tree / 'node' / 'dejavu-agent.js'}"}
+                       if key == "stat_js" else {"PYTHONPATH": str(tree / "python")})
+                variants.append(Variant(f"pipe ({label})", prog, env, pipe=True))
+            for label, exe in binaries.items():
+                for backend in ["ptrace", "ebpf"]:
+                    variants.append(Variant(
+                        f"dejavu record --backend {backend} ({label})",
+                        [exe, "record", "--backend", backend, "-o", str(tmp / "t.dvt"), "--"]
+                        + prog))
+            for rep in range(args.reps):
+                for v in variants:
+                    ov.log(f"{key} {v.name} run {rep + 1}/{args.reps}")
+                    if v.pipe:
+                        v.walls.append(run_with_pipe(v, tmp))
+                    else:
+                        r = ov.timed_run(v.argv, tmp, 900)
+                        if r.rc != 0:
+                            raise SystemExit(f"{v.name}: exit {r.rc}\n{r.stderr}")
+                        v.walls.append(r.wall)
+            base = statistics.median(variants[0].walls)
+            print(f"\n#### {key}: `{' '.join(Path(a).name if '/' in a else a for a in prog)}`\n")
+            print("| variant | median s | min s | µs/call over native |")
+            print("| --- | ---: | ---: | ---: |")
+            for v in variants:
+                med = statistics.median(v.walls)
+                per = "" if v is variants[0] else f"{(med - base) / args.n * 1e6:.2f}"
+                print(f"| {v.name} | {med:.2f} | {min(v.walls):.2f} | {per} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
