@@ -897,8 +897,10 @@ function unhook() {
 }
 
 // ---------------------------------------------------------------------------------------
-// The end of the main module: MAIN_DONE, once, from the main thread, at the first turn of
-// the event loop after the main module ran, so dejavu can tell start-up from the rest.
+// The end of the main module: MAIN_DONE, once, from the main thread, as soon as the main
+// module has run (CommonJS: right after its synchronous evaluation, before the callbacks
+// it queued; an ES module: once it and its top-level await have been evaluated), so
+// dejavu can tell start-up from the rest.
 
 /** 'exit' listeners there before the main module ran (Node.js's own watch is not). */
 /** @type {Function[]} */
@@ -943,10 +945,10 @@ function afterMain() {
     if (!on) return;
     const watch = esmWatch();
     if (watch === null) {
-      // A CommonJS main (or -e, stdin) has run: MAIN_DONE at the first turn of the
-      // event loop. A one-shot, ref'd immediate: the loop's poll phase does not wait for
-      // the program's first I/O (a server's first request) before the turn comes.
-      ReflectApply(setImmediateOrig, undefined, [mainDone]);
+      // A CommonJS main (or -e, stdin) has run: MAIN_DONE now, before anything the
+      // main module queued (its ticks, promises and immediates) runs: those are the
+      // event loop's work, as a request handler's is.
+      mainDone();
     } else {
       untilEvaluated(watch);
     }

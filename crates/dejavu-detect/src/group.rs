@@ -407,7 +407,12 @@ fn make(
         .map(|&(p, n)| (cx.replay.paths.bytes(p), n))
         .collect();
     let clusters = crate::pattern::clusters(&items);
-    let shown: Vec<String> = clusters.iter().take(3).map(|c| c.display.clone()).collect();
+    // Up to three paths are shown as they are; more, as the patterns they make.
+    let shown: Vec<String> = if by_count.len() <= 3 {
+        by_count.iter().map(|&(p, _)| cx.path(p)).collect()
+    } else {
+        clusters.iter().take(3).map(|c| c.display.clone()).collect()
+    };
     let top_paths = by_count
         .iter()
         .take(5)

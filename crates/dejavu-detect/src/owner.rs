@@ -130,6 +130,10 @@ const GO_PLUMBING: &[&[u8]] = &[
 
 /// Whether a native module is an interpreter's own code.
 fn is_interpreter_module(module: &[u8]) -> bool {
+    // CPython's standard library in C (_posixsubprocess, _io, ...) lives in lib-dynload.
+    if contains(module, b"/lib-dynload/") {
+        return true;
+    }
     let b = base(module);
     [
         &b"python"[..],

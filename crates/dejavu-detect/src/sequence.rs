@@ -175,8 +175,11 @@ impl Tracker {
                             step.push(' ');
                             step.push_str(&cx.path(p));
                         }
-                        (Some(_), true) => {
-                            let d = &self.dirs[sig.dir as usize];
+                        (Some(p), true) => {
+                            // The directory as the first run named it (the signature's
+                            // is masked: a generated name is one directory to people).
+                            let d = String::from_utf8_lossy(parent(cx.replay.paths.bytes(p)))
+                                .into_owned();
                             step.push(' ');
                             step.push_str(d.trim_end_matches('/'));
                             step.push_str("/*");

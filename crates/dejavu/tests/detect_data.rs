@@ -426,13 +426,15 @@ fn sync_io_main_thread_read_and_stat_sync_per_request() {
             .find(|t| t.path == p)
             .map_or(0, |t| t.redundant_calls)
     };
-    // statSync: one statx per request, every one on the main thread.
-    assert_eq!(count(&w.file("data.txt")), 100, "{m:#?}");
+    // statSync: one statx per request, every one on the main thread; the first request
+    // runs inside the main module (start-up, until the agent's mark), the other 99 from
+    // the event loop.
+    assert_eq!(count(&w.file("data.txt")), 99, "{m:#?}");
     // readFileSync: open, read(s), close per request, the same number each time.
     let read = count(&w.file("config.json"));
-    assert_eq!(read % 100, 0, "{m:#?}");
-    assert!(read >= 300, "{m:#?}");
-    assert_eq!(m.redundant_calls, 100 + read);
+    assert_eq!(read % 99, 0, "{m:#?}");
+    assert!(read >= 3 * 99, "{m:#?}");
+    assert_eq!(m.redundant_calls, 99 + read);
     if DEJAVU_STACKS_ON {
         assert!(!m.callsites.is_empty(), "{m:#?}");
     }

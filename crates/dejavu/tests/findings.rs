@@ -538,6 +538,114 @@ fn the_same_node_program_twice_gives_the_same_findings_and_a_diff_of_same() {
 }
 
 #[test]
+fn a_nodejs_programs_start_up_ends_where_the_agent_says_so_the_same_in_every_run() {
+    require!("node");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let script = fixture("requests.js");
+    let mut counts = Vec::new();
+    for i in 0..6 {
+        let t = record_node(&work, &format!("run{i}"), &script);
+        let v = report_json(
+            &t,
+            &["--min-calls", "1", "--detector", "sync-io-main-thread"],
+        );
+        let own: u64 = findings(&v)
+            .iter()
+            .filter(|f| f["program"] == "requests.js")
+            .map(|f| f["redundant_calls"].as_u64().unwrap())
+            .sum();
+        counts.push(own);
+    }
+    // 50 requests after the main module ran, each a statSync and a readFileSync
+    // (open, fstat, read, read, close): the main module's own writeFileSync and the
+    // module loading before it are start-up.
+    let (lo, hi) = (*counts.iter().min().unwrap(), *counts.iter().max().unwrap());
+    assert!(lo >= 50 * 2, "{counts:?}");
+    assert!((hi - lo) * 20 <= lo, "within 5%: {counts:?}");
+}
+
+/// A free TCP port on the loopback interface (the OS picks it; closed again at once).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// GET `path` from 127.0.0.1:`port`; the response's bytes.
+fn http_get(port: u16, path: &str) -> Option<Vec<u8>> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).ok()?;
+    Some(out)
+}
+
+#[test]
+fn python_http_server_listing_a_directory_per_request_names_list_directory() {
+    require!("python3");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let site = work.join("site");
+    std::fs::create_dir(&site).unwrap();
+    for i in 0..30 {
+        std::fs::write(site.join(format!("report-{i:03}.txt")), "x\n").unwrap();
+    }
+    let port = free_port();
+    let trace = work.join("http.dvt");
+    let mut child = Command::new(common::dejavu())
+        .args(["record", "-o"])
+        .arg(&trace)
+        .args(["--", "python3", "-u", "-m", "http.server"])
+        .arg(port.to_string())
+        .args(["--bind", "127.0.0.1", "--directory"])
+        .arg(&site)
+        .current_dir(&work)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut up = false;
+    for _ in 0..200 {
+        if http_get(port, "/").is_some() {
+            up = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(up, "the server never answered");
+    for _ in 0..20 {
+        let page = http_get(port, "/").unwrap();
+        assert!(String::from_utf8_lossy(&page).contains("report-029.txt"));
+    }
+    // SIGINT to dejavu is forwarded: the server stops, the trace is complete.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let _ = child.wait();
+    let v = report_json(&trace, &[]);
+    let all = findings(&v);
+    let listing: Vec<&Value> = all
+        .iter()
+        .filter(|f| f["program"] == "http.server")
+        .filter(|f| {
+            f["callsites"][0]["function"]
+                .as_str()
+                .is_some_and(|n| n.ends_with("list_directory"))
+        })
+        .collect();
+    assert!(!listing.is_empty(), "{:#?}", findings(&v));
+    let f = listing[0];
+    let site_file = f["callsites"][0]["file"].as_str().unwrap();
+    assert!(site_file.ends_with("http/server.py"), "{site_file}");
+    // The standard library is a library: shown, not folded into the runtime's line.
+    assert_eq!(f["owner"], "dependency");
+    assert!(f["redundant_calls"].as_u64().unwrap() >= 30 * 19, "{f:#}");
+}
+
+#[test]
 fn program_selects_the_findings_of_one_program() {
     require!("python3");
     let d = tempfile::tempdir().unwrap();

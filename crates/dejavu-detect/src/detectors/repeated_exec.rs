@@ -515,7 +515,9 @@ impl Detector for RepeatedExec {
                 .map(|(_, p)| p.ns.saturating_sub(p.first_ns))
                 .sum();
             let names: Vec<String> = items.iter().map(|(k, _)| cx.path(*k)).collect();
-            let paths: Vec<String> = {
+            let paths: Vec<String> = if names.len() <= 3 {
+                names.clone()
+            } else {
                 let items: Vec<(&[u8], u64)> = names.iter().map(|n| (n.as_bytes(), 1)).collect();
                 crate::pattern::clusters(&items)
                     .into_iter()

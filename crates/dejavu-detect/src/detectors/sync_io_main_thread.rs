@@ -354,9 +354,13 @@ mod tests {
             request(&mut b);
         }
         let f = b.findings("sync-io-main-thread");
-        // Without stacks, one finding per path pattern: both files of /app.
+        // Without stacks, one finding per path pattern: both files of /app (named, as
+        // they are only two).
         assert_eq!(f.len(), 1, "{f:?}");
-        assert_eq!(f[0].paths, vec!["/app/*".to_string()]);
+        assert_eq!(
+            f[0].paths,
+            vec![CFG.to_string(), "/app/data.bin".to_string()]
+        );
         assert_eq!((f[0].calls, f[0].redundant_calls), (100, 100));
         assert_eq!(f[0].wasted_ns, 100 * 500);
         let top: Vec<(&str, u64)> = f[0]
