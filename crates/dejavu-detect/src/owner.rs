@@ -230,6 +230,11 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
                 return Class::Plumbing;
             }
             let module = get(f.module);
+            if module.is_empty() && file.is_empty() && function.is_empty() {
+                // Code in no file: a JIT's (V8's, a JVM's) or generated code: nothing to
+                // name, and in an interpreter it is the runtime's own.
+                return Class::Plumbing;
+            }
             if dejavu_trace::is_runtime_module(module) {
                 let b = base(module);
                 return if b.starts_with(b"ld-linux")
