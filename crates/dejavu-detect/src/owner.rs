@@ -191,6 +191,19 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
             {
                 return Class::Plumbing;
             }
+            if let Some(own) = &prog.own_module {
+                // `python -m http.server`: http/server.py is the program.
+                let own = own.as_bytes();
+                let hit = |suffix: &[u8]| {
+                    file.len() > own.len() + suffix.len()
+                        && file.ends_with(suffix)
+                        && file[..file.len() - suffix.len()].ends_with(own)
+                        && file[file.len() - suffix.len() - own.len() - 1] == b'/'
+                };
+                if hit(b".py") || hit(b"/__main__.py") || hit(b"/__init__.py") {
+                    return Class::Own;
+                }
+            }
             let frozen = file.starts_with(b"<frozen ");
             let m = py_module(file);
             if frozen || is_py_stdlib(file) {

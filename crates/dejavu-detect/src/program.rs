@@ -32,6 +32,9 @@ pub struct Program {
     /// `node_modules` tree (`.../node_modules/typescript/`): files there (outside nested
     /// `node_modules`) are the program's own code, not a dependency's.
     pub own_root: Option<Vec<u8>>,
+    /// Python `-m MODULE`: the module's files (`http/server.py`, `pkg/__main__.py`) are
+    /// the program's own code, even in the standard library or site-packages.
+    pub own_module: Option<String>,
     /// Why this image is a launcher (`npx`, `pyenv`, `exec`), None when it is not.
     pub launcher: Option<String>,
 }
@@ -189,7 +192,10 @@ impl Program {
             },
             Runtime::Native => lossy(exe_base),
         };
+        let own_module =
+            (runtime == Runtime::Python && python_m(args)).then(|| name.replace('.', "/"));
         Program {
+            own_module,
             name,
             runtime,
             exe: exe.to_vec(),
@@ -252,6 +258,19 @@ impl Program {
         }
         None
     }
+}
+
+/// Whether a Python command line runs a module (`-m MODULE`) rather than a script.
+fn python_m(args: &[&[u8]]) -> bool {
+    for a in args {
+        if *a == b"-m" || (a.starts_with(b"-m") && !a.starts_with(b"--")) {
+            return true;
+        }
+        if !a.starts_with(b"-") || *a == b"--" || *a == b"-c" {
+            return false;
+        }
+    }
+    false
 }
 
 fn python_name(exe_base: &[u8], args: &[&[u8]]) -> String {
