@@ -266,6 +266,9 @@ impl<E: Default> Tallies<E> {
     }
 }
 
+/// Paths (the heaviest) whose patterns name a finding's paths for people.
+const DISPLAY_PATHS: usize = 2000;
+
 /// What a detector adds to each finding, given the (image, path) pairs it covers.
 pub type Each<'e> = dyn FnMut(&mut Finding, &[(u32, PathKey)]) + 'e;
 
@@ -333,30 +336,46 @@ pub(crate) fn group(
             out.push(make(info, cx, wording, hazards, each, &k, &members, None));
             continue;
         }
-        // No call site: one finding per path pattern.
-        let paths: Vec<(&[u8], u64)> = members
+        // No call site: one finding per path pattern, over the distinct paths (the same
+        // path in several processes is one).
+        let mut distinct: FxHashMap<PathKey, usize> = FxHashMap::default();
+        let mut paths: Vec<(PathKey, u64)> = Vec::new();
+        let mut of_path: Vec<usize> = Vec::with_capacity(members.len());
+        for m in &members {
+            let p = m.path.unwrap_or(PathKey(u32::MAX));
+            let i = *distinct.entry(p).or_insert_with(|| {
+                paths.push((p, 0));
+                paths.len() - 1
+            });
+            paths[i].1 += m.tally.redundant;
+            of_path.push(i);
+        }
+        let items: Vec<(&[u8], u64)> = paths
             .iter()
-            .map(|m| {
+            .map(|&(p, w)| {
                 (
-                    m.path.map_or(&[][..], |p| cx.replay.paths.bytes(p)),
-                    m.tally.redundant,
+                    if p.0 == u32::MAX {
+                        &[][..]
+                    } else {
+                        cx.replay.paths.bytes(p)
+                    },
+                    w,
                 )
             })
             .collect();
-        let clusters = crate::pattern::clusters(&paths);
-        let mut slots: Vec<Option<Part<'_>>> = members.into_iter().map(Some).collect();
-        for c in clusters {
-            let part: Vec<Part<'_>> = c.members.iter().filter_map(|&i| slots[i].take()).collect();
-            out.push(make(
-                info,
-                cx,
-                wording,
-                hazards,
-                each,
-                &k,
-                &part,
-                Some(&c.key),
-            ));
+        let clusters = crate::pattern::clusters(&items);
+        let mut cluster_of = vec![0usize; paths.len()];
+        for (ci, c) in clusters.iter().enumerate() {
+            for &m in &c.members {
+                cluster_of[m] = ci;
+            }
+        }
+        let mut parts: Vec<Vec<Part<'_>>> = (0..clusters.len()).map(|_| Vec::new()).collect();
+        for (m, pi) in members.into_iter().zip(of_path) {
+            parts[cluster_of[pi]].push(m);
+        }
+        for (c, part) in clusters.iter().zip(parts) {
+            out.push(make(info, cx, wording, hazards, each, &k, &part, Some(c)));
         }
     }
     out
@@ -371,7 +390,7 @@ fn make(
     each: &mut Each<'_>,
     (program, owner, site): &(String, Owner, Option<SiteKey>),
     members: &[Part<'_>],
-    pattern_key: Option<&str>,
+    cluster: Option<&crate::pattern::Cluster>,
 ) -> Finding {
     let mut t = Tally::default();
     for m in members {
@@ -406,8 +425,21 @@ fn make(
         .iter()
         .map(|&(p, n)| (cx.replay.paths.bytes(p), n))
         .collect();
-    let clusters = crate::pattern::clusters(&items);
-    // Up to three paths are shown as they are; more, as the patterns they make.
+    // Up to three paths are shown as they are; more, as the patterns they make (the
+    // finding's own pattern when it is one).
+    let clusters = match cluster {
+        Some(c) => vec![crate::pattern::Cluster {
+            display: c.display.clone(),
+            key: c.key.clone(),
+            members: Vec::new(),
+            weight: c.weight,
+        }],
+        // For display only: the heaviest paths make the patterns people read.
+        None if by_count.len() > 3 => {
+            crate::pattern::clusters(&items[..items.len().min(DISPLAY_PATHS)])
+        }
+        None => Vec::new(),
+    };
     let shown: Vec<String> = if by_count.len() <= 3 {
         by_count.iter().map(|&(p, _)| cx.path(p)).collect()
     } else {
@@ -422,12 +454,15 @@ fn make(
         })
         .collect();
     let share = cx.share(t.wasted_ns);
-    let what = match (site, pattern_key) {
+    let what = match (site, cluster) {
         (Some(s), _) => cx.site_label(s),
-        (None, Some(p)) => format!("path:{p}"),
+        (None, Some(c)) => format!("path:{}", c.key),
         (None, None) => match clusters.first() {
             Some(c) => format!("path:{}", c.key),
-            None => String::new(),
+            None => match by_count.first() {
+                Some(&(p, _)) => format!("path:{}", crate::pattern::mask(cx.replay.paths.bytes(p))),
+                None => String::new(),
+            },
         },
     };
     let key = format!("{program}|{}|{}|{what}", info.id, owner.name());

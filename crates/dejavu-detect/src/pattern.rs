@@ -118,9 +118,64 @@ const LITERAL_LEAD: usize = 3;
 /// Directories a file name must be looked up in to be a search along a path.
 const SEARCH_DIRS: usize = 3;
 
+/// Interned path components: shapes compare and hash ids, not bytes.
+#[derive(Default)]
+struct Comps<'p> {
+    ids: FxHashMap<std::borrow::Cow<'p, [u8]>, u32>,
+    strs: Vec<std::borrow::Cow<'p, [u8]>>,
+    /// Per id: the component holds a `*` (a mask or a pattern).
+    starred: Vec<bool>,
+}
+
+impl<'p> Comps<'p> {
+    fn id(&mut self, c: std::borrow::Cow<'p, [u8]>) -> u32 {
+        if let Some(&i) = self.ids.get(c.as_ref()) {
+            return i;
+        }
+        let i = self.strs.len() as u32;
+        self.starred.push(c.contains(&b'*'));
+        // Borrowed components cost nothing to keep twice; owned ones are rare (masked).
+        self.strs.push(c.clone());
+        self.ids.insert(c, i);
+        i
+    }
+    fn star(&mut self) -> u32 {
+        self.id(std::borrow::Cow::Borrowed(b"*"))
+    }
+    fn bytes(&self, i: u32) -> &[u8] {
+        &self.strs[i as usize]
+    }
+    fn join(&self, comps: &[u32]) -> String {
+        comps
+            .iter()
+            .map(|&c| String::from_utf8_lossy(self.bytes(c)).into_owned())
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+    /// `path` split and masked, component by component; a component with nothing to
+    /// mask is borrowed from the path.
+    fn split(&mut self, path: &'p [u8]) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut prev_proc = false;
+        let mut m = Vec::new();
+        for c in path.split(|&b| b == b'/') {
+            m.clear();
+            mask_component(c, prev_proc, &mut m);
+            prev_proc = c == b"proc" && out.len() == 1;
+            let cow = if m.as_slice() == c {
+                std::borrow::Cow::Borrowed(c)
+            } else {
+                std::borrow::Cow::Owned(m.clone())
+            };
+            out.push(self.id(cow));
+        }
+        out
+    }
+}
+
 #[derive(Default)]
 struct Shape {
-    comps: Vec<Vec<u8>>,
+    comps: Vec<u32>,
     members: Vec<usize>,
     weight: u64,
     stars: usize,
@@ -130,8 +185,8 @@ struct Shape {
 }
 
 impl Shape {
-    fn literal(&self) -> bool {
-        self.special.is_none() && !self.comps.iter().any(|c| c.contains(&b'*'))
+    fn literal(&self, cs: &Comps<'_>) -> bool {
+        self.special.is_none() && !self.comps.iter().any(|&c| cs.starred[c as usize])
     }
     fn take(&mut self) -> Shape {
         std::mem::take(self)
@@ -150,14 +205,6 @@ fn ext(name: &[u8]) -> Option<&[u8]> {
         .map(|i| &name[i..])
 }
 
-fn join(comps: &[Vec<u8>]) -> String {
-    comps
-        .iter()
-        .map(|c| String::from_utf8_lossy(c).into_owned())
-        .collect::<Vec<_>>()
-        .join("/")
-}
-
 /// Groups `paths` (with a weight each, e.g. redundant calls) into clusters, heaviest
 /// first:
 /// 1. paths equal once their per-run parts are masked;
@@ -169,11 +216,12 @@ fn join(comps: &[Vec<u8>]) -> String {
 /// 5. shapes that differ in one directory (`.../fragments/*/a0.tdb`), the first two
 ///    directories kept literal.
 pub fn clusters(paths: &[(&[u8], u64)]) -> Vec<Cluster> {
+    let mut cs = Comps::default();
     // 1. Identical masked paths.
     let mut shapes: Vec<Shape> = Vec::new();
-    let mut by_masked: FxHashMap<Vec<Vec<u8>>, usize> = FxHashMap::default();
+    let mut by_masked: FxHashMap<Vec<u32>, usize> = FxHashMap::default();
     for (i, (p, w)) in paths.iter().enumerate() {
-        let comps = masked_components(p);
+        let comps = cs.split(p);
         match by_masked.get(&comps) {
             Some(&s) => {
                 shapes[s].members.push(i);
@@ -190,10 +238,11 @@ pub fn clusters(paths: &[(&[u8], u64)]) -> Vec<Cluster> {
             }
         }
     }
-    walks(&mut shapes, paths);
-    searches(&mut shapes);
-    siblings(&mut shapes);
-    one_dir_differs(&mut shapes);
+    drop(by_masked);
+    walks(&mut shapes, paths, &cs);
+    searches(&mut shapes, &cs);
+    siblings(&mut shapes, &mut cs);
+    one_dir_differs(&mut shapes, &mut cs);
     let mut out: Vec<Cluster> = shapes
         .into_iter()
         .filter(|s| !s.members.is_empty())
@@ -201,7 +250,7 @@ pub fn clusters(paths: &[(&[u8], u64)]) -> Vec<Cluster> {
             s.members.sort_unstable();
             let key = match &s.special {
                 Some((_, k)) => k.clone(),
-                None => join(&s.comps),
+                None => cs.join(&s.comps),
             };
             let first = paths[s.members[0]].0;
             let display = match &s.special {
@@ -212,31 +261,36 @@ pub fn clusters(paths: &[(&[u8], u64)]) -> Vec<Cluster> {
                 // The pattern, with what every path has in common spelled out (a
                 // generated directory name is masked in the key, not for people).
                 None => {
-                    let originals: Vec<Vec<&[u8]>> = s
-                        .members
-                        .iter()
-                        .map(|&m| paths[m].0.split(|&c| c == b'/').collect())
-                        .collect();
-                    let comps: Vec<Vec<u8>> = s
+                    // Per component: every path has the same one there (and the same
+                    // depth): one pass, no copies.
+                    let first: Vec<&[u8]> = first.split(|&c| c == b'/').collect();
+                    let depth = s.comps.len();
+                    let mut same = vec![first.len() == depth; depth];
+                    for &m in &s.members[1..] {
+                        let mut n = 0;
+                        for (i, c) in paths[m].0.split(|&c| c == b'/').enumerate() {
+                            n += 1;
+                            if i < depth && first.get(i) != Some(&c) {
+                                same[i] = false;
+                            }
+                        }
+                        if n != depth {
+                            same.iter_mut().for_each(|v| *v = false);
+                        }
+                    }
+                    let parts: Vec<String> = s
                         .comps
                         .iter()
                         .enumerate()
-                        .map(|(i, c)| {
-                            let o = originals[0].get(i);
-                            match o {
-                                Some(o)
-                                    if c.contains(&b'*')
-                                        && originals.iter().all(|p| {
-                                            p.len() == s.comps.len() && p.get(i) == Some(o)
-                                        }) =>
-                                {
-                                    o.to_vec()
-                                }
-                                _ => c.clone(),
+                        .map(|(i, &c)| {
+                            if cs.starred[c as usize] && same[i] {
+                                String::from_utf8_lossy(first[i]).into_owned()
+                            } else {
+                                String::from_utf8_lossy(cs.bytes(c)).into_owned()
                             }
                         })
                         .collect();
-                    join(&comps)
+                    parts.join("/")
                 }
             };
             Cluster {
@@ -253,7 +307,7 @@ pub fn clusters(paths: &[(&[u8], u64)]) -> Vec<Cluster> {
 
 /// Step 2, walks: literal paths linked by being one another's ancestor (the root
 /// excluded) become one cluster, named after its heaviest deepest path.
-fn walks(shapes: &mut [Shape], paths: &[(&[u8], u64)]) {
+fn walks(shapes: &mut [Shape], paths: &[(&[u8], u64)], cs: &Comps<'_>) {
     let n = shapes.len();
     let mut parent: Vec<usize> = (0..n).collect();
     fn find(p: &mut [usize], mut i: usize) -> usize {
@@ -264,9 +318,10 @@ fn walks(shapes: &mut [Shape], paths: &[(&[u8], u64)]) {
         i
     }
     // Literal shapes by path; each links to its nearest literal ancestor present.
-    let mut index: FxHashMap<&[Vec<u8>], usize> = FxHashMap::default();
+    let mut index: FxHashMap<&[u32], usize> = FxHashMap::default();
     for (i, s) in shapes.iter().enumerate() {
-        if s.literal() && s.comps.len() >= 2 && !(s.comps.len() == 2 && s.comps[1].is_empty()) {
+        let root = s.comps.len() == 2 && cs.bytes(s.comps[1]).is_empty();
+        if s.literal(cs) && s.comps.len() >= 2 && !root {
             index.insert(&s.comps[..], i);
         }
     }
@@ -287,6 +342,7 @@ fn walks(shapes: &mut [Shape], paths: &[(&[u8], u64)]) {
             }
         }
     }
+    drop(index);
     let mut groups: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
     for (i, &l) in linked.iter().enumerate() {
         if l {
@@ -323,7 +379,7 @@ fn walks(shapes: &mut [Shape], paths: &[(&[u8], u64)]) {
             "{name} and {more} more under {}",
             String::from_utf8_lossy(paths[shapes[top].members[0]].0)
         );
-        let key = format!("walk:{}", join(&shapes[top].comps));
+        let key = format!("walk:{}", cs.join(&shapes[top].comps));
         let mut merged = Shape {
             special: Some((display, key)),
             ..Shape::default()
@@ -338,18 +394,18 @@ fn walks(shapes: &mut [Shape], paths: &[(&[u8], u64)]) {
 }
 
 /// Step 3: the same file name looked up in several directories: a search along a path.
-fn searches(shapes: &mut [Shape]) {
-    let mut by_name: FxHashMap<Vec<u8>, Vec<usize>> = FxHashMap::default();
+fn searches(shapes: &mut [Shape], cs: &Comps<'_>) {
+    let mut by_name: FxHashMap<u32, Vec<usize>> = FxHashMap::default();
     for (i, s) in shapes.iter().enumerate() {
-        if s.members.is_empty() || !s.literal() || s.comps.len() < 3 {
+        if s.members.is_empty() || !s.literal(cs) || s.comps.len() < 3 {
             continue;
         }
-        let name = s.comps[s.comps.len() - 1].clone();
-        if !name.is_empty() {
+        let name = s.comps[s.comps.len() - 1];
+        if !cs.bytes(name).is_empty() {
             by_name.entry(name).or_default().push(i);
         }
     }
-    let mut groups: Vec<(Vec<u8>, Vec<usize>)> = by_name
+    let mut groups: Vec<(u32, Vec<usize>)> = by_name
         .into_iter()
         .filter(|(_, v)| v.len() >= SEARCH_DIRS)
         .collect();
@@ -369,10 +425,10 @@ fn searches(shapes: &mut [Shape]) {
                 continue;
             }
         }
-        let name = String::from_utf8_lossy(&name).into_owned();
+        let name = String::from_utf8_lossy(cs.bytes(name)).into_owned();
         let mut dirs: Vec<String> = g
             .iter()
-            .map(|&i| join(&shapes[i].comps[..shapes[i].comps.len() - 1]))
+            .map(|&i| cs.join(&shapes[i].comps[..shapes[i].comps.len() - 1]))
             .collect();
         dirs.sort();
         let shown: Vec<&str> = dirs.iter().take(3).map(String::as_str).collect();
@@ -402,31 +458,38 @@ fn searches(shapes: &mut [Shape]) {
 }
 
 /// Step 4, files of one directory: `dir/*.ext` when they share an extension, else `dir/*`.
-fn siblings(shapes: &mut [Shape]) {
-    let mut by_dir: FxHashMap<Vec<Vec<u8>>, Vec<usize>> = FxHashMap::default();
+fn siblings(shapes: &mut [Shape], cs: &mut Comps<'_>) {
+    let mut by_dir: FxHashMap<&[u32], Vec<usize>> = FxHashMap::default();
     for (i, s) in shapes.iter().enumerate() {
         if s.members.is_empty() || s.special.is_some() || s.comps.len() < 3 {
             continue;
         }
         by_dir
-            .entry(s.comps[..s.comps.len() - 1].to_vec())
+            .entry(&s.comps[..s.comps.len() - 1])
             .or_default()
             .push(i);
     }
-    let mut dirs: Vec<(Vec<Vec<u8>>, Vec<usize>)> =
-        by_dir.into_iter().filter(|(_, v)| v.len() > 1).collect();
+    let mut dirs: Vec<(Vec<u32>, Vec<usize>)> = by_dir
+        .into_iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(d, v)| (d.to_vec(), v))
+        .collect();
     dirs.sort_by_key(|(_, v)| v[0]);
     for (dir, idx) in dirs {
-        let names: Vec<Vec<u8>> = idx
+        let names: Vec<u32> = idx
             .iter()
-            .map(|&i| shapes[i].comps.last().cloned().unwrap_or_default())
+            .map(|&i| shapes[i].comps.last().copied().unwrap_or(0))
             .collect();
-        let e = ext(&names[0]).map(<[u8]>::to_vec);
+        let e = ext(cs.bytes(names[0])).map(<[u8]>::to_vec);
         let name = match e {
-            Some(e) if names.iter().all(|n| ext(n) == Some(e.as_slice())) => {
-                [&b"*"[..], &e].concat()
+            Some(e)
+                if names
+                    .iter()
+                    .all(|&n| ext(cs.bytes(n)) == Some(e.as_slice())) =>
+            {
+                cs.id(std::borrow::Cow::Owned([&b"*"[..], &e].concat()))
             }
-            _ => b"*".to_vec(),
+            _ => cs.star(),
         };
         let mut comps = dir;
         comps.push(name);
@@ -443,24 +506,25 @@ fn siblings(shapes: &mut [Shape]) {
 }
 
 /// Step 5: shapes that differ in one directory (deepest first), the leading ones literal.
-fn one_dir_differs(shapes: &mut [Shape]) {
+fn one_dir_differs(shapes: &mut [Shape], cs: &mut Comps<'_>) {
+    let star = cs.star();
     let max_depth = shapes.iter().map(|s| s.comps.len()).max().unwrap_or(0);
     for pos in (LITERAL_LEAD..max_depth.saturating_sub(1)).rev() {
-        let mut groups: FxHashMap<Vec<Vec<u8>>, Vec<usize>> = FxHashMap::default();
+        let mut groups: FxHashMap<Vec<u32>, Vec<usize>> = FxHashMap::default();
         for (i, s) in shapes.iter().enumerate() {
             if s.members.is_empty()
                 || s.special.is_some()
                 || pos + 1 >= s.comps.len()
                 || s.stars >= MAX_STARS
-                || s.comps[pos] == b"*"
+                || s.comps[pos] == star
             {
                 continue;
             }
             let mut k = s.comps.clone();
-            k[pos] = b"*".to_vec();
+            k[pos] = star;
             groups.entry(k).or_default().push(i);
         }
-        let mut groups: Vec<(Vec<Vec<u8>>, Vec<usize>)> =
+        let mut groups: Vec<(Vec<u32>, Vec<usize>)> =
             groups.into_iter().filter(|(_, v)| v.len() > 1).collect();
         groups.sort_by_key(|(_, v)| v[0]);
         for (k, idx) in groups {

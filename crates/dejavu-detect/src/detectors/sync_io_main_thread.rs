@@ -72,11 +72,9 @@ struct NodeProc {
     startup: bool,
     /// The last main-thread module access of the start-up burst (the exec at first).
     last_module_ts: u64,
-    /// The main script has been loaded (or there is none to wait for: `node -e`): until
-    /// then start-up goes on however slow it is (a loaded machine, the preloads).
-    main_seen: bool,
-    /// The main script's file name.
-    main: Vec<u8>,
+    /// A module has been loaded: before the first one, start-up goes on however slow it
+    /// is (node's own bootstrap on a loaded machine).
+    loading: bool,
     /// Calls since that access: start-up work if another module access follows within
     /// the gap, else counted.
     pending: FxHashMap<PathKey, Pend>,
@@ -195,19 +193,13 @@ impl Detector for SyncIo {
         }
         let module = self.module(cx, path);
         let gap = self.gap_ns;
-        let np = self.procs.entry(s.pid).or_insert_with(|| {
-            let (name, _) = cx.program_name(v.image);
-            let main = name.into_bytes();
-            let script = main.contains(&b'.') && !main.contains(&b' ');
-            NodeProc {
-                image: v.image,
-                is_node: is_node_proc(cx, s.pid),
-                startup: true,
-                last_module_ts: cx.replay.proc(s.pid).map_or(0, |p| p.exec_ts),
-                main_seen: !script,
-                main,
-                pending: FxHashMap::default(),
-            }
+        let np = self.procs.entry(s.pid).or_insert_with(|| NodeProc {
+            image: v.image,
+            is_node: is_node_proc(cx, s.pid),
+            startup: true,
+            last_module_ts: cx.replay.proc(s.pid).map_or(0, |p| p.exec_ts),
+            loading: false,
+            pending: FxHashMap::default(),
         });
         if !np.is_node {
             self.not_node = s.pid;
@@ -235,9 +227,8 @@ impl Detector for SyncIo {
             return;
         }
         if module {
-            if !np.main_seen {
-                let b = cx.replay.paths.bytes(path);
-                np.main_seen = b.rsplit(|&c| c == b'/').next() == Some(np.main.as_slice());
+            if !np.loading {
+                np.loading = true;
                 np.pending.clear();
                 np.last_module_ts = np.last_module_ts.max(s.ts);
                 return;
@@ -258,7 +249,7 @@ impl Detector for SyncIo {
             return;
         }
         if np.startup {
-            if np.main_seen && s.ts.saturating_sub(np.last_module_ts) > gap {
+            if np.loading && s.ts.saturating_sub(np.last_module_ts) > gap {
                 np.startup = false;
                 Self::commit(&mut self.tallies, np, cx);
             } else {
@@ -448,7 +439,7 @@ mod tests {
     #[test]
     fn a_slow_start_up_before_the_main_script_is_still_start_up() {
         // A loaded machine: more than startup_gap_ms between the exec and the first
-        // module load. What node reads before its main script is start-up all the same.
+        // module load. What node reads before it loads modules is start-up all the same.
         let mut b = TraceBuilder::new();
         b.exec("/usr/bin/node", &["node", APP]);
         b.wait(1_500_000_000);
