@@ -137,15 +137,6 @@ pub struct Proc {
     pub exit: Option<ExitStatus>,
     /// The image it runs now (an index into [`Replay::images`]).
     pub image: u32,
-    /// When its language agent said it was ready ([`MarkKind::AgentReady`]): for Python,
-    /// the end of the interpreter's own start-up, before `__main__` runs. The first mark
-    /// of the current program counts; an exec clears it, and a forked child starts
-    /// without one (its own agent marks it).
-    pub ready_ts: Option<u64>,
-    /// When the Node.js main module had run ([`MarkKind::MainDone`]: the first turn of
-    /// the event loop after it). None for a program that never got there, or that has
-    /// no agent. Cleared by an exec, like `ready_ts`.
-    pub main_done_ts: Option<u64>,
     fds: Rc<RefCell<FdTable>>,
 }
 
@@ -161,8 +152,6 @@ impl Proc {
             threads: 1,
             exit: None,
             image: 0,
-            ready_ts: None,
-            main_done_ts: None,
             fds,
         }
     }
@@ -202,11 +191,12 @@ pub struct Image {
     pub execd: bool,
     /// A later exec in the same process replaced it.
     pub replaced: bool,
-    /// When a language agent said the runtime's own start-up was over (its first
-    /// message), ns.
+    /// When its language agent said it was ready ([`MarkKind::AgentReady`]): for Python,
+    /// the end of the interpreter's own start-up, before `__main__` runs. The first mark
+    /// counts.
     pub ready_ts: Option<u64>,
-    /// Node.js: when the agent said the main module had run (the first turn of the event
-    /// loop after it), ns.
+    /// When the Node.js main module had run ([`MarkKind::MainDone`]). None for a program
+    /// that never got there, or that has no agent.
     pub main_done_ts: Option<u64>,
 }
 
@@ -714,8 +704,6 @@ impl Replay {
                 p.exec_ts = e.ts;
                 p.threads = 1;
                 // A new program: its start-up is still to come.
-                p.ready_ts = None;
-                p.main_done_ts = None;
                 let exe = strings.get(e.exe);
                 let base = exe.rsplit(|&c| c == b'/').next().unwrap_or(exe);
                 p.is_node = base == b"node"
@@ -742,14 +730,10 @@ impl Replay {
                 }
             }
             Record::Mark(m) => {
-                let p = self.proc_mut(m.pid, m.ts);
-                let image = p.image;
-                let slot = match m.kind {
-                    MarkKind::AgentReady => &mut p.ready_ts,
-                    MarkKind::MainDone => &mut p.main_done_ts,
-                };
-                slot.get_or_insert(m.ts);
-                // The image the mark ends the start-up of (detectors judge per image).
+                // The image the mark ends the start-up of: the first mark of a kind counts;
+                // an exec starts a new image without one, and a forked child's own agent
+                // marks the child.
+                let image = self.proc_mut(m.pid, m.ts).image;
                 if let Some(im) = self.images.get_mut(image as usize) {
                     let slot = match m.kind {
                         MarkKind::AgentReady => &mut im.ready_ts,
@@ -855,20 +839,20 @@ mod tests {
             })
         };
         r.apply_record(&spawn(0, 0, 10), &strings);
-        assert_eq!(r.proc(10).unwrap().ready_ts, None);
+        assert_eq!(r.images[r.proc(10).unwrap().image as usize].ready_ts, None);
         r.apply_record(&mark(100, 10, MarkKind::AgentReady), &strings);
         r.apply_record(&mark(300, 10, MarkKind::MainDone), &strings);
         // The first of each counts.
         r.apply_record(&mark(400, 10, MarkKind::AgentReady), &strings);
-        let p = r.proc(10).unwrap();
+        let p = &r.images[r.proc(10).unwrap().image as usize];
         assert_eq!((p.ready_ts, p.main_done_ts), (Some(100), Some(300)));
 
         // A forked child starts without marks: its own agent marks it.
         r.apply_record(&spawn(500, 10, 11), &strings);
-        assert_eq!(r.proc(11).unwrap().ready_ts, None);
+        assert_eq!(r.images[r.proc(11).unwrap().image as usize].ready_ts, None);
         r.apply_record(&mark(510, 11, MarkKind::AgentReady), &strings);
-        assert_eq!(r.proc(11).unwrap().ready_ts, Some(510));
-        assert_eq!(r.proc(11).unwrap().main_done_ts, None);
+        assert_eq!(r.images[r.proc(11).unwrap().image as usize].ready_ts, Some(510));
+        assert_eq!(r.images[r.proc(11).unwrap().image as usize].main_done_ts, None);
 
         // An exec is a new program, whose start-up is still to come.
         r.apply_record(
@@ -881,10 +865,10 @@ mod tests {
             }),
             &strings,
         );
-        let p = r.proc(10).unwrap();
+        let p = &r.images[r.proc(10).unwrap().image as usize];
         assert_eq!((p.ready_ts, p.main_done_ts), (None, None));
         r.apply_record(&mark(700, 10, MarkKind::AgentReady), &strings);
-        assert_eq!(r.proc(10).unwrap().ready_ts, Some(700));
-        assert_eq!(r.proc(11).unwrap().ready_ts, Some(510), "per process");
+        assert_eq!(r.images[r.proc(10).unwrap().image as usize].ready_ts, Some(700));
+        assert_eq!(r.images[r.proc(11).unwrap().image as usize].ready_ts, Some(510), "per process");
     }
 }
