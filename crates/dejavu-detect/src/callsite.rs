@@ -246,6 +246,34 @@ mod tests {
     }
 
     #[test]
+    fn a_console_scripts_entry_line_is_not_the_programs_code() {
+        // pip's venv/bin/black is `sys.exit(patched_main())`: the call belongs to the
+        // library code below it.
+        let mut b = TraceBuilder::new();
+        let st = b.stack(&[
+            (Python, "exists", "<frozen genericpath>", 19),
+            (Python, "find", "/usr/lib/python3.11/gettext.py", 507),
+            (
+                Python,
+                "Path.__init__",
+                "/venv/lib/python3.11/site-packages/click/types.py",
+                1130,
+            ),
+            (Python, "<module>", "/venv/bin/black", 5),
+        ]);
+        for _ in 0..12 {
+            b.call(dejavu_trace::Sys::Newfstatat, |c, b| {
+                c.path = Some(b.s("/usr/share/locale/en/LC_MESSAGES/messages.mo"));
+                c.ret = -2;
+                c.stack = Some(st);
+            });
+        }
+        let f = b.findings("negative-probe");
+        assert_eq!(f[0].owner, crate::Owner::Dependency, "{f:?}");
+        assert_eq!(f[0].callsites[0].function, "find");
+    }
+
+    #[test]
     fn libc_frames_are_skipped_for_native_code() {
         let mut b = TraceBuilder::new();
         let st = b.stack(&[

@@ -225,6 +225,11 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
             if file.starts_with(b"<") {
                 return Class::Plumbing; // <string>, <stdin>: no file to name
             }
+            // A console script pip wrote (venv/bin/black: `sys.exit(main())`): the entry
+            // point, not code anyone wrote.
+            if contains(file, b"/bin/") && !file.ends_with(b".py") && function == b"<module>" {
+                return Class::Plumbing;
+            }
             if contains(file, b"-packages/") {
                 return Class::Dependency;
             }
@@ -429,7 +434,15 @@ pub fn owner_by_path(path: &[u8], prog: &Program, before_ready: bool) -> Owner {
     }
     match prog.runtime {
         Runtime::Python => {
-            if before_ready || is_python_module_path(path) {
+            // The script and its directory: sys.path[0], where the import system looks
+            // first for every module it imports.
+            let script = prog.script.as_deref();
+            let script_dir = script.map(|s| &s[..s.iter().rposition(|&c| c == b'/').unwrap_or(0)]);
+            if before_ready
+                || is_python_module_path(path)
+                || Some(path) == script
+                || Some(path) == script_dir
+            {
                 return Owner::Runtime;
             }
         }
@@ -551,6 +564,20 @@ mod tests {
             go_class(b"example.com/app/store.Load", b"/src/store/load.go"),
             Class::Own
         );
+    }
+
+    #[test]
+    fn a_python_scripts_directory_is_where_imports_look() {
+        let prog = Program::of(
+            b"/venv/bin/python3",
+            &[b"/venv/bin/python3", b"/venv/bin/black", b"."],
+        );
+        assert_eq!(owner_by_path(b"/venv/bin", &prog, false), Owner::Runtime);
+        assert_eq!(
+            owner_by_path(b"/venv/bin/black", &prog, false),
+            Owner::Runtime
+        );
+        assert_eq!(owner_by_path(b"/srv/code/a.txt", &prog, false), Owner::Own);
     }
 
     #[test]

@@ -89,6 +89,40 @@ pub fn masked_components(path: &[u8]) -> Vec<Vec<u8>> {
     out
 }
 
+/// A command-line argument with the values that differ from one run of the same
+/// invocation to the next masked: generated names and ids (as in paths), and numbers of
+/// four digits or more (ports, pids, timestamps). `-c src/u1.c` stays itself: two
+/// arguments that differ there are two different commands.
+pub fn mask_arg(arg: &[u8], out: &mut Vec<u8>) {
+    let mut first = true;
+    for c in arg.split(|&b| b == b'/') {
+        if !first {
+            out.push(b'/');
+        }
+        first = false;
+        let mut m = Vec::with_capacity(c.len());
+        mask_component(c, false, &mut m);
+        // Pure numbers of 4+ digits, between separators: a port, a pid.
+        let mut start = 0;
+        for i in 0..=m.len() {
+            if i == m.len() || !m[i].is_ascii_digit() {
+                let run = i - start;
+                let bounded = (start == 0 || !m[start - 1].is_ascii_alphabetic())
+                    && (i == m.len() || !m[i].is_ascii_alphabetic());
+                if run >= 4 && bounded {
+                    out.push(b'*');
+                } else {
+                    out.extend_from_slice(&m[start..i]);
+                }
+                if i < m.len() {
+                    out.push(m[i]);
+                }
+                start = i + 1;
+            }
+        }
+    }
+}
+
 /// A path with its per-run parts masked (`pipe:[*]`, `/proc/*/maps`, `/tmp/*/x`).
 pub fn mask(path: &[u8]) -> String {
     let parts: Vec<String> = masked_components(path)
@@ -578,6 +612,22 @@ mod tests {
         );
         assert_eq!(mask(b"/src/getConfigFile.js"), "/src/getConfigFile.js");
         assert_eq!(mask(b"/src/template.txt"), "/src/template.txt");
+    }
+
+    #[test]
+    fn arguments_keep_what_makes_two_commands_different() {
+        let m = |a: &str| {
+            let mut out = Vec::new();
+            mask_arg(a.as_bytes(), &mut out);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(m("src/u1.c"), "src/u1.c");
+        assert_eq!(m("src/u24.c"), "src/u24.c");
+        assert_eq!(m("--port=43817"), "--port=*");
+        assert_eq!(m("43817"), "*");
+        assert_eq!(m("/tmp/tmpk3j2l1x9/out.json"), "/tmp/*/out.json");
+        assert_eq!(m("-O2"), "-O2");
+        assert_eq!(m("x86_64"), "x86_64");
     }
 
     #[test]

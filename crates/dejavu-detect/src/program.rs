@@ -32,6 +32,9 @@ pub struct Program {
     /// `node_modules` tree (`.../node_modules/typescript/`): files there (outside nested
     /// `node_modules`) are the program's own code, not a dependency's.
     pub own_root: Option<Vec<u8>>,
+    /// The script an interpreter runs, when its path is absolute (Python puts its
+    /// directory first on `sys.path`: the import system looks there for every module).
+    pub script: Option<Vec<u8>>,
     /// Python `-m MODULE`: the module's files (`http/server.py`, `pkg/__main__.py`) are
     /// the program's own code, even in the standard library or site-packages.
     pub own_module: Option<String>,
@@ -194,8 +197,15 @@ impl Program {
         };
         let own_module =
             (runtime == Runtime::Python && python_m(args)).then(|| name.replace('.', "/"));
+        let script = match runtime {
+            Runtime::Python if own_module.is_none() => python_script(args),
+            _ => None,
+        }
+        .filter(|s| s.starts_with(b"/"))
+        .map(<[u8]>::to_vec);
         Program {
             own_module,
+            script,
             name,
             runtime,
             exe: exe.to_vec(),
@@ -258,6 +268,29 @@ impl Program {
         }
         None
     }
+}
+
+/// The script a Python command line runs (its first argument that is not an option).
+fn python_script<'a>(args: &[&'a [u8]]) -> Option<&'a [u8]> {
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i];
+        if a == b"-c" || a == b"-m" || a == b"-" {
+            return None;
+        }
+        if a == b"--" {
+            return args.get(i + 1).copied();
+        }
+        if a.starts_with(b"-") {
+            if a == b"-W" || a == b"-X" || a == b"--check-hash-based-pycs" {
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        return Some(a);
+    }
+    None
 }
 
 /// Whether a Python command line runs a module (`-m MODULE`) rather than a script.

@@ -851,8 +851,14 @@ mod tests {
         r.apply_record(&spawn(500, 10, 11), &strings);
         assert_eq!(r.images[r.proc(11).unwrap().image as usize].ready_ts, None);
         r.apply_record(&mark(510, 11, MarkKind::AgentReady), &strings);
-        assert_eq!(r.images[r.proc(11).unwrap().image as usize].ready_ts, Some(510));
-        assert_eq!(r.images[r.proc(11).unwrap().image as usize].main_done_ts, None);
+        assert_eq!(
+            r.images[r.proc(11).unwrap().image as usize].ready_ts,
+            Some(510)
+        );
+        assert_eq!(
+            r.images[r.proc(11).unwrap().image as usize].main_done_ts,
+            None
+        );
 
         // An exec is a new program, whose start-up is still to come.
         r.apply_record(
@@ -868,7 +874,14 @@ mod tests {
         let p = &r.images[r.proc(10).unwrap().image as usize];
         assert_eq!((p.ready_ts, p.main_done_ts), (None, None));
         r.apply_record(&mark(700, 10, MarkKind::AgentReady), &strings);
-        assert_eq!(r.images[r.proc(10).unwrap().image as usize].ready_ts, Some(700));
-        assert_eq!(r.images[r.proc(11).unwrap().image as usize].ready_ts, Some(510), "per process");
+        assert_eq!(
+            r.images[r.proc(10).unwrap().image as usize].ready_ts,
+            Some(700)
+        );
+        assert_eq!(
+            r.images[r.proc(11).unwrap().image as usize].ready_ts,
+            Some(510),
+            "per process"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! repeated-exec: the same program run again and again by one process (a process per
 //! operation), and the PATH search (failed execve calls) repeated for every spawn.
 
-use super::repeated_output::{mask, shorten};
+use super::repeated_output::shorten;
 use crate::{Config, Cx, Detector, DetectorInfo, Finding, Severity};
 use dejavu_replay::{PathKey, View};
 use dejavu_trace::{ev, Record, StackId, StrId, Sys, Syscall};
@@ -14,8 +14,9 @@ pub static INFO: DetectorInfo = DetectorInfo {
     summary: "the same program exec'd again and again (a process per operation), or the PATH searched per spawn",
     explain: "Two patterns. (1) Repeated program: successful execs (exec records, or execve/execveat \
 calls that returned 0) are grouped by the process that started them and by program path plus \
-command line, with numbers, hex ids, UUIDs and timestamps in the arguments masked as in \
-repeated-output; a shell started per operation (sh -c '...', itself run repeatedly by the same \
+command line, arguments compared as given except what differs from run to run of the same \
+invocation (generated names and ids such as temporary directories, and numbers of four digits or \
+more: ports, pids, timestamps), so `cc -c a.c` and `cc -c b.c` are two commands; a shell started per operation (sh -c '...', itself run repeatedly by the same \
 parent) is looked through, so the commands it runs count toward the process that started the \
 shell. A group with at least min_repeats execs is a finding: every exec after the first is \
 redundant, and the time counted for each is that program's traced syscall time (its execve and \
@@ -201,7 +202,11 @@ impl RepeatedExec {
             0 => pid,
             p => p,
         };
-        mask(cx.strings.get(argv), &mut self.scratch);
+        self.scratch.clear();
+        for a in cx.strings.get(argv).split(|&c| c == 0) {
+            crate::pattern::mask_arg(a, &mut self.scratch);
+            self.scratch.push(0);
+        }
         let mut h = FxHasher::default();
         h.write(cx.strings.get(exe));
         h.write_u8(0xff);
@@ -469,7 +474,7 @@ impl Detector for RepeatedExec {
                     .into(),
                 hazards: vec![
                     format!(
-                        "{exe} ran {count} times with the same (masked) arguments; reuse its \
+                        "{exe} ran {count} times with the same arguments; reuse its \
                          output only while what it reads stays the same"
                     ),
                     "the time counted is each run's traced syscall time; process creation and \
@@ -629,6 +634,37 @@ mod tests {
         }));
         b.pid = parent;
         b.tid = parent;
+    }
+
+    #[test]
+    fn compiles_of_different_files_are_different_commands() {
+        // make -j2: `cc -c src/u1.c` ... `cc -c src/u24.c` is the build, not a repeat.
+        let mut b = TraceBuilder::new();
+        for i in 0..24 {
+            let src = format!("src/u{i}.c");
+            let obj = format!("src/u{i}.o");
+            spawn(
+                &mut b,
+                200 + i,
+                &[],
+                "/usr/bin/cc",
+                &["cc", "-O2", "-c", &src, "-o", &obj],
+            );
+        }
+        assert!(b.findings("repeated-exec").is_empty());
+        // The same file compiled again and again, on a port that changes per run: a repeat.
+        let mut b = TraceBuilder::new();
+        for i in 0..12 {
+            let port = format!("--port={}", 40000 + i);
+            spawn(
+                &mut b,
+                200 + i,
+                &[],
+                "/usr/bin/cc",
+                &["cc", "-c", "src/u1.c", &port],
+            );
+        }
+        assert_eq!(b.findings("repeated-exec").len(), 1);
     }
 
     #[test]

@@ -67,8 +67,7 @@ const UUID: u8 = 3;
 const DATE: u8 = 4;
 
 /// Masks `line` into `out` (numbers, hex runs >= 8, 0x literals, UUIDs, month and weekday
-/// names, blank runs), and returns how many letters were kept literally. Shared with
-/// repeated-exec, which masks command lines the same way.
+/// names, blank runs), and returns how many letters were kept literally.
 pub(crate) fn mask(line: &[u8], out: &mut Vec<u8>) -> u32 {
     out.clear();
     let n = line.len();

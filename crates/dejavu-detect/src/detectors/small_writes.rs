@@ -20,7 +20,8 @@ run, a 64 KiB buffer would have carried the bytes in ceil(bytes / 64 KiB) writes
 that is redundant: redundant = writes - max(1, ceil(bytes / 65536)). The time counted is that share \
 of the run's write time (redundant / writes of it); the finding's calls are all tiny writes seen on \
 the path, runs of one included. Writes to /dev/null are the no-reader detector's and are not counted here. \
-Terminals, pipes and sockets are reported like files, with the hazards that apply to them.",
+Terminals, pipes and sockets are reported like files, with the hazards that apply to them; a write of \
+one byte to a pipe is a token (make's jobserver, a self-pipe wakeup) and ends a run instead.",
     example: "for each field: os.write(fd, field)   // 40,000 writes of 12 bytes where one 64 KiB \
 write per batch would do",
     fix: "buffer the output: a BufWriter / fwrite with a real buffer / io.BufferedWriter instead of \
@@ -171,16 +172,20 @@ impl Detector for SmallWrites {
                 self.end(s.pid, fd2, cx);
             }
         }
-        let tiny = is_write(s.sys)
-            && s.ev & ev::UNFINISHED == 0
-            && s.ret >= 0
-            && s.count.max(s.ret as u64) <= self.max_bytes;
         let path = v.path;
         let kind = match (v.fd, path) {
             (Some(f), _) => f.kind,
             (None, Some(p)) => FdKind::classify(cx.replay.paths.bytes(p), None),
             (None, None) => FdKind::Other,
         };
+        // One byte to a pipe is a token (make's jobserver, a self-pipe wakeup), not data
+        // a buffer could gather: each must go when it goes.
+        let token = s.ret == 1 && s.count <= 1 && kind == FdKind::Pipe;
+        let tiny = is_write(s.sys)
+            && s.ev & ev::UNFINISHED == 0
+            && s.ret >= 0
+            && !token
+            && s.count.max(s.ret as u64) <= self.max_bytes;
         let (Some(path), true) = (path, tiny && kind != FdKind::DevNull) else {
             if !self.runs.is_empty() {
                 self.end(s.pid, fd, cx);
@@ -342,6 +347,22 @@ mod tests {
             f[0].first_ts, 3000,
             "the second write is the first redundant one"
         );
+    }
+
+    #[test]
+    fn one_byte_tokens_to_a_pipe_are_not_small_writes() {
+        // make's jobserver: a byte per job slot handed back, by protocol.
+        let mut b = TraceBuilder::new();
+        for _ in 0..60 {
+            b.write(9, "pipe:[4242]", "+", false);
+        }
+        assert!(b.findings("small-writes").is_empty());
+        // Two bytes a write to the same pipe are data.
+        let mut b = TraceBuilder::new();
+        for _ in 0..60 {
+            b.write(9, "pipe:[4242]", "ab", false);
+        }
+        assert_eq!(b.findings("small-writes").len(), 1);
     }
 
     #[test]

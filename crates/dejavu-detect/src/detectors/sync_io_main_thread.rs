@@ -19,7 +19,9 @@ libuv's threadpool runs fs.promises and callback fs work on other threads, which
 after start-up, and is a file system call: a call on a path (open, stat family, access, readlink, \
 mkdir, unlink, rename, chmod, utimes ...) or on a descriptor of a regular file or directory (read, \
 write, close, fstat, lseek, getdents64, fsync, ftruncate ...); calls on pipes, sockets, terminals, \
-/dev/null, eventfds and the like are not file I/O and do not count. Module loading is not the \
+/dev/null, eventfds and the like are not file I/O and do not count, nor are calls on descriptors 0, \
+1 and 2 (console output, which Node.js writes synchronously by design, whatever the stream points \
+to: repeated-output and small-writes judge it). Module loading is not the \
 finding: calls on .js, .mjs, .cjs and .node files, on any package.json, and on anything inside a \
 node_modules directory are never counted. Start-up ends where dejavu's Node.js agent says the \
 main module has run (the first turn of the event loop after it): main-thread calls before that are \
@@ -177,6 +179,11 @@ impl Detector for SyncIo {
         let Some(path) = v.path else { return };
         // On a descriptor, only regular files and directories are file I/O.
         let on_fd = s.ev & ev::PATH_FROM_FD != 0 || s.path.is_none();
+        // The standard streams are console output (process.stdout, console.log), written
+        // synchronously to files and pipes by Node.js's design, not the fs API.
+        if on_fd && s.fd.is_some_and(|fd| (0..=2).contains(&fd)) {
+            return;
+        }
         if on_fd {
             let kind = |f: Option<dejavu_replay::Fd>, p: Option<PathKey>| match f {
                 Some(f) => f.kind,
@@ -469,6 +476,17 @@ mod tests {
             "{f:?}"
         );
         assert_eq!(f[0].calls, 25, "five requests");
+    }
+
+    #[test]
+    fn console_output_is_not_the_fs_api() {
+        // process.stdout redirected to a file: written synchronously by design.
+        let mut b = TraceBuilder::new();
+        start_node(&mut b, "/usr/bin/node", "node");
+        for _ in 0..20 {
+            b.write(1, "/tmp/out.log", "request ok\n", false);
+        }
+        assert!(b.findings("sync-io-main-thread").is_empty());
     }
 
     #[test]
