@@ -21,7 +21,9 @@ that is redundant: redundant = writes - max(1, ceil(bytes / 65536)). The time co
 of the run's write time (redundant / writes of it); the finding's calls are all tiny writes seen on \
 the path, runs of one included. Writes to /dev/null are the no-reader detector's and are not counted here. \
 Terminals, pipes and sockets are reported like files, with the hazards that apply to them; a write of \
-one byte to a pipe is a token (make's jobserver, a self-pipe wakeup) and ends a run instead.",
+one byte to a pipe is a token (make's jobserver, a self-pipe wakeup) and ends a run instead. Writes \
+to descriptor 2 (stderr) are not counted: stderr is unbuffered by convention so that diagnostics \
+survive a crash, and a message repeated there is repeated-output's.",
     example: "for each field: os.write(fd, field)   // 40,000 writes of 12 bytes where one 64 KiB \
 write per batch would do",
     fix: "buffer the output: a BufWriter / fwrite with a real buffer / io.BufferedWriter instead of \
@@ -181,10 +183,14 @@ impl Detector for SmallWrites {
         // One byte to a pipe is a token (make's jobserver, a self-pipe wakeup), not data
         // a buffer could gather: each must go when it goes.
         let token = s.ret == 1 && s.count <= 1 && kind == FdKind::Pipe;
+        // stderr is unbuffered by convention (C's stderr, Python's sys.stderr, Node's
+        // console.error) so that diagnostics survive a crash: buffering it is not the fix.
+        let diagnostics = fd == 2;
         let tiny = is_write(s.sys)
             && s.ev & ev::UNFINISHED == 0
             && s.ret >= 0
             && !token
+            && !diagnostics
             && s.count.max(s.ret as u64) <= self.max_bytes;
         let (Some(path), true) = (path, tiny && kind != FdKind::DevNull) else {
             if !self.runs.is_empty() {
@@ -363,6 +369,20 @@ mod tests {
             b.write(9, "pipe:[4242]", "ab", false);
         }
         assert_eq!(b.findings("small-writes").len(), 1);
+    }
+
+    #[test]
+    fn stderr_stays_unbuffered() {
+        let mut b = TraceBuilder::new();
+        for _ in 0..60 {
+            b.write(2, "/var/log/app.err", "GET / 200\n", false);
+        }
+        assert!(b.findings("small-writes").is_empty());
+        let mut b = TraceBuilder::new();
+        for _ in 0..60 {
+            b.write(1, "/var/log/app.out", "GET / 200\n", false);
+        }
+        assert_eq!(b.findings("small-writes").len(), 1, "stdout is data: buffer it");
     }
 
     #[test]
