@@ -179,10 +179,6 @@ impl<'a> Cx<'a> {
         self.replay.paths.display(k)
     }
 
-    /// A process's command line for people.
-    pub fn command(&self, pid: u32) -> String {
-        self.replay.command(pid, self.strings)
-    }
 
     /// The share of all traced syscall time that `ns` is.
     pub fn share(&self, ns: u64) -> f64 {

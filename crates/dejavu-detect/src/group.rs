@@ -120,7 +120,7 @@ pub struct Tallies<E = ()> {
 
 #[derive(Debug)]
 struct Entry<E> {
-    pid: u32,
+    image: u32,
     path: PathKey,
     tally: Tally,
     state: E,
@@ -188,17 +188,17 @@ pub struct Wording {
 
 impl<E: Default> Tallies<E> {
     #[inline]
-    fn slot(&mut self, pid: u32, path: PathKey) -> usize {
+    fn slot(&mut self, image: u32, path: PathKey) -> usize {
         let idx = self
             .index
-            .entry(pid)
+            .entry(image)
             .or_insert_with(|| Index::Sparse(FxHashMap::default()));
         if let Some(i) = idx.get(path) {
             return i;
         }
         let i = self.entries.len();
         self.entries.push(Entry {
-            pid,
+            image,
             path,
             tally: Tally::default(),
             state: E::default(),
@@ -207,24 +207,24 @@ impl<E: Default> Tallies<E> {
         i
     }
 
-    /// The tally of (pid, path).
+    /// The tally of (image, path).
     #[inline]
-    pub fn get(&mut self, pid: u32, path: PathKey) -> &mut Tally {
-        let i = self.slot(pid, path);
+    pub fn get(&mut self, image: u32, path: PathKey) -> &mut Tally {
+        let i = self.slot(image, path);
         &mut self.entries[i].tally
     }
 
-    /// The tally of (pid, path) and the detector's state for it.
+    /// The tally of (image, path) and the detector's state for it.
     #[inline]
-    pub fn get_with(&mut self, pid: u32, path: PathKey) -> (&mut Tally, &mut E) {
-        let i = self.slot(pid, path);
+    pub fn get_with(&mut self, image: u32, path: PathKey) -> (&mut Tally, &mut E) {
+        let i = self.slot(image, path);
         let e = &mut self.entries[i];
         (&mut e.tally, &mut e.state)
     }
 
-    /// The detector's state for (pid, path), if any.
-    pub fn state(&self, pid: u32, path: PathKey) -> Option<&E> {
-        let i = self.index.get(&pid)?.get(path)?;
+    /// The detector's state for (image, path), if any.
+    pub fn state(&self, image: u32, path: PathKey) -> Option<&E> {
+        let i = self.index.get(&image)?.get(path)?;
         Some(&self.entries[i].state)
     }
 
@@ -257,8 +257,8 @@ impl<E: Default> Tallies<E> {
             .iter()
             .filter(|e| e.tally.redundant > 0)
             .map(|e| Part {
-                image: e.pid,
-                path: Some(e.path),
+                image: e.image,
+                path: e.path,
                 tally: &e.tally,
             })
             .collect();
@@ -275,7 +275,7 @@ pub type Each<'e> = dyn FnMut(&mut Finding, &[(u32, PathKey)]) + 'e;
 /// One tally to group: its image and path.
 pub(crate) struct Part<'a> {
     pub image: u32,
-    pub path: Option<PathKey>,
+    pub path: PathKey,
     pub tally: &'a Tally,
 }
 
@@ -303,8 +303,7 @@ fn place(cx: &Cx<'_>, p: &Part<'_>) -> (String, Owner, Option<SiteKey>) {
     } else if let Some((_, Some(o), _)) = best {
         o
     } else {
-        let path = p.path.map_or(&[][..], |k| cx.replay.paths.bytes(k));
-        cx.owner_by_path(p.image, path, p.tally.last_ts)
+        cx.owner_by_path(p.image, cx.replay.paths.bytes(p.path), p.tally.last_ts)
     };
     (name, owner, best.map(|b| b.0))
 }
@@ -342,7 +341,7 @@ pub(crate) fn group(
         let mut paths: Vec<(PathKey, u64)> = Vec::new();
         let mut of_path: Vec<usize> = Vec::with_capacity(members.len());
         for m in &members {
-            let p = m.path.unwrap_or(PathKey(u32::MAX));
+            let p = m.path;
             let i = *distinct.entry(p).or_insert_with(|| {
                 paths.push((p, 0));
                 paths.len() - 1
@@ -352,16 +351,7 @@ pub(crate) fn group(
         }
         let items: Vec<(&[u8], u64)> = paths
             .iter()
-            .map(|&(p, w)| {
-                (
-                    if p.0 == u32::MAX {
-                        &[][..]
-                    } else {
-                        cx.replay.paths.bytes(p)
-                    },
-                    w,
-                )
-            })
+            .map(|&(p, w)| (cx.replay.paths.bytes(p), w))
             .collect();
         let clusters = crate::pattern::clusters(&items);
         let mut cluster_of = vec![0usize; paths.len()];
@@ -415,9 +405,7 @@ fn make(
     // Paths: redundant calls per distinct path, then patterns over them.
     let mut per_path: FxHashMap<PathKey, u64> = FxHashMap::default();
     for m in members {
-        if let Some(p) = m.path {
-            *per_path.entry(p).or_default() += m.tally.redundant;
-        }
+        *per_path.entry(m.path).or_default() += m.tally.redundant;
     }
     let mut by_count: Vec<(PathKey, u64)> = per_path.into_iter().collect();
     by_count.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -495,10 +483,7 @@ fn make(
         callsites: cx.callsites(&t.sites, lead, t.redundant),
         sequence: None,
     };
-    let covered: Vec<(u32, PathKey)> = members
-        .iter()
-        .filter_map(|m| m.path.map(|p| (m.image, p)))
-        .collect();
+    let covered: Vec<(u32, PathKey)> = members.iter().map(|m| (m.image, m.path)).collect();
     each(&mut f, &covered);
     f
 }

@@ -338,28 +338,6 @@ impl Replay {
         self.procs.get(&pid)
     }
 
-    /// A short command line for reports: the exec'd argv, else the trace's command.
-    pub fn command(&self, pid: u32, strings: &Strings) -> String {
-        let p = self.procs.get(&pid);
-        if let Some(argv) = p.and_then(|p| p.argv) {
-            let parts: Vec<String> = strings
-                .get(argv)
-                .split(|&c| c == 0)
-                .filter(|s| !s.is_empty())
-                .map(|s| String::from_utf8_lossy(s).into_owned())
-                .collect();
-            if !parts.is_empty() {
-                return parts.join(" ");
-            }
-        }
-        if Some(pid) == self.root && !self.meta_command.is_empty() {
-            return self.meta_command.join(" ");
-        }
-        p.and_then(|p| p.exe)
-            .map(|e| strings.lossy(e).into_owned())
-            .unwrap_or_else(|| format!("pid {pid}"))
-    }
-
     /// What a detector sees of `s`: state before the call.
     #[inline]
     pub fn view(&mut self, s: &Syscall, strings: &Strings) -> View {

@@ -382,7 +382,11 @@ mod tests {
         for _ in 0..60 {
             b.write(1, "/var/log/app.out", "GET / 200\n", false);
         }
-        assert_eq!(b.findings("small-writes").len(), 1, "stdout is data: buffer it");
+        assert_eq!(
+            b.findings("small-writes").len(),
+            1,
+            "stdout is data: buffer it"
+        );
     }
 
     #[test]
