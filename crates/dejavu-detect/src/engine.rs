@@ -179,7 +179,6 @@ impl<'a> Cx<'a> {
         self.replay.paths.display(k)
     }
 
-
     /// The share of all traced syscall time that `ns` is.
     pub fn share(&self, ns: u64) -> f64 {
         if self.replay.syscall_ns == 0 {
