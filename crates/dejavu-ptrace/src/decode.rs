@@ -305,6 +305,14 @@ impl<W: Write> Tracer<W> {
                 c.flags = a[3];
             }
             IoUringSetup => c.ev |= ev::UNDECODED,
+            Mmap => {
+                // mmap(addr, length, prot, flags, fd, offset) of a file.
+                self.fd_arg(pid, arg_fd(a[4]), &mut c);
+                c.count = a[1];
+                c.aux = a[2];
+                c.flags = a[3];
+                c.offset = Some(a[5] as i64);
+            }
             CloseRange => {
                 c.fd = Some(a[0] as u32 as i32);
                 c.aux = a[1] as u32 as u64;

@@ -662,6 +662,11 @@ impl<S: Sink> Importer<S> {
         set_result(&mut s, c, &mut self.report.unknown_errno);
         let mut a: Vec<&[u8]> = Vec::with_capacity(6);
         args::split_top(c.args, &mut a);
+        // dejavu traces file-backed mappings only, as the live backends do.
+        if sys == Sys::Mmap && a.get(4).and_then(|f| args::fd(f)).is_none_or(|f| f.fd < 0) {
+            self.ignore(c.name);
+            return Ok(());
+        }
         self.decode(&mut s, &a, c)?;
         self.push(Record::Syscall(s))?;
         if matches!(sys, Sys::Execve | Sys::Execveat) && s.ret == 0 && s.ev & ev::UNFINISHED == 0 {
@@ -1496,6 +1501,12 @@ impl<S: Sink> Importer<S> {
                     let ann = if fallback.is_none() { ret_ann } else { None };
                     self.new_fd(pid, ret_val, ann, fallback, FdKind::File, cloexec);
                 }
+            }
+            Mmap => {
+                // mmap(addr, length, prot, flags, fd, offset): a file mapped in.
+                self.fd_field(s, arg(4));
+                s.count = arg(1).and_then(args::int).unwrap_or(0) as u64;
+                s.offset = arg(5).and_then(args::int);
             }
             IoUringSetup => s.ev |= ev::UNDECODED,
             IoUringEnter => {

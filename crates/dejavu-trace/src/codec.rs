@@ -95,8 +95,10 @@ pub mod field {
     pub const PAYLOAD: u16 = 1 << 13;
     /// `stack` is set.
     pub const STACK: u16 = 1 << 14;
+    /// `fingerprint` is set.
+    pub const FINGERPRINT: u16 = 1 << 15;
     /// Every defined bit.
-    pub const ALL: u16 = (1 << 15) - 1;
+    pub const ALL: u16 = u16::MAX;
 }
 
 /// Delta state carried from record to record within one block.
@@ -205,6 +207,7 @@ pub fn put_record(out: &mut Vec<u8>, d: &mut Deltas, rec: &Record) {
             m |= bit(s.stat.is_some(), field::STAT);
             m |= bit(s.payload.is_some(), field::PAYLOAD);
             m |= bit(s.stack.is_some(), field::STACK);
+            m |= bit(s.fingerprint.is_some(), field::FINGERPRINT);
             put_u64(out, m as u64);
             put_ts(out, d, s.ts);
             put_i64(out, s.tid as i64 - d.tid as i64);
@@ -254,6 +257,9 @@ pub fn put_record(out: &mut Vec<u8>, d: &mut Deltas, rec: &Record) {
             }
             if let Some(st) = s.stack {
                 put_u64(out, st.0 as u64);
+            }
+            if let Some(fp) = s.fingerprint {
+                out.extend_from_slice(&fp.to_le_bytes());
             }
         }
         Record::Spawn(s) => {
@@ -449,6 +455,12 @@ pub fn get_record(
                     return Err("record refers to a stack that was never defined");
                 }
                 s.stack = Some(StackId(id));
+            }
+            if m & field::FINGERPRINT != 0 {
+                let b = c.bytes(8).ok_or("fingerprint cut short")?;
+                let mut a = [0u8; 8];
+                a.copy_from_slice(b);
+                s.fingerprint = Some(u64::from_le_bytes(a));
             }
             Record::Syscall(s)
         }

@@ -217,6 +217,10 @@ pub struct Syscall {
     pub payload: Option<StrId>,
     /// The call stack that made the call, when stacks were recorded.
     pub stack: Option<StackId>,
+    /// Write family: a fingerprint of what was written, its varying parts (numbers, hex
+    /// ids, UUIDs, timestamps) masked: two writes of the same template have the same one,
+    /// whether or not their bytes were kept (docs/trace-format.md).
+    pub fingerprint: Option<u64>,
 }
 
 impl Syscall {
@@ -242,6 +246,7 @@ impl Syscall {
             stat: None,
             payload: None,
             stack: None,
+            fingerprint: None,
         }
     }
 

@@ -112,6 +112,7 @@ syscalls! {
     MemfdCreate = 71 => "memfd_create",
     IoUringSetup = 72 => "io_uring_setup",
     IoUringEnter = 73 => "io_uring_enter",
+    Mmap = 74 => "mmap",
 }
 
 /// What a call does, coarsely; used for decoding and by analyses that group calls.
@@ -150,7 +151,8 @@ impl Sys {
         match self {
             Open | Openat | Openat2 | Creat | MemfdCreate => SysClass::Open,
             Close | CloseRange => SysClass::Close,
-            Read | Pread64 | Readv | Preadv | Preadv2 => SysClass::Read,
+            // A file-backed mmap reads the file through memory.
+            Read | Pread64 | Readv | Preadv | Preadv2 | Mmap => SysClass::Read,
             Write | Pwrite64 | Writev | Pwritev | Pwritev2 | Sendfile | CopyFileRange | Splice => {
                 SysClass::Write
             }
@@ -189,6 +191,6 @@ mod tests {
             assert_eq!(Sys::from_name(s.name()), Some(*s));
         }
         assert_eq!(Sys::from_id(Sys::ALL.len() as u16), None);
-        assert_eq!(Sys::from_name("mmap"), None);
+        assert_eq!(Sys::from_name("mmap"), Some(Sys::Mmap));
     }
 }
