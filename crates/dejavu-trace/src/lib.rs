@@ -6,6 +6,7 @@
 
 pub mod codec;
 mod error;
+pub mod mask;
 mod model;
 pub mod names;
 mod reader;
