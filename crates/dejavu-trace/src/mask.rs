@@ -8,12 +8,28 @@
 pub const FINGERPRINT_BYTES: usize = 256;
 
 /// The fingerprint of a write of `data` (at most its first [`FINGERPRINT_BYTES`]): a 64-bit
-/// xxh3 hash of the bytes masked with [`mask`]. Stable across builds and machines (the
-/// trace stores it).
+/// xxh3 hash of the bytes masked with [`mask`], whose lowest bit says whether they read as
+/// a message ([`is_message`]). Stable across builds and machines (the trace stores it).
 pub fn fingerprint(data: &[u8]) -> u64 {
+    let data = &data[..data.len().min(FINGERPRINT_BYTES)];
     let mut out = Vec::with_capacity(FINGERPRINT_BYTES);
-    mask(&data[..data.len().min(FINGERPRINT_BYTES)], &mut out);
-    xxhash_rust::xxh3::xxh3_64(&out)
+    let letters = mask(data, &mut out);
+    let text = !data
+        .iter()
+        .any(|&b| b < b' ' && !matches!(b, b'\n' | b'\r' | b'\t' | 0x1b));
+    let message = text && letters >= MESSAGE_LETTERS;
+    (xxhash_rust::xxh3::xxh3_64(&out) & !1) | message as u64
+}
+
+/// Letters a masked line must keep to be a message rather than data (numbers, progress
+/// dots, CSV rows of numbers).
+pub const MESSAGE_LETTERS: u32 = 3;
+
+/// Whether a write with this fingerprint read as a message: text (no control bytes but
+/// tab, line ends and escape sequences) with at least [`MESSAGE_LETTERS`] letters kept
+/// after masking. Binary data and rows of numbers are not messages.
+pub fn is_message(fingerprint: u64) -> bool {
+    fingerprint & 1 == 1
 }
 
 /// Markers for masked tokens: bytes that never appear in text a program means as a message,
@@ -188,6 +204,9 @@ mod tests {
             fingerprint(b"request 41 failed\n")
         );
         // Pinned: the trace stores it, so it must not change between builds.
-        assert_eq!(fingerprint(b""), xxhash_rust::xxh3::xxh3_64(b""));
+        assert_eq!(fingerprint(b""), xxhash_rust::xxh3::xxh3_64(b"") & !1);
+        assert!(is_message(fingerprint(b"request 41 ok\n")));
+        assert!(!is_message(fingerprint(b"41,42,43\n")), "numbers are data");
+        assert!(!is_message(fingerprint(b"\x00\x01binary header\x02")));
     }
 }
