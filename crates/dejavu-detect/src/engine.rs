@@ -44,6 +44,12 @@ pub struct Marks {
     by_stack: rustc_hash::FxHashMap<StackId, (u64, u64)>,
     /// The image that first made a call from each stack (to tell whose code a stack is).
     stack_image: rustc_hash::FxHashMap<StackId, u32>,
+    /// Which detector marked each call first (its index + 1; 0: none).
+    who: Vec<u8>,
+    /// The detector running now (index + 1).
+    cur: u8,
+    /// Calls two detectors both marked: (first, second, stack) -> calls.
+    overlap: FxHashMap<(u8, u8, Option<StackId>), u64>,
 }
 
 impl Marks {
@@ -51,6 +57,16 @@ impl Marks {
         let (w, b) = ((seq / 64) as usize, seq % 64);
         if w >= self.bits.len() {
             self.bits.resize((w + 1).max(self.bits.len() * 2), 0);
+        }
+        let i = seq as usize;
+        if i >= self.who.len() {
+            self.who.resize((i + 1).max(self.who.len() * 2), 0);
+        }
+        let first = self.who[i];
+        if first == 0 {
+            self.who[i] = self.cur;
+        } else if first != self.cur && self.cur != 0 {
+            *self.overlap.entry((first, self.cur, stack)).or_default() += 1;
         }
         if self.bits[w] & (1 << b) == 0 {
             self.bits[w] |= 1 << b;
@@ -192,7 +208,9 @@ impl<'a> Cx<'a> {
 /// The result of an analysis.
 #[derive(Debug)]
 pub struct Analysis {
-    /// Findings over the thresholds, most time wasted first.
+    /// Findings over the thresholds: the report's rows first (by owner, then most time
+    /// wasted first), then the findings shown in one of them (`shown_in`; see
+    /// [`Analysis::rows`]).
     pub findings: Vec<Finding>,
     /// Findings below the thresholds (hidden by default).
     pub hidden: usize,
@@ -224,6 +242,17 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// The findings a report shows as rows: one per call, those shown in another finding
+    /// (`shown_in`) left out.
+    pub fn rows(&self) -> &[Finding] {
+        let n = self
+            .findings
+            .iter()
+            .position(|f| f.shown_in.is_some())
+            .unwrap_or(self.findings.len());
+        &self.findings[..n]
+    }
+
     /// Whether the `seq`-th syscall record of the trace is a redundant call.
     pub fn is_redundant(&self, seq: u64) -> bool {
         self.redundant_bits
@@ -282,6 +311,7 @@ pub fn analyze<R: Read>(
                     site_memo: &site_memo,
                 };
                 for &i in targets {
+                    marks.borrow_mut().cur = i as u8 + 1;
                     dets[i].on_syscall(&s, &v, &cx);
                 }
                 if let Some(st) = s.stack {
@@ -306,7 +336,8 @@ pub fn analyze<R: Read>(
                     programs: &programs,
                     site_memo: &site_memo,
                 };
-                for d in dets.iter_mut() {
+                for (i, d) in dets.iter_mut().enumerate() {
+                    marks.borrow_mut().cur = i as u8 + 1;
                     d.on_record(&other, &cx);
                 }
             }
@@ -326,8 +357,15 @@ pub fn analyze<R: Read>(
         programs: &programs,
         site_memo: &site_memo,
     };
-    let all: Vec<Finding> = dets.iter_mut().flat_map(|d| d.finish(&cx)).collect();
-    let mut all = merge_same_key(all, &cx);
+    let mut all: Vec<Finding> = Vec::new();
+    for (i, d) in dets.iter_mut().enumerate() {
+        marks.borrow_mut().cur = i as u8 + 1;
+        all.extend(d.finish(&cx));
+    }
+    marks.borrow_mut().cur = 0;
+    let all = merge_same_key(all, &cx);
+    let ids: Vec<&'static str> = infos.iter().map(|d| d.id).collect();
+    let mut all = fold_aspects(all, &marks.borrow(), &ids, &cx);
     let seqs = sequences.finish(&cx);
     for f in &mut all {
         let Some(c) = f.callsites.first() else {
@@ -358,10 +396,21 @@ pub fn analyze<R: Read>(
     }
     let before = all.len();
     all.retain(|f| f.redundant_calls >= cfg.min_calls.max(1));
+    // A finding shown in one the thresholds hid is a row of its own.
+    let keys: rustc_hash::FxHashSet<String> = all
+        .iter()
+        .filter(|f| f.shown_in.is_none())
+        .map(|f| f.key.clone())
+        .collect();
+    for f in &mut all {
+        if f.shown_in.as_ref().is_some_and(|k| !keys.contains(k)) {
+            f.shown_in = None;
+        }
+    }
     let hidden = before - all.len();
     all.sort_by(|a, b| {
-        a.owner
-            .cmp(&b.owner)
+        (a.shown_in.is_some(), a.owner)
+            .cmp(&(b.shown_in.is_some(), b.owner))
             .then(b.wasted_ns.cmp(&a.wasted_ns))
             .then(b.redundant_calls.cmp(&a.redundant_calls))
             .then(a.detector.cmp(b.detector))
@@ -384,6 +433,150 @@ pub fn analyze<R: Read>(
         callsites,
         redundant_bits,
     })
+}
+
+/// When two findings flag (mostly) the same calls, the one whose detector names the more
+/// specific fix owns them; how the calls are made (small, on the main thread) is an aspect
+/// of it. Detectors not listed rank just above small-writes.
+const PRECEDENCE: [&str; 13] = [
+    "repeated-output",
+    "ensure-dir",
+    "self-inflicted-lookup",
+    "check-then-act",
+    "reread-unchanged",
+    "negative-probe",
+    "open-close-churn",
+    "fsync-per-op",
+    "repeated-lookup",
+    "repeated-exec",
+    "no-reader",
+    "small-writes",
+    "sync-io-main-thread",
+];
+
+fn precedence(id: &str) -> usize {
+    PRECEDENCE
+        .iter()
+        .position(|x| *x == id)
+        .unwrap_or(PRECEDENCE.len() - 2)
+}
+
+/// A call site's identity for matching two findings: `function@file` (or the module for
+/// native code), else the label.
+fn site_id(c: &crate::Callsite) -> String {
+    if c.function.is_empty() {
+        return c.label();
+    }
+    let place = if c.file.is_empty() {
+        c.module.rsplit('/').next().unwrap_or(&c.module)
+    } else {
+        &c.file
+    };
+    format!("{}@{place}", c.function)
+}
+
+/// The same identity from a site key.
+fn key_site_id(k: &crate::callsite::SiteKey, cx: &Cx<'_>) -> String {
+    let s = |id: Option<dejavu_trace::StrId>| {
+        id.map(|i| cx.strings.lossy(i).into_owned())
+            .unwrap_or_default()
+    };
+    let module = s(k.module);
+    let module = module.rsplit('/').next().unwrap_or(&module).to_string();
+    match (k.function, k.file) {
+        (Some(_), Some(_)) => format!("{}@{}", s(k.function), s(k.file)),
+        (Some(_), None) => format!("{}@{module}", s(k.function)),
+        (None, Some(_)) if k.line != 0 => format!("{}:{}", s(k.file), k.line),
+        (None, Some(_)) => s(k.file),
+        (None, None) => format!("{module}+{:#x}", k.addr),
+    }
+}
+
+/// One row per call: a finding whose redundant calls are at least half another's (same
+/// program, same call site, or without call sites the same path), by a detector of higher
+/// precedence, is shown in that one (`also`) and marked `shown_in`.
+fn fold_aspects(
+    mut all: Vec<Finding>,
+    marks: &Marks,
+    ids: &[&'static str],
+    cx: &Cx<'_>,
+) -> Vec<Finding> {
+    if marks.overlap.is_empty() {
+        return all;
+    }
+    // Shared calls per detector pair (by id, ordered) and call site ("" without a stack).
+    let mut shared: FxHashMap<(&str, &str, String), u64> = FxHashMap::default();
+    for (&(a, b, st), &n) in &marks.overlap {
+        let (Some(a), Some(b)) = (ids.get(a as usize - 1), ids.get(b as usize - 1)) else {
+            continue;
+        };
+        let (a, b) = if a <= b { (*a, *b) } else { (*b, *a) };
+        let site = st
+            .and_then(|st| {
+                let image = marks.stack_image.get(&st).copied().unwrap_or(0);
+                cx.site(st, image).key
+            })
+            .map(|k| key_site_id(&k, cx))
+            .unwrap_or_default();
+        *shared.entry((a, b, site)).or_default() += n;
+    }
+    let mut order: Vec<usize> = (0..all.len()).collect();
+    order.sort_by_key(|&i| {
+        (
+            precedence(all[i].detector),
+            std::cmp::Reverse(all[i].redundant_calls),
+        )
+    });
+    let mut folded: Vec<Option<(usize, u64)>> = vec![None; all.len()];
+    for (n, &j) in order.iter().enumerate() {
+        let b = &all[j];
+        let sb = b.callsites.first().map(site_id);
+        let mut best: Option<(usize, u64)> = None;
+        for &i in &order[..n] {
+            let a = &all[i];
+            if folded[i].is_some()
+                || a.detector == b.detector
+                || a.program != b.program
+                || precedence(a.detector) >= precedence(b.detector)
+            {
+                continue;
+            }
+            let sa = a.callsites.first().map(site_id);
+            let site = match (&sa, &sb) {
+                (Some(x), Some(y)) if x == y => x.clone(),
+                (None, None) if a.paths.first() == b.paths.first() => String::new(),
+                _ => continue,
+            };
+            let pair = if a.detector <= b.detector {
+                (a.detector, b.detector, site)
+            } else {
+                (b.detector, a.detector, site)
+            };
+            let o = shared
+                .get(&pair)
+                .copied()
+                .unwrap_or(0)
+                .min(b.redundant_calls);
+            if o > 0 && o * 2 >= b.redundant_calls && best.is_none_or(|(_, x)| o > x) {
+                best = Some((i, o));
+            }
+        }
+        folded[j] = best;
+    }
+    for j in 0..all.len() {
+        if let Some((i, o)) = folded[j] {
+            let key = all[i].key.clone();
+            let aspect = crate::Aspect {
+                detector: all[j].detector,
+                key: all[j].key.clone(),
+                redundant_calls: all[j].redundant_calls,
+                shared_calls: o,
+            };
+            all[i].also.push(aspect);
+            all[j].shown_in = Some(key);
+        }
+    }
+    all
 }
 
 /// Findings that share a key (a detector's own findings for several processes of one
@@ -476,9 +669,9 @@ mod tests {
                 c.fd = Some(1);
                 c.path = Some(b.s("pipe:[7]"));
                 c.ev = dejavu_trace::ev::PATH_FROM_FD;
-                c.count = 10;
-                c.ret = 10;
-                c.payload = Some(b.s("same line\n"));
+                c.count = 21;
+                c.ret = 21;
+                c.payload = Some(b.s("same line here again\n"));
             });
         }
         let a = b.analyze_with(&Config {
@@ -493,11 +686,46 @@ mod tests {
                 .sum::<u64>()
         };
         // small-writes: 20 tiny writes, one would do; repeated-output: the same line 20
-        // times (marked from its 10th occurrence on, when it becomes a finding).
+        // times, all of stdout.
         assert_eq!(by("small-writes"), 19);
         assert_eq!(by("repeated-output"), 19);
         assert_eq!(a.redundant_calls, 19, "each write counted once");
         assert_eq!(a.redundant_ns, 19 * 500);
         assert!(a.redundant_calls <= a.syscalls);
+        // One row per call: the small writes are an aspect of the repeated line.
+        let out = a.findings.iter().find(|f| f.detector == "repeated-output");
+        let small = a.findings.iter().find(|f| f.detector == "small-writes");
+        let (out, small) = (out.unwrap(), small.unwrap());
+        assert_eq!(small.shown_in.as_deref(), Some(out.key.as_str()));
+        assert_eq!(out.shown_in, None);
+        assert_eq!(out.also.len(), 1);
+        assert_eq!(out.also[0].detector, "small-writes");
+        assert_eq!(out.also[0].shared_calls, 19);
+    }
+
+    #[test]
+    fn findings_on_different_calls_stay_apart() {
+        let mut b = TraceBuilder::new();
+        // Twenty tiny distinct writes (small-writes) and a line repeated on stderr
+        // (repeated-output): different calls, two rows.
+        for i in 0..20 {
+            b.write(1, "pipe:[7]", &format!("{}\n", "x".repeat(i % 7 + 1)), true);
+        }
+        for _ in 0..20 {
+            b.write(2, "pipe:[8]", "retrying the request now\n", true);
+        }
+        let a = b.analyze_with(&Config {
+            min_calls: 1,
+            ..Config::default()
+        });
+        assert!(a.findings.iter().any(|f| f.detector == "small-writes"));
+        assert!(a.findings.iter().any(|f| f.detector == "repeated-output"));
+        assert!(
+            a.findings
+                .iter()
+                .all(|f| f.shown_in.is_none() && f.also.is_empty()),
+            "{:?}",
+            a.findings
+        );
     }
 }

@@ -227,4 +227,29 @@ pub struct Finding {
     /// The calls the finding's function makes each time it runs, when they repeat.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sequence: Option<Sequence>,
+    /// For output on the standard streams: which one and where it went (`stderr ->
+    /// /var/log/app.log`, `stdout (pipe)`, `stderr (terminal)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<String>,
+    /// Other findings about (mostly) the same calls, shown in this one: the same writes are
+    /// small and repeated output, the same reads are re-reads and block the main thread.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<Aspect>,
+    /// Set when this finding's calls are (mostly) another finding's, shown there: that
+    /// finding's key. The report lists it as an aspect of that one, not as a row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shown_in: Option<String>,
+}
+
+/// Another finding about (mostly) the same calls, folded into the one that owns the fix.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Aspect {
+    /// Its detector.
+    pub detector: &'static str,
+    /// Its key.
+    pub key: String,
+    /// Its redundant calls.
+    pub redundant_calls: u64,
+    /// Of them, calls this finding flags too.
+    pub shared_calls: u64,
 }

@@ -482,6 +482,9 @@ fn make(
         example: None,
         callsites: cx.callsites(&t.sites, lead, t.redundant),
         sequence: None,
+        stream: None,
+        also: Vec::new(),
+        shown_in: None,
     };
     let covered: Vec<(u32, PathKey)> = members.iter().map(|m| (m.image, m.path)).collect();
     each(&mut f, &covered);

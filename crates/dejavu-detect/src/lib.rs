@@ -17,7 +17,9 @@ pub mod testkit;
 
 pub use config::Config;
 pub use engine::{analyze, Analysis, Cx};
-pub use finding::{CacheVerdict, CallFrame, Callsite, Finding, PathCount, Sequence, Severity};
+pub use finding::{
+    Aspect, CacheVerdict, CallFrame, Callsite, Finding, PathCount, Sequence, Severity,
+};
 pub use owner::Owner;
 
 use dejavu_replay::View;

@@ -174,8 +174,9 @@ impl TraceBuilder {
         })
     }
 
-    /// write(fd, payload) of `path`, all bytes written; the payload is recorded when
-    /// `keep` (as for terminals, pipes, /dev/null, append-mode files).
+    /// write(fd, payload) of `path`, all bytes written, with its fingerprint (as the
+    /// backends record every write); the bytes are recorded when `keep` (as for the
+    /// standard streams, terminals, pipes, /dev/null, append-mode files).
     pub fn write(&mut self, fd: i32, path: &str, payload: &str, keep: bool) -> &mut Self {
         self.call(Sys::Write, |c, b| {
             c.fd = Some(fd);
@@ -183,6 +184,7 @@ impl TraceBuilder {
             c.ev = ev::PATH_FROM_FD;
             c.count = payload.len() as u64;
             c.ret = payload.len() as i64;
+            c.fingerprint = Some(dejavu_trace::mask::fingerprint(payload.as_bytes()));
             if keep {
                 c.payload = Some(b.s(payload));
             }

@@ -75,6 +75,9 @@ fn finding(detector: &'static str, pid: u32, command: &str, paths: &[&str]) -> F
         example: None,
         callsites: Vec::new(),
         sequence: None,
+        stream: None,
+        also: Vec::new(),
+        shown_in: None,
     }
 }
 
@@ -191,6 +194,7 @@ pub fn analysis() -> Analysis {
             last_ts: 5_000_100_000,
             fix: "keep one handle open, or batch the log lines".into(),
             example: Some("GET /health 200 in 3ms".into()),
+            stream: Some("stderr -> /var/log/app.log".into()),
             owner: Owner::Launcher,
             program: "sh -c".into(),
             ..finding(
@@ -280,6 +284,29 @@ pub fn analysis() -> Analysis {
             internal: false,
         }],
     });
+    // The same stat calls block the main thread: an aspect of the first finding, shown in
+    // it (the engine lists such findings after the rows).
+    let aspect = Finding {
+        calls: 1_001,
+        redundant_calls: 1_000,
+        wasted_ns: 250_000_000,
+        share: 250_000_000.0 / total_ns as f64,
+        fix: "move the calls off the main thread (fs.promises), or out of the request path".into(),
+        shown_in: Some(findings[0].key.clone()),
+        ..finding(
+            "sync-io-main-thread",
+            4242,
+            "node server.js --port 8080",
+            &["/etc/app.conf"],
+        )
+    };
+    findings[0].also.push(dejavu_detect::Aspect {
+        detector: aspect.detector,
+        key: aspect.key.clone(),
+        redundant_calls: aspect.redundant_calls,
+        shared_calls: 1_000,
+    });
+    findings.push(aspect);
     Analysis {
         findings,
         hidden: 7,

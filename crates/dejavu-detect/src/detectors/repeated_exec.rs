@@ -485,6 +485,9 @@ impl Detector for RepeatedExec {
                 example: Some(shorten(&cmdline, 120)),
                 callsites: cx.callsites(&sites, image, count - 1),
                 sequence: None,
+                stream: None,
+                also: Vec::new(),
+                shown_in: None,
             };
             cx.label(&mut f, image, &String::from_utf8_lossy(&cmdline));
             out.push(f);
@@ -589,6 +592,9 @@ impl Detector for RepeatedExec {
                 example: Some(shorten(&cmdline, 120)),
                 callsites: cx.callsites(&sites, image, redundant),
                 sequence: None,
+                stream: None,
+                also: Vec::new(),
+                shown_in: None,
             };
             let exe = cx.strings.lossy(then.exe).into_owned();
             let base = exe.rsplit('/').next().unwrap_or(&exe).to_string();

@@ -12,20 +12,34 @@ use std::hash::Hasher;
 pub static INFO: DetectorInfo = DetectorInfo {
     id: "repeated-output",
     summary: "the same output line (numbers, ids and timestamps masked) written again and again",
-    explain: "Every write whose bytes were recorded (terminals, pipes, sockets, /dev/null and \
-append-mode files; see payload_bytes in the trace meta) is split into lines; a line cut across \
-several writes to one descriptor is joined first. Each line is masked: decimal numbers, hex runs of \
+    explain: "Logs, not data. Every write to a standard stream (fd 0-2, wherever it points: \
+terminal, pipe, socket or file), a terminal, /dev/null or a log file is output someone reads; \
+a log file is one opened in append mode, named *.log, *.log.N, *.err or nohup.out, or under \
+a directory named log or logs. The recorded bytes are split into lines (a line cut across several \
+writes to one descriptor is joined first) and each line is masked: decimal numbers, hex runs of \
 8 or more characters (and 0x... literals), UUIDs, month and weekday names and runs of blanks are \
 replaced, so ISO-8601/RFC 3339 stamps, syslog and common-log stamps, request ids and counters no \
-longer tell two occurrences apart. Lines are counted per process, per output target (the file, pipe \
-or terminal written to) and per masked text. A masked line written at least min_repeats times is a \
-finding: every occurrence after the first is redundant. A line that differs only in its timestamp IS \
-repeated output. Not counted: writes to pipes and sockets other than stdout/stderr (fd 1 and 2), \
-which carry protocol data rather than messages; blank lines and lines with fewer than 3 letters \
-after masking (numbers, progress dots, CSV rows of numbers are data, not messages); lines written \
-before --skip-startup. Calls and redundant calls count line occurrences, not write calls; the time \
-counted is each write's duration shared among its lines by bytes. Only the recorded prefix of each \
-write is seen, so for writes longer than payload_bytes the counts are lower bounds.",
+longer tell two occurrences apart. Lines are counted per process, per stream and target and per \
+masked text (the template). On stderr, terminals, /dev/null and log files, a template written \
+at least min_repeats times is a finding: a log line. stdout is different: what a program \
+streams there is usually its product (git log's diff headers, find's file names, a filter's \
+rows), so a template on stdout is reported only when it is a sentence (three words or more), makes up \
+at least half of the lines the process wrote to that stdout and was written at least \
+min_repeats times exactly the same (numbers included: rows and file names that differ in a \
+number are data), or when the line reads as \
+a log record (it starts with a timestamp such as 2024-05-01 or 12:34:56, or names a level: \
+WARN, [info], error:, DeprecationWarning:), which also counts in any other regular file. Other \
+regular files are data. Where only a write's fingerprint was recorded (the bytes of regular \
+files that are not standard streams are not kept, and --no-payload keeps none), a write is one \
+occurrence and writes with the same fingerprint (the first 256 bytes, masked) to a log file or \
+stderr are the same line; such a finding shows no example. Not counted: writes to pipes and \
+sockets other than fd 0-2 (protocol data, not messages); blank lines and lines with fewer than \
+3 letters after masking (numbers, progress dots, CSV rows of numbers are data); lines written \
+before --skip-startup. Calls and redundant calls count line occurrences, not write calls; the \
+time counted is each write's duration shared among its lines by bytes. Only the recorded prefix \
+of each write is seen, so for writes longer than payload_bytes the counts are lower bounds. \
+Findings on fd 0-2 name the stream and where it went: `stderr -> /var/log/app.log`, `stdout \
+(pipe)`, `stderr (terminal)` (JSON: stream).",
     example: "socket.on('message', m => { console.warn(`${new Date().toISOString()} bypassing \
 authentication (loadTest)`); ... })   // the same warning for every message",
     fix: "log it once (at start-up or the first time), or rate-limit it / aggregate it into a \
@@ -82,8 +96,14 @@ const KEEP: usize = 480;
 /// Where the first occurrence's text is: inside a recorded payload (no copy), or copied
 /// when it was assembled from several writes.
 enum Src {
-    Payload { id: StrId, start: u32, len: u32 },
+    Payload {
+        id: StrId,
+        start: u32,
+        len: u32,
+    },
     Owned(Box<[u8]>),
+    /// Only the write's fingerprint was recorded (a regular file's bytes are not kept).
+    Unrecorded,
 }
 
 struct Line {
@@ -97,11 +117,47 @@ struct Line {
     src: Src,
     /// Where the repeats were written from.
     sites: crate::group::Sites,
+    /// Redundant occurrences not yet marked (a line is marked once it is known to be a
+    /// finding: at min_repeats for log lines, at the end for stdout lines).
+    pending: Vec<Call>,
+    /// Known to be a finding: occurrences are marked as they come.
+    live: bool,
+    /// Pending occurrences were dropped (too many before the line was known to count).
+    forgot: bool,
+    /// Whether it is a log line or (on stdout) maybe the program's product.
+    role: Role,
+    /// What the target is (for naming a standard stream).
+    kind: FdKind,
+    /// stdout lines: the hash of the first occurrence as written (not masked), and how many
+    /// occurrences were exactly that.
+    raw: u64,
+    exact: u64,
 }
+
+/// What the writes to a target are, as far as repeated output goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Role {
+    /// Log lines: stderr, terminals other than stdout, /dev/null, log files (append mode,
+    /// `*.log` names, `log/` directories). Every repeated template counts.
+    Log,
+    /// stdout not to a log file: the program's product unless one sentence makes up most of
+    /// it (or the line reads as a log record).
+    Product,
+    /// Another regular file: data, unless the line reads as a log record.
+    Data,
+}
+
+/// A line's identity: the target written to, the stream (fd 0-2, or 3 for any other
+/// descriptor), and the hash of the masked line (or the write's fingerprint).
+type Key = (PathKey, u8, u64);
+/// Lines grouped into one finding: target, stream, and the fingerprint of an unrecorded line.
+type GroupKey = (PathKey, u8, Option<u64>);
 
 #[derive(Default)]
 struct ProcLines {
-    lines: FxHashMap<(PathKey, u64), Line>,
+    lines: FxHashMap<Key, Line>,
+    /// Lines written to stdout, per target (what a stdout line must dominate).
+    stdout_lines: FxHashMap<PathKey, u64>,
     /// Occurrences of lines not counted because the table was full.
     dropped: u64,
     /// Lines seen once that were forgotten to make room.
@@ -127,12 +183,6 @@ struct RepeatedOutput {
     scratch: Vec<u8>,
     /// Payload id -> (masked hash, is a message), direct-mapped.
     cache: Vec<(u32, u64, bool)>,
-}
-
-/// Whether writes to this descriptor are output a person reads (messages), not protocol
-/// traffic: anything on fd 1 and 2; else terminals, /dev/null and (append-mode) files.
-fn is_output(fd: i32, kind: FdKind) -> bool {
-    fd == 1 || fd == 2 || !matches!(kind, FdKind::Pipe | FdKind::Socket)
 }
 
 /// Slots of the cache of single-line payloads (payloads are interned, so a line written
@@ -174,33 +224,130 @@ impl RepeatedOutput {
         r
     }
 
-    /// Counts one occurrence of a line. `src` locates its first bytes for the example;
-    /// `call` is the write carrying it (`View::seq`, duration), marked redundant once the
-    /// line has been written often enough to be a finding.
+    /// One complete line of output: counted by its masked text when it is output of the kind
+    /// that counts. `at` is where it starts in a trace-wide payload (None: `text` was
+    /// assembled from several writes, so the example keeps a copy).
+    #[allow(clippy::too_many_arguments)]
+    fn line(
+        &mut self,
+        image: u32,
+        target: PathKey,
+        stream: u8,
+        base: Role,
+        kind: FdKind,
+        text: &[u8],
+        at: Option<(StrId, u32)>,
+        ns: u64,
+        ts: u64,
+        call: Call,
+        cx: &Cx<'_>,
+    ) {
+        if trim_end(text).is_empty() {
+            return;
+        }
+        if base == Role::Product {
+            *self
+                .procs
+                .entry(image)
+                .or_default()
+                .stdout_lines
+                .entry(target)
+                .or_default() += 1;
+        } else if base == Role::Data && !looks_like_log(text) {
+            return;
+        }
+        // A whole payload that is one line: its hash is cached by payload id.
+        let h = match at {
+            Some((payload, 0)) if text.len() == cx.strings.get(payload).len() => {
+                self.hash_payload(payload, text)
+            }
+            _ => self.hash(text),
+        };
+        let Some(h) = h else { return };
+        let first = || {
+            let keep = text.len().min(KEEP);
+            let src = match at {
+                // A block-local id means other bytes in a later block: copy.
+                Some((id, start)) if !id.is_local() => Src::Payload {
+                    id,
+                    start,
+                    len: keep as u32,
+                },
+                _ => Src::Owned(text[..keep].into()),
+            };
+            let role = if base != Role::Log && looks_like_log(text) {
+                Role::Log
+            } else {
+                base
+            };
+            (src, role, kind)
+        };
+        // On stdout, whether the line is written exactly the same each time (a warning) or
+        // varies in its numbers (rows, file names): only the former can be a finding.
+        let raw = if base == Role::Product {
+            let mut x = FxHasher::default();
+            x.write(trim_end(&text[..text.len().min(MAX_LINE)]));
+            x.finish()
+        } else {
+            0
+        };
+        self.count(image, (target, stream, h), first, raw, ns, ts, call, cx);
+    }
+
+    /// Counts one occurrence of a line. `src` locates its first bytes for the example and
+    /// `role` says what the line is (both asked for only on its first occurrence); `call` is
+    /// the write carrying it (`View::seq`, duration, stack), marked redundant once the line
+    /// is known to be a finding (see [`Line::pending`]).
     #[allow(clippy::too_many_arguments)]
     fn count(
         &mut self,
-        pid: u32,
-        key: (PathKey, u64),
-        src: impl FnOnce() -> Src,
+        image: u32,
+        key: Key,
+        first: impl FnOnce() -> (Src, Role, FdKind),
+        raw: u64,
         ns: u64,
         ts: u64,
-        call: (u64, u64, Option<dejavu_trace::StackId>),
+        call: Call,
         cx: &Cx<'_>,
     ) {
         let max = self.max_lines;
-        let p = self.procs.entry(pid).or_default();
+        let min = self.min_repeats;
+        let p = self.procs.entry(image).or_default();
+        let stdout_total = p.stdout_lines.get(&key.0).copied().unwrap_or(0);
         if let Some(l) = p.lines.get_mut(&key) {
             l.count += 1;
+            l.exact += (raw == l.raw) as u64;
             l.sites.add(call.2, 1, ns);
-            if l.count >= self.min_repeats {
-                cx.mark(call.0, call.1, call.2);
-            }
             l.ns += ns;
             if l.count == 2 {
                 l.second_ts = ts;
             }
             l.last_ts = l.last_ts.max(ts);
+            if l.live {
+                cx.mark(call.0, call.1, call.2);
+                return;
+            }
+            l.pending.push(call);
+            let live = match l.role {
+                Role::Log | Role::Data => l.count >= min,
+                // Whether a stdout line is a finding is known at the end (it must make up
+                // half the lines); unless it already does after many occurrences.
+                Role::Product => {
+                    l.pending.len() >= PENDING && l.exact >= min && l.count * 2 >= stdout_total
+                }
+            };
+            if live {
+                l.live = true;
+                for c in l.pending.drain(..) {
+                    cx.mark(c.0, c.1, c.2);
+                }
+                l.pending = Vec::new();
+            } else if l.pending.len() >= PENDING {
+                // Not a finding so far: stop remembering (if it becomes one, the trace's
+                // total of redundant calls leaves these out; the finding's counts do not).
+                l.pending = Vec::new();
+                l.forgot = true;
+            }
             return;
         }
         if p.lines.len() >= max {
@@ -217,6 +364,7 @@ impl RepeatedOutput {
                 return;
             }
         }
+        let (src, role, kind) = first();
         p.lines.insert(
             key,
             Line {
@@ -225,11 +373,165 @@ impl RepeatedOutput {
                 first_ns: ns,
                 second_ts: 0,
                 last_ts: ts,
-                src: src(),
+                src,
                 sites: crate::group::Sites::default(),
+                role,
+                kind,
+                raw,
+                exact: 1,
+                pending: Vec::new(),
+                live: false,
+                forgot: false,
             },
         );
     }
+}
+
+/// A write: its `View::seq`, duration and stack.
+type Call = (u64, u64, Option<dejavu_trace::StackId>);
+
+/// Occurrences of a line remembered until it is known to be a finding.
+const PENDING: usize = 1 << 16;
+
+/// The stream a descriptor is: 0-2 for stdin, stdout, stderr; 3 for any other.
+fn stream_of(fd: i32) -> u8 {
+    if (0..=2).contains(&fd) {
+        fd as u8
+    } else {
+        3
+    }
+}
+
+/// What writes to `fd` are (None: not output at all, such as protocol traffic on a pipe or
+/// socket that is not a standard stream).
+fn role_of(fd: i32, kind: FdKind, append: bool, path: &[u8]) -> Option<Role> {
+    let log_file = kind == FdKind::File && (append || is_log_name(path));
+    match fd {
+        0 | 2 => Some(Role::Log),
+        1 if log_file => Some(Role::Log),
+        1 => Some(Role::Product),
+        _ => match kind {
+            FdKind::Tty | FdKind::DevNull => Some(Role::Log),
+            FdKind::File if log_file => Some(Role::Log),
+            FdKind::File => Some(Role::Data),
+            _ => None,
+        },
+    }
+}
+
+/// A log file by its name: `*.log`, `*.log.N`, `*.err`, `nohup.out`, or anything under a
+/// directory named `log` or `logs`. (`*.out` in general is not: a.out, expected outputs.)
+pub(crate) fn is_log_name(path: &[u8]) -> bool {
+    let mut parts = path.rsplit(|&b| b == b'/');
+    let name = parts.next().unwrap_or(&[]).to_ascii_lowercase();
+    if parts.any(|d| d.eq_ignore_ascii_case(b"log") || d.eq_ignore_ascii_case(b"logs")) {
+        return true;
+    }
+    let ends = |suffix: &[u8]| name.ends_with(suffix) && name.len() > suffix.len();
+    if ends(b".log") || ends(b".err") || name == b"nohup.out" {
+        return true;
+    }
+    // Rotated logs: app.log.1, app.log.2024-05-01.
+    name.windows(5).any(|w| w == b".log.")
+}
+
+/// Log levels a log record names early on.
+const LEVELS: [&[u8]; 14] = [
+    b"TRACE",
+    b"DEBUG",
+    b"INFO",
+    b"NOTICE",
+    b"WARN",
+    b"WARNING",
+    b"ERROR",
+    b"FATAL",
+    b"CRITICAL",
+    b"CRIT",
+    b"ALERT",
+    b"EMERG",
+    b"SEVERE",
+    b"DEPRECATED",
+];
+
+/// Whether a line reads as a log record: it starts with a timestamp (`2024-05-01`,
+/// `12:34:56`, `May  1 12:34:56`, optionally in brackets) or names a level among its first
+/// words (`WARN`, `[warn]`, `warning:`, `DeprecationWarning:`).
+pub(crate) fn looks_like_log(line: &[u8]) -> bool {
+    let head = &line[..line.len().min(64)];
+    let mut t = head;
+    while let [b'[' | b' ' | b'(', rest @ ..] = t {
+        t = rest;
+    }
+    let digits = |b: &[u8], n: usize| b.len() >= n && b[..n].iter().all(u8::is_ascii_digit);
+    if digits(t, 4) && matches!(t.get(4), Some(b'-' | b'/')) && digits(&t[5..], 2) {
+        return true; // 2024-05-01, 2024/05/01
+    }
+    let clock = |b: &[u8]| {
+        let d = b.iter().take_while(|c| c.is_ascii_digit()).count();
+        (1..=2).contains(&d) && b.get(d) == Some(&b':') && digits(&b[d + 1..], 2)
+    };
+    if clock(t) {
+        return true; // 12:34:56
+    }
+    // Syslog: "May  1 12:34:56".
+    if t.len() > 4 && t[..3].iter().all(u8::is_ascii_alphabetic) && t[3] == b' ' {
+        let rest = t[4..].trim_ascii_start();
+        let d = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+        if (1..=2).contains(&d) && rest.get(d) == Some(&b' ') && clock(&rest[d + 1..]) {
+            return true;
+        }
+    }
+    // A level among the first words.
+    let mut i = 0;
+    while i < head.len() {
+        if !head[i].is_ascii_alphabetic() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < head.len() && head[i].is_ascii_alphabetic() {
+            i += 1;
+        }
+        let w = &head[start..i];
+        let before = start.checked_sub(1).map(|j| head[j]);
+        let after = head.get(i).copied();
+        let upper = w.iter().all(u8::is_ascii_uppercase);
+        let level = LEVELS.iter().any(|l| l.eq_ignore_ascii_case(w));
+        if level && (upper || before == Some(b'[') || after == Some(b':') || after == Some(b']')) {
+            return true;
+        }
+        // Node: "(node:123) DeprecationWarning: ...", Python: "UserWarning: ...".
+        if after == Some(b':') && (w.ends_with(b"Warning") || w.ends_with(b"Error")) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether a line is a sentence rather than a value: three or more blank-separated words
+/// with letters in them (`bypassing socket.io authentication`, not `./src/a1.c` or `true`).
+fn is_prose(line: &[u8]) -> bool {
+    line.split(|b| b.is_ascii_whitespace())
+        .filter(|w| w.iter().any(u8::is_ascii_alphabetic))
+        .count()
+        >= 3
+}
+
+/// Where output on stream `stream` went, for people: `stderr -> /var/log/app.log`,
+/// `stdout (pipe)`, `stderr (terminal)`; None for descriptors other than 0-2.
+fn stream_label(stream: u8, kind: FdKind, path: &str) -> Option<String> {
+    let name = match stream {
+        0 => "stdin",
+        1 => "stdout",
+        2 => "stderr",
+        _ => return None,
+    };
+    Some(match kind {
+        FdKind::Pipe => format!("{name} (pipe)"),
+        FdKind::Socket => format!("{name} (socket)"),
+        FdKind::Tty => format!("{name} (terminal)"),
+        _ => format!("{name} -> {path}"),
+    })
 }
 
 fn trim_end(mut b: &[u8]) -> &[u8] {
@@ -267,19 +569,39 @@ impl Detector for RepeatedOutput {
             }
             return;
         }
-        let (Some(payload), Some(target)) = (s.payload, v.path) else {
-            return;
-        };
+        let Some(target) = v.path else { return };
         if s.ret <= 0 || s.ev & ev::UNFINISHED != 0 || !cx.config.counts(s.ts) {
             return;
         }
-        let kind = match v.fd {
-            Some(f) => f.kind,
-            None => FdKind::classify(cx.replay.paths.bytes(target), None),
+        let (kind, append) = match v.fd {
+            Some(f) => (f.kind, f.append),
+            None => (FdKind::classify(cx.replay.paths.bytes(target), None), false),
         };
-        if !is_output(fd, kind) {
+        let Some(base) = role_of(fd, kind, append, cx.replay.paths.bytes(target)) else {
             return;
-        }
+        };
+        let stream = stream_of(fd);
+        let call = (v.seq, s.dur, s.stack);
+        let Some(payload) = s.payload else {
+            // Only the fingerprint: one write is one occurrence. Without the bytes a stdout
+            // line cannot be told from data, nor a line in another file from a log record.
+            if let Some(fp) = s.fingerprint {
+                if base == Role::Log && dejavu_trace::mask::is_message(fp) {
+                    let first = || (Src::Unrecorded, Role::Log, kind);
+                    self.count(
+                        v.image,
+                        (target, stream, fp),
+                        first,
+                        0,
+                        s.dur,
+                        s.ts,
+                        call,
+                        cx,
+                    );
+                }
+            }
+            return;
+        };
         let open_id = v.fd.map_or(0, |f| f.open_id);
         let all = cx.strings.get(payload);
         let data = &all[..all.len().min(s.ret as usize)];
@@ -299,19 +621,19 @@ impl Detector for RepeatedOutput {
             && data.len() == all.len()
             && data.iter().position(|&b| b == b'\n') == Some(data.len() - 1)
         {
-            if let Some(h) = self.hash_payload(payload, data) {
-                let keep = data.len().min(KEEP) as u32;
-                let src = || src_of(payload, data, 0, keep);
-                self.count(
-                    v.image,
-                    (target, h),
-                    src,
-                    s.dur,
-                    s.ts,
-                    (v.seq, s.dur, s.stack),
-                    cx,
-                );
-            }
+            self.line(
+                v.image,
+                target,
+                stream,
+                base,
+                kind,
+                data,
+                Some((payload, 0)),
+                s.dur,
+                s.ts,
+                call,
+                cx,
+            );
             return;
         }
         let mut pos = 0usize;
@@ -339,29 +661,32 @@ impl Detector for RepeatedOutput {
                 let room = MAX_LINE.saturating_sub(c.buf.len());
                 c.buf.extend_from_slice(&data[pos..end.min(pos + room)]);
                 let text = std::mem::take(&mut c.buf);
-                if let Some(h) = self.hash(&text) {
-                    let keep = text.len().min(KEEP);
-                    let src = || Src::Owned(text[..keep].into());
-                    self.count(
-                        v.image,
-                        (target, h),
-                        src,
-                        c.ns + ns,
-                        s.ts,
-                        (v.seq, s.dur, s.stack),
-                        cx,
-                    );
-                }
-            } else if let Some(h) = self.hash(&data[pos..end]) {
-                let keep = (end - pos).min(KEEP) as u32;
-                let src = || src_of(payload, data, pos as u32, keep);
-                self.count(
+                self.line(
                     v.image,
-                    (target, h),
-                    src,
+                    target,
+                    stream,
+                    base,
+                    kind,
+                    &text,
+                    None,
+                    c.ns + ns,
+                    s.ts,
+                    call,
+                    cx,
+                );
+            } else {
+                let text = &data[pos..end];
+                self.line(
+                    v.image,
+                    target,
+                    stream,
+                    base,
+                    kind,
+                    text,
+                    Some((payload, pos as u32)),
                     ns,
                     s.ts,
-                    (v.seq, s.dur, s.stack),
+                    call,
                     cx,
                 );
             }
@@ -398,28 +723,97 @@ impl Detector for RepeatedOutput {
                     p.truncated_writes
                 ));
             }
-            for (&(target, _), l) in &p.lines {
+            // Lines with a call site are one finding each (the site and the line say which
+            // log call); lines without one are grouped per stream or target, so a program
+            // whose stack is unknown gets one row per stream, naming its lines.
+            let mut groups: FxHashMap<GroupKey, Vec<(u64, &Line)>> = FxHashMap::default();
+            for (&(target, stream, fp), l) in &p.lines {
                 if l.count < self.min_repeats {
                     continue;
                 }
-                let redundant = l.count - 1;
-                let wasted = l.ns.saturating_sub(l.first_ns);
-                let text: &[u8] = match &l.src {
-                    Src::Payload { id, start, len } => {
-                        let b = cx.strings.get(*id);
-                        let (a, z) = (*start as usize, (*start + *len) as usize);
-                        b.get(a..z).unwrap_or(&[])
+                let text = l.text(cx);
+                if l.role == Role::Product {
+                    // stdout is the program's product: a repeated line there is reported
+                    // only when one sentence makes up half of what it wrote.
+                    let lines = p.stdout_lines.get(&target).copied().unwrap_or(0);
+                    if l.count * 2 < lines || l.exact < self.min_repeats || !is_prose(text) {
+                        continue;
                     }
-                    Src::Owned(b) => b,
-                };
+                }
+                for c in &l.pending {
+                    cx.mark(c.0, c.1, c.2);
+                }
+                let site = (!l.sites.is_empty()).then_some(fp);
+                groups
+                    .entry((target, stream, site))
+                    .or_default()
+                    .push((fp, l));
+            }
+            let mut groups: Vec<_> = groups.into_iter().collect();
+            groups.sort_by_key(|((t, s, f), _)| (t.0, *s, *f));
+            for ((target, stream, site), mut lines) in groups {
+                lines.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(&b.0)));
+                let (fp, top) = lines[0];
+                let text = top.text(cx);
+                let calls: u64 = lines.iter().map(|(_, l)| l.count).sum();
+                let redundant: u64 = lines.iter().map(|(_, l)| l.count - 1).sum();
+                let wasted: u64 = lines
+                    .iter()
+                    .map(|(_, l)| l.ns.saturating_sub(l.first_ns))
+                    .sum();
+                let mut sites = crate::group::Sites::default();
+                for (_, l) in &lines {
+                    sites.merge(&l.sites);
+                }
                 let share = cx.share(wasted);
-                let mut hazards = vec![format!(
-                    "written {} times to {}; if each occurrence carries detail someone needs, \
-                     aggregate it (a counter per interval) rather than drop it",
-                    l.count,
-                    cx.path(target)
-                )];
+                let path = cx.path(target);
+                let stream_name = stream_label(stream, top.kind, &path);
+                let mut hazards = vec![
+                    "if each occurrence carries detail someone needs, aggregate it (a counter \
+                     per interval) rather than drop it"
+                        .to_string(),
+                ];
+                if lines.len() > 1 {
+                    let named: Vec<String> = lines
+                        .iter()
+                        .take(3)
+                        .map(|(_, l)| {
+                            let t = l.text(cx);
+                            let t = if t.is_empty() {
+                                "(not recorded)".to_string()
+                            } else {
+                                format!("\"{}\"", shorten(t, 60))
+                            };
+                            format!("{t} ({} times)", l.count)
+                        })
+                        .collect();
+                    hazards.push(format!(
+                        "{} different lines repeated here, told apart by no call site (the trace \
+                         has no stacks for these writes): {}{}",
+                        lines.len(),
+                        named.join(", "),
+                        if lines.len() > 3 { ", ..." } else { "" }
+                    ));
+                }
+                if lines.iter().any(|(_, l)| matches!(l.src, Src::Unrecorded)) {
+                    hazards.push(
+                        "the bytes of writes to regular files are not recorded, only a \
+                         fingerprint of each write's first 256 bytes (masked): the line is not \
+                         shown, and writes that carry the same line with different numbers \
+                         count as one; the call site says which log call it is"
+                            .to_string(),
+                    );
+                }
+                if lines.iter().any(|(_, l)| l.forgot) {
+                    hazards.push(format!(
+                        "more than {PENDING} occurrences came before the line was known to \
+                         be a finding: the run's total of redundant calls leaves some out"
+                    ));
+                }
                 hazards.extend(notes.iter().cloned());
+                let example = (!text.is_empty()).then(|| shorten(text, 120));
+                let first_ts = lines.iter().map(|(_, l)| l.second_ts).min().unwrap_or(0);
+                let last_ts = lines.iter().map(|(_, l)| l.last_ts).max().unwrap_or(0);
                 let mut f = Finding {
                     detector: INFO.id,
                     severity: Severity::grade(share, redundant),
@@ -429,39 +823,54 @@ impl Detector for RepeatedOutput {
                     processes: 1,
                     pid: 0,
                     command: String::new(),
-                    paths: vec![cx.path(target)],
+                    paths: vec![path.clone()],
                     path_count: 1,
                     top_paths: vec![crate::PathCount {
-                        path: cx.path(target),
+                        path,
                         redundant_calls: redundant,
                     }],
-                    calls: l.count,
+                    calls,
                     redundant_calls: redundant,
                     wasted_ns: wasted,
                     share,
-                    first_ts: l.second_ts,
-                    last_ts: l.last_ts,
+                    first_ts,
+                    last_ts,
                     fix: INFO.fix.to_string(),
                     hazards,
                     cache: None,
-                    example: Some(shorten(text, 120)),
-                    callsites: cx.callsites(&l.sites, image, redundant),
+                    example,
+                    callsites: cx.callsites(&sites, image, redundant),
                     sequence: None,
+                    stream: stream_name,
+                    also: Vec::new(),
+                    shown_in: None,
                 };
-                let mut template = Vec::new();
-                mask(text, &mut template);
-                template.truncate(80);
-                for b in &mut template {
-                    if *b < b' ' {
-                        *b = b'#'; // the mask's markers, readable in a key
+                // The key names the stream, not where it went this time (a pipe's inode,
+                // a redirect's file), so runs compare; with a call site, the line too.
+                let place = match stream {
+                    0..=2 => ["stdin", "stdout", "stderr"][stream as usize].to_string(),
+                    _ => crate::pattern::mask(cx.replay.paths.bytes(target)),
+                };
+                let what = if site.is_none() {
+                    String::new()
+                } else if matches!(top.src, Src::Unrecorded) {
+                    " fingerprint".to_string()
+                } else {
+                    let mut template = Vec::new();
+                    mask(text, &mut template);
+                    template.truncate(80);
+                    for b in &mut template {
+                        if *b < b' ' {
+                            *b = b'#'; // the mask's markers, readable in a key
+                        }
                     }
+                    format!(" {}", String::from_utf8_lossy(&template))
+                };
+                cx.label(&mut f, image, &format!("{place}{what}"));
+                if site.is_some() && matches!(top.src, Src::Unrecorded) {
+                    // Past the masking of the subject: a hash is not a per-run id.
+                    f.key.push_str(&format!(" {fp:016x}"));
                 }
-                let subject = format!(
-                    "{} {}",
-                    crate::pattern::mask(cx.replay.paths.bytes(target)),
-                    String::from_utf8_lossy(&template)
-                );
-                cx.label(&mut f, image, &subject);
                 out.push(f);
             }
         }
@@ -469,17 +878,17 @@ impl Detector for RepeatedOutput {
     }
 }
 
-/// Where a line's first bytes are: in the trace's payload string when it is a trace-wide
-/// one, else copied (a block-local id means other bytes in a later block).
-fn src_of(payload: StrId, data: &[u8], start: u32, len: u32) -> Src {
-    if payload.is_local() {
-        let (a, z) = (start as usize, (start + len) as usize);
-        Src::Owned(data.get(a..z).unwrap_or(&[]).into())
-    } else {
-        Src::Payload {
-            id: payload,
-            start,
-            len,
+impl Line {
+    /// The first occurrence's text (empty when only its fingerprint was recorded).
+    fn text<'c>(&'c self, cx: &'c Cx<'_>) -> &'c [u8] {
+        match &self.src {
+            Src::Payload { id, start, len } => {
+                let b = cx.strings.get(*id);
+                let (a, z) = (*start as usize, (*start + *len) as usize);
+                b.get(a..z).unwrap_or(&[])
+            }
+            Src::Owned(b) => b,
+            Src::Unrecorded => &[],
         }
     }
 }
@@ -579,13 +988,34 @@ mod tests {
         }
         let mut f = b.findings("repeated-output");
         f.sort_by_key(|f| f.example.clone());
-        assert_eq!(f.len(), 2, "{f:?}");
+        // On stdout "request N ok" is not a sentence: data, not reported.
+        assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(
             f[0].example.as_deref(),
             Some("deprecated: use --foo instead")
         );
         assert_eq!((f[0].calls, f[0].redundant_calls), (12, 11));
-        assert_eq!(f[1].example.as_deref(), Some("request 0 ok"));
+        let mut b = TraceBuilder::new();
+        for i in 0..12 {
+            b.write(2, "/dev/pts/0", "deprecated: use --fo", true);
+            b.write(
+                2,
+                "/dev/pts/0",
+                &format!("o instead\nrequest {i} ok\n"),
+                true,
+            );
+        }
+        // Without stacks, one finding for the stream, naming both lines.
+        let f = b.findings("repeated-output");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!((f[0].calls, f[0].redundant_calls), (24, 22));
+        assert!(
+            f[0].hazards.iter().any(|h| h.contains("2 different lines")
+                && h.contains("\"deprecated: use --foo instead\" (12 times)")
+                && h.contains("\"request 0 ok\" (12 times)")),
+            "{:?}",
+            f[0].hazards
+        );
     }
 
     #[test]
@@ -602,7 +1032,8 @@ mod tests {
                 "{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}\n",
                 true,
             );
-            b.write(9, "/var/log/app.log", "same line again\n", false);
+            // A data file: only the fingerprint, and it is not a log.
+            b.write(9, "/srv/data/rows.txt", "same line again\n", false);
         }
         assert!(b.findings("repeated-output").is_empty());
     }
@@ -657,7 +1088,7 @@ mod tests {
             );
         }
         for _ in 0..12 {
-            b.write(1, "/dev/pts/0", "the repeated one\n", true);
+            b.write(2, "/dev/pts/0", "the repeated one\n", true);
         }
         let cfg = Config {
             min_calls: 1,
@@ -679,5 +1110,254 @@ mod tests {
             "{:?}",
             f[0].hazards
         );
+    }
+
+    #[test]
+    fn a_programs_product_on_stdout_is_not_repeated_output() {
+        // git log -p: diff headers repeat per file; find: names differing in digits; a
+        // filter: 10,000 rows that are one template after masking.
+        let mut b = TraceBuilder::new();
+        b.call(Sys::Pipe2, |c, _| {
+            c.fd = Some(1);
+            c.fd2 = Some(9);
+        });
+        for i in 0..200 {
+            b.write(
+                1,
+                "pipe:[5]",
+                &format!("diff --git a/src/f{i}.c b/src/f{i}.c\n"),
+                true,
+            );
+            b.write(
+                1,
+                "pipe:[5]",
+                &format!("index {:08x}..{:08x} 100644\n", i * 7919, i * 104729),
+                true,
+            );
+            b.write(
+                1,
+                "pipe:[5]",
+                &format!("@@ -{i},7 +{i},8 @@ static int main(void)\n"),
+                true,
+            );
+            b.write(1, "pipe:[5]", "+    if (err != NULL) return err;\n", true);
+            b.write(
+                1,
+                "pipe:[5]",
+                &format!("./data/part-{i:05}.parquet\n"),
+                true,
+            );
+        }
+        for i in 0..10_000 {
+            b.write(1, "pipe:[5]", &format!("item {i} of the list\n"), true);
+        }
+        let f = b.findings("repeated-output");
+        assert!(f.is_empty(), "{f:?}");
+    }
+
+    #[test]
+    fn a_sentence_that_makes_up_most_of_stdout_is_reported_with_its_stream() {
+        let mut b = TraceBuilder::new();
+        b.call(Sys::Pipe2, |c, _| {
+            c.fd = Some(1);
+            c.fd2 = Some(9);
+        });
+        for i in 0..40 {
+            b.write(
+                1,
+                "pipe:[5]",
+                "bypassing socket.io authentication and authorization checks\n",
+                true,
+            );
+            if i % 2 == 0 {
+                b.write(1, "pipe:[5]", &format!("handled message {i}\n"), true);
+            }
+        }
+        let f = b.findings("repeated-output");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!((f[0].calls, f[0].redundant_calls), (40, 39));
+        assert_eq!(f[0].stream.as_deref(), Some("stdout (pipe)"));
+        assert!(f[0].key.ends_with("|path:stdout"), "{}", f[0].key);
+    }
+
+    #[test]
+    fn a_log_record_on_stdout_counts_even_as_a_minority() {
+        let mut b = TraceBuilder::new();
+        for i in 0..300 {
+            b.write(
+                1,
+                "/dev/pts/0",
+                &format!("row {i}: alpha beta gamma {}\n", i * 31),
+                true,
+            );
+            if i % 10 == 0 {
+                b.write(
+                    1,
+                    "/dev/pts/0",
+                    &format!("2024-05-01 12:00:{:02} cache miss for key {i}\n", i % 60),
+                    true,
+                );
+            }
+        }
+        let f = b.findings("repeated-output");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].calls, 30);
+        assert!(f[0].example.as_deref().unwrap_or("").contains("cache miss"));
+    }
+
+    #[test]
+    fn stderr_to_a_regular_file_is_a_log_and_names_the_stream() {
+        let mut b = TraceBuilder::new();
+        // `2> err.txt`: fd 2 is a file opened without O_APPEND and not named like a log.
+        b.open("/tmp/run/err.txt", 0o1101, 2, Some(file(9, 0, 1)));
+        for i in 0..15 {
+            b.write(
+                2,
+                "/tmp/run/err.txt",
+                &format!("(node:4242) Warning: slow handler {i}\n"),
+                true,
+            );
+        }
+        let f = b.findings("repeated-output");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].stream.as_deref(), Some("stderr -> /tmp/run/err.txt"));
+        assert_eq!(
+            f[0].example.as_deref(),
+            Some("(node:4242) Warning: slow handler 0")
+        );
+        assert!(f[0].key.contains("stderr"), "{}", f[0].key);
+    }
+
+    #[test]
+    fn fingerprints_find_log_files_whose_bytes_were_not_kept() {
+        use dejavu_trace::FrameKind::Python;
+        let mut b = TraceBuilder::new();
+        // logging.FileHandler("app.log", mode="w"): one write per record, no bytes kept.
+        b.open("/srv/app/app.log", 0o1101, 3, Some(file(9, 0, 1)));
+        b.open("/srv/app/rows.jsonl", 0o1101, 4, Some(file(10, 0, 1)));
+        let retry = b.stack(&[(Python, "fetch", "/srv/app/client.py", 30)]);
+        let served = b.stack(&[(Python, "serve", "/srv/app/server.py", 12)]);
+        let log = |b: &mut TraceBuilder, fd: i32, path: &str, line: String, st| {
+            b.call(Sys::Write, |c, b| {
+                c.fd = Some(fd);
+                c.path = Some(b.s(path));
+                c.ev = ev::PATH_FROM_FD;
+                c.count = line.len() as u64;
+                c.ret = line.len() as i64;
+                c.fingerprint = Some(dejavu_trace::mask::fingerprint(line.as_bytes()));
+                c.stack = Some(st);
+            });
+        };
+        for i in 0..20 {
+            log(
+                &mut b,
+                3,
+                "/srv/app/app.log",
+                format!("WARNING:root:retrying request {i}\n"),
+                retry,
+            );
+            let line = format!("INFO:root:request {i} served by worker {}\n", i % 3);
+            log(&mut b, 3, "/srv/app/app.log", line, served);
+            let row = format!("{{\"id\": {i}, \"name\": \"row\"}}\n");
+            log(&mut b, 4, "/srv/app/rows.jsonl", row, served);
+        }
+        let mut f = b.findings("repeated-output");
+        f.sort_by(|a, b| a.key.cmp(&b.key));
+        assert_eq!(f.len(), 2, "one per log call, the data file quiet: {f:?}");
+        assert!(f.iter().all(|f| f.calls == 20 && f.example.is_none()));
+        assert!(f
+            .iter()
+            .all(|f| f.paths == vec!["/srv/app/app.log".to_string()]));
+        assert_eq!(f[0].callsites[0].function, "fetch");
+        assert_eq!(f[1].callsites[0].function, "serve");
+        assert!(f[0].hazards.iter().any(|h| h.contains("fingerprint")));
+    }
+
+    #[test]
+    fn a_data_file_with_bytes_counts_only_log_records() {
+        let mut b = TraceBuilder::new();
+        b.open("/srv/app/out.txt", 0o1101, 3, Some(file(9, 0, 1)));
+        for i in 0..20 {
+            b.write(
+                3,
+                "/srv/app/out.txt",
+                &format!("record {i} of kind alpha beta\n"),
+                true,
+            );
+            b.write(
+                3,
+                "/srv/app/out.txt",
+                &format!("[warn] disk {i} nearly full\n"),
+                true,
+            );
+        }
+        let f = b.findings("repeated-output");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0]
+            .example
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("[warn] disk"));
+    }
+
+    #[test]
+    fn every_redundant_occurrence_is_in_the_runs_totals() {
+        let mut b = TraceBuilder::new();
+        for _ in 0..25 {
+            b.write(2, "/dev/pts/0", "flushing queue now\n", true);
+        }
+        let a = b.analyze_with(&Config::default());
+        assert_eq!(a.findings.len(), 1);
+        assert_eq!(a.findings[0].redundant_calls, 24);
+        assert_eq!(
+            a.redundant_calls, 24,
+            "occurrences 2..min_repeats are marked too"
+        );
+    }
+
+    #[test]
+    fn log_names_and_log_records() {
+        use super::{is_log_name, looks_like_log};
+        for p in [
+            "/var/log/syslog",
+            "/srv/x/logs/today",
+            "/tmp/app.log",
+            "/tmp/app.log.1",
+            "nohup.out",
+            "/tmp/build.err",
+        ] {
+            assert!(is_log_name(p.as_bytes()), "{p}");
+        }
+        for p in [
+            "/tmp/catalog",
+            "/tmp/x.logo",
+            "/srv/data/out.csv",
+            "/tmp/.log",
+        ] {
+            assert!(!is_log_name(p.as_bytes()), "{p}");
+        }
+        for l in [
+            "2024-05-01T12:00:00Z started",
+            "[2024/05/01 12:00:00] started",
+            "12:34:56.789 [main] INFO c.x.App - up",
+            "May  1 12:34:56 host app[12]: up",
+            "WARNING:root:retrying",
+            "npm warn: deprecated",
+            "[info] listening",
+            "(node:4242) DeprecationWarning: Buffer() is deprecated",
+            "level=INFO msg=up",
+        ] {
+            assert!(looks_like_log(l.as_bytes()), "{l}");
+        }
+        for l in [
+            "diff --git a/x b/x",
+            "+    if (err) return err;",
+            "./data/part-00001.parquet",
+            "Date:   Mon Nov 23 12:00:00 2026",
+            "information retrieval",
+            "error handling in depth",
+        ] {
+            assert!(!looks_like_log(l.as_bytes()), "{l}");
+        }
     }
 }
