@@ -27,7 +27,10 @@ struct Report<'a> {
     redundant_calls: u64,
     wasted_ns: u64,
     share: f64,
+    /// Rows: findings not shown in another.
     finding_count: usize,
+    /// Findings shown in another (`shown_in`), listed after the row they belong to.
+    shown_in_others: usize,
     hidden: usize,
     omitted: usize,
     lost_events: u64,
@@ -81,9 +84,24 @@ struct Ranked<'a> {
 
 impl Reporter for JsonReporter {
     fn render(&self, a: &Analysis, out: &mut dyn Write, opts: &RenderOptions) -> io::Result<()> {
-        let shown = opts
-            .top
-            .map_or(a.findings.len(), |n| n.min(a.findings.len()));
+        let rows = a.rows();
+        let shown = opts.top.map_or(rows.len(), |n| n.min(rows.len()));
+        // Rows ranked 1.., each followed by the findings shown in it (same rank).
+        let mut findings: Vec<Ranked> = Vec::new();
+        for (i, finding) in rows[..shown].iter().enumerate() {
+            findings.push(Ranked {
+                rank: i + 1,
+                finding,
+            });
+            for f in &a.findings[rows.len()..] {
+                if f.shown_in.as_deref() == Some(finding.key.as_str()) {
+                    findings.push(Ranked {
+                        rank: i + 1,
+                        finding: f,
+                    });
+                }
+            }
+        }
         let totals = Totals::of(a);
         let report = Report {
             version: FORMAT_VERSION,
@@ -120,22 +138,16 @@ impl Reporter for JsonReporter {
             redundant_calls: totals.redundant_calls,
             wasted_ns: totals.wasted_ns,
             share: crate::text::ratio(totals.wasted_ns, a.syscall_ns),
-            finding_count: a.findings.len(),
+            finding_count: rows.len(),
+            shown_in_others: a.findings.len() - rows.len(),
             hidden: a.hidden,
-            omitted: a.findings.len() - shown,
+            omitted: rows.len() - shown,
             lost_events: a.lost_events,
             truncated: a.truncated.as_ref().map(|t| Truncated {
                 valid_bytes: t.valid_bytes,
                 lost_bytes: t.lost_bytes,
             }),
-            findings: a.findings[..shown]
-                .iter()
-                .enumerate()
-                .map(|(i, finding)| Ranked {
-                    rank: i + 1,
-                    finding,
-                })
-                .collect(),
+            findings,
             callsites: a
                 .callsites
                 .iter()
@@ -196,9 +208,17 @@ mod tests {
             ..opts()
         };
         let v: Value = serde_json::from_str(&render(&fixture::analysis(), &o)).expect("JSON");
-        assert_eq!(v["findings"].as_array().map(Vec::len), Some(1));
+        // The first row, and the finding shown in it.
+        let f = v["findings"].as_array().cloned().unwrap_or_default();
+        assert_eq!(f.len(), 2);
+        assert_eq!(
+            (f[0]["rank"].clone(), f[1]["rank"].clone()),
+            (1.into(), 1.into())
+        );
+        assert_eq!(f[1]["shown_in"], f[0]["key"]);
         assert_eq!(v["omitted"], 4);
         assert_eq!(v["finding_count"], 5);
+        assert_eq!(v["shown_in_others"], 1);
         // Totals still cover every finding, not only the ones shown.
         assert_eq!(v["redundant_calls"], 1_000 + 120 + 44 + 25 + 40);
     }
@@ -235,8 +255,12 @@ mod tests {
         let mut callsite_keys = BTreeSet::new();
         let mut sequence_keys = BTreeSet::new();
         let mut top_path_keys = BTreeSet::new();
+        let mut also_keys = BTreeSet::new();
         for f in v["findings"].as_array().into_iter().flatten() {
             finding_keys.extend(keys(f));
+            for x in f["also"].as_array().into_iter().flatten() {
+                also_keys.extend(keys(x));
+            }
             cache_keys.extend(keys(&f["cache"]));
             sequence_keys.extend(keys(&f["sequence"]));
             for p in f["top_paths"].as_array().into_iter().flatten() {
@@ -255,5 +279,6 @@ mod tests {
         assert_eq!(callsite_keys, documented("callsites"));
         assert_eq!(sequence_keys, documented("sequence"));
         assert_eq!(top_path_keys, documented("top_paths"));
+        assert_eq!(also_keys, documented("One row per call"));
     }
 }

@@ -62,7 +62,8 @@ fn message(f: &Finding) -> String {
     } else {
         f.paths.join(", ")
     };
-    format!(
+    let paths = f.stream.clone().unwrap_or(paths);
+    let mut text = format!(
         "{} of {} calls were redundant ({}: {}), {:.1} ms. Fix: {}",
         f.redundant_calls,
         f.calls,
@@ -70,7 +71,14 @@ fn message(f: &Finding) -> String {
         paths,
         f.wasted_ns as f64 / 1e6,
         f.fix
-    )
+    );
+    for x in &f.also {
+        text.push_str(&format!(
+            " Also {} on {} of these calls.",
+            x.detector, x.shared_calls
+        ));
+    }
+    text
 }
 
 /// The SARIF log of `analysis`; call sites under `root` become repository-relative
@@ -96,7 +104,8 @@ pub fn sarif(analysis: &Analysis, root: &Path, version: &str) -> Value {
     let index = |id: &str| registry().iter().position(|d| d.id == id);
     let mut results = Vec::new();
     let mut notes = Vec::new();
-    for f in &analysis.findings {
+    // One result per call: findings shown in another are named in its message.
+    for f in analysis.rows() {
         let in_tree: Vec<(String, u32, &str)> = f
             .callsites
             .iter()

@@ -41,7 +41,7 @@ impl Reporter for TerminalReporter {
         } else if !r.shown().is_empty() {
             writeln!(out)?;
             r.table(out)?;
-        } else if !a.findings.is_empty() {
+        } else if !a.rows().is_empty() {
             writeln!(out)?;
         }
         r.footer(out)
@@ -73,7 +73,7 @@ impl Render<'_> {
             fmt_count(a.processes as u64),
             plural(a.processes as u64, "process", "processes"),
         );
-        if a.findings.is_empty() {
+        if a.rows().is_empty() {
             text.push_str(&format!(
                 "no redundant work found in {} file {} ({} traced), {}.",
                 fmt_count(a.syscalls),
@@ -142,7 +142,7 @@ impl Render<'_> {
         for line in wrap(&text, self.width, "", "") {
             writeln!(out, "{line}")?;
         }
-        if !a.findings.is_empty() {
+        if !a.rows().is_empty() {
             for line in wrap(&times_note(&a.meta.backend), self.width, "", "") {
                 writeln!(out, "{}", self.st.dim(&line))?;
             }
@@ -207,7 +207,7 @@ impl Render<'_> {
     /// The rows of the table: the program's own and its dependencies' findings (every
     /// owner with `--all`), at most `--top`.
     fn shown(&self) -> &[Finding] {
-        let f = &self.a.findings;
+        let f = self.a.rows();
         // Findings come ranked by owner: own, dependency, runtime, launcher.
         let listed = if self.opts.all_owners {
             f.len()
@@ -225,11 +225,7 @@ impl Render<'_> {
         if self.opts.all_owners {
             return Vec::new();
         }
-        self.a
-            .findings
-            .iter()
-            .filter(|f| f.owner == owner)
-            .collect()
+        self.a.rows().iter().filter(|f| f.owner == owner).collect()
     }
 
     /// `--group-by callsite`: call sites across findings, each redundant call once.
@@ -514,6 +510,26 @@ impl Render<'_> {
             let e = shorten_end(&sanitize(e), room * 3 - 12);
             field("example:", &e, &|s| st.dim(s));
         }
+        // Other findings about the same calls, shown here rather than as rows of their own.
+        for x in &f.also {
+            let what = dejavu_detect::find_detector(x.detector).map_or("", |d| d.summary);
+            let text = format!(
+                "{}: {} of these {} ({}){}",
+                x.detector,
+                fmt_count(x.shared_calls),
+                plural(x.shared_calls, "call", "calls"),
+                what,
+                if x.redundant_calls > x.shared_calls {
+                    format!(
+                        "; {} more in its own finding (--json: shown_in)",
+                        fmt_count(x.redundant_calls - x.shared_calls)
+                    )
+                } else {
+                    String::new()
+                }
+            );
+            field("also:", &text, &|s| st.dim(s));
+        }
         if details {
             field("more:", &format!("dejavu explain {}", f.detector), &|s| {
                 st.dim(s)
@@ -529,7 +545,7 @@ impl Render<'_> {
     }
 
     fn footer(&self, out: &mut dyn Write) -> io::Result<()> {
-        if self.a.findings.is_empty() {
+        if self.a.rows().is_empty() {
             return Ok(());
         }
         // Runtime and launcher findings, one line each.
@@ -565,7 +581,7 @@ impl Render<'_> {
         let listed = self.shown().len()
             + self.folded(Owner::Runtime).len()
             + self.folded(Owner::Launcher).len();
-        let omitted = self.a.findings.len().saturating_sub(listed);
+        let omitted = self.a.rows().len().saturating_sub(listed);
         let mut text = String::new();
         if omitted > 0 {
             text.push_str(&format!(
@@ -611,7 +627,7 @@ impl Render<'_> {
 
 /// The redundant calls and findings of one owner.
 fn owner_totals(a: &Analysis, o: Owner) -> (u64, u64) {
-    a.findings
+    a.rows()
         .iter()
         .filter(|f| f.owner == o)
         .fold((0, 0), |(n, c), f| (n + 1, c + f.redundant_calls))
@@ -777,6 +793,9 @@ fn program_label(f: &Finding) -> String {
 
 /// The path or pattern; `first (+2)` when a finding has several.
 fn paths_label(f: &Finding) -> String {
+    if let Some(s) = &f.stream {
+        return sanitize(s);
+    }
     match f.paths.as_slice() {
         [] => "-".to_string(),
         [one] => sanitize(one),
