@@ -60,7 +60,9 @@ struct Cycle {
     opened_ts: u64,
     open_dur: u64,
     ops: u64,
-    first_op: Option<Sys>,
+    /// The kinds of calls made between the open and the close, with their counts (the
+    /// first few kinds; a cycle with more is counted without them).
+    kinds: OpKinds,
     ident: Option<(u64, u64)>,
     version_at_open: Version,
     trunc: bool,
@@ -75,13 +77,36 @@ struct Last {
     tid: u32,
 }
 
+/// Call kinds and how many of each, the first few kinds seen.
+#[derive(Clone, Copy, Default)]
+struct OpKinds([Option<(Sys, u32)>; 4]);
+
+impl OpKinds {
+    fn add(&mut self, sys: Sys) {
+        for k in self.0.iter_mut() {
+            match k {
+                Some((s, n)) if *s == sys => {
+                    *n += 1;
+                    return;
+                }
+                None => {
+                    *k = Some((sys, 1));
+                    return;
+                }
+                Some(_) => {}
+            }
+        }
+    }
+}
+
 #[derive(Default)]
 struct Extra {
     redundant: u64,
     cycles: u64,
     repeats: u64,
     ops: u64,
-    op: Option<Sys>,
+    /// Calls between open and close in the repeated cycles, by kind.
+    op_kinds: Vec<(Sys, u64)>,
     trunc: u64,
     replaced: u64,
     threads: bool,
@@ -120,7 +145,7 @@ impl OpenCloseChurn {
                 opened_ts: s.ts,
                 open_dur: s.dur,
                 ops: 0,
-                first_op: None,
+                kinds: OpKinds::default(),
                 ident,
                 version_at_open: v.version,
                 trunc: s.flags & O_TRUNC != 0,
@@ -171,7 +196,9 @@ impl OpenCloseChurn {
         e.redundant += 2;
         e.repeats += 1;
         e.ops += c.ops;
-        e.op = c.first_op.or(e.op);
+        for (sys, n) in c.kinds.0.into_iter().flatten() {
+            add_kind(&mut e.op_kinds, sys, n as u64);
+        }
         e.trunc += c.trunc as u64;
         e.threads |= prev.is_some_and(|p| p.tid != c.tid);
     }
@@ -216,7 +243,7 @@ impl Detector for OpenCloseChurn {
                 self.closed(s, v, c, cx);
             } else {
                 c.ops += 1;
-                c.first_op = c.first_op.or(Some(s.sys));
+                c.kinds.add(s.sys);
             }
         }
     }
@@ -231,7 +258,9 @@ impl Detector for OpenCloseChurn {
                     a.cycles += b.cycles;
                     a.repeats += b.repeats;
                     a.ops += b.ops;
-                    a.op = a.op.or(b.op);
+                    for &(sys, n) in &b.op_kinds {
+                        add_kind(&mut a.op_kinds, sys, n);
+                    }
                     a.trunc += b.trunc;
                     a.replaced += b.replaced;
                     a.threads |= b.threads;
@@ -244,7 +273,7 @@ impl Detector for OpenCloseChurn {
                         count(e.cycles),
                         per,
                         if per == 1.0 { "" } else { "s" },
-                        e.op.map(|s| format!(" ({})", s.name())).unwrap_or_default()
+                        op_names(&e.op_kinds)
                     ));
                     if e.threads {
                         f.hazards.push(
@@ -277,6 +306,33 @@ impl Detector for OpenCloseChurn {
             ),
         );
         out
+    }
+}
+
+fn add_kind(kinds: &mut Vec<(Sys, u64)>, sys: Sys, n: u64) {
+    match kinds.iter_mut().find(|k| k.0 == sys) {
+        Some(k) => k.1 += n,
+        None => kinds.push((sys, n)),
+    }
+}
+
+/// The calls between open and close for the example: ` (pwrite64)` when they are all of
+/// one kind, else the kinds by count, most first: ` (3,999 pwrite64, 1 fsync)`.
+fn op_names(kinds: &[(Sys, u64)]) -> String {
+    let mut k: Vec<(Sys, u64)> = kinds.to_vec();
+    k.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.name().cmp(b.0.name())));
+    match k.as_slice() {
+        [] => String::new(),
+        [(s, _)] => format!(" ({})", s.name()),
+        more => {
+            let parts: Vec<String> = more
+                .iter()
+                .take(3)
+                .map(|(s, n)| format!("{} {}", count(*n), s.name()))
+                .collect();
+            let rest = if more.len() > 3 { ", ..." } else { "" };
+            format!(" ({}{rest})", parts.join(", "))
+        }
     }
 }
 
@@ -324,6 +380,26 @@ mod tests {
             Some("9 of 10 open/close cycles repeated, 1.0 call in between on average (pwrite64)")
         );
         assert_eq!(f[0].first_ts, 4000, "the second open");
+    }
+
+    #[test]
+    fn the_example_names_the_calls_the_cycles_made_not_the_last_cycles_first() {
+        // TileDB's shape (seed 004): open + pwrite + close per write, then one flush that
+        // opens, fsyncs and closes. The report once said "(fsync)" for 4,000 pwrites.
+        let mut b = TraceBuilder::new();
+        per_write(&mut b, 10, |_| 7);
+        b.open("/data/tile.bin", 0o101, 5, Some(file(7, 80, 1)));
+        b.call(Sys::Fsync, |c, b| {
+            c.fd = Some(5);
+            c.path = Some(b.s("/data/tile.bin"));
+            c.ev = ev::PATH_FROM_FD;
+        });
+        b.close(5, "/data/tile.bin");
+        let f = b.findings("open-close-churn");
+        assert_eq!(
+            f[0].example.as_deref(),
+            Some("10 of 11 open/close cycles repeated, 1.0 call in between on average (9 pwrite64, 1 fsync)")
+        );
     }
 
     #[test]
