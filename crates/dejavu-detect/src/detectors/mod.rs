@@ -1,7 +1,9 @@
 //! The detectors, one file each, in DESIGN.md's order; `lookup` holds what several of
-//! them share about path lookups.
+//! them share about path lookups, `reads` what they share about reads through a
+//! descriptor.
 
 pub mod lookup;
+pub mod reads;
 
 pub mod check_then_act;
 pub mod ensure_dir;

@@ -2,6 +2,7 @@
 //! the same process, with nothing changed in between: what keeping the parsed content in
 //! memory would have saved.
 
+use super::reads::{is_read_call, opens_readonly, read_of, Coverage, Reads};
 use crate::group::{cache_hazards, Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
 use dejavu_replay::{PathKey, Version, View};
@@ -15,21 +16,28 @@ pub static INFO: DetectorInfo = DetectorInfo {
     id: "reread-unchanged",
     summary: "a file read in full (or a directory listed in full) again, unchanged since the last time",
     explain: "A full read is one open/close cycle of a regular file by one process that reads it \
-from offset 0 onwards without skipping: read()s (or preads at the next offset) until one returns \
-0, or until the bytes read reach the size the open's stat answer gave; re-reading bytes already \
-read is allowed, reading past a gap first (a trailer, an index: random access) is not a full \
-read. A full listing is an open of a \
-directory whose getdents64 calls go on until one returns 0. A full read or listing is redundant when \
-the same process (the same exec'd program) already read that path in full at the same path version \
-(no write, truncate, rename, unlink, create, chmod or utime of it by any traced process in between, \
-for a directory no entry created or removed in it) and the file had the same identity (inode, size \
-and mtime from the open's stat answer). All calls of a redundant cycle count: the open, fstat, \
-lseek, reads or getdents, and the close; the time is theirs. Not redundant: the first full read; a \
+from offset 0 onwards without skipping, until a read returns 0 or the bytes read reach the file's \
+size (from the open's stat answer, or from fstat of the descriptor when the open carried none). \
+Reads are read and readv at the file position, pread64/preadv/preadv2 at their offset, sendfile \
+and copy_file_range from their input descriptor (copy_file_range's input offset is not recorded: \
+it is taken to read at the file position, as whole-file copies do), and file-backed mmap of the \
+descriptor (the range mapped, up to the file's size; a mapping counts only when it cannot write \
+the file: the descriptor is read-only, the mapping is private, or it has no PROT_WRITE). \
+Re-reading bytes already read is allowed (a loader reads the header, then maps the whole file); \
+reading past a gap first (a trailer, an index: random access) is not a full read. A full \
+listing is an open of a directory whose getdents64 calls go on until one returns 0. A full read or \
+listing is redundant when the same process (the same exec'd program) already read that path in full \
+at the same path version (no write, truncate, rename, unlink, create, chmod or utime of it by any \
+traced process in between, for a directory no entry created or removed in it) and the file had the \
+same identity (inode, size and mtime from the open's or fstat's stat answer). The calls of a \
+redundant cycle count: the open, fstat, lseek, reads, mmap or getdents, and the close; the time is \
+theirs. sendfile and copy_file_range are counted among the cycle's calls but not as redundant: with \
+the content in memory the program would still write it out. Not redundant: the first full read; a \
 read after an observed change (listed in the hazards as an invalidation point); a read whose \
 identity changed with no observed change (another program rewrote the file: counted as a stale \
-answer, and caching is then unsafe). Not considered: partial reads, reads through mmap, files that \
-yield more bytes than their size (/proc, /sys and other generated files), files under /proc, /sys \
-and /dev, descriptors written to while open, and reads before --skip-startup.",
+answer, and caching is then unsafe). Not considered: partial reads, files that yield more bytes \
+than their size (/proc, /sys and other generated files), files under /proc, /sys and /dev, \
+descriptors written to while open, and reads before --skip-startup.",
     example: "def handle(req):\n    cfg = json.load(open('config.json'))   # the whole file, every \
 request, never changed",
     fix: "keep the parsed content in memory and re-read only on the invalidation points listed in \
@@ -56,27 +64,33 @@ struct Cycle {
     ident: Option<u64>,
     size: Option<u64>,
     dir: bool,
+    /// Opened O_RDONLY (a mapping of it cannot write the file).
+    readonly: bool,
     calls: u64,
-    ns: u64,
-    /// The cycle's calls (`View::seq`, duration, stack), to mark them if it was redundant.
-    members: Vec<(u64, u64, Option<dejavu_trace::StackId>)>,
-    /// Contiguous bytes read from offset 0, and the file position.
-    covered: u64,
-    pos: u64,
-    complete: bool,
-    broken: bool,
+    /// The cycle's calls (`View::seq`, duration, stack, whether a cache removes it), to
+    /// mark them if it was redundant.
+    members: Vec<Member>,
+    reads: Coverage,
+    /// A listing: getdents64 went on until it returned 0.
+    listed: bool,
+}
+
+#[derive(Clone, Copy)]
+struct Member {
+    call: u64,
+    dur: u64,
+    stack: Option<dejavu_trace::StackId>,
+    /// A cache of the content removes this call (not so sendfile and copy_file_range:
+    /// their bytes would still be written out).
+    removable: bool,
 }
 
 impl Cycle {
-    /// `n` bytes read at offset `at`.
-    fn extend(&mut self, at: u64, n: u64) {
-        if at == self.covered {
-            self.covered += n;
-            if n == 0 || self.size.is_some_and(|size| self.covered >= size) {
-                self.complete = true;
-            }
-        } else if at + n > self.covered {
-            self.broken = true;
+    fn complete(&self) -> bool {
+        if self.dir {
+            self.listed && !self.reads.broken
+        } else {
+            self.reads.full()
         }
     }
 }
@@ -103,9 +117,9 @@ struct RereadUnchanged {
     unverified: u64,
 }
 
-/// What the open's stat answer says about the opened file: `None` when it is neither a
-/// regular file nor a directory; else (identity hash, size, is a directory), each `None`
-/// when the answer does not tell.
+/// What a stat answer of the opened file (the open's own, or fstat's of the descriptor)
+/// says about it: `None` when it is neither a regular file nor a directory; else (identity
+/// hash, size, is a directory), each `None` when the answer does not tell.
 #[allow(clippy::type_complexity)]
 fn identity(cx: &Cx<'_>, s: &Syscall) -> Option<(Option<u64>, Option<u64>, Option<bool>)> {
     let Some(id) = s.stat else {
@@ -171,13 +185,16 @@ impl RereadUnchanged {
             ident,
             size,
             dir,
+            readonly: opens_readonly(s.flags),
             calls: 1,
-            ns: s.dur,
-            members: vec![(v.seq, s.dur, s.stack)],
-            covered: 0,
-            pos: 0,
-            complete: false,
-            broken: false,
+            members: vec![Member {
+                call: v.seq,
+                dur: s.dur,
+                stack: s.stack,
+                removable: true,
+            }],
+            reads: Coverage::default(),
+            listed: false,
         };
         self.procs
             .entry(s.pid)
@@ -194,8 +211,8 @@ impl RereadUnchanged {
         close_version: Version,
         cx: &Cx<'_>,
     ) {
-        let grew = !c.dir && c.size.is_some_and(|n| c.covered > n);
-        if !c.complete || c.broken || grew || close_version != c.version {
+        let grew = !c.dir && c.size.is_some_and(|n| c.reads.covered > n);
+        if !c.complete() || grew || close_version != c.version {
             return;
         }
         let Some(ps) = self.procs.get_mut(&pid) else {
@@ -215,12 +232,14 @@ impl RereadUnchanged {
         t.calls += c.calls;
         match prev {
             Some(p) if p.version == c.version && p.ident == c.ident => {
-                // One redundant cycle: all of its calls and their time.
-                t.redundant(c.ts, c.ns, None);
-                t.redundant += c.calls - 1;
-                for &(call, dur, stack) in &c.members {
-                    cx.mark(call, dur, stack);
-                    t.sites.add(stack, 1, dur);
+                // One redundant cycle: all of its calls a cache removes, and their time.
+                let removable = c.members.iter().filter(|m| m.removable);
+                let (n, ns) = removable.fold((0, 0), |(n, ns), m| (n + 1, ns + m.dur));
+                t.redundant(c.ts, ns, None);
+                t.redundant += n - 1;
+                for m in c.members.iter().filter(|m| m.removable) {
+                    cx.mark(m.call, m.dur, m.stack);
+                    t.sites.add(m.stack, 1, m.dur);
                 }
                 if c.ident.is_none() {
                     self.unverified += 1;
@@ -239,22 +258,11 @@ impl RereadUnchanged {
 impl Detector for RereadUnchanged {
     fn wants(&self, sys: Sys) -> bool {
         use Sys::*;
-        matches!(
-            sys,
-            Open | Openat
-                | Openat2
-                | Close
-                | Read
-                | Pread64
-                | Readv
-                | Preadv
-                | Preadv2
-                | Lseek
-                | Fstat
-                | Newfstatat
-                | Statx
-                | Getdents64
-        )
+        is_read_call(sys)
+            || matches!(
+                sys,
+                Open | Openat | Openat2 | Close | Lseek | Fstat | Newfstatat | Statx | Getdents64
+            )
     }
 
     fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
@@ -265,7 +273,12 @@ impl Detector for RereadUnchanged {
             self.open(s, v, cx);
             return;
         }
-        let Some(fd) = s.fd else { return };
+        // sendfile and copy_file_range read their second descriptor.
+        let (fd, seen) = match s.sys {
+            Sys::Sendfile | Sys::CopyFileRange => (s.fd2, v.fd2),
+            _ => (s.fd, v.fd),
+        };
+        let Some(fd) = fd else { return };
         if matches!(s.sys, Sys::Newfstatat | Sys::Statx) && s.ev & ev::PATH_FROM_FD == 0 {
             return; // a lookup by path, not a call on the descriptor
         }
@@ -276,7 +289,7 @@ impl Detector for RereadUnchanged {
             return;
         };
         // The descriptor number may have been reused (dup2 onto it, close_range, exec).
-        match (c.open_id, v.fd) {
+        match (c.open_id, seen) {
             (_, None) => {
                 ps.cycles.remove(&fd);
                 return;
@@ -288,46 +301,67 @@ impl Detector for RereadUnchanged {
             }
             _ => {}
         }
+        let read = read_of(s, c.readonly);
         c.calls += 1;
-        c.ns += s.dur;
-        c.members.push((v.seq, s.dur, s.stack));
+        c.members.push(Member {
+            call: v.seq,
+            dur: s.dur,
+            stack: s.stack,
+            removable: !matches!(read, Some(Reads::Known(r)) if r.transfer),
+        });
         let ret = s.ret;
         match s.sys {
             Sys::Close => {
                 if let Some(c) = ps.cycles.remove(&fd) {
                     self.finish_cycle(s.pid, v.image, c, v.version, cx);
                 }
+                return;
             }
-            _ if ret < 0 => c.broken = true,
-            // A whole-file read goes from offset 0 onwards: reads at the edge of what is
-            // covered extend it, re-reads inside it are harmless, and a read beyond it (a
-            // trailer or an index first) is random access, not a read of the whole file.
-            Sys::Read | Sys::Readv => {
-                if c.dir {
-                    c.broken = true;
-                } else {
-                    c.extend(c.pos, ret as u64);
-                    c.pos += ret as u64;
-                }
+            _ if ret < 0 => {
+                c.reads.broken = true;
+                return;
             }
-            Sys::Pread64 | Sys::Preadv | Sys::Preadv2 => match s.offset {
-                Some(off) if off >= 0 && !c.dir => c.extend(off as u64, ret as u64),
-                _ => c.broken = true,
-            },
             Sys::Lseek => {
-                c.pos = ret as u64;
+                c.reads.pos = ret as u64;
                 if c.dir && ret == 0 {
-                    c.complete = false; // rewinddir: the listing starts over
+                    c.listed = false; // rewinddir: the listing starts over
                 }
+                return;
             }
             Sys::Getdents64 => {
                 if !c.dir {
-                    c.broken = true;
+                    c.reads.broken = true;
                 } else if ret == 0 {
-                    c.complete = true;
+                    c.listed = true;
                 }
+                return;
             }
-            _ => {} // fstat: part of the cycle's cost
+            Sys::Fstat | Sys::Newfstatat | Sys::Statx => {
+                // The open's answer may have lacked what fstat tells (an strace import
+                // records no stat with the open): the identity and size come from here.
+                if c.ident.is_none() || c.size.is_none() {
+                    match identity(cx, s) {
+                        None => {
+                            ps.cycles.remove(&fd); // a device, FIFO or socket
+                        }
+                        Some((ident, size, is_dir)) => {
+                            c.ident = c.ident.or(ident);
+                            c.size = c.size.or(size);
+                            c.dir = is_dir.unwrap_or(c.dir);
+                        }
+                    }
+                }
+                return;
+            }
+            _ => {}
+        }
+        // A whole-file read goes from offset 0 onwards: reads at the edge of what is
+        // covered extend it, re-reads inside it are harmless, and a read beyond it (a
+        // trailer or an index first) is random access, not a read of the whole file.
+        match read {
+            Some(Reads::Known(r)) if !c.dir => c.reads.read(&r, c.size),
+            Some(_) => c.reads.broken = true,
+            None => {}
         }
     }
 
@@ -522,6 +556,129 @@ mod tests {
         let f = b.findings("reread-unchanged");
         assert_eq!(f.len(), 1);
         assert_eq!((f[0].calls, f[0].redundant_calls), (15, 8));
+    }
+
+    const OBJ: &str = "/repo/.git/objects/4b/81f2b07056da780721e3f91801ab9f7b5cb88d";
+
+    /// git's loose object read: open (no stat with it, as an strace import records it),
+    /// fstat, mmap of the whole file, close.
+    fn map_object(b: &mut TraceBuilder, st: dejavu_trace::FileStat, flags: u64, prot: u64) {
+        b.open(OBJ, 0o2000000, 3, None);
+        b.call(Sys::Newfstatat, |c, b| {
+            c.fd = Some(3);
+            c.path = Some(b.s(OBJ));
+            c.ev = ev::PATH_FROM_FD;
+            c.flags = 0x1000; // AT_EMPTY_PATH
+            c.stat = Some(b.st(st));
+        });
+        b.call(Sys::Mmap, |c, b| {
+            c.fd = Some(3);
+            c.path = Some(b.s(OBJ));
+            c.ev = ev::PATH_FROM_FD;
+            c.offset = Some(0);
+            c.count = st.size as u64;
+            c.flags = flags;
+            c.aux = prot;
+            c.ret = 0x7efe_b13c_2000;
+        });
+        b.close(3, OBJ);
+    }
+
+    #[test]
+    fn a_file_mapped_in_full_again_unchanged_is_a_reread() {
+        // git log -p maps every loose object twice, back to back.
+        let mut b = TraceBuilder::new();
+        for _ in 0..3 {
+            map_object(&mut b, file(70, 131, 1), 0, 0);
+        }
+        let f = b.findings("reread-unchanged");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            (f[0].calls, f[0].redundant_calls, f[0].wasted_ns),
+            (12, 8, 8 * 500)
+        );
+        assert!(
+            !f[0].hazards.iter().any(|h| h.contains("no identity")),
+            "the identity came from fstat: {:?}",
+            f[0].hazards
+        );
+    }
+
+    #[test]
+    fn a_mapping_that_could_write_the_file_or_covers_part_of_it_is_not_a_read() {
+        let mut b = TraceBuilder::new();
+        for _ in 0..3 {
+            // Opened read-write, MAP_SHARED with PROT_WRITE.
+            b.open(OBJ, 0o2, 3, Some(file(70, 131, 1)));
+            b.call(Sys::Mmap, |c, b| {
+                c.fd = Some(3);
+                c.path = Some(b.s(OBJ));
+                c.ev = ev::PATH_FROM_FD;
+                c.offset = Some(0);
+                c.count = 131;
+                c.flags = 1;
+                c.aux = 3;
+                c.ret = 0x7efe_b13c_2000;
+            });
+            b.close(3, OBJ);
+        }
+        for _ in 0..3 {
+            // Only the second page of a bigger file.
+            b.open(CFG, 0, 3, Some(file(7, 10_000, 1)));
+            b.call(Sys::Mmap, |c, b| {
+                c.fd = Some(3);
+                c.path = Some(b.s(CFG));
+                c.ev = ev::PATH_FROM_FD;
+                c.offset = Some(4096);
+                c.count = 4096;
+                c.ret = 0x7efe_b13c_2000;
+            });
+            b.close(3, CFG);
+        }
+        assert!(b.findings("reread-unchanged").is_empty());
+    }
+
+    #[test]
+    fn sendfile_and_copy_file_range_read_their_input_and_stay_needed() {
+        let mut b = TraceBuilder::new();
+        for sys in [Sys::Sendfile, Sys::Sendfile, Sys::CopyFileRange] {
+            b.open(CFG, 0, 4, Some(file(7, 120, 1)));
+            b.call(sys, |c, b| {
+                c.fd = Some(9); // a socket, or the copy's destination
+                c.fd2 = Some(4);
+                c.path = Some(b.s("socket:[77]"));
+                c.path2 = Some(b.s(CFG));
+                c.count = 120;
+                c.ret = 120;
+            });
+            b.close(4, CFG);
+        }
+        let f = b.findings("reread-unchanged");
+        assert_eq!(f.len(), 1, "{f:?}");
+        // 3 cycles of 3 calls; the 2 repeats' opens and closes are redundant, their
+        // transfers are not (with the content cached, a write would still send it).
+        assert_eq!((f[0].calls, f[0].redundant_calls), (9, 4));
+    }
+
+    #[test]
+    fn readv_and_preadv_read_in_full_count_like_read() {
+        let mut b = TraceBuilder::new();
+        for sys in [Sys::Readv, Sys::Preadv, Sys::Preadv2] {
+            b.open(CFG, 0, 3, Some(file(7, 120, 1)));
+            b.call(sys, |c, b| {
+                c.fd = Some(3);
+                c.path = Some(b.s(CFG));
+                c.ev = ev::PATH_FROM_FD;
+                if sys != Sys::Readv {
+                    c.offset = Some(0);
+                }
+                c.count = 4096;
+                c.ret = 120;
+            });
+            b.close(3, CFG);
+        }
+        let f = b.findings("reread-unchanged");
+        assert_eq!((f[0].calls, f[0].redundant_calls), (9, 6));
     }
 
     #[test]
