@@ -1,46 +1,70 @@
-//! open-close-churn: the same file opened for writing, a few small operations, closed,
-//! again and again in one process (appendFileSync per record, open+pwrite+close per write).
+//! open-close-churn: the same file opened, a few small operations, closed, again and again
+//! in one process: opened for writing (appendFileSync per record, open+pwrite+close per
+//! write), or read-only without reading it in full (6 bytes of /dev/urandom per file, a
+//! directory reopened to resolve one name per entry).
 
+use super::reads::{read_of, Coverage, Reads};
 use crate::group::{count, extras, uses_fd, Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
 use dejavu_replay::{FdKind, PathKey, Version, View};
-use dejavu_trace::{ev, stat_known, Sys, Syscall};
+use dejavu_trace::{ev, mode, stat_known, StackId, Sys, Syscall};
 use rustc_hash::FxHashMap;
 
 /// Documentation and constructor.
 pub static INFO: DetectorInfo = DetectorInfo {
     id: "open-close-churn",
-    summary: "the same file opened, written a little, closed, again and again",
-    explain: "A cycle is one successful open of a regular file for writing (O_WRONLY or O_RDWR: open, \
-openat, openat2, creat) until the close of that descriptor, with at most max_ops calls on the \
-descriptor in between (writes, reads, lseek, fstat, fsync ...). Cycles are counted per process and \
-path; read-only opens are left to reread-unchanged, and a cycle with more than max_ops calls is real \
-work and not counted. Every short cycle after the first is a repeat, and its open and its close are \
-the redundant calls (so N cycles give 2 x N calls and 2 x (N - 1) redundant calls, and the time \
-counted is those opens' and closes' own durations): one handle kept open would have carried the same operations. A \
-cycle that opened a different file (other device or inode) than the previous cycle is not a repeat \
-when no traced process touched the path in between — another program replaced or rotated the file, \
-and reopening was needed; when the program itself replaced it (unlink, rename, recreate), the cycle \
-still counts.",
+    summary: "the same file opened, a few small operations (writes, or reads short of the whole \
+file), closed, again and again",
+    explain: "A cycle is one successful open (open, openat, openat2, creat) until the close of that \
+descriptor, with at most max_ops calls on the descriptor in between (writes, reads, lseek, fstat, \
+fsync ...). Two kinds count. A write cycle opens a regular file for writing (O_WRONLY or O_RDWR). A \
+read cycle opens read-only (O_RDONLY, O_PATH) a regular file, a directory or a device other than a \
+terminal and /dev/null (/dev/urandom), and does not read it in full: a cycle that reads a regular \
+file from offset 0 to its end (read, pread, readv, sendfile, copy_file_range or mmap, as \
+reread-unchanged counts them) or lists a directory to its end is a re-read, and reread-unchanged's; \
+a read cycle whose descriptor is duplicated (dup, dup2, fcntl F_DUPFD: handed on, as a shell does \
+for a child's stdin) is not counted, nor are files under /proc and /sys (generated on each open). \
+Cycles are counted per process (all its threads) and path, write and read cycles apart; a cycle with \
+more than max_ops calls is real work and not counted. Every short cycle after the first is a repeat, \
+and its open and its close are the redundant calls (so N cycles give 2 x N calls and 2 x (N - 1) \
+redundant calls, and the time counted is those opens' and closes' own durations): one handle kept \
+open would have carried the same operations. Read cycles count only when one process made at least \
+min_read_cycles of them on the path: a file read twice at start-up is not churn. A cycle that opened \
+a different file (other device or inode) than the previous cycle is not a repeat when no traced \
+process touched the path in between — another program replaced or rotated the file, and reopening \
+was needed; when the program itself replaced it (unlink, rename, recreate), the cycle still counts.",
     example: "for each chat record: fs.appendFileSync('chats/session.jsonl', line)   // open + write + \
-close, 5,000 times",
+close, 5,000 times\nfor each file copied: open('/dev/urandom'), read 6 bytes, close   // a temp-file \
+suffix, rsync -a",
     fix: "open the file once and keep the handle; buffer the small writes and flush them in batches, on \
-exit and on fatal signals (or move the writes off the hot path onto one writer that owns the handle)",
+exit and on fatal signals (or move the writes off the hot path onto one writer that owns the handle). \
+For reads: keep the descriptor and pread what is needed; for a directory opened to resolve names, \
+keep its descriptor and use openat/fstatat on it; for random bytes, call getrandom(2)",
     hazards: "Another program may rotate or rename the file (logrotate): with one long-lived handle the \
 program keeps writing to the old file, so reopen on rotation (SIGHUP, or when the path's dev/inode no \
-longer matches fstat of the handle). Threads or processes sharing one handle need a lock, or O_APPEND \
-with one write per record. Buffered data must be flushed on exit, on signals and on a broken pipe, or \
-the last records are lost.",
-    options: &[(
-        "max_ops",
-        8,
-        "a cycle with at most this many calls between its open and its close is short enough to count",
-    )],
+longer matches fstat of the handle); a kept read handle likewise keeps reading a file that was \
+replaced by rename. Threads or processes sharing one handle need a lock, or O_APPEND with one write \
+per record, or pread/pwrite at explicit offsets. Buffered data must be flushed on exit, on signals \
+and on a broken pipe, or the last records are lost.",
+    options: &[
+        (
+            "max_ops",
+            8,
+            "a cycle with at most this many calls between its open and its close is short enough to count",
+        ),
+        (
+            "min_read_cycles",
+            10,
+            "read-only cycles count only when one process made at least this many on the same path",
+        ),
+    ],
     make: |cfg: &Config| {
         Box::new(OpenCloseChurn {
             max_ops: cfg.opt("open-close-churn", "max_ops", 8),
+            min_read_cycles: cfg.opt("open-close-churn", "min_read_cycles", 10).max(2),
             open: FxHashMap::default(),
             paths: FxHashMap::default(),
+            reads: FxHashMap::default(),
             tallies: Tallies::default(),
             extra: FxHashMap::default(),
         })
@@ -50,13 +74,27 @@ the last records are lost.",
 const O_ACCMODE: u64 = 3;
 const O_TRUNC: u64 = 0o1000;
 
-/// A cycle under way: an open for writing whose close has not come yet.
+/// What a cycle opened.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Opened {
+    /// A regular file, for writing.
+    Write,
+    /// A regular file, read-only.
+    File,
+    /// A directory.
+    Dir,
+    /// A device (/dev/urandom).
+    Device,
+}
+
+/// A cycle under way: an open whose close has not come yet.
 #[derive(Clone, Copy)]
 struct Cycle {
     path: PathKey,
+    opened: Opened,
     /// The open's call number in the trace (`View::seq`).
     open_call: u64,
-    open_stack: Option<dejavu_trace::StackId>,
+    open_stack: Option<StackId>,
     opened_ts: u64,
     open_dur: u64,
     ops: u64,
@@ -67,6 +105,24 @@ struct Cycle {
     version_at_open: Version,
     trunc: bool,
     tid: u32,
+    /// Read cycles: the file's size (open's or fstat's answer), how far the reads covered
+    /// it, whether a listing reached its end, whether the descriptor was duplicated.
+    size: Option<u64>,
+    reads: Coverage,
+    listed: bool,
+    dupped: bool,
+}
+
+impl Cycle {
+    /// A read cycle that read the whole file or listed the whole directory: a re-read,
+    /// not churn.
+    fn read_in_full(&self) -> bool {
+        match self.opened {
+            Opened::File => self.reads.full(),
+            Opened::Dir => self.listed,
+            Opened::Write | Opened::Device => false,
+        }
+    }
 }
 
 /// The last finished short cycle of one (pid, path).
@@ -75,6 +131,28 @@ struct Last {
     ident: Option<(u64, u64)>,
     version_at_close: Version,
     tid: u32,
+}
+
+/// A repeated read cycle held back until its path has `min_read_cycles` cycles.
+#[derive(Clone, Copy)]
+struct Held {
+    cycle: Cycle,
+    close_call: u64,
+    close_ts: u64,
+    close_dur: u64,
+    close_stack: Option<StackId>,
+    threads: bool,
+}
+
+/// Read cycles of one (process image, path).
+#[derive(Default)]
+struct ReadRun {
+    last: Option<Last>,
+    /// Short read cycles so far (counted ones and those before --skip-startup).
+    cycles: u64,
+    /// Counted cycles not yet in the tally: their number, and the repeats among them.
+    pending_cycles: u64,
+    held: Vec<Held>,
 }
 
 /// Call kinds and how many of each, the first few kinds seen.
@@ -104,20 +182,49 @@ struct Extra {
     redundant: u64,
     cycles: u64,
     repeats: u64,
+    /// Of `cycles` and `repeats`, the read-only ones.
+    read_cycles: u64,
+    read_repeats: u64,
     ops: u64,
     /// Calls between open and close in the repeated cycles, by kind.
     op_kinds: Vec<(Sys, u64)>,
     trunc: u64,
     replaced: u64,
     threads: bool,
+    /// Read cycles of a regular file, of a directory, of a device.
+    files: bool,
+    dirs: bool,
+    devices: bool,
 }
 
 struct OpenCloseChurn {
     max_ops: u64,
+    min_read_cycles: u64,
     open: FxHashMap<(u32, i32), Cycle>,
     paths: FxHashMap<(u32, PathKey), Last>,
+    reads: FxHashMap<(u32, PathKey), ReadRun>,
     tallies: Tallies,
     extra: FxHashMap<(u32, PathKey), Extra>,
+}
+
+/// Whether a path's content is generated when it is opened (/proc, /sys): reopening those
+/// is how they are read afresh.
+fn generated(path: &[u8]) -> bool {
+    path.starts_with(b"/proc/") || path.starts_with(b"/sys/")
+}
+
+/// Whether a repeat of `prev` that opened `ident` at `version_at_open` is a repeat, and
+/// whether another program replaced the file.
+fn judge(prev: Option<Last>, ident: Option<(u64, u64)>, version_at_open: Version) -> (bool, bool) {
+    match prev {
+        None => (false, false),
+        Some(p) => match (p.ident, ident) {
+            // A different file, and nothing traced touched the path since the previous
+            // close: another program replaced it; this reopen was needed.
+            (Some(a), Some(b)) if a != b && version_at_open == p.version_at_close => (false, true),
+            _ => (true, false),
+        },
+    }
 }
 
 impl OpenCloseChurn {
@@ -126,20 +233,43 @@ impl OpenCloseChurn {
         // The number was free: whatever we thought it was is gone.
         self.open.remove(&(s.pid, fd));
         let Some(path) = v.path else { return };
-        if s.flags & O_ACCMODE == 0 {
-            return;
-        }
         let st = s.stat.map(|id| cx.stat(id));
-        if FdKind::classify(cx.replay.paths.bytes(path), st.as_ref()) != FdKind::File {
-            return;
-        }
+        let bytes = cx.replay.paths.bytes(path);
+        let kind = FdKind::classify(bytes, st.as_ref());
+        let opened = if s.flags & O_ACCMODE != 0 {
+            match kind {
+                FdKind::File => Opened::Write,
+                _ => return,
+            }
+        } else {
+            if generated(bytes) || bytes.first() != Some(&b'/') {
+                return;
+            }
+            // Under /dev, a name without a stat answer is taken for a device (/dev/urandom);
+            // regular files there (/dev/shm) are files.
+            let regular = st.as_ref().is_some_and(|st| {
+                st.known & stat_known::MODE != 0 && st.file_type() == mode::S_IFREG
+            });
+            match kind {
+                FdKind::File | FdKind::Other if bytes.starts_with(b"/dev/") && !regular => {
+                    Opened::Device
+                }
+                FdKind::File => Opened::File,
+                FdKind::Dir => Opened::Dir,
+                _ => return, // terminals, /dev/null, pipes, sockets
+            }
+        };
         let ident = st
             .filter(|st| st.known & stat_known::IDENTITY != 0)
             .map(|st| (st.dev, st.ino));
+        let size = st
+            .filter(|st| st.known & stat_known::SIZE != 0 && st.size >= 0)
+            .map(|st| st.size as u64);
         self.open.insert(
             (s.pid, fd),
             Cycle {
                 path,
+                opened,
                 open_call: v.seq,
                 open_stack: s.stack,
                 opened_ts: s.ts,
@@ -150,12 +280,55 @@ impl OpenCloseChurn {
                 version_at_open: v.version,
                 trunc: s.flags & O_TRUNC != 0,
                 tid: s.tid,
+                size,
+                reads: Coverage::default(),
+                listed: false,
+                dupped: false,
             },
         );
     }
 
+    /// A call on the descriptor of a read cycle: what it read, what fstat said.
+    fn read_op(c: &mut Cycle, s: &Syscall, fd: i32, primary: bool, cx: &Cx<'_>) {
+        match s.sys {
+            Sys::Dup | Sys::Dup2 | Sys::Dup3 if primary => c.dupped = true,
+            // F_DUPFD, F_DUPFD_CLOEXEC.
+            Sys::Fcntl if primary && matches!(s.flags, 0 | 1030) => c.dupped = true,
+            Sys::Getdents64 if s.ret == 0 => c.listed = true,
+            Sys::Lseek if s.ret >= 0 => {
+                c.reads.pos = s.ret as u64;
+                if s.ret == 0 {
+                    c.listed = false; // rewinddir
+                }
+            }
+            Sys::Fstat | Sys::Newfstatat | Sys::Statx if s.ret >= 0 => {
+                if let Some(st) = s.stat.map(|id| cx.stat(id)) {
+                    if c.size.is_none()
+                        && st.known & stat_known::SIZE != 0
+                        && st.file_type() == mode::S_IFREG
+                        && st.size >= 0
+                    {
+                        c.size = Some(st.size as u64);
+                    }
+                    if c.ident.is_none() && st.known & stat_known::IDENTITY != 0 {
+                        c.ident = Some((st.dev, st.ino));
+                    }
+                }
+            }
+            _ => match read_of(s, true) {
+                Some(Reads::Known(r)) if r.fd == fd => c.reads.read(&r, c.size),
+                Some(Reads::Unknown(f)) if f == fd => c.reads.broken = true,
+                _ => {}
+            },
+        }
+    }
+
     fn closed(&mut self, s: &Syscall, v: &View, c: Cycle, cx: &Cx<'_>) {
         if c.ops > self.max_ops {
+            return;
+        }
+        if c.opened != Opened::Write {
+            self.read_closed(s, v, c, cx);
             return;
         }
         let key = (v.image, c.path);
@@ -167,17 +340,7 @@ impl OpenCloseChurn {
                 tid: c.tid,
             },
         );
-        let (repeat, replaced) = match prev {
-            None => (false, false),
-            Some(p) => match (p.ident, c.ident) {
-                // A different file, and nothing traced touched the path since the previous
-                // close: another program replaced it; this reopen was needed.
-                (Some(a), Some(b)) if a != b && c.version_at_open == p.version_at_close => {
-                    (false, true)
-                }
-                _ => (true, false),
-            },
-        };
+        let (repeat, replaced) = judge(prev, c.ident, c.version_at_open);
         if !cx.config.counts(c.opened_ts) {
             return;
         }
@@ -189,10 +352,76 @@ impl OpenCloseChurn {
         if !repeat {
             return;
         }
+        let threads = prev.is_some_and(|p| p.tid != c.tid);
+        self.count_repeat(
+            v.image,
+            &Held {
+                cycle: c,
+                close_call: v.seq,
+                close_ts: s.ts,
+                close_dur: s.dur,
+                close_stack: s.stack,
+                threads,
+            },
+            cx,
+        );
+    }
+
+    /// A short read cycle ended: held back until its path has `min_read_cycles` cycles.
+    fn read_closed(&mut self, s: &Syscall, v: &View, c: Cycle, cx: &Cx<'_>) {
+        if c.dupped || c.read_in_full() {
+            return;
+        }
+        let key = (v.image, c.path);
+        let run = self.reads.entry(key).or_default();
+        let prev = run.last.replace(Last {
+            ident: c.ident,
+            version_at_close: v.version,
+            tid: c.tid,
+        });
+        let (repeat, replaced) = judge(prev, c.ident, c.version_at_open);
+        run.cycles += 1;
+        if !cx.config.counts(c.opened_ts) {
+            return;
+        }
+        let e = self.extra.entry(key).or_default();
+        e.replaced += replaced as u64;
+        run.pending_cycles += 1;
+        if repeat {
+            run.held.push(Held {
+                cycle: c,
+                close_call: v.seq,
+                close_ts: s.ts,
+                close_dur: s.dur,
+                close_stack: s.stack,
+                threads: prev.is_some_and(|p| p.tid != c.tid),
+            });
+        }
+        if run.cycles < self.min_read_cycles {
+            return;
+        }
+        // The path is churned: what was held back counts now, and from here on each cycle
+        // as it ends.
+        let held = std::mem::take(&mut run.held);
+        let cycles = std::mem::take(&mut run.pending_cycles);
+        self.tallies.get(v.image, c.path).calls += 2 * cycles;
+        let e = self.extra.entry(key).or_default();
+        e.cycles += cycles;
+        e.read_cycles += cycles;
+        for h in &held {
+            self.count_repeat(v.image, h, cx);
+        }
+    }
+
+    /// One repeated cycle: its open and its close are redundant.
+    fn count_repeat(&mut self, image: u32, h: &Held, cx: &Cx<'_>) {
+        let c = &h.cycle;
+        let t = self.tallies.get(image, c.path);
         t.redundant(c.opened_ts, c.open_dur, c.open_stack);
-        t.redundant(s.ts, s.dur, s.stack);
+        t.redundant(h.close_ts, h.close_dur, h.close_stack);
         cx.mark(c.open_call, c.open_dur, c.open_stack);
-        cx.mark(v.seq, s.dur, s.stack);
+        cx.mark(h.close_call, h.close_dur, h.close_stack);
+        let e = self.extra.entry((image, c.path)).or_default();
         e.redundant += 2;
         e.repeats += 1;
         e.ops += c.ops;
@@ -200,13 +429,23 @@ impl OpenCloseChurn {
             add_kind(&mut e.op_kinds, sys, n as u64);
         }
         e.trunc += c.trunc as u64;
-        e.threads |= prev.is_some_and(|p| p.tid != c.tid);
+        e.threads |= h.threads;
+        if c.opened != Opened::Write {
+            e.read_repeats += 1;
+        }
+        e.files |= c.opened == Opened::File;
+        e.dirs |= c.opened == Opened::Dir;
+        e.devices |= c.opened == Opened::Device;
     }
 }
 
 impl Detector for OpenCloseChurn {
     fn wants(&self, sys: Sys) -> bool {
-        uses_fd(sys) || matches!(sys, Sys::Open | Sys::Openat | Sys::Openat2 | Sys::Creat)
+        uses_fd(sys)
+            || matches!(
+                sys,
+                Sys::Open | Sys::Openat | Sys::Openat2 | Sys::Creat | Sys::Mmap
+            )
     }
 
     fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
@@ -244,6 +483,9 @@ impl Detector for OpenCloseChurn {
             } else {
                 c.ops += 1;
                 c.kinds.add(s.sys);
+                if c.opened != Opened::Write {
+                    Self::read_op(c, s, fd, primary, cx);
+                }
             }
         }
     }
@@ -257,6 +499,8 @@ impl Detector for OpenCloseChurn {
                     a.redundant += b.redundant;
                     a.cycles += b.cycles;
                     a.repeats += b.repeats;
+                    a.read_cycles += b.read_cycles;
+                    a.read_repeats += b.read_repeats;
                     a.ops += b.ops;
                     for &(sys, n) in &b.op_kinds {
                         add_kind(&mut a.op_kinds, sys, n);
@@ -264,21 +508,51 @@ impl Detector for OpenCloseChurn {
                     a.trunc += b.trunc;
                     a.replaced += b.replaced;
                     a.threads |= b.threads;
+                    a.files |= b.files;
+                    a.dirs |= b.dirs;
+                    a.devices |= b.devices;
                 },
                 |f, e| {
                     let per = e.ops as f64 / e.repeats.max(1) as f64;
+                    let reads_only = e.read_repeats == e.repeats;
+                    let kind = match (reads_only, e.read_repeats) {
+                        (true, _) => "read-only open/close cycles",
+                        (false, 0) => "open/close cycles",
+                        (false, _) => "open/close cycles (some read-only)",
+                    };
                     f.example = Some(format!(
-                        "{} of {} open/close cycles repeated, {:.1} call{} in between on average{}",
+                        "{} of {} {kind} repeated, {:.1} call{} in between on average{}",
                         count(e.repeats),
                         count(e.cycles),
                         per,
                         if per == 1.0 { "" } else { "s" },
                         op_names(&e.op_kinds)
                     ));
+                    if reads_only {
+                        let mut fix = Vec::new();
+                        if e.files {
+                            fix.push(
+                                "open the file once, keep the descriptor and pread what is needed at its offset",
+                            );
+                        }
+                        if e.dirs {
+                            fix.push(
+                                "open the directory once, keep its descriptor and resolve names with \
+                                 openat/fstatat relative to it",
+                            );
+                        }
+                        if e.devices {
+                            fix.push(
+                                "for random bytes call getrandom(2), which needs no descriptor (or open \
+                                 /dev/urandom once and keep it)",
+                            );
+                        }
+                        f.fix = fix.join("; ");
+                    }
                     if e.threads {
                         f.hazards.push(
                             "the cycles come from several threads: one shared handle needs a lock, or \
-                             O_APPEND with one write per record"
+                             O_APPEND with one write per record, or pread/pwrite at explicit offsets"
                                 .into(),
                         );
                     }
@@ -297,11 +571,25 @@ impl Detector for OpenCloseChurn {
                             count(e.replaced)
                         ));
                     }
-                    f.hazards.push(
-                        "reopen the kept handle when the file is rotated or renamed, and flush buffered \
-                         data on exit and on signals"
-                            .into(),
-                    );
+                    if !reads_only || e.files || e.dirs {
+                        f.hazards.push(if reads_only {
+                            "a kept descriptor keeps referring to what it opened: if the path may be \
+                             replaced (renamed over, rotated, the directory moved), compare fstat's \
+                             dev/inode with the path's now and then, or reopen on the program's own \
+                             renames"
+                                .into()
+                        } else {
+                            "reopen the kept handle when the file is rotated or renamed, and flush \
+                             buffered data on exit and on signals"
+                                .into()
+                        });
+                    } else {
+                        f.hazards.push(
+                            "a descriptor kept for the program's lifetime should be O_CLOEXEC, so \
+                             programs it runs do not inherit it"
+                                .into(),
+                        );
+                    }
                 },
             ),
         );
@@ -338,9 +626,39 @@ fn op_names(kinds: &[(Sys, u64)]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::testkit::{dir, file, TraceBuilder};
+    use crate::testkit::{chardev, dir, file, TraceBuilder};
     use crate::Config;
     use dejavu_trace::{ev, Sys};
+
+    const O_CLOEXEC: u64 = 0o2000000;
+    const O_DIRECTORY: u64 = 0o200000;
+    const O_PATH: u64 = 0o10000000;
+    const URANDOM: &str = "/dev/urandom";
+
+    /// rsync's temp-file suffix: open /dev/urandom, read 6 bytes, close, per file.
+    fn urandom(b: &mut TraceBuilder, n: usize) {
+        for _ in 0..n {
+            b.open(URANDOM, O_CLOEXEC, 3, Some(chardev(1, 9)));
+            b.read(3, URANDOM, 6, 6);
+            b.close(3, URANDOM);
+        }
+    }
+
+    fn churn_with(b: TraceBuilder, opts: &[(&str, &str)]) -> Vec<crate::Finding> {
+        let mut cfg = Config {
+            min_calls: 1,
+            ..Config::default()
+        };
+        for (k, v) in opts {
+            cfg.options
+                .insert(format!("open-close-churn.{k}"), v.to_string());
+        }
+        b.analyze_with(&cfg)
+            .findings
+            .into_iter()
+            .filter(|f| f.detector == "open-close-churn")
+            .collect()
+    }
 
     const APPEND: u64 = 0o2101; // O_WRONLY|O_CREAT|O_APPEND
 
@@ -400,6 +718,153 @@ mod tests {
             f[0].example.as_deref(),
             Some("10 of 11 open/close cycles repeated, 1.0 call in between on average (9 pwrite64, 1 fsync)")
         );
+    }
+
+    #[test]
+    fn a_device_opened_read_and_closed_per_item_is_churn() {
+        let mut b = TraceBuilder::new();
+        urandom(&mut b, 20);
+        let f = b.findings("open-close-churn");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!((f[0].calls, f[0].redundant_calls), (40, 38));
+        assert_eq!(f[0].paths, vec![URANDOM.to_string()]);
+        assert_eq!(
+            f[0].example.as_deref(),
+            Some("19 of 20 read-only open/close cycles repeated, 1.0 call in between on average (read)")
+        );
+        assert!(f[0].fix.contains("getrandom"), "{}", f[0].fix);
+        assert!(
+            !f[0].fix.contains("buffer the small writes"),
+            "{}",
+            f[0].fix
+        );
+    }
+
+    #[test]
+    fn read_cycles_need_min_read_cycles_on_one_path_in_one_process() {
+        let mut b = TraceBuilder::new();
+        urandom(&mut b, 9);
+        assert!(b.findings("open-close-churn").is_empty(), "9 < 10 cycles");
+        // Nine in each of two processes: neither reaches ten.
+        let mut b = TraceBuilder::new();
+        urandom(&mut b, 9);
+        b.fork(200);
+        b.pid = 200;
+        b.tid = 200;
+        urandom(&mut b, 9);
+        assert!(b.findings("open-close-churn").is_empty());
+        // Ten: the cycles held back count too.
+        let mut b = TraceBuilder::new();
+        urandom(&mut b, 10);
+        let f = b.findings("open-close-churn");
+        assert_eq!((f[0].calls, f[0].redundant_calls), (20, 18));
+        // The option moves the threshold.
+        let mut b = TraceBuilder::new();
+        urandom(&mut b, 3);
+        let f = churn_with(b, &[("min_read_cycles", "3")]);
+        assert_eq!((f[0].calls, f[0].redundant_calls), (6, 4));
+    }
+
+    #[test]
+    fn a_directory_reopened_to_resolve_one_name_per_entry_is_churn() {
+        // rsync's sender: per file, open the file's directory O_PATH, openat the file
+        // relative to it, close the directory.
+        let mut b = TraceBuilder::new();
+        for i in 0..12 {
+            b.open(
+                "/src/dir00",
+                O_PATH | O_DIRECTORY | O_CLOEXEC,
+                6,
+                Some(dir(40)),
+            );
+            let f = format!("/src/dir00/f{i:04}.txt");
+            b.open(&f, 0o400000, 7, Some(file(100 + i, 50, 1))); // O_NOFOLLOW
+            b.close(6, "/src/dir00");
+            b.read(7, &f, 50, 50);
+            b.close(7, &f);
+        }
+        let f = b.findings("open-close-churn");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].paths, vec!["/src/dir00".to_string()]);
+        assert_eq!((f[0].calls, f[0].redundant_calls), (24, 22));
+        assert_eq!(
+            f[0].example.as_deref(),
+            Some("11 of 12 read-only open/close cycles repeated, 0.0 calls in between on average")
+        );
+        assert!(f[0].fix.contains("openat"), "{}", f[0].fix);
+    }
+
+    #[test]
+    fn files_read_in_full_are_rereads_not_churn() {
+        let mut b = TraceBuilder::new();
+        for _ in 0..12 {
+            // Read to the end: reread-unchanged's.
+            b.open("/etc/app.json", O_CLOEXEC, 3, Some(file(5, 100, 1)));
+            b.read(3, "/etc/app.json", 4096, 100);
+            b.read(3, "/etc/app.json", 4096, 0);
+            b.close(3, "/etc/app.json");
+            // Listed to the end: reread-unchanged's too.
+            b.open("/srv/plugins", O_DIRECTORY, 4, Some(dir(40)));
+            b.call(Sys::Getdents64, |c, b| {
+                c.fd = Some(4);
+                c.path = Some(b.s("/srv/plugins"));
+                c.ev = ev::PATH_FROM_FD;
+            });
+            b.close(4, "/srv/plugins");
+            // Mapped in full (git's loose objects).
+            b.open(
+                "/repo/.git/objects/ab/cd",
+                O_CLOEXEC,
+                5,
+                Some(file(6, 131, 1)),
+            );
+            b.call(Sys::Mmap, |c, b| {
+                c.fd = Some(5);
+                c.path = Some(b.s("/repo/.git/objects/ab/cd"));
+                c.ev = ev::PATH_FROM_FD;
+                c.offset = Some(0);
+                c.count = 131;
+                c.ret = 0x7f00_0000_0000;
+            });
+            b.close(5, "/repo/.git/objects/ab/cd");
+        }
+        assert!(b.findings("open-close-churn").is_empty());
+        // The header of a file, again and again: churn.
+        let mut b = TraceBuilder::new();
+        for _ in 0..12 {
+            b.open("/data/big.db", O_CLOEXEC, 3, Some(file(5, 100_000, 1)));
+            b.read(3, "/data/big.db", 100, 100);
+            b.close(3, "/data/big.db");
+        }
+        let f = b.findings("open-close-churn");
+        assert_eq!((f[0].calls, f[0].redundant_calls), (24, 22));
+    }
+
+    #[test]
+    fn handed_on_generated_terminal_and_null_read_cycles_are_not_churn() {
+        let mut b = TraceBuilder::new();
+        for _ in 0..12 {
+            // A shell's `cmd < input` per command: the descriptor is handed on.
+            b.open("/w/input", 0, 3, Some(file(5, 100, 1)));
+            b.call(Sys::Dup2, |c, b| {
+                c.fd = Some(3);
+                c.fd2 = Some(0);
+                c.path = Some(b.s("/w/input"));
+                c.ret = 0;
+            });
+            b.close(3, "/w/input");
+            // Generated on each open.
+            b.open("/proc/self/stat", 0, 4, Some(file(9, 0, 1)));
+            b.read(4, "/proc/self/stat", 1024, 300);
+            b.close(4, "/proc/self/stat");
+            b.open("/dev/tty", 0, 5, Some(chardev(5, 0)));
+            b.read(5, "/dev/tty", 1, 1);
+            b.close(5, "/dev/tty");
+            b.open("/dev/null", 0, 6, Some(chardev(1, 3)));
+            b.close(6, "/dev/null");
+        }
+        let f = b.findings("open-close-churn");
+        assert!(f.is_empty(), "{f:#?}");
     }
 
     #[test]
