@@ -96,11 +96,32 @@ pub fn answer(s: &Syscall) -> u64 {
     ((s.ret as u64) << 32) ^ extra as u64
 }
 
-/// A negative answer: the path (or a directory on the way) does not exist.
+/// A failure that says something lasting about the path, so that the same call fails the
+/// same way until the path or its directory changes: it does not exist (ENOENT), a
+/// directory on the way is not one (ENOTDIR), it may not be accessed (EACCES, EPERM), it is
+/// a symbolic link where none may be (ELOOP), it is a directory (EISDIR), its name is too
+/// long (ENAMETOOLONG), it already exists (EEXIST), it is not empty (ENOTEMPTY), it is on a
+/// read-only file system (EROFS). Transient failures (EINTR, EAGAIN, EBUSY, ETXTBSY, EMFILE,
+/// ENOMEM, EIO, ...) are not: the next try may succeed. These are negative-probe's
+/// findings, not repeated-lookup's.
 #[inline]
 pub fn is_negative(s: &Syscall) -> bool {
-    s.ret == -2 /* ENOENT */ || s.ret == -20 /* ENOTDIR */
+    s.ev & ev::UNFINISHED == 0 && LASTING.contains(&s.ret)
 }
+
+/// The failures [`is_negative`] accepts, as negated errnos.
+const LASTING: [i64; 10] = [
+    -2,  // ENOENT
+    -20, // ENOTDIR
+    -13, // EACCES
+    -1,  // EPERM
+    -40, // ELOOP
+    -21, // EISDIR
+    -36, // ENAMETOOLONG
+    -17, // EEXIST
+    -39, // ENOTEMPTY
+    -30, // EROFS
+];
 
 /// Whether a call is the thread's runtime plumbing rather than a question about files: a
 /// call on a descriptor that is not a file or directory (an eventfd or other anonymous

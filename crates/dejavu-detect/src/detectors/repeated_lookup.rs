@@ -19,8 +19,9 @@ observed mutation of the path (a write, truncate, rename, unlink, create, chmod,
 traced process) is not redundant; the finding lists such mutations as the invalidation points a cache \
 must honour. When the answer changed although dejavu saw no mutation, another program changed the file: \
 the finding says caching is unsafe and counts the stale answers a cache would have served. fstat of an \
-open descriptor is never a lookup of the path. Negative answers (ENOENT, ENOTDIR) are the \
-negative-probe detector's.",
+open descriptor is never a lookup of the path. Failures that say something lasting about the path \
+(ENOENT, ENOTDIR, EACCES, EPERM, ELOOP, ENAMETOOLONG ...) are the negative-probe detector's; other \
+failures (readlink's EINVAL on a file that is not a symlink) are answers like any other.",
     example: "for each request: fs.statSync('config.json')   // 10,000 stats, 1 distinct answer",
     fix: "cache the answer per path and drop it on the invalidation points in the hazards, or pass the \
 result along instead of asking again",
