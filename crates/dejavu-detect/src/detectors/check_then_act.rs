@@ -1,5 +1,6 @@
 //! check-then-act: an access/stat of a path immediately followed by the open or stat that
-//! answers the same question (os.path.exists(p) then open(p)): the check is redundant, and a
+//! answers the same question (os.path.exists(p) then open(p)), or an O_DIRECTORY probe of a
+//! file right before opening it as a file (rsync, per file): the check is redundant, and a
 //! race (TOCTOU).
 
 use super::lookup::{is_plumbing, question, Question};
@@ -32,14 +33,19 @@ checks (tar and friends: whether the path is a symlink decides what happens next
 repeated-lookup detector's), a stat followed by an open whose descriptor is read before any fstat \
 (the stat's answer may be used differently from the open's, say the size for a buffer), a stat \
 followed by opening a directory (opendir fstats by itself; the stat usually wanted the mtime), and \
-checks of a path made by one thread and acted on by another. A finding's calls are the check/act \
-pairs of those two kinds that were found, its redundant calls the checks counted, and its time the \
-checks' own.",
+checks of a path made by one thread and acted on by another. One failed check is counted, as a \
+third case: (3) a directory probe — an open with O_DIRECTORY that fails with ENOTDIR — followed by a \
+successful open of the same path without O_DIRECTORY whose descriptor is fstat'ed first, as in (2): \
+\"try it as a directory, else open it as a file\" (rsync does it for every file it sends), where one \
+open and the fstat the program makes anyway tell both. A finding's calls are the check/act pairs of \
+those three kinds that were found, its redundant calls the checks counted, and its time the checks' \
+own.",
     example: "if os.path.exists(path):\n    with open(path) as f: ...   # stat + openat + fstat: the \
 stat is redundant",
     fix: "just do the act and handle its error: open (or stat) the path and treat ENOENT/EACCES where \
 the check's false branch was (try/except FileNotFoundError, catch ENOENT); take metadata from fstat of \
-the opened descriptor",
+the opened descriptor. For a directory probe: open the path once (with O_NOFOLLOW if refusing \
+symlinks was the point) and tell a directory from a file by fstat of the descriptor",
     hazards: "The check and the act are two lookups: the file can appear, disappear or change between \
 them (a time-of-check-to-time-of-use race), so removing the check also removes a race. The act's error \
 handling must cover every case the check covered (ENOENT, EACCES, ENOTDIR, EISDIR). access() checks \
@@ -65,6 +71,8 @@ the open's answer counts.",
 enum Kind {
     Access,
     Stat,
+    /// An open with O_DIRECTORY that failed with ENOTDIR.
+    DirProbe,
 }
 
 #[derive(Clone, Copy)]
@@ -106,6 +114,7 @@ struct Extra {
     access_open: u64,
     access_stat: u64,
     stat_open: u64,
+    dir_probe: u64,
     check_sys: Option<Sys>,
     act_sys: Option<Sys>,
 }
@@ -124,6 +133,7 @@ fn is_open(sys: Sys) -> bool {
 
 const O_ACCMODE: u64 = 3;
 const O_DIRECTORY: u64 = 0o200000;
+const ENOTDIR: i64 = -20;
 
 /// Whether the act answers an access check of `mode`: existence (F_OK) is answered by any
 /// open or stat; R_OK and W_OK only by an open for reading or writing; X_OK by neither
@@ -180,6 +190,7 @@ impl CheckThenAct {
             (Kind::Access, true) => e.access_open += 1,
             (Kind::Access, false) => e.access_stat += 1,
             (Kind::Stat, _) => e.stat_open += 1,
+            (Kind::DirProbe, _) => e.dir_probe += 1,
         }
         e.check_sys = Some(c.sys);
         e.act_sys = Some(act);
@@ -225,6 +236,9 @@ impl Detector for CheckThenAct {
         let path_based = s.ev & ev::PATH_FROM_FD == 0;
         // This call may itself be a check (an act can be the check of the next act).
         let kind = match question(s) {
+            Some(Question::Open) if finished && s.ret == ENOTDIR && s.flags & O_DIRECTORY != 0 => {
+                Some(Kind::DirProbe)
+            }
             _ if !finished || s.ret < 0 => None,
             Some(Question::Access {
                 nofollow: false, ..
@@ -273,7 +287,9 @@ impl Detector for CheckThenAct {
                 }
                 self.confirm(v.image, &c, s.sys, cx);
             }
-            Kind::Stat if act_open && !opens_dir(s, cx) => {
+            // The probe said "not a directory"; an open as a file whose descriptor is
+            // fstat'ed learns that anyway.
+            Kind::Stat | Kind::DirProbe if act_open && !opens_dir(s, cx) => {
                 if cx.config.counts(c.ts) {
                     self.tallies.get(v.image, c.path).calls += 1;
                 }
@@ -310,6 +326,7 @@ impl Detector for CheckThenAct {
                     a.access_open += b.access_open;
                     a.access_stat += b.access_stat;
                     a.stat_open += b.stat_open;
+                    a.dir_probe += b.dir_probe;
                     a.check_sys = a.check_sys.or(b.check_sys);
                     a.act_sys = a.act_sys.or(b.act_sys);
                 },
@@ -325,6 +342,14 @@ impl Detector for CheckThenAct {
                         parts.push(format!(
                             "{} stat then open and fstat of the descriptor",
                             count(e.stat_open)
+                        ));
+                    }
+                    if e.dir_probe > 0 {
+                        parts.push(format!(
+                            "{} O_DIRECTORY probe{} failing with ENOTDIR then open and fstat of the \
+                             descriptor",
+                            count(e.dir_probe),
+                            if e.dir_probe == 1 { "" } else { "s" }
                         ));
                     }
                     f.example = Some(format!(
@@ -343,6 +368,19 @@ impl Detector for CheckThenAct {
                          act's ENOENT/EACCES where the check's false branch was"
                             .into(),
                     );
+                    if e.dir_probe == e.redundant {
+                        f.fix = "open the path once, as a file (with O_NOFOLLOW if refusing symbolic \
+                                 links was the point), and tell a directory from a file by the fstat of \
+                                 the descriptor the program makes anyway; drop the O_DIRECTORY probe"
+                            .into();
+                    }
+                    if e.dir_probe > 0 {
+                        f.hazards.push(
+                            "a probe with O_NOFOLLOW also refused a symbolic link: the single open must \
+                             keep O_NOFOLLOW, and a directory it opens must be told apart by fstat"
+                                .into(),
+                        );
+                    }
                     if e.stat_open > 0 {
                         f.hazards.push(
                             "if the stat's answer (size, mtime, type) is used, take it from fstat of the \
@@ -401,6 +439,66 @@ mod tests {
         });
         b.read(3, P, 4096, 6);
         b.close(3, P);
+    }
+
+    const O_DIRECTORY: u64 = 0o200000;
+    const O_NOFOLLOW: u64 = 0o400000;
+    const O_PATH: u64 = 0o10000000;
+
+    /// rsync's sender per file: open the directory, probe the file as a directory
+    /// (ENOTDIR), open it as a file, close the directory, fstat the file, read, close.
+    fn rsync_send(b: &mut TraceBuilder, i: u64, fstat_it: bool) {
+        let f = format!("/src/dir00/f{i:04}.txt");
+        b.open("/src/dir00", O_PATH | O_DIRECTORY, 6, Some(dir(40)));
+        b.open(&f, O_NOFOLLOW | O_PATH | O_DIRECTORY, -20, None);
+        b.open(&f, O_NOFOLLOW, 7, Some(file(100 + i, 6, 1)));
+        b.close(6, "/src/dir00");
+        if fstat_it {
+            fstat(b, 7, &f);
+        }
+        b.read(7, &f, 6, 6);
+        b.close(7, &f);
+    }
+
+    #[test]
+    fn a_directory_probe_then_an_open_as_a_file_and_its_fstat_is_redundant() {
+        let mut b = TraceBuilder::new();
+        for i in 0..12 {
+            rsync_send(&mut b, i, true);
+        }
+        let f = b.findings("check-then-act");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!((f[0].calls, f[0].redundant_calls), (12, 12));
+        assert_eq!(f[0].paths, vec!["/src/dir00/*.txt".to_string()]);
+        let example = f[0].example.as_deref().unwrap_or_default();
+        assert!(
+            example.ends_with(
+                "12 O_DIRECTORY probes failing with ENOTDIR then open and fstat of the descriptor"
+            ),
+            "{example}"
+        );
+        assert!(
+            f[0].fix.contains("drop the O_DIRECTORY probe"),
+            "{}",
+            f[0].fix
+        );
+    }
+
+    #[test]
+    fn a_directory_probe_is_not_counted_without_the_fstat_or_before_a_directory() {
+        let mut b = TraceBuilder::new();
+        for i in 0..12 {
+            // Read before any fstat: the probe's answer may be what the program used.
+            rsync_send(&mut b, i, false);
+        }
+        for _ in 0..12 {
+            // It was a directory after all (opened as one next): not this case.
+            b.open("/src/sub", O_DIRECTORY, -20, None);
+            b.open("/src/sub", O_DIRECTORY | O_NOFOLLOW, 8, Some(dir(41)));
+            fstat(&mut b, 8, "/src/sub");
+            b.close(8, "/src/sub");
+        }
+        assert!(b.findings("check-then-act").is_empty());
     }
 
     #[test]
