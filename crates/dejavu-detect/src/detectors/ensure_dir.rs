@@ -19,10 +19,12 @@ unlink, rename in or out) — then D was recreated by someone and the next answe
 mkdir is never redundant (the directory was missing; when no traced removal explains it, another \
 program removed it, which the finding reports). A mkdir failing otherwise (ENOENT, EACCES, EROFS) is \
 not redundant and makes the process forget D. The existence checks that make up the ensure-dir idiom \
-are redundant along with the mkdir: the stat/lstat/statx/newfstatat/access/faccessat of D that the \
-same thread made immediately before the redundant mkdir (no other call of that thread in between, \
-runtime plumbing aside — calls on eventfds, pipes, sockets and terminals: existsSync(dir), \
-os.path.isdir), and the stat of D it made immediately after (mkdir -p, \
+are redundant along with the mkdir, and counted in its calls and time: the \
+stat/lstat/statx/newfstatat/access/faccessat of D that the same thread made immediately before the \
+redundant mkdir (no other call of that thread in between, runtime plumbing aside — calls on \
+eventfds, pipes, sockets and terminals — and checks of D's parent directories, which mkdir helpers \
+make on their way: existsSync(dir), os.path.exists(d) before os.makedirs(d, exist_ok=True), which \
+stats the parent first), and the stat of D it made immediately after (mkdir -p, \
 recursive: true and exist_ok=True verify that the existing entry is a directory). Checks around a \
 mkdir that is not redundant are not counted. A finding's calls are the process's mkdir calls of D \
 with the checks right before them and the verifying stats after the redundant ones; its time is the \
@@ -61,13 +63,17 @@ struct Check {
 struct Thread {
     /// The last call was a check of this path: a mkdir of it may follow.
     check: Option<Check>,
+    /// A check of a path below `check`'s, made before it with only checks of its ancestors
+    /// since (Python's `os.path.exists(d)` then `os.makedirs(d, exist_ok=True)`, which stats
+    /// the parent before its mkdir): a mkdir of it may follow too.
+    held: Option<Check>,
     /// The last call was a redundant mkdir of this path: a verifying stat may follow.
     after: Option<PathKey>,
 }
 
 impl Thread {
     fn is_empty(&self) -> bool {
-        self.check.is_none() && self.after.is_none()
+        self.check.is_none() && self.held.is_none() && self.after.is_none()
     }
 }
 
@@ -140,7 +146,10 @@ impl EnsureDir {
         if s.ev & ev::UNFINISHED != 0 {
             return;
         }
-        let check = prev.check.filter(|c| c.path == d);
+        let check = prev
+            .check
+            .filter(|c| c.path == d)
+            .or(prev.held.filter(|c| c.path == d));
         let key = (v.image, d);
         let known = self.ensured.get(&key).copied();
         let counting = cx.config.counts(s.ts);
@@ -180,6 +189,7 @@ impl EnsureDir {
                     s.tid,
                     Thread {
                         check: None,
+                        held: None,
                         after: Some(d),
                     },
                 );
@@ -200,6 +210,13 @@ impl EnsureDir {
             self.clear(s.tid);
             return;
         };
+        // A check of an ancestor of the pending check (a mkdir helper walking up) keeps the
+        // pending one: its mkdir may still come.
+        let cur = self.threads.get(&s.tid).copied().unwrap_or_default();
+        let held = cur
+            .held
+            .or(cur.check)
+            .filter(|c| is_ancestor(cx, path, c.path));
         let prev = self.set(
             s.tid,
             Thread {
@@ -211,6 +228,7 @@ impl EnsureDir {
                     dur: s.dur,
                     sys: s.sys,
                 }),
+                held,
                 after: None,
             },
         );
@@ -331,6 +349,18 @@ impl Detector for EnsureDir {
     }
 }
 
+/// Whether `a` is a proper ancestor of `p`.
+fn is_ancestor(cx: &Cx<'_>, a: PathKey, p: PathKey) -> bool {
+    let mut k = cx.replay.paths.parent(p);
+    while let Some(q) = k {
+        if q == a {
+            return true;
+        }
+        k = cx.replay.paths.parent(q);
+    }
+    false
+}
+
 fn hazards(t: &Tally, _cx: &Cx<'_>) -> Vec<String> {
     let mut h = vec![
         "set the ensured flag only after mkdir succeeded or failed with EEXIST; a failed mkdir must \
@@ -440,6 +470,46 @@ mod tests {
         let (a, b) = (plain.findings("ensure-dir"), woken.findings("ensure-dir"));
         assert_eq!((a[0].calls, a[0].redundant_calls), (11, 9));
         assert_eq!((b[0].calls, b[0].redundant_calls), (11, 9));
+    }
+
+    #[test]
+    fn an_exists_check_before_a_mkdir_helper_that_stats_the_parent_counts() {
+        // Python: `if not os.path.exists(d): ...` then `os.makedirs(d, exist_ok=True)`:
+        // stat(d), stat(parent), mkdir(d) -> EEXIST, stat(d).
+        let mut b = TraceBuilder::new();
+        for i in 0..5 {
+            b.stat(D, if i == 0 { Err(2) } else { Ok(dir(5)) });
+            b.stat("/home/u/.app", Ok(dir(4)));
+            b.mkdir(D, if i == 0 { 0 } else { -17 });
+            if i > 0 {
+                b.stat(D, Ok(dir(5)));
+            }
+        }
+        let f = b.findings("ensure-dir");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        // 5 mkdirs + 5 checks before them + 4 stats after; the first record's are needed.
+        assert_eq!(
+            (f[0].calls, f[0].redundant_calls, f[0].wasted_ns),
+            (14, 12, 12 * 500)
+        );
+        assert_eq!(
+            f[0].example.as_deref(),
+            Some(
+                "4 mkdir calls failed with EEXIST on a directory the process already knew existed, \
+                 with 4 newfstatat checks before them and 4 newfstatat checks after them"
+            )
+        );
+        // A check of an unrelated path in between still separates them.
+        let mut b = TraceBuilder::new();
+        b.mkdir(D, 0);
+        for _ in 0..4 {
+            b.read(7, "/etc/app.conf", 1, 1); // not a stat right after the previous mkdir
+            b.stat(D, Ok(dir(5)));
+            b.stat("/etc/app.conf", Ok(file(9, 1, 1)));
+            b.mkdir(D, -17);
+        }
+        let f = b.findings("ensure-dir");
+        assert_eq!((f[0].calls, f[0].redundant_calls), (5, 4));
     }
 
     #[test]
