@@ -624,6 +624,45 @@ pub const RESOLVE_FLAGS: Table = &[
     ("RESOLVE_CACHED", 0x20),
 ];
 
+/// `mmap`'s `prot`.
+pub const PROT_FLAGS: Table = &[
+    ("PROT_NONE", 0),
+    ("PROT_READ", 1),
+    ("PROT_WRITE", 2),
+    ("PROT_EXEC", 4),
+    ("PROT_SEM", 8),
+    ("PROT_GROWSDOWN", 0x0100_0000),
+    ("PROT_GROWSUP", 0x0200_0000),
+];
+
+/// `mmap`'s `flags`.
+pub const MAP_FLAGS: Table = &[
+    ("MAP_SHARED", 1),
+    ("MAP_PRIVATE", 2),
+    ("MAP_SHARED_VALIDATE", 3),
+    ("MAP_FIXED", 0x10),
+    ("MAP_ANONYMOUS", 0x20),
+    ("MAP_32BIT", 0x40),
+    ("MAP_GROWSDOWN", 0x100),
+    ("MAP_DENYWRITE", 0x800),
+    ("MAP_EXECUTABLE", 0x1000),
+    ("MAP_LOCKED", 0x2000),
+    ("MAP_NORESERVE", 0x4000),
+    ("MAP_POPULATE", 0x8000),
+    ("MAP_NONBLOCK", 0x10000),
+    ("MAP_STACK", 0x20000),
+    ("MAP_HUGETLB", 0x40000),
+    ("MAP_SYNC", 0x80000),
+    ("MAP_FIXED_NOREPLACE", 0x10_0000),
+    ("MAP_UNINITIALIZED", 0x400_0000),
+    ("MAP_HUGE_64KB", 16 << 26),
+    ("MAP_HUGE_2MB", 21 << 26),
+    ("MAP_HUGE_1GB", 30 << 26),
+];
+
+/// `MAP_ANONYMOUS`.
+pub const MAP_ANONYMOUS: u64 = 0x20;
+
 /// `execveat` takes AT_* flags.
 /// Numeric names strace uses for "all ones" values.
 pub fn special_number(name: &[u8]) -> Option<u64> {

@@ -662,8 +662,14 @@ impl<S: Sink> Importer<S> {
         set_result(&mut s, c, &mut self.report.unknown_errno);
         let mut a: Vec<&[u8]> = Vec::with_capacity(6);
         args::split_top(c.args, &mut a);
-        // dejavu traces file-backed mappings only, as the live backends do.
-        if sys == Sys::Mmap && a.get(4).and_then(|f| args::fd(f)).is_none_or(|f| f.fd < 0) {
+        // dejavu traces file-backed mappings only, as the live backends do: a descriptor,
+        // and not MAP_ANONYMOUS (which makes the kernel ignore the descriptor).
+        if sys == Sys::Mmap
+            && (a.get(4).and_then(|f| args::fd(f)).is_none_or(|f| f.fd < 0)
+                || a.get(3).is_some_and(|f| {
+                    args::flags(f, &[consts::MAP_FLAGS], &mut 0) & consts::MAP_ANONYMOUS != 0
+                }))
+        {
             self.ignore(c.name);
             return Ok(());
         }
@@ -1506,6 +1512,8 @@ impl<S: Sink> Importer<S> {
                 // mmap(addr, length, prot, flags, fd, offset): a file mapped in.
                 self.fd_field(s, arg(4));
                 s.count = arg(1).and_then(args::int).unwrap_or(0) as u64;
+                s.aux = self.flags_of(arg(2), &[consts::PROT_FLAGS]);
+                s.flags = self.flags_of(arg(3), &[consts::MAP_FLAGS]);
                 s.offset = arg(5).and_then(args::int);
             }
             IoUringSetup => s.ev |= ev::UNDECODED,

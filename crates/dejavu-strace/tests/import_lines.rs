@@ -764,10 +764,33 @@ fn ignored_syscalls_are_counted_not_written() {
         "100 <... futex resumed>) = 0",
         "100 close(3) = 0",
     ]);
-    assert_eq!(t.report.ignored_syscalls.get("mmap"), Some(&2));
+    // Anonymous memory is not traced; the mapping of descriptor 3 is (below).
+    assert_eq!(t.report.ignored_syscalls.get("mmap"), Some(&1));
     assert_eq!(t.report.ignored_syscalls.get("futex"), Some(&1));
-    assert_eq!(t.syscalls().len(), 1);
-    assert_eq!(t.report.syscalls, 1);
+    assert_eq!(t.syscalls().len(), 2);
+    assert_eq!(t.report.syscalls, 2);
+}
+
+#[test]
+fn mmap_of_a_file_is_recorded_and_anonymous_memory_is_not() {
+    let t = import(&[
+        r#"100 openat(AT_FDCWD, "/data/x.bin", O_RDONLY) = 3</data/x.bin>"#,
+        "100 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7f00",
+        // MAP_ANONYMOUS makes the kernel ignore the descriptor.
+        "100 mmap(NULL, 8192, PROT_READ, MAP_PRIVATE|MAP_ANONYMOUS, 3</data/x.bin>, 0) = 0x7f08",
+        "100 mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, -1, 0) = -1 EBADF (Bad file descriptor)",
+        "100 mmap(0x7f20, 12288, PROT_READ|PROT_EXEC, MAP_PRIVATE|MAP_FIXED|MAP_DENYWRITE, 3</data/x.bin>, 0x1000) = 0x7f20",
+    ]);
+    assert_eq!(t.report.ignored_syscalls.get("mmap"), Some(&3));
+    let m = t.only(Sys::Mmap);
+    assert_eq!(t.path(&m).as_deref(), Some("/data/x.bin"));
+    assert_eq!(m.fd, Some(3));
+    assert_eq!(m.count, 12288);
+    assert_eq!(m.offset, Some(0x1000));
+    assert_eq!(m.aux, 1 | 4, "prot");
+    assert_eq!(m.flags, 2 | 0x10 | 0x800, "flags");
+    assert_eq!(m.ret, 0x7f20);
+    assert_eq!(t.report.unknown_symbols, 0);
 }
 
 #[test]

@@ -135,6 +135,14 @@ fn assert_same_counts(
     for sys in Sys::ALL {
         let e = expected.get(sys.name()).copied().unwrap_or_default();
         let g = got.get(sys.name()).copied().unwrap_or_default();
+        if *sys == Sys::Mmap {
+            // strace -c counts every mmap; dejavu keeps file-backed ones (the dejavu
+            // crate's import_cli test compares them exactly with a live recording).
+            if g.0 > e.0 || g.1 > e.1 {
+                diffs.push(format!("mmap: strace -c {e:?}, imported more: {g:?}"));
+            }
+            continue;
+        }
         total += e.0;
         if e != g {
             diffs.push(format!(
