@@ -63,6 +63,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define NR_stat 4
 #define NR_fstat 5
 #define NR_lstat 6
+#define NR_mmap 9
 #define NR_pwrite64 18
 #define NR_readv 19
 #define NR_writev 20
@@ -122,6 +123,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define S_IFMT 00170000
 #define S_IFREG 0100000
 #define O_APPEND 02000
+#define MAP_ANONYMOUS 0x20
 #define AT_EMPTY_PATH 0x1000
 
 struct config {
@@ -534,6 +536,15 @@ __noinline u32 blob_iov_payload(struct scratch *sc, u32 off, u64 iov, u64 cnt, u
 	return off;
 }
 
+/* mmap is traced for files only: an anonymous mapping (malloc's arenas, thread stacks)
+ * or one without a descriptor is left out before any other work, as the ptrace
+ * backend's seccomp filter leaves it out (arch::traced_call in user space). The kernel
+ * reads both arguments as ints. */
+static __always_inline int untraced_mmap(u64 nr, u64 flags, u64 fd)
+{
+	return nr == NR_mmap && (((u32)flags & MAP_ANONYMOUS) || (s32)fd < 0);
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 {
@@ -543,6 +554,8 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 	u32 k = nr;
 	u8 *w = bpf_map_lookup_elem(&wanted, &k);
 	if (!w || !(*w & W_TRACE))
+		return 0;
+	if (untraced_mmap(nr, regs->r10, regs->r8))
 		return 0;
 	u64 pid_tgid = bpf_get_current_pid_tgid();
 	u32 tgid = pid_tgid >> 32, tid = (u32)pid_tgid;
@@ -608,7 +621,8 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		u32 k = nr;
 		u8 *w = bpf_map_lookup_elem(&wanted, &k);
 		u32 tgid = id >> 32;
-		if (!w || !(*w & W_TRACE) || !bpf_map_lookup_elem(&traced, &tgid))
+		if (!w || !(*w & W_TRACE) || untraced_mmap(nr, regs->r10, regs->r8) ||
+		    !bpf_map_lookup_elem(&traced, &tgid))
 			return 0;
 		struct task_struct *me = bpf_get_current_task_btf();
 		if (bpf_core_field_exists(me->thread_info.status) &&

@@ -228,7 +228,7 @@ impl<W: Write> Feed<W> {
 
     /// Decodes one call, reading its memory from `snapshot()`.
     pub fn call(&mut self, c: &RawCall<'_>) {
-        let Some(sys) = arch::sys_of(c.nr) else {
+        let Some(sys) = arch::sys_of(c.nr).filter(|&s| arch::traced_call(s, &c.args)) else {
             return;
         };
         let (tid, enter, now) = (c.tid, self.ts(c.enter_ns), self.ts(c.exit_ns));

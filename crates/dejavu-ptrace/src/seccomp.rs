@@ -5,6 +5,12 @@
 //! numbers, so an untraced call (futex, mmap, epoll_wait...) costs about seven BPF
 //! instructions, not one comparison per traced call as a linear rule list would.
 //!
+//! A few traced calls are traced only for some arguments (`arch::seccomp_arg_checks`:
+//! mmap of a file, not anonymous memory). Such a number is a leaf of its own whose code
+//! tests the arguments (two loads and two bit tests for mmap): only those calls pay for
+//! it, and an anonymous mmap (malloc's arenas, thread stacks, the loader's bss) still runs
+//! at full speed, never stopping the program.
+//!
 //! With language agents, a short prelude lets the agents' own calls on their channel
 //! descriptor through untraced (`allow_on_fd`): they cost no stop and are not recorded.
 
@@ -14,6 +20,7 @@ pub type Insn = libc::sock_filter;
 const BPF_LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
 const BPF_JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
 const BPF_JGE_K: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
+const BPF_JSET_K: u16 = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
 const BPF_RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
 const BPF_JA: u16 = (libc::BPF_JMP | libc::BPF_JA) as u16;
 /// offsetof(struct seccomp_data, nr)
@@ -37,28 +44,57 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
     Insn { code, jt, jf, k }
 }
 
-/// A run of consecutive syscall numbers that are all traced or all untraced.
+/// What a run of syscall numbers decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Allow,
+    Trace,
+    /// Traced unless an argument check (index into the checks) lets it through.
+    Check(usize),
+}
+
+/// A run of consecutive syscall numbers with the same verdict.
 #[derive(Debug, Clone, Copy)]
 struct Run {
     start: u32,
-    traced: bool,
+    verdict: Verdict,
 }
+
+/// An argument test: the call runs untraced when the low 32 bits of any listed argument
+/// have any of the bits set.
+pub type ArgCheck = (u32, Vec<(usize, u32)>);
 
 /// Builds the filter for `traced` syscall numbers of the architecture `audit_arch`.
 /// Calls of any other ABI (32-bit programs on a 64-bit kernel) are allowed untraced; the
 /// tracer notices such programs at exec and reports them.
 pub fn build_filter(audit_arch: u32, traced: &[u32]) -> Vec<Insn> {
+    build_filter_checked(audit_arch, traced, &[])
+}
+
+/// `build_filter`, where the numbers of `checks` (also in `traced`) stop the program only
+/// when their arguments pass the test (see [`ArgCheck`]).
+pub fn build_filter_checked(audit_arch: u32, traced: &[u32], checks: &[ArgCheck]) -> Vec<Insn> {
     let mut nrs: Vec<u32> = traced.to_vec();
     nrs.sort_unstable();
     nrs.dedup();
-    // Runs over [0, u32::MAX], alternating untraced/traced.
+    let verdict = |nr: u32| match checks.iter().position(|c| c.0 == nr) {
+        Some(i) => Verdict::Check(i),
+        None => Verdict::Trace,
+    };
+    // Runs over [0, u32::MAX]: untraced gaps, traced runs, and a run of its own for each
+    // checked number.
     let mut runs = Vec::new();
     let mut covered = 0u64; // first number no run covers yet
     let mut i = 0;
     while i < nrs.len() {
         let a = nrs[i];
+        let v = verdict(a);
         let mut b = a;
-        while i + 1 < nrs.len() && nrs[i + 1] == b + 1 {
+        while v == Verdict::Trace
+            && i + 1 < nrs.len()
+            && nrs[i + 1] == b + 1
+            && verdict(nrs[i + 1]) == Verdict::Trace
+        {
             i += 1;
             b = nrs[i];
         }
@@ -66,41 +102,62 @@ pub fn build_filter(audit_arch: u32, traced: &[u32]) -> Vec<Insn> {
         if a as u64 > covered {
             runs.push(Run {
                 start: covered as u32,
-                traced: false,
+                verdict: Verdict::Allow,
             });
         }
         runs.push(Run {
             start: a,
-            traced: true,
+            verdict: v,
         });
         covered = b as u64 + 1;
     }
     if covered <= u32::MAX as u64 {
         runs.push(Run {
             start: covered as u32,
-            traced: false,
+            verdict: Verdict::Allow,
         });
     }
-    let allow = stmt(BPF_RET_K, libc::SECCOMP_RET_ALLOW);
-    let trace = stmt(BPF_RET_K, libc::SECCOMP_RET_TRACE);
     let mut prog = vec![
         stmt(BPF_LD_W_ABS, OFF_ARCH),
         jump(BPF_JEQ_K, audit_arch, 1, 0),
-        allow,
+        stmt(BPF_RET_K, libc::SECCOMP_RET_ALLOW),
         stmt(BPF_LD_W_ABS, OFF_NR),
     ];
-    prog.extend(tree(&runs, &allow, &trace));
+    prog.extend(tree(&runs, checks));
     prog
 }
 
+/// The code of one leaf.
+fn leaf(v: Verdict, checks: &[ArgCheck]) -> Vec<Insn> {
+    let allow = stmt(BPF_RET_K, libc::SECCOMP_RET_ALLOW);
+    let trace = stmt(BPF_RET_K, libc::SECCOMP_RET_TRACE);
+    match v {
+        Verdict::Allow => vec![allow],
+        Verdict::Trace => vec![trace],
+        Verdict::Check(i) => {
+            // [ld arg][jset bits -> allow]* [ret trace] [ret allow]
+            let tests = &checks[i].1;
+            let n = tests.len();
+            let mut code = Vec::with_capacity(2 * n + 2);
+            for (j, &(arg, bits)) in tests.iter().enumerate() {
+                code.push(stmt(BPF_LD_W_ABS, OFF_ARG0_LO + 8 * arg as u32));
+                code.push(jump(BPF_JSET_K, bits, (2 * (n - 1 - j) + 1) as u8, 0));
+            }
+            code.push(trace);
+            code.push(allow);
+            code
+        }
+    }
+}
+
 /// Code deciding among `runs` (the accumulator holds nr, known >= runs[0].start).
-fn tree(runs: &[Run], allow: &Insn, trace: &Insn) -> Vec<Insn> {
+fn tree(runs: &[Run], checks: &[ArgCheck]) -> Vec<Insn> {
     if runs.len() == 1 {
-        return vec![if runs[0].traced { *trace } else { *allow }];
+        return leaf(runs[0].verdict, checks);
     }
     let mid = runs.len() / 2;
-    let left = tree(&runs[..mid], allow, trace);
-    let right = tree(&runs[mid..], allow, trace);
+    let left = tree(&runs[..mid], checks);
+    let right = tree(&runs[mid..], checks);
     // jge runs[mid].start -> right (after left), else fall into left.
     assert!(
         left.len() <= 255,
@@ -167,6 +224,7 @@ pub fn simulate_call(prog: &[Insn], arch: u32, nr: u32, args: &[u64; 6]) -> u32 
             }
             BPF_JEQ_K => pc += if acc == i.k { i.jt } else { i.jf } as usize,
             BPF_JGE_K => pc += if acc >= i.k { i.jt } else { i.jf } as usize,
+            BPF_JSET_K => pc += if acc & i.k != 0 { i.jt } else { i.jf } as usize,
             BPF_JA => pc += i.k as usize,
             BPF_RET_K => return i.k,
             _ => return u32::MAX,
@@ -257,9 +315,67 @@ mod tests {
     }
 
     #[test]
+    fn mmap_stops_the_program_only_for_a_file() {
+        let arch = crate::arch::AUDIT_ARCH;
+        let set: Vec<u32> = crate::arch::table().iter().map(|&(n, _)| n).collect();
+        let checks = crate::arch::seccomp_arg_checks();
+        let prog = build_filter_checked(arch, &set, &checks);
+        let base = build_filter(arch, &set);
+        let mmap = libc::SYS_mmap as u32;
+        let (private, anon) = (libc::MAP_PRIVATE as u64, libc::MAP_ANONYMOUS as u64);
+        let call =
+            |flags: u64, fd: u64| simulate_call(&prog, arch, mmap, &[0, 4096, 1, flags, fd, 0]);
+        assert_eq!(call(private, 3), libc::SECCOMP_RET_TRACE, "a file");
+        assert_eq!(
+            call(libc::MAP_SHARED as u64, 0),
+            libc::SECCOMP_RET_TRACE,
+            "fd 0"
+        );
+        assert_eq!(
+            call(private | anon, u32::MAX as u64),
+            libc::SECCOMP_RET_ALLOW
+        );
+        assert_eq!(
+            call(private | anon, 0xffff_ffff_ffff_ffff),
+            libc::SECCOMP_RET_ALLOW
+        );
+        assert_eq!(
+            call(private | anon, 5),
+            libc::SECCOMP_RET_ALLOW,
+            "fd ignored"
+        );
+        assert_eq!(
+            call(private, u32::MAX as u64),
+            libc::SECCOMP_RET_ALLOW,
+            "no file"
+        );
+        // The kernel reads an int: the upper half of the register means nothing.
+        assert_eq!(call(private | 0x20_0000_0000, 3), libc::SECCOMP_RET_TRACE);
+        assert_eq!(call(private, 0x1_0000_0003), libc::SECCOMP_RET_TRACE);
+        // Every other call decides as without the check, whatever its arguments.
+        for nr in 0..2000u32 {
+            if nr == mmap {
+                continue;
+            }
+            for args in [[0u64; 6], [1, 2, 3, anon, u64::MAX, 0]] {
+                assert_eq!(
+                    simulate_call(&prog, arch, nr, &args),
+                    simulate(&base, arch, nr),
+                    "nr {nr}"
+                );
+            }
+        }
+        assert_eq!(
+            simulate_call(&prog, 0x4000_0003, mmap, &[0, 1, 1, private, 3, 0]),
+            libc::SECCOMP_RET_ALLOW,
+            "foreign arch"
+        );
+    }
+
+    #[test]
     fn an_untraced_call_costs_a_handful_of_instructions() {
         let set: Vec<u32> = crate::arch::table().iter().map(|&(n, _)| n).collect();
-        let prog = build_filter(0xc000_003e, &set);
+        let prog = build_filter_checked(0xc000_003e, &set, &crate::arch::seccomp_arg_checks());
         // Depth of the search tree: log2(runs) + the 4-instruction prologue.
         let mut max_steps = 0;
         for nr in 0..500u32 {

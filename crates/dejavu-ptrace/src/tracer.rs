@@ -215,7 +215,11 @@ pub fn record<W: Write>(
                     arch::NR_SCHED_SETAFFINITY as u32,
                 ]);
             }
-            let filter = seccomp::build_filter(arch::AUDIT_ARCH, &table);
+            let filter = seccomp::build_filter_checked(
+                arch::AUDIT_ARCH,
+                &table,
+                &arch::seccomp_arg_checks(),
+            );
             let mut stacks = crate::stacks::Stacks::new(opts.stacks);
             let (env, inherit) = stacks.program_env();
             let child = spawn::fork_child(&path, argv, Some(&filter), &env, inherit)?;
@@ -663,7 +667,7 @@ impl<W: Write> Tracer<W> {
             self.resume(tid, 0);
             return;
         }
-        let Some(sys) = arch::sys_of(nr) else {
+        let Some(sys) = arch::sys_of(nr).filter(|&s| arch::traced_call(s, &args)) else {
             self.resume(tid, 0);
             return;
         };
@@ -705,7 +709,9 @@ impl<W: Write> Tracer<W> {
             self.affinity_call(tid, nr, &args, ret);
             return;
         }
-        let Some(sys) = arch::sys_of(nr) else { return };
+        let Some(sys) = arch::sys_of(nr).filter(|&s| arch::traced_call(s, &args)) else {
+            return;
+        };
         let Some(task) = self.tasks.get_mut(&tid) else {
             return;
         };
@@ -762,7 +768,9 @@ impl<W: Write> Tracer<W> {
             return;
         };
         let (nr, args) = (regs.nr, regs.args);
-        let Some(sys) = arch::sys_of(nr) else { return };
+        let Some(sys) = arch::sys_of(nr).filter(|&s| arch::traced_call(s, &args)) else {
+            return;
+        };
         let Some(pid) = self.tasks.get(&tid).map(|t| t.pid) else {
             return;
         };

@@ -179,7 +179,18 @@ fn reread_unchanged_python_caching_the_config_is_quiet() {
         ],
         &[],
     );
-    let f = findings(&w, "reread-unchanged");
+    // Now that file-backed mmap is recorded, the runtime has one of its own: glibc maps
+    // /etc/ld.so.cache in full again for each dlopen after start-up (Python's extension
+    // modules), owned by ld.so. (Without a call site to tell them apart, the eBPF
+    // recording's finding also holds the interpreter's listings of site-packages.)
+    // Nothing of the fixture's.
+    let f: Vec<Finding> = findings(&w, "reread-unchanged")
+        .into_iter()
+        .filter(|f| {
+            f.owner != dejavu_detect::Owner::Runtime
+                || f.paths.iter().any(|p| p.ends_with("config.json"))
+        })
+        .collect();
     assert!(f.is_empty(), "{f:#?}");
 }
 

@@ -59,6 +59,9 @@ pub const TABLE: &[(u32, Sys)] = t![
     SYS_utimensat => Utimensat, SYS_chdir => Chdir, SYS_fchdir => Fchdir,
     SYS_execve => Execve, SYS_execveat => Execveat, SYS_memfd_create => MemfdCreate,
     SYS_io_uring_setup => IoUringSetup, SYS_io_uring_enter => IoUringEnter,
+    // File-backed mappings only: the seccomp filter, the eBPF hooks and `traced_call`
+    // leave anonymous ones out (see `MAPPING_ARGS`).
+    SYS_mmap => Mmap,
 ];
 
 /// Decodes the kernel's generic `struct stat` (asm-generic/stat.h).

@@ -54,6 +54,35 @@ pub fn sys_of(nr: u64) -> Option<Sys> {
     map.get(usize::try_from(nr).ok()?).copied().flatten()
 }
 
+/// mmap's flags and descriptor arguments (the same on every architecture the backend
+/// supports), and MAP_ANONYMOUS.
+pub const MMAP_FLAGS_ARG: usize = 3;
+/// See [`MMAP_FLAGS_ARG`].
+pub const MMAP_FD_ARG: usize = 4;
+/// See [`MMAP_FLAGS_ARG`].
+pub const MAP_ANONYMOUS: u32 = libc::MAP_ANONYMOUS as u32;
+
+/// Whether a call of the traced set is recorded, from its arguments: all are but an mmap
+/// that maps no file (`MAP_ANONYMOUS`, or a negative descriptor). The seccomp filter and
+/// the eBPF hooks already leave those out in the kernel; this is the same rule for the
+/// paths that see every call (attach mode, a call whose entry the eBPF side missed).
+pub fn traced_call(sys: Sys, args: &[u64; 6]) -> bool {
+    sys != Sys::Mmap
+        || (args[MMAP_FLAGS_ARG] as u32 & MAP_ANONYMOUS == 0
+            && args[MMAP_FD_ARG] as u32 as i32 >= 0)
+}
+
+/// Calls of the traced set that the seccomp filter lets through untraced on their
+/// arguments: (syscall number, [(argument, bits)]): the call runs untraced when the low 32
+/// bits of any listed argument have any of the bits set. mmap: `MAP_ANONYMOUS` in its
+/// flags, or the sign bit of its descriptor (`traced_call`'s rule, in the kernel).
+pub fn seccomp_arg_checks() -> Vec<(u32, Vec<(usize, u32)>)> {
+    vec![(
+        libc::SYS_mmap as u32,
+        vec![(MMAP_FLAGS_ARG, MAP_ANONYMOUS), (MMAP_FD_ARG, 0x8000_0000)],
+    )]
+}
+
 fn le_u64(b: &[u8], at: usize) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[at..at + 8]);
