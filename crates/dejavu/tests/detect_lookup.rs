@@ -100,7 +100,7 @@ fn python_exists_per_request_is_a_negative_probe() {
         .collect();
     assert_eq!(mine.len(), 1, "{f:#?}");
     assert_eq!((mine[0].calls, mine[0].redundant_calls), (100, 99));
-    assert!(mine[0].hazards.iter().any(|h| h.contains("negative cache")));
+    assert!(mine[0].hazards.iter().any(|h| h.contains("cached failure")));
 }
 
 #[test]
