@@ -330,6 +330,11 @@ impl<W: Write> Exporter<'_, W> {
             self.buf.extend_from_slice(br#","payload":"#);
             json_str(&mut self.buf, reader.str(p));
         }
+        if let Some(fp) = s.fingerprint {
+            // A string: 64 bits do not fit a JSON double.
+            use std::io::Write;
+            let _ = write!(self.buf, r#","fingerprint":"{fp:016x}""#);
+        }
         if let Some(st) = s.stack {
             self.buf.extend_from_slice(br#","stack":["#);
             for (i, f) in reader.stack(st).iter().enumerate() {

@@ -32,6 +32,8 @@ char LICENSE[] SEC("license") = "GPL";
 #define MAX_IPS 32
 #define MAX_IOV 64
 #define PAYLOAD_IOV 4
+/* The first bytes of every write, for its fingerprint (dejavu_trace::mask). */
+#define FINGERPRINT_BYTES 256
 
 /* Record kinds. */
 #define EV_CALL 1
@@ -470,10 +472,13 @@ __noinline u32 blob_fdstat(struct scratch *sc, u32 off, u64 task, s64 fd)
 	return off + sizeof(*b) + sizeof(*s);
 }
 
-/* Whether a write on `fd` keeps a payload prefix: everything but a regular file opened
- * without O_APPEND (user space decides finally, from its descriptor table). */
+/* Whether a write on `fd` may keep a payload prefix: the standard streams, and anything
+ * but a regular file opened without O_APPEND (user space decides finally, from its
+ * descriptor table; a regular file with a log's name keeps what the fingerprint copied). */
 static __always_inline int wants_payload(struct task_struct *t, s64 fd)
 {
+	if (fd >= 0 && fd <= 2)
+		return 1;
 	struct file *f = fd_file(t, fd);
 	if (!f)
 		return 1;
@@ -694,6 +699,17 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	}
 	u64 pay = c->payload_bytes;
 	int ok = ret >= 0;
+	/* Bytes of a write to copy: the first FINGERPRINT_BYTES for its fingerprint, or the
+	 * payload prefix where one may be kept and it is longer (the descriptor is looked up
+	 * only then). */
+	u64 wcopy = FINGERPRINT_BYTES;
+	if (ret > 0 && pay > FINGERPRINT_BYTES &&
+	    (nr == NR_write || nr == NR_pwrite64 || nr == NR_writev || nr == NR_pwritev ||
+	     nr == NR_pwritev2) &&
+	    wants_payload(t, a[0]))
+		wcopy = pay;
+	if (ret > 0 && (u64)ret < wcopy)
+		wcopy = ret;
 	/* What to copy: a plan of up to MAX_OPS steps, then one loop that runs it. Each copy
 	 * helper is then inlined once, not once per syscall: the verifier's work (and so
 	 * dejavu's start-up) stays small. */
@@ -801,8 +817,8 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		break;
 	case NR_write:
 	case NR_pwrite64:
-		if (ret > 0 && pay > 0 && wants_payload(t, a[0]))
-			OP(B_MEM, a[1], (u64)ret < pay ? (u64)ret : pay);
+		if (ret > 0)
+			OP(B_MEM, a[1], wcopy);
 		break;
 	case NR_readv:
 	case NR_preadv:
@@ -813,8 +829,8 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	case NR_pwritev:
 	case NR_pwritev2:
 		OP(B_MEM, a[1], (a[2] < MAX_IOV ? a[2] : MAX_IOV) * 16);
-		if (ret > 0 && pay > 0 && wants_payload(t, a[0]))
-			OP(OP_IOV_PAYLOAD, a[1], (u64)ret < pay ? (u64)ret : pay);
+		if (ret > 0)
+			OP(OP_IOV_PAYLOAD, a[1], wcopy);
 		break;
 	case NR_pipe:
 	case NR_pipe2:

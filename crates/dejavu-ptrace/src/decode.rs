@@ -30,7 +30,8 @@ pub(crate) struct Entry {
     pub path_bytes: Option<Rc<[u8]>>,
     /// execve: (absolute program path, NUL-joined argv).
     pub exec: Option<(Rc<[u8]>, Vec<u8>)>,
-    /// The descriptor's payload should be recorded (write family).
+    /// The descriptor's payload should be recorded (write family; every write gets its
+    /// fingerprint).
     pub payload: bool,
     /// Decoded at the exit stop: memory the call updates already holds the new values.
     pub at_exit: bool,
@@ -323,13 +324,13 @@ impl<W: Write> Tracer<W> {
                 if matches!(sys, Read | Write) {
                     c.count = a[2];
                 }
-                e.payload = matches!(sys, Write | Writev) && f.is_some_and(|f| f.wants_payload());
+                e.payload = matches!(sys, Write | Writev) && keeps_payload(arg_fd(a[0]), f);
             }
             Pread64 | Pwrite64 => {
                 let f = self.fd_arg(pid, arg_fd(a[0]), &mut c);
                 c.count = a[2];
                 c.offset = Some(a[3] as i64);
-                e.payload = sys == Pwrite64 && f.is_some_and(|f| f.wants_payload());
+                e.payload = sys == Pwrite64 && keeps_payload(arg_fd(a[0]), f);
             }
             Preadv | Pwritev | Preadv2 | Pwritev2 => {
                 let f = self.fd_arg(pid, arg_fd(a[0]), &mut c);
@@ -337,8 +338,7 @@ impl<W: Write> Tracer<W> {
                 if matches!(sys, Preadv2 | Pwritev2) {
                     c.flags = a[5];
                 }
-                e.payload =
-                    matches!(sys, Pwritev | Pwritev2) && f.is_some_and(|f| f.wants_payload());
+                e.payload = matches!(sys, Pwritev | Pwritev2) && keeps_payload(arg_fd(a[0]), f);
             }
             Lseek => {
                 self.fd_arg(pid, arg_fd(a[0]), &mut c);
@@ -749,8 +749,8 @@ impl<W: Write> Tracer<W> {
             Readv | Writev | Preadv | Pwritev | Preadv2 | Pwritev2 => {
                 let (sum, ranges) = self.read_iovecs(tid, a[1], a[2]);
                 c.count = sum;
-                if e.payload && ret > 0 && self.opts.payload_bytes > 0 {
-                    let want = (ret as u64).min(self.opts.payload_bytes as u64) as usize;
+                if matches!(c.sys, Writev | Pwritev | Pwritev2) && ret > 0 {
+                    let want = self.written_bytes(e.payload, ret);
                     let mut take = Vec::new();
                     let mut left = want;
                     for (addr, len) in ranges {
@@ -763,31 +763,52 @@ impl<W: Write> Tracer<W> {
                     }
                     let mut buf = std::mem::take(&mut self.buf);
                     if self.mem_gather(tid, &take, &mut buf).is_ok() {
-                        c.payload = Some(self.w.intern_local(&buf));
-                        if (ret as u64) > buf.len() as u64 {
-                            c.ev |= ev::PAYLOAD_TRUNCATED;
-                        }
+                        self.written(&mut c, e.payload, &buf);
                     }
                     self.buf = buf;
                 }
             }
-            Write | Pwrite64 if e.payload && ret > 0 && self.opts.payload_bytes > 0 => {
-                let want = (ret as u64).min(self.opts.payload_bytes as u64) as usize;
+            Write | Pwrite64 if ret > 0 => {
+                let want = self.written_bytes(e.payload, ret);
                 let mut buf = std::mem::take(&mut self.buf);
                 buf.clear();
                 buf.resize(want, 0);
                 if let Ok(n) = self.mem_read(tid, a[1], &mut buf) {
                     buf.truncate(n);
-                    c.payload = Some(self.w.intern_local(&buf));
-                    if ret as u64 > n as u64 {
-                        c.ev |= ev::PAYLOAD_TRUNCATED;
-                    }
+                    self.written(&mut c, e.payload, &buf);
                 }
                 self.buf = buf;
             }
             _ => {}
         }
         self.push(Record::Syscall(c));
+    }
+
+    /// How many of the `ret` bytes a write wrote to read back: the first
+    /// `FINGERPRINT_BYTES` for its fingerprint, or its payload prefix if that is longer
+    /// and kept (`payload`).
+    fn written_bytes(&self, payload: bool, ret: i64) -> usize {
+        let keep = if payload {
+            self.opts.payload_bytes as usize
+        } else {
+            0
+        };
+        (ret as u64).min(keep.max(mask::FINGERPRINT_BYTES) as u64) as usize
+    }
+
+    /// Fills a successful write's fingerprint from the first bytes it wrote (`data`,
+    /// read back), and its payload when the descriptor keeps one: the first
+    /// `payload_bytes` of them, `payload_truncated` when the call wrote more.
+    fn written(&mut self, c: &mut Syscall, payload: bool, data: &[u8]) {
+        c.fingerprint = Some(mask::fingerprint(data));
+        let limit = self.opts.payload_bytes as usize;
+        if payload && limit > 0 {
+            let kept = &data[..data.len().min(limit)];
+            c.payload = Some(self.w.intern_local(kept));
+            if c.ret as u64 > kept.len() as u64 {
+                c.ev |= ev::PAYLOAD_TRUNCATED;
+            }
+        }
     }
 
     fn fcntl_exit(&mut self, pid: Tid, a: [u64; 6], ret: i64) {
@@ -848,6 +869,15 @@ impl<W: Write> Tracer<W> {
             append: false,
         };
         self.install_fd(pid, fd, f);
+    }
+}
+
+/// Whether a write to `fd` keeps its payload: by what the descriptor is (`f`), and for
+/// descriptors 0-2 whatever it is, even when unknown.
+fn keeps_payload(fd: i32, f: Option<Fd>) -> bool {
+    match f {
+        Some(f) => f.keeps_payload(fd),
+        None => (0..=2).contains(&fd),
     }
 }
 

@@ -71,13 +71,16 @@ pub struct Fd {
 }
 
 impl Fd {
-    /// Writes to this descriptor get their payload prefix recorded.
-    pub fn wants_payload(&self) -> bool {
-        self.append
-            || matches!(
-                self.kind,
-                FdKind::Tty | FdKind::DevNull | FdKind::Pipe | FdKind::Socket
-            )
+    /// Writes to this descriptor, as descriptor number `fd`, get their payload prefix
+    /// recorded (`dejavu_trace::payload::keeps_payload`).
+    pub fn keeps_payload(&self, fd: i32) -> bool {
+        use dejavu_trace::payload::{keeps_payload, Target};
+        let target = match self.kind {
+            FdKind::File => Target::File,
+            FdKind::Tty | FdKind::DevNull | FdKind::Pipe | FdKind::Socket => Target::Stream,
+            FdKind::Dir | FdKind::Other => Target::Other,
+        };
+        keeps_payload(fd, target, self.append, &self.path)
     }
 }
 

@@ -27,8 +27,9 @@ pub enum Target {
 /// Recording options (plain data; the CLI builds it from its flags).
 #[derive(Debug, Clone)]
 pub struct RecordOptions {
-    /// Bytes of write payload to keep for terminals, pipes, sockets, /dev/null and
-    /// append-mode files; 0 records none.
+    /// Bytes of write payload to keep where `dejavu_trace::payload::keeps_payload` says
+    /// (the standard streams, terminals, pipes, sockets, /dev/null, append-mode files and
+    /// log files); 0 records none. Every write gets its fingerprint either way.
     pub payload_bytes: u32,
     /// Stat each newly opened descriptor once (through /proc) to record the open file's
     /// identity; lets analysis tell a re-read of an unchanged file.

@@ -10,8 +10,8 @@ use crate::paths;
 use crate::sink::Sink;
 use crate::{ImportError, ImportReport, Unparsed};
 use dejavu_trace::{
-    ev, stat_known, Exec, Exit, ExitStatus, FileStat, Lost, LostReason, Record, Signal, Spawn,
-    StrId, Sys, Syscall,
+    ev, mask, payload, stat_known, Exec, Exit, ExitStatus, FileStat, Lost, LostReason, Record,
+    Signal, Spawn, StrId, Sys, Syscall,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::rc::Rc;
@@ -72,12 +72,13 @@ enum FdKind {
 }
 
 impl FdKind {
-    /// Writes to these carry a payload prefix (docs/trace-format.md, write calls).
-    fn wants_payload(self) -> bool {
-        matches!(
-            self,
-            FdKind::Pipe | FdKind::Socket | FdKind::Tty | FdKind::Null
-        )
+    /// What the payload rule (`dejavu_trace::payload`) sees of this kind.
+    fn payload_target(self) -> payload::Target {
+        match self {
+            FdKind::File => payload::Target::File,
+            FdKind::Pipe | FdKind::Socket | FdKind::Tty | FdKind::Null => payload::Target::Stream,
+            FdKind::Other => payload::Target::Other,
+        }
     }
 
     fn of_path(p: &[u8]) -> FdKind {
@@ -979,13 +980,25 @@ impl<S: Sink> Importer<S> {
         }
     }
 
-    fn payload(&mut self, s: &mut Syscall, data: Vec<u8>, truncated: bool, r: &FdRef) {
+    /// A write's bytes as strace printed them (`truncated`: it printed fewer than the
+    /// call was given): a successful write's fingerprint from what it shows of the bytes
+    /// written (strace's `-s` limits it; at most `FINGERPRINT_BYTES`), and the payload
+    /// where `dejavu_trace::payload` keeps one.
+    fn written(&mut self, s: &mut Syscall, mut data: Vec<u8>, truncated: bool, r: &FdRef) {
+        if s.ret > 0 && s.ev & ev::UNFINISHED == 0 {
+            // Only what the call wrote (a short write printed its whole buffer).
+            data.truncate(s.ret as usize);
+            s.fingerprint = Some(mask::fingerprint(&data));
+        }
         let append = self
             .procs
             .get(&s.pid)
             .and_then(|p| p.fds.get(&r.fd))
             .is_some_and(|e| e.append);
-        if self.payload_bytes == 0 || !(r.kind.wants_payload() || append) {
+        let path = r.path.as_deref().filter(|_| r.known).unwrap_or_default();
+        if self.payload_bytes == 0
+            || !payload::keeps_payload(r.fd, r.kind.payload_target(), append, path)
+        {
             return;
         }
         let limit = self.payload_bytes as usize;
@@ -1139,7 +1152,7 @@ impl<S: Sink> Importer<S> {
                     (r, arg(1).and_then(args::string))
                 {
                     let truncated = truncated || (bytes.len() as u64) < s.count;
-                    self.payload(s, bytes, truncated, &r);
+                    self.written(s, bytes, truncated, &r);
                 }
             }
             Writev | Pwritev | Pwritev2 => {
@@ -1153,7 +1166,7 @@ impl<S: Sink> Importer<S> {
                 }
                 if let (Some(r), Some((data, truncated))) = (r, iov_data(arg(1))) {
                     let truncated = truncated || (data.len() as u64) < s.count;
-                    self.payload(s, data, truncated, &r);
+                    self.written(s, data, truncated, &r);
                 }
             }
             Lseek => {

@@ -295,6 +295,81 @@ fn payloads_only_for_terminals_pipes_sockets_devnull_and_append() {
 }
 
 #[test]
+fn payloads_for_the_standard_streams_and_log_files_whatever_they_are() {
+    let t = import(&[
+        // Descriptors 0-2 keep their bytes even as regular files, even unknown ones.
+        r#"100 write(2</tmp/run/err.txt>, "warn: retry 1\n", 14) = 14"#,
+        r#"100 write(1, "out\n", 4) = 4"#,
+        // Log names: *.log, *.log.N, *.err, nohup.out, under log/ or logs/.
+        r#"100 write(3</srv/app.log>, "a", 1) = 1"#,
+        r#"100 write(4</srv/app.log.2>, "b", 1) = 1"#,
+        r#"100 write(5</srv/build.err>, "c", 1) = 1"#,
+        r#"100 write(6</home/u/nohup.out>, "d", 1) = 1"#,
+        r#"100 write(7</srv/logs/today>, "e", 1) = 1"#,
+        // Data: no payload.
+        r#"100 write(8</srv/data.csv>, "1,2\n", 4) = 4"#,
+        r#"100 write(9</srv/catalog>, "f", 1) = 1"#,
+    ]);
+    let w = t.syscalls();
+    let kept: Vec<Option<Vec<u8>>> = w.iter().map(|s| t.payload(s)).collect();
+    assert_eq!(
+        kept,
+        [
+            Some(b"warn: retry 1\n".to_vec()),
+            Some(b"out\n".to_vec()),
+            Some(b"a".to_vec()),
+            Some(b"b".to_vec()),
+            Some(b"c".to_vec()),
+            Some(b"d".to_vec()),
+            Some(b"e".to_vec()),
+            None,
+            None
+        ]
+    );
+    // Every write has its fingerprint, kept bytes or not.
+    assert!(w.iter().all(|s| s.fingerprint.is_some()), "{w:?}");
+}
+
+#[test]
+fn write_fingerprints_come_from_the_bytes_strace_printed() {
+    use dejavu_trace::mask::fingerprint;
+    let t = import_with(
+        &[
+            r#"100 write(3</srv/data.bin>, "request 41 ok\n", 14) = 14"#,
+            r#"100 write(3</srv/data.bin>, "request 42 ok\n", 14) = 14"#,
+            r#"100 write(3</srv/data.bin>, "request 42 failed\n", 18) = 18"#,
+            // A short write: only what it wrote.
+            r#"100 pwrite64(3</srv/data.bin>, "abcdef", 6, 0) = 3"#,
+            r#"100 writev(1<pipe:[5]>, [{iov_base="ab", iov_len=2}, {iov_base="cd\n", iov_len=3}], 2) = 5"#,
+            // strace's -s cut it: what it shows.
+            r#"100 write(3</srv/data.bin>, "a long line cut by strace"..., 100) = 100"#,
+            // Failed, and nothing written: no fingerprint.
+            r#"100 write(3</srv/data.bin>, "x", 1) = -1 ENOSPC (No space left on device)"#,
+            r#"100 write(3</srv/data.bin>, "", 0) = 0"#,
+        ],
+        Some("/"),
+        0,
+    );
+    let fp: Vec<Option<u64>> = t.syscalls().iter().map(|s| s.fingerprint).collect();
+    assert_eq!(
+        fp,
+        [
+            Some(fingerprint(b"request 41 ok\n")),
+            Some(fingerprint(b"request 41 ok\n")),
+            Some(fingerprint(b"request 42 failed\n")),
+            Some(fingerprint(b"abc")),
+            Some(fingerprint(b"abcd\n")),
+            Some(fingerprint(b"a long line cut by strace")),
+            None,
+            None
+        ]
+    );
+    assert_ne!(fp[0], fp[2]);
+    // --no-payload (payload_bytes 0): fingerprints only.
+    assert!(t.syscalls().iter().all(|s| s.payload.is_none()));
+}
+
+#[test]
 fn payload_limit_and_switch() {
     let lines = [r#"100 write(1</dev/pts/0>, "0123456789", 10) = 10"#];
     let t = import_with(&lines, None, 4);
@@ -308,7 +383,7 @@ fn payload_limit_and_switch() {
 #[test]
 fn fcntl_setfl_append_enables_payloads() {
     let t = import(&[
-        r#"100 openat(AT_FDCWD, "/var/log/x", O_WRONLY) = 3"#,
+        r#"100 openat(AT_FDCWD, "/var/data/x", O_WRONLY) = 3"#,
         "100 fcntl(3, F_SETFL, O_WRONLY|O_APPEND) = 0",
         r#"100 write(3, "line\n", 5) = 5"#,
     ]);

@@ -9,6 +9,7 @@ mod error;
 pub mod mask;
 mod model;
 pub mod names;
+pub mod payload;
 mod reader;
 mod sys;
 pub mod varint;

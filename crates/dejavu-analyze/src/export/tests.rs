@@ -52,6 +52,7 @@ fn every_kind() -> Vec<u8> {
     s.stat = Some(partial);
     s.ev = ev::PATH_FROM_FD | ev::PAYLOAD_TRUNCATED;
     s.payload = Some(t.s("line \"one\"\n\u{1}"));
+    s.fingerprint = Some(0x00ab_cdef_0123_4567);
     t.sys(s);
     let mut s = t.call(400, 10, Sys::Rename, "", 0, 0);
     s.path = Some(t.s(b"/tmp/caf\xe9"));
@@ -165,7 +166,8 @@ fn every_record_kind_exports_with_the_documented_fields() {
         json!({"type": "syscall", "ts": 300, "dur": 900, "pid": 10, "tid": 10, "sys": "pwrite64",
                "ret": 12, "ev": ["payload_truncated", "path_from_fd"], "fd": 4, "fd2": -1,
                "path": "/var/log/app.log", "offset": -8, "count": 12, "aux": 5,
-               "stat": {"mode": 0o100644, "size": 5}, "payload": "line \"one\"\n\u{1}"})
+               "stat": {"mode": 0o100644, "size": 5}, "payload": "line \"one\"\n\u{1}",
+               "fingerprint": "00abcdef01234567"})
     );
     assert_eq!(lines[4]["path"], json!({"hex": "2f746d702f636166e9"}));
     assert_eq!(lines[4]["path2"], "/tmp/café");

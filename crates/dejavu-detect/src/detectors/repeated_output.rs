@@ -421,18 +421,9 @@ fn role_of(fd: i32, kind: FdKind, append: bool, path: &[u8]) -> Option<Role> {
 
 /// A log file by its name: `*.log`, `*.log.N`, `*.err`, `nohup.out`, or anything under a
 /// directory named `log` or `logs`. (`*.out` in general is not: a.out, expected outputs.)
+/// The capture backends keep the bytes written to such files by the same rule.
 pub(crate) fn is_log_name(path: &[u8]) -> bool {
-    let mut parts = path.rsplit(|&b| b == b'/');
-    let name = parts.next().unwrap_or(&[]).to_ascii_lowercase();
-    if parts.any(|d| d.eq_ignore_ascii_case(b"log") || d.eq_ignore_ascii_case(b"logs")) {
-        return true;
-    }
-    let ends = |suffix: &[u8]| name.ends_with(suffix) && name.len() > suffix.len();
-    if ends(b".log") || ends(b".err") || name == b"nohup.out" {
-        return true;
-    }
-    // Rotated logs: app.log.1, app.log.2024-05-01.
-    name.windows(5).any(|w| w == b".log.")
+    dejavu_trace::payload::is_log_name(path)
 }
 
 /// Log levels a log record names early on.
