@@ -335,6 +335,182 @@ fn repeated_output_warning_once_is_quiet() {
     assert!(f.is_empty(), "{f:#?}");
 }
 
+/// The one finding of repeated-output on `path` (a file the program logged to).
+fn output_to<'a>(f: &'a [Finding], path: &str) -> &'a Finding {
+    let mine: Vec<_> = f
+        .iter()
+        .filter(|f| f.paths.iter().any(|p| p == path))
+        .collect();
+    assert_eq!(mine.len(), 1, "one finding on {path}: {f:#?}");
+    mine[0]
+}
+
+#[test]
+fn repeated_output_the_same_warning_with_stderr_to_a_file() {
+    // `node dirty.js 2> server.err.txt`: the way services log, to a regular file that is
+    // neither O_APPEND nor named like a log. stderr is a log wherever it goes.
+    let node = require!(which("node"), "node");
+    let w = Work::new();
+    let err = w.file("server-stderr.txt");
+    record(
+        &w,
+        &[
+            "sh",
+            "-c",
+            "exec \"$0\" \"$1\" 100 2>\"$2\"",
+            node.to_str().unwrap_or("node"),
+            &fixture("repeated-output", "dirty.js"),
+            &err,
+        ],
+        &[],
+    );
+    let f = findings(&w, "repeated-output");
+    let m = output_to(&f, &err);
+    assert_eq!((m.calls, m.redundant_calls), (100, 99), "{m:#?}");
+    assert_eq!(
+        m.stream.as_deref(),
+        Some(&*format!("stderr -> {err}")),
+        "{m:#?}"
+    );
+    let ex = m.example.clone().unwrap_or_default();
+    assert!(
+        ex.contains("[WARN] bypassing socket.io authentication"),
+        "{ex}"
+    );
+}
+
+#[test]
+fn repeated_output_warning_once_with_stderr_to_a_file_is_quiet() {
+    let node = require!(which("node"), "node");
+    let w = Work::new();
+    let err = w.file("server-stderr.txt");
+    record(
+        &w,
+        &[
+            "sh",
+            "-c",
+            "exec \"$0\" \"$1\" 100 2>\"$2\"",
+            node.to_str().unwrap_or("node"),
+            &fixture("repeated-output", "clean.js"),
+            &err,
+        ],
+        &[],
+    );
+    let f = findings(&w, "repeated-output");
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+#[test]
+fn repeated_output_python_logging_to_a_file_opened_with_mode_w() {
+    // logging.basicConfig(filename="app.log", filemode="w"): no O_APPEND, one write per
+    // record, each stamped with the time.
+    let py = require!(python(), "python3");
+    let w = Work::new();
+    let log = w.file("app.log");
+    record(
+        &w,
+        &[
+            py.to_str().unwrap(),
+            &fixture("repeated-output", "log_dirty.py"),
+            &log,
+            "200",
+        ],
+        &[],
+    );
+    let f = findings(&w, "repeated-output");
+    let m = output_to(&f, &log);
+    // 200 requests, one warning each; the closing "handled 200 requests" is said once.
+    assert_eq!((m.calls, m.redundant_calls), (200, 199), "{m:#?}");
+    let ex = m.example.clone().unwrap_or_default();
+    assert!(ex.contains("WARNING orders: no cache configured"), "{ex}");
+    assert!(m.command.contains("log_dirty.py"), "{}", m.command);
+}
+
+#[test]
+fn repeated_output_python_logging_once_is_quiet() {
+    let py = require!(python(), "python3");
+    let w = Work::new();
+    let log = w.file("app.log");
+    record(
+        &w,
+        &[
+            py.to_str().unwrap(),
+            &fixture("repeated-output", "log_clean.py"),
+            &log,
+            "200",
+        ],
+        &[],
+    );
+    let f = findings(&w, "repeated-output");
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+#[test]
+fn repeated_output_c_fprintf_fflush_to_a_log_opened_with_fopen_w() {
+    let w = Work::new();
+    let prog = require!(gcc(&w, "repeated-output", "log_dirty"), "gcc");
+    let log = w.file("app.log");
+    record(&w, &[&prog, &log, "200"], &[]);
+    let f = findings(&w, "repeated-output");
+    let m = output_to(&f, &log);
+    assert_eq!((m.calls, m.redundant_calls), (200, 199), "{m:#?}");
+    let ex = m.example.clone().unwrap_or_default();
+    assert!(ex.contains("spool directory not set"), "{ex}");
+}
+
+#[test]
+fn repeated_output_c_logging_once_is_quiet() {
+    let w = Work::new();
+    let prog = require!(gcc(&w, "repeated-output", "log_clean"), "gcc");
+    let log = w.file("app.log");
+    record(&w, &[&prog, &log, "200"], &[]);
+    let f = findings(&w, "repeated-output");
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+/// Runs a filter fixture with stdout to `out.csv` in `w`.
+fn filter(w: &Work, py: &Path, name: &str) -> String {
+    let out = w.file("out.csv");
+    record(
+        w,
+        &[
+            "sh",
+            "-c",
+            "exec \"$0\" \"$1\" 10000 >\"$2\"",
+            py.to_str().unwrap(),
+            &fixture("repeated-output", name),
+            &out,
+        ],
+        &[],
+    );
+    out
+}
+
+#[test]
+fn repeated_output_a_filter_streaming_rows_to_stdout_is_quiet() {
+    // 10,000 rows (many of them identical) to stdout: the program's product, not a log.
+    let py = require!(python(), "python3");
+    let w = Work::new();
+    filter(&w, &py, "filter_clean.py");
+    let f = findings(&w, "repeated-output");
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+#[test]
+fn repeated_output_a_warning_per_row_among_the_rows_is_found() {
+    let py = require!(python(), "python3");
+    let w = Work::new();
+    let out = filter(&w, &py, "filter_dirty.py");
+    let f = findings(&w, "repeated-output");
+    let m = output_to(&f, &out);
+    assert_eq!((m.calls, m.redundant_calls), (10000, 9999), "{m:#?}");
+    let ex = m.example.clone().unwrap_or_default();
+    assert!(
+        ex.contains("warning: the amount column has no currency"),
+        "{ex}"
+    );
+}
+
 // ---- repeated-exec (Python) ----------------------------------------------------------
 
 /// PATH for the program: two directories without git, then git's own.
