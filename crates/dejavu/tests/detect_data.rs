@@ -4,7 +4,7 @@
 //! negative-probe's failures other than ENOENT, check-then-act's directory probe and
 //! ensure-dir's Python idiom. Each dirty fixture, recorded with `dejavu record`, yields its
 //! finding with the counts the program implies, and each clean twin stays quiet for that
-//! detector.
+//! detector. Real tools when installed: rsync -a.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dejavu_detect::{analyze, Config, Finding};
@@ -856,4 +856,110 @@ fn reread_unchanged_each_object_mapped_once_from_an_strace_log_is_quiet() {
     require!(strace_record(&w, &[&prog, "50"], &w.path, &[]), "strace");
     let f = all_findings(&w, "reread-unchanged");
     assert!(f.is_empty(), "{f:#?}");
+}
+
+// ---- rsync -a (real tool) ---------------------------------------------------------------
+
+/// src/ with 200 files, src/sub/ with 20 and src/sub/deep/ with 20.
+fn rsync_tree(w: &Work) {
+    for (dir, prefix, n) in [
+        ("src", "f", 200),
+        ("src/sub", "s", 20),
+        ("src/sub/deep", "d", 20),
+    ] {
+        std::fs::create_dir_all(w.path.join(dir)).expect("mkdir");
+        for i in 0..n {
+            w.write(
+                &format!("{dir}/{prefix}{i:03}.txt"),
+                &format!("{prefix} {i}\n"),
+            );
+        }
+    }
+}
+
+#[test]
+fn rsync_a_urandom_per_file_and_a_directory_probe_per_file() {
+    let rsync = require!(which("rsync"), "rsync");
+    let w = Work::new();
+    rsync_tree(&w);
+    record(
+        &w,
+        &[rsync.to_str().unwrap_or("rsync"), "-a", "src/", "dst/"],
+        &[],
+    );
+    assert!(
+        w.path.join("dst/sub/deep/d019.txt").exists(),
+        "rsync copied"
+    );
+    const FILES: u64 = 240;
+
+    // The receiver opens /dev/urandom for each file's temporary name, reads 6 bytes and
+    // closes it: 240 cycles, 239 repeated.
+    let churn = findings(&w, "open-close-churn");
+    let urandom = on_path(&churn, "/dev/urandom");
+    assert_eq!(urandom.len(), 1, "{churn:#?}");
+    let u = urandom[0];
+    assert!(u.command.contains("rsync -a src/ dst/"), "{}", u.command);
+    assert_eq!(
+        (u.calls, u.redundant_calls),
+        (2 * FILES, 2 * (FILES - 1)),
+        "{u:#?}"
+    );
+    assert!(u.fix.contains("getrandom"), "{}", u.fix);
+
+    // The sender opens each file it sends first as a directory (O_DIRECTORY|O_NOFOLLOW:
+    // ENOTDIR), then as a file, then fstats it: one redundant probe per file. With call
+    // sites that is one finding; without (eBPF: no symbols, no frame pointers), one per
+    // directory.
+    let cta = findings(&w, "check-then-act");
+    let probes: Vec<&Finding> = cta
+        .iter()
+        .filter(|f| {
+            f.example
+                .as_deref()
+                .is_some_and(|e| e.contains("O_DIRECTORY probes failing with ENOTDIR"))
+        })
+        .collect();
+    assert!(!probes.is_empty(), "{cta:#?}");
+    let sum = |f: &[&Finding]| {
+        (
+            f.iter().map(|f| f.calls).sum::<u64>(),
+            f.iter().map(|f| f.redundant_calls).sum::<u64>(),
+            f.iter().map(|f| f.path_count).sum::<u64>(),
+        )
+    };
+    assert_eq!(sum(&probes), (FILES, FILES, FILES), "{probes:#?}");
+    let mut patterns: Vec<String> = probes.iter().flat_map(|f| f.paths.clone()).collect();
+    patterns.sort();
+    assert_eq!(
+        patterns,
+        vec![
+            w.file("src/*.txt"),
+            w.file("src/sub/*.txt"),
+            w.file("src/sub/deep/*.txt")
+        ],
+        "{probes:#?}"
+    );
+
+    // The sender also reopens (O_PATH) every directory above a file it sends from a
+    // subdirectory, per file: src/sub for the 40 files under it, src/sub/deep for its 20,
+    // plus one each per directory listed below it (2 and 1): 42 and 21 cycles.
+    let dirs: Vec<&Finding> = churn
+        .iter()
+        .filter(|f| {
+            f.paths
+                .iter()
+                .all(|p| *p == w.file("src/sub") || *p == w.file("src/sub/deep"))
+        })
+        .collect();
+    let redundant_on = |p: &str| {
+        dirs.iter()
+            .flat_map(|f| f.top_paths.iter())
+            .filter(|t| t.path == p)
+            .map(|t| t.redundant_calls)
+            .sum::<u64>()
+    };
+    assert_eq!(redundant_on(&w.file("src/sub")), 2 * 41, "{dirs:#?}");
+    assert_eq!(redundant_on(&w.file("src/sub/deep")), 2 * 20, "{dirs:#?}");
+    assert_eq!(sum(&dirs).0, 2 * (42 + 21), "{dirs:#?}");
 }
