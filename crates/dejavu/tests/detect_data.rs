@@ -4,7 +4,7 @@
 //! negative-probe's failures other than ENOENT, check-then-act's directory probe and
 //! ensure-dir's Python idiom. Each dirty fixture, recorded with `dejavu record`, yields its
 //! finding with the counts the program implies, and each clean twin stays quiet for that
-//! detector. Real tools when installed: rsync -a.
+//! detector. Real tools when installed: rsync -a, git log -p.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dejavu_detect::{analyze, Config, Finding};
@@ -962,4 +962,92 @@ fn rsync_a_urandom_per_file_and_a_directory_probe_per_file() {
     assert_eq!(redundant_on(&w.file("src/sub")), 2 * 41, "{dirs:#?}");
     assert_eq!(redundant_on(&w.file("src/sub/deep")), 2 * 20, "{dirs:#?}");
     assert_eq!(sum(&dirs).0, 2 * (42 + 21), "{dirs:#?}");
+}
+
+// ---- git log -p (real tool) --------------------------------------------------------------
+
+/// A repository of 50 commits, its objects loose: 50 commits, 50 trees, 100 blobs (each
+/// commit changes file.txt and one of f0..f4.txt).
+fn git_repo(w: &Work) -> Option<PathBuf> {
+    which("git")?;
+    let script = "set -e
+git init -q repo
+cd repo
+git config user.email dejavu@example.com
+git config user.name dejavu
+git config gc.auto 0
+for i in $(seq 1 50); do
+  echo \"line $i\" >> file.txt
+  echo \"x $i\" > f$((i % 5)).txt
+  git add -A
+  git commit -q -m \"commit $i\"
+done
+git count-objects -v | grep -qx 'count: 200'";
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(&w.path)
+        .envs(git_env(w))
+        .status()
+        .expect("sh runs");
+    assert!(st.success(), "making the repository");
+    Some(w.path.join("repo"))
+}
+
+/// git's environment for the tests: no system or user configuration.
+fn git_env(w: &Work) -> Vec<(&'static str, String)> {
+    vec![
+        ("HOME", w.path.to_string_lossy().into_owned()),
+        ("GIT_CONFIG_NOSYSTEM", "1".into()),
+        ("GIT_PAGER", "cat".into()),
+    ]
+}
+
+/// git log -p's finding: every tree and blob (150) is mapped whole more than once
+/// (open, fstat, mmap, close each time); the first read of each is not redundant.
+fn assert_objects_reread(w: &Work, repo: &Path) {
+    let f = all_findings(w, "reread-unchanged");
+    let objects = format!("{}/.git/objects/", repo.display());
+    let mine: Vec<&Finding> = f
+        .iter()
+        .filter(|f| f.paths.iter().any(|p| p.starts_with(&objects)))
+        .collect();
+    assert!(!mine.is_empty(), "{f:#?}");
+    for m in &mine {
+        assert!(m.paths.iter().all(|p| p.starts_with(&objects)), "{m:#?}");
+        assert!(m.command.contains("git"), "{}", m.command);
+    }
+    let calls: u64 = mine.iter().map(|m| m.calls).sum();
+    let redundant: u64 = mine.iter().map(|m| m.redundant_calls).sum();
+    assert_eq!(calls % 4, 0, "{mine:#?}");
+    assert_eq!(redundant % 4, 0, "{mine:#?}");
+    assert_eq!(calls - redundant, 4 * 150, "{mine:#?}");
+    assert!(redundant >= 4 * 150, "{mine:#?}");
+}
+
+#[test]
+#[ignore = "needs mmap capture (capture-fp)"]
+fn git_log_p_maps_loose_objects_again() {
+    let w = Work::new();
+    let repo = require!(git_repo(&w), "git");
+    let git = which("git").unwrap_or_else(|| PathBuf::from("git"));
+    let env = git_env(&w);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    record(
+        &w,
+        &[git.to_str().unwrap_or("git"), "-C", "repo", "log", "-p"],
+        &env,
+    );
+    assert_objects_reread(&w, &repo);
+}
+
+#[test]
+fn git_log_p_maps_loose_objects_again_from_an_strace_log() {
+    let w = Work::new();
+    let repo = require!(git_repo(&w), "git");
+    require!(
+        strace_record(&w, &["git", "log", "-p"], &repo, &git_env(&w)),
+        "strace"
+    );
+    assert_objects_reread(&w, &repo);
 }
