@@ -171,6 +171,12 @@ fn sites(f: &Finding) -> Vec<(String, String, u32, u64)> {
         .collect()
 }
 
+/// A finding's loop: what one run is, the function, the redundant calls per run, the steps.
+fn loop_of(f: &Finding) -> Option<(&'static str, String, f64, Vec<String>)> {
+    let q = f.sequence.as_ref()?;
+    Some((q.per, q.function.clone(), q.redundant, q.steps.clone()))
+}
+
 /// Stacks are recorded by default (`dejavu record` without `--stacks off`).
 const DEJAVU_STACKS_ON: bool = true;
 
@@ -560,6 +566,22 @@ fn open_close_churn_urandom_opened_per_item() {
             vec![("suffix".into(), "urandom_dirty.c".into(), 9, 198)],
             "{m:#?}"
         );
+        // Each call of suffix: open, read, close; the open and close redundant.
+        let steps = [
+            "open /dev/urandom",
+            "read /dev/urandom",
+            "close /dev/urandom",
+        ];
+        assert_eq!(
+            loop_of(m),
+            Some((
+                "call",
+                "suffix".into(),
+                2.0,
+                steps.map(String::from).to_vec()
+            )),
+            "{m:#?}"
+        );
     }
     assert_eq!(f.len(), 1, "{f:#?}");
 }
@@ -596,6 +618,19 @@ fn open_close_churn_directory_reopened_per_entry() {
         assert_eq!(
             sites(m),
             vec![("main".into(), "dir_reopen_dirty.c".into(), 22, 98)],
+            "{m:#?}"
+        );
+        // A loop in main, shown from its first line (22).
+        let steps = vec![
+            format!("open {tree}"),
+            format!("open {tree}/*"),
+            format!("close {tree}"),
+            format!("read {tree}/*"),
+            format!("close {tree}/*"),
+        ];
+        assert_eq!(
+            loop_of(m),
+            Some(("iteration", "main".into(), 2.0, steps)),
             "{m:#?}"
         );
     }
@@ -643,6 +678,15 @@ fn negative_probe_enotdir_and_eloop_per_item() {
         assert_eq!(
             sites(m),
             vec![("main".into(), "failures_dirty.c".into(), 18, 198)],
+            "{m:#?}"
+        );
+        let steps = vec![
+            format!("open {} -> ENOTDIR", w.file("settings")),
+            format!("open {} -> ELOOP", w.file("current")),
+        ];
+        assert_eq!(
+            loop_of(m),
+            Some(("iteration", "main".into(), 2.0, steps)),
             "{m:#?}"
         );
     }
@@ -695,6 +739,16 @@ fn check_then_act_directory_probe_before_each_open() {
         assert_eq!(
             sites(m),
             vec![("open_entry".into(), "dir_probe_dirty.c".into(), 12, 50)],
+            "{m:#?}"
+        );
+        // Each call of open_entry: the probe (redundant), then the open as a file.
+        let steps = vec![
+            format!("open {} -> ENOTDIR", w.file("tree/*")),
+            format!("open {}", w.file("tree/*")),
+        ];
+        assert_eq!(
+            loop_of(m),
+            Some(("call", "open_entry".into(), 1.0, steps)),
             "{m:#?}"
         );
     }
@@ -752,6 +806,18 @@ fn ensure_dir_python_exists_and_makedirs_per_record() {
             ],
             "{m:#?}"
         );
+        // Each run of line 11 (os.makedirs): stat the parent, mkdir, stat d.
+        let steps = vec![
+            format!("stat {}", w.file("out")),
+            format!("mkdir {} -> EEXIST", w.file("out/chats")),
+            format!("stat {}", w.file("out/chats")),
+        ];
+        assert_eq!(
+            loop_of(m),
+            Some(("line", "<module>".into(), 3.0, steps)),
+            "{m:#?}"
+        );
+        assert_eq!(m.sequence.as_ref().map(|q| q.line), Some(11));
     }
 }
 
