@@ -4,7 +4,8 @@
 //! negative-probe's failures other than ENOENT, check-then-act's directory probe and
 //! ensure-dir's Python idiom. Each dirty fixture, recorded with `dejavu record`, yields its
 //! finding with the counts the program implies, and each clean twin stays quiet for that
-//! detector. Real tools when installed: rsync -a, git log -p.
+//! detector. Real tools when installed: rsync -a, git log -p. The mmap cases also run
+//! from strace logs (`dejavu import strace`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dejavu_detect::{analyze, Config, Finding};
@@ -169,6 +170,27 @@ fn sites(f: &Finding) -> Vec<(String, String, u32, u64)> {
             (c.function.clone(), file, c.line, c.redundant_calls)
         })
         .collect()
+}
+
+/// The findings of one fix: exactly one where native call sites are named (ptrace). The
+/// eBPF backend names a process's native frames only while it lives, so a short program
+/// may have call sites for its first calls and none for the rest: its calls then split
+/// between the finding at the site and one by path pattern, and only their sums are the
+/// fix's (each path's calls stay in one of them).
+fn one_fix<'a>(w: &Work, f: &'a [Finding], pred: impl Fn(&Finding) -> bool) -> Vec<&'a Finding> {
+    let mine: Vec<&Finding> = f.iter().filter(|f| pred(f)).collect();
+    let most = if native_sites(w) { 1 } else { 2 };
+    assert!(!mine.is_empty() && mine.len() <= most, "{f:#?}");
+    mine
+}
+
+/// (calls, redundant calls, distinct paths) of a fix's findings.
+fn totals(f: &[&Finding]) -> (u64, u64, u64) {
+    (
+        f.iter().map(|f| f.calls).sum(),
+        f.iter().map(|f| f.redundant_calls).sum(),
+        f.iter().map(|f| f.path_count).sum(),
+    )
 }
 
 /// A finding's loop: what one run is, the function, the redundant calls per run, the steps.
@@ -654,26 +676,37 @@ fn negative_probe_enotdir_and_eloop_per_item() {
     let prog = require!(gcc(&w, "negative-probe", "failures_dirty"), "gcc");
     record(&w, &[&prog, "100"], &[]);
     let f = findings(&w, "negative-probe");
-    assert_eq!(f.len(), 1, "{f:#?}");
-    let m = &f[0];
-    let mut paths = m.paths.clone();
+    let (settings, current) = (w.file("settings"), w.file("current"));
+    let fix = one_fix(&w, &f, |f| {
+        f.paths.iter().all(|p| *p == settings || *p == current)
+    });
+    assert_eq!(fix.len(), f.len(), "nothing else: {f:#?}");
+    let mut paths: Vec<String> = fix.iter().flat_map(|f| f.paths.clone()).collect();
     paths.sort();
-    assert_eq!(paths, vec![w.file("current"), w.file("settings")], "{m:#?}");
+    assert_eq!(paths, vec![current.clone(), settings.clone()], "{fix:#?}");
     // 100 items, two failing opens each: the first of each is news, 99 + 99 repeat.
-    assert_eq!((m.calls, m.redundant_calls), (200, 198), "{m:#?}");
-    let per_path: Vec<(String, u64)> = m
-        .top_paths
+    assert_eq!(totals(&fix), (200, 198, 2), "{fix:#?}");
+    let per_path: Vec<(String, u64)> = fix
         .iter()
+        .flat_map(|f| f.top_paths.iter())
         .map(|t| (t.path.clone(), t.redundant_calls))
         .collect();
-    assert!(per_path.contains(&(w.file("settings"), 99)), "{per_path:?}");
-    assert!(per_path.contains(&(w.file("current"), 99)), "{per_path:?}");
-    assert_eq!(
-        m.example.as_deref(),
-        Some("failed again the same way with nothing changed: 99 ENOTDIR (open), 99 ELOOP (open)")
-    );
-    let cache = m.cache.clone().expect("a cache verdict");
-    assert_eq!((cache.stale_answers, cache.safe), (0, true));
+    assert!(per_path.contains(&(settings, 99)), "{per_path:?}");
+    assert!(per_path.contains(&(current, 99)), "{per_path:?}");
+    let m = fix[0];
+    if fix.len() == 1 {
+        assert_eq!(
+            m.example.as_deref(),
+            Some(
+                "failed again the same way with nothing changed: 99 ENOTDIR (open), 99 ELOOP \
+                 (open)"
+            )
+        );
+    }
+    for m in &fix {
+        let cache = m.cache.clone().expect("a cache verdict");
+        assert_eq!((cache.stale_answers, cache.safe), (0, true));
+    }
     if native_sites(&w) {
         assert_eq!(
             sites(m),
@@ -709,21 +742,22 @@ fn check_then_act_directory_probe_before_each_open() {
     let prog = require!(gcc(&w, "check-then-act", "dir_probe_dirty"), "gcc");
     record(&w, &[&prog, "50"], &[]);
     let f = findings(&w, "check-then-act");
-    assert_eq!(f.len(), 1, "{f:#?}");
-    let m = &f[0];
+    let fix = one_fix(&w, &f, |f| f.paths == [w.file("tree/*")]);
+    assert_eq!(fix.len(), f.len(), "nothing else: {f:#?}");
     // One probe per file (50 files), each failing with ENOTDIR right before the file is
     // opened and fstat'ed: all 50 are redundant, and they are the finding's only calls.
-    assert_eq!(m.paths, vec![w.file("tree/*")], "{m:#?}");
-    assert_eq!(m.path_count, 50, "{m:#?}");
-    assert_eq!((m.calls, m.redundant_calls), (50, 50), "{m:#?}");
-    assert_eq!(
-        m.example.as_deref(),
-        Some(
-            "50 checks answered by the call right after them: 50 O_DIRECTORY probes failing \
-             with ENOTDIR then open and fstat of the descriptor"
-        ),
-        "{m:#?}"
-    );
+    assert_eq!(totals(&fix), (50, 50, 50), "{fix:#?}");
+    let m = fix[0];
+    if fix.len() == 1 {
+        assert_eq!(
+            m.example.as_deref(),
+            Some(
+                "50 checks answered by the call right after them: 50 O_DIRECTORY probes \
+                 failing with ENOTDIR then open and fstat of the descriptor"
+            ),
+            "{m:#?}"
+        );
+    }
     assert!(m.fix.contains("drop the O_DIRECTORY probe"), "{}", m.fix);
     assert!(
         m.hazards.iter().any(|h| h.contains("keep O_NOFOLLOW")),
@@ -840,7 +874,7 @@ fn ensure_dir_python_makedirs_once_is_quiet() {
 // ---- reread-unchanged: whole-file mmap (C) ---------------------------------------------
 
 /// Runs `cmd` in `cwd` under `strace -f -tt -T -y -v` and imports the log into WORK/t.dvt:
-/// the mmap calls the live backends do not record yet, from a real run.
+/// the same mmap findings from an strace log, whose opens carry no identity (fstat's does).
 fn strace_record(
     work: &Work,
     cmd: &[&str],
@@ -879,31 +913,41 @@ fn strace_record(
 /// mmap_dirty's finding: 50 objects, each mapped whole twice (open, fstat, mmap, close).
 fn assert_mapped_twice(w: &Work) {
     let f = findings(w, "reread-unchanged");
-    assert_eq!(f.len(), 1, "{f:#?}");
-    let m = &f[0];
-    assert_eq!(m.paths, vec![w.file("objects/*")], "{m:#?}");
-    assert_eq!(m.path_count, 50, "{m:#?}");
-    assert!(m.command.contains("mmap_dirty"), "{}", m.command);
+    let fix = one_fix(w, &f, |f| f.paths == [w.file("objects/*")]);
+    assert_eq!(fix.len(), f.len(), "nothing else: {f:#?}");
     // 100 full reads of 4 calls; the second read of each object is redundant.
-    assert_eq!((m.calls, m.redundant_calls), (400, 200), "{m:#?}");
-    let cache = m.cache.clone().expect("a cache verdict");
-    assert_eq!((cache.stale_answers, cache.safe), (0, true));
+    assert_eq!(totals(&fix), (400, 200, 50), "{fix:#?}");
+    for m in &fix {
+        assert!(m.command.contains("mmap_dirty"), "{}", m.command);
+        let cache = m.cache.clone().expect("a cache verdict");
+        assert_eq!((cache.stale_answers, cache.safe), (0, true));
+    }
 }
 
 #[test]
-#[ignore = "needs mmap capture (capture-fp)"]
 fn reread_unchanged_each_object_mapped_whole_twice() {
     let w = Work::new();
     let prog = require!(gcc(&w, "reread-unchanged", "mmap_dirty"), "gcc");
     record(&w, &[&prog, "50"], &[]);
     assert_mapped_twice(&w);
     if native_sites(&w) {
+        // map_whole() opens (line 14), fstats, maps and closes: one function, one fix.
         let f = findings(&w, "reread-unchanged");
-        let s = sites(&f[0]);
-        assert_eq!(s.len(), 1, "{f:#?}");
+        let m = &f[0];
         assert_eq!(
-            (s[0].0.as_str(), s[0].1.as_str()),
-            ("map_whole", "mmap_dirty.c")
+            sites(m),
+            vec![("map_whole".into(), "mmap_dirty.c".into(), 14, 200)],
+            "{m:#?}"
+        );
+        // Called twice per object: the second call's four calls are redundant.
+        let objects = w.file("objects");
+        let steps = ["open", "fstat", "mmap", "close"]
+            .map(|c| format!("{c} {objects}/*"))
+            .to_vec();
+        assert_eq!(
+            loop_of(m),
+            Some(("call", "map_whole".into(), 2.0, steps)),
+            "{m:#?}"
         );
     }
 }
@@ -1108,7 +1152,6 @@ fn assert_objects_reread(w: &Work, repo: &Path) {
 }
 
 #[test]
-#[ignore = "needs mmap capture (capture-fp)"]
 fn git_log_p_maps_loose_objects_again() {
     let w = Work::new();
     let repo = require!(git_repo(&w), "git");
