@@ -35,6 +35,8 @@ pub struct SiteInfo {
     pub owner: Option<Owner>,
     /// The frame named (index, innermost first).
     pub frame: Option<usize>,
+    /// That frame's line (0 when unknown).
+    pub line: u32,
 }
 
 fn anonymous(name: &[u8]) -> bool {
@@ -94,6 +96,7 @@ impl Cx<'_> {
                 key: p.frame.map(|i| site_key(&frames[i], self.strings)),
                 owner: p.owner,
                 frame: p.frame,
+                line: p.frame.map_or(0, |i| frames[i].line),
             }
         };
         self.site_memo.borrow_mut().insert((stack, prog_key), info);

@@ -317,8 +317,9 @@ pub fn analyze<R: Read>(
                 if let Some(st) = s.stack {
                     marks.borrow_mut().stack_image.entry(st).or_insert(v.image);
                     if cfg.counts(s.ts) {
-                        if let Some(site) = cx.site(st, v.image).key {
-                            sequences.call(&s, &v, site, &cx);
+                        let info = cx.site(st, v.image);
+                        if let Some(site) = info.key {
+                            sequences.call(&s, &v, site, info.line, &cx);
                         }
                     }
                 }
@@ -371,8 +372,13 @@ pub fn analyze<R: Read>(
         let Some(c) = f.callsites.first() else {
             continue;
         };
+        // A function without a name of its own (a module's top level) has a sequence per
+        // line: the one of the finding's line.
         if let Some((_, _, seq)) = seqs.iter().find(|(_, _, q)| {
-            q.function == c.function && q.file == c.file && !c.function.is_empty()
+            q.function == c.function
+                && q.file == c.file
+                && !c.function.is_empty()
+                && (q.line == 0 || q.line == c.line)
         }) {
             f.sequence = Some(seq.clone());
         }

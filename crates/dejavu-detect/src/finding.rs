@@ -125,6 +125,13 @@ pub struct Sequence {
     pub function: String,
     /// Its file.
     pub file: String,
+    /// What one run is: `"call"`, a call of the function; `"line"`, one execution of
+    /// `line` in a function without a name of its own (a module's top level, an anonymous
+    /// function), whose call sites are told apart by line; `"iteration"`, one iteration of
+    /// a loop in a function that runs once per process (`main`).
+    pub per: &'static str,
+    /// The line, when `per` is `"line"` (0 otherwise).
+    pub line: u32,
     /// Times it ran the sequence.
     pub iterations: u64,
     /// Calls per run.

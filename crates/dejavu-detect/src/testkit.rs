@@ -12,6 +12,8 @@ pub struct TraceBuilder {
     pub pid: u32,
     /// The thread (defaults to the pid).
     pub tid: u32,
+    /// The stack of the next calls that set none.
+    pub stack: Option<StackId>,
 }
 
 impl std::fmt::Debug for TraceBuilder {
@@ -83,6 +85,7 @@ impl TraceBuilder {
             ts: 1000,
             pid: 100,
             tid: 100,
+            stack: None,
         }
     }
 
@@ -129,6 +132,7 @@ impl TraceBuilder {
     pub fn call(&mut self, sys: Sys, f: impl FnOnce(&mut Syscall, &mut Self)) -> &mut Self {
         let mut c = Syscall::new(self.ts, self.pid, self.tid, sys);
         c.dur = 500;
+        c.stack = self.stack;
         f(&mut c, self);
         self.ts += 1000;
         self.w.push(&Record::Syscall(c)).expect("push");

@@ -247,6 +247,8 @@ pub fn analysis() -> Analysis {
     findings[0].sequence = Some(Sequence {
         function: "loadConfig".into(),
         file: "/srv/app/lib/config.js".into(),
+        per: "call",
+        line: 0,
         iterations: 800,
         calls: 3,
         redundant: 2.0,

@@ -681,16 +681,25 @@ fn runtime_part(f: &Finding) -> &'static str {
     }
 }
 
-/// "per call of list_directory: 7 calls, 5 redundant".
+/// "per call of list_directory: 7 calls, 5 redundant"; "per iteration of a loop in main:
+/// ..." for a function that runs once; "per run of app.py:11: ..." for a line of a module's
+/// top level.
 fn per_call(q: &dejavu_detect::Sequence) -> String {
     let r = if q.redundant.fract() == 0.0 {
         format!("{}", q.redundant as u64)
     } else {
         format!("{:.1}", q.redundant)
     };
+    let per = match q.per {
+        "line" => {
+            let file = q.file.rsplit('/').next().unwrap_or(&q.file);
+            format!("per run of {}:{}", sanitize(file), q.line)
+        }
+        "iteration" => format!("per iteration of a loop in {}", sanitize(&q.function)),
+        _ => format!("per call of {}", sanitize(&q.function)),
+    };
     format!(
-        "per call of {}: {} file {}, {} redundant",
-        sanitize(&q.function),
+        "{per}: {} file {}, {} redundant",
         q.calls,
         if q.calls == 1 { "call" } else { "calls" },
         r

@@ -1,7 +1,11 @@
-//! reread-unchanged, self-inflicted-lookup, repeated-output, repeated-exec and
-//! sync-io-main-thread on real programs (tests/workloads/detectors/<id>/): each dirty
-//! fixture, recorded with `dejavu record`, yields its finding with the counts the program
-//! implies, and each clean twin stays quiet for that detector.
+//! Detectors on real programs (tests/workloads/detectors/<id>/): reread-unchanged (a
+//! config read per request; whole files mapped twice), self-inflicted-lookup,
+//! repeated-output, repeated-exec, sync-io-main-thread, the read side of open-close-churn,
+//! negative-probe's failures other than ENOENT, check-then-act's directory probe and
+//! ensure-dir's Python idiom. Each dirty fixture, recorded with `dejavu record`, yields its
+//! finding with the counts the program implies, and each clean twin stays quiet for that
+//! detector. Real tools when installed: rsync -a, git log -p. The mmap cases also run
+//! from strace logs (`dejavu import strace`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dejavu_detect::{analyze, Config, Finding};
@@ -92,6 +96,8 @@ impl Work {
 }
 
 /// `dejavu record -o WORK/t.dvt -- cmd` in `work`, with `env` added; asserts success.
+/// Without cargo's LD_LIBRARY_PATH: the loader would probe its directories for every
+/// library (a negative-probe of the test harness's making).
 fn record(work: &Work, cmd: &[&str], env: &[(&str, &str)]) {
     let out = Command::new(dejavu())
         .arg("record")
@@ -100,6 +106,7 @@ fn record(work: &Work, cmd: &[&str], env: &[(&str, &str)]) {
         .arg("--")
         .args(cmd)
         .current_dir(&work.path)
+        .env_remove("LD_LIBRARY_PATH")
         .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()
@@ -120,6 +127,76 @@ fn findings(work: &Work, detector: &str) -> Vec<Finding> {
         .into_iter()
         .filter(|f| f.detector == detector)
         .collect()
+}
+
+/// The findings of `detector` with every threshold at its lowest (one redundant call is
+/// enough): what a clean twin must not have.
+fn all_findings(work: &Work, detector: &str) -> Vec<Finding> {
+    let mut r = dejavu_trace::TraceReader::open(&work.trace()).expect("trace opens");
+    let cfg = Config {
+        min_calls: 1,
+        ..Config::default()
+    };
+    let a = analyze(&mut r, &cfg, |_| {}).expect("analysis");
+    a.findings
+        .into_iter()
+        .filter(|f| f.detector == detector)
+        .collect()
+}
+
+/// The backend that recorded the trace ("ptrace", "ebpf", "strace-import").
+fn backend(work: &Work) -> String {
+    let r = dejavu_trace::TraceReader::open(&work.trace()).expect("trace opens");
+    r.meta().backend.clone()
+}
+
+/// Whether the trace's native call sites can be asserted on. The ptrace backend unwinds
+/// with DWARF CFI at every stop; the eBPF backend walks frame pointers (which -O1 code
+/// omits) and names frames only while the process is alive, which a fixture that lives a
+/// few milliseconds is not (docs/ebpf-backend.md): its findings may have no call site.
+fn native_sites(work: &Work) -> bool {
+    DEJAVU_STACKS_ON && backend(work) == "ptrace"
+}
+
+/// A finding's call sites as (function, file name, line, redundant calls).
+fn sites(f: &Finding) -> Vec<(String, String, u32, u64)> {
+    f.callsites
+        .iter()
+        .map(|c| {
+            let file = Path::new(&c.file)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (c.function.clone(), file, c.line, c.redundant_calls)
+        })
+        .collect()
+}
+
+/// The findings of one fix: exactly one where native call sites are named (ptrace). The
+/// eBPF backend names a process's native frames only while it lives, so a short program
+/// may have call sites for its first calls and none for the rest: its calls then split
+/// between the finding at the site and one by path pattern, and only their sums are the
+/// fix's (each path's calls stay in one of them).
+fn one_fix<'a>(w: &Work, f: &'a [Finding], pred: impl Fn(&Finding) -> bool) -> Vec<&'a Finding> {
+    let mine: Vec<&Finding> = f.iter().filter(|f| pred(f)).collect();
+    let most = if native_sites(w) { 1 } else { 2 };
+    assert!(!mine.is_empty() && mine.len() <= most, "{f:#?}");
+    mine
+}
+
+/// (calls, redundant calls, distinct paths) of a fix's findings.
+fn totals(f: &[&Finding]) -> (u64, u64, u64) {
+    (
+        f.iter().map(|f| f.calls).sum(),
+        f.iter().map(|f| f.redundant_calls).sum(),
+        f.iter().map(|f| f.path_count).sum(),
+    )
+}
+
+/// A finding's loop: what one run is, the function, the redundant calls per run, the steps.
+fn loop_of(f: &Finding) -> Option<(&'static str, String, f64, Vec<String>)> {
+    let q = f.sequence.as_ref()?;
+    Some((q.per, q.function.clone(), q.redundant, q.steps.clone()))
 }
 
 /// Stacks are recorded by default (`dejavu record` without `--stacks off`).
@@ -254,7 +331,13 @@ fn gcc(work: &Work, detector: &str, name: &str) -> Option<String> {
     which("gcc")?;
     let out = work.file(name);
     let st = Command::new("gcc")
-        .args(["-O1", "-o", &out, &fixture(detector, &format!("{name}.c"))])
+        .args([
+            "-O1",
+            "-g",
+            "-o",
+            &out,
+            &fixture(detector, &format!("{name}.c")),
+        ])
         .status()
         .expect("gcc runs");
     assert!(st.success(), "compiling {name}.c");
@@ -651,4 +734,621 @@ fn sync_io_main_thread_fs_promises_is_quiet() {
     );
     let f = findings(&w, "sync-io-main-thread");
     assert!(f.is_empty(), "{f:#?}");
+}
+
+// ---- open-close-churn, read side (C) --------------------------------------------------
+
+#[test]
+fn open_close_churn_urandom_opened_per_item() {
+    let w = Work::new();
+    let prog = require!(gcc(&w, "open-close-churn", "urandom_dirty"), "gcc");
+    record(&w, &[&prog, "100"], &[]);
+    let f = findings(&w, "open-close-churn");
+    let mine = on_path(&f, "/dev/urandom");
+    assert_eq!(mine.len(), 1, "{f:#?}");
+    let m = mine[0];
+    assert!(m.command.contains("urandom_dirty"), "{}", m.command);
+    // 100 cycles of open, read 6 bytes, close: the open and close of 99 are redundant.
+    assert_eq!((m.calls, m.redundant_calls), (200, 198), "{m:#?}");
+    assert_eq!(
+        m.example.as_deref(),
+        Some(
+            "99 of 100 read-only open/close cycles repeated, 1.0 call in between on average (read)"
+        )
+    );
+    assert!(m.fix.contains("getrandom"), "{}", m.fix);
+    if native_sites(&w) {
+        // suffix() opens it (line 9) and closes it: one function, one fix.
+        assert_eq!(
+            sites(m),
+            vec![("suffix".into(), "urandom_dirty.c".into(), 9, 198)],
+            "{m:#?}"
+        );
+        // Each call of suffix: open, read, close; the open and close redundant.
+        let steps = [
+            "open /dev/urandom",
+            "read /dev/urandom",
+            "close /dev/urandom",
+        ];
+        assert_eq!(
+            loop_of(m),
+            Some((
+                "call",
+                "suffix".into(),
+                2.0,
+                steps.map(String::from).to_vec()
+            )),
+            "{m:#?}"
+        );
+    }
+    assert_eq!(f.len(), 1, "{f:#?}");
+}
+
+#[test]
+fn open_close_churn_urandom_kept_open_is_quiet() {
+    let w = Work::new();
+    let prog = require!(gcc(&w, "open-close-churn", "urandom_clean"), "gcc");
+    record(&w, &[&prog, "100"], &[]);
+    let f = all_findings(&w, "open-close-churn");
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+#[test]
+fn open_close_churn_directory_reopened_per_entry() {
+    let w = Work::new();
+    let prog = require!(gcc(&w, "open-close-churn", "dir_reopen_dirty"), "gcc");
+    record(&w, &[&prog, "50"], &[]);
+    let f = findings(&w, "open-close-churn");
+    let tree = w.file("tree");
+    let mine = on_path(&f, &tree);
+    assert_eq!(mine.len(), 1, "{f:#?}");
+    let m = mine[0];
+    // 50 cycles of open(tree, O_PATH), close: 49 repeated. The entries, each opened and
+    // read once, are not churn.
+    assert_eq!((m.calls, m.redundant_calls), (100, 98), "{m:#?}");
+    assert_eq!(
+        m.example.as_deref(),
+        Some("49 of 50 read-only open/close cycles repeated, no call on the descriptor in between"),
+        "{m:#?}"
+    );
+    assert!(m.fix.contains("openat"), "{}", m.fix);
+    if native_sites(&w) {
+        assert_eq!(
+            sites(m),
+            vec![("main".into(), "dir_reopen_dirty.c".into(), 22, 98)],
+            "{m:#?}"
+        );
+        // A loop in main, shown from its first line (22).
+        let steps = vec![
+            format!("open {tree}"),
+            format!("open {tree}/*"),
+            format!("close {tree}"),
+            format!("read {tree}/*"),
+            format!("close {tree}/*"),
+        ];
+        assert_eq!(
+            loop_of(m),
+            Some(("iteration", "main".into(), 2.0, steps)),
+            "{m:#?}"
+        );
+    }
+    assert_eq!(f.len(), 1, "{f:#?}");
+}
+
+#[test]
+fn open_close_churn_directory_kept_open_is_quiet() {
+    let w = Work::new();
+    let prog = require!(gcc(&w, "open-close-churn", "dir_reopen_clean"), "gcc");
+    record(&w, &[&prog, "50"], &[]);
+    let f = all_findings(&w, "open-close-churn");
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+// ---- negative-probe: failures other than ENOENT (C) ------------------------------------
+
+#[test]
+fn negative_probe_enotdir_and_eloop_per_item() {
+    let w = Work::new();
+    let prog = require!(gcc(&w, "negative-probe", "failures_dirty"), "gcc");
+    record(&w, &[&prog, "100"], &[]);
+    let f = findings(&w, "negative-probe");
+    let (settings, current) = (w.file("settings"), w.file("current"));
+    let fix = one_fix(&w, &f, |f| {
+        f.paths.iter().all(|p| *p == settings || *p == current)
+    });
+    assert_eq!(fix.len(), f.len(), "nothing else: {f:#?}");
+    let mut paths: Vec<String> = fix.iter().flat_map(|f| f.paths.clone()).collect();
+    paths.sort();
+    assert_eq!(paths, vec![current.clone(), settings.clone()], "{fix:#?}");
+    // 100 items, two failing opens each: the first of each is news, 99 + 99 repeat.
+    assert_eq!(totals(&fix), (200, 198, 2), "{fix:#?}");
+    let per_path: Vec<(String, u64)> = fix
+        .iter()
+        .flat_map(|f| f.top_paths.iter())
+        .map(|t| (t.path.clone(), t.redundant_calls))
+        .collect();
+    assert!(per_path.contains(&(settings, 99)), "{per_path:?}");
+    assert!(per_path.contains(&(current, 99)), "{per_path:?}");
+    let m = fix[0];
+    if fix.len() == 1 {
+        assert_eq!(
+            m.example.as_deref(),
+            Some(
+                "failed again the same way with nothing changed: 99 ENOTDIR (open), 99 ELOOP \
+                 (open)"
+            )
+        );
+    }
+    for m in &fix {
+        let cache = m.cache.clone().expect("a cache verdict");
+        assert_eq!((cache.stale_answers, cache.safe), (0, true));
+    }
+    if native_sites(&w) {
+        assert_eq!(
+            sites(m),
+            vec![("main".into(), "failures_dirty.c".into(), 18, 198)],
+            "{m:#?}"
+        );
+        let steps = vec![
+            format!("open {} -> ENOTDIR", w.file("settings")),
+            format!("open {} -> ELOOP", w.file("current")),
+        ];
+        assert_eq!(
+            loop_of(m),
+            Some(("iteration", "main".into(), 2.0, steps)),
+            "{m:#?}"
+        );
+    }
+}
+
+#[test]
+fn negative_probe_failures_remembered_once_are_quiet() {
+    let w = Work::new();
+    let prog = require!(gcc(&w, "negative-probe", "failures_clean"), "gcc");
+    record(&w, &[&prog, "100"], &[]);
+    let f = all_findings(&w, "negative-probe");
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+// ---- check-then-act: the O_DIRECTORY probe (C) ------------------------------------------
+
+#[test]
+fn check_then_act_directory_probe_before_each_open() {
+    let w = Work::new();
+    let prog = require!(gcc(&w, "check-then-act", "dir_probe_dirty"), "gcc");
+    record(&w, &[&prog, "50"], &[]);
+    let f = findings(&w, "check-then-act");
+    let fix = one_fix(&w, &f, |f| f.paths == [w.file("tree/*")]);
+    assert_eq!(fix.len(), f.len(), "nothing else: {f:#?}");
+    // One probe per file (50 files), each failing with ENOTDIR right before the file is
+    // opened and fstat'ed: all 50 are redundant, and they are the finding's only calls.
+    assert_eq!(totals(&fix), (50, 50, 50), "{fix:#?}");
+    let m = fix[0];
+    if fix.len() == 1 {
+        assert_eq!(
+            m.example.as_deref(),
+            Some(
+                "50 checks answered by the call right after them: 50 O_DIRECTORY probes \
+                 failing with ENOTDIR then open and fstat of the descriptor"
+            ),
+            "{m:#?}"
+        );
+    }
+    assert!(m.fix.contains("drop the O_DIRECTORY probe"), "{}", m.fix);
+    assert!(
+        m.hazards.iter().any(|h| h.contains("keep O_NOFOLLOW")),
+        "{m:#?}"
+    );
+    assert!(
+        m.hazards
+            .iter()
+            .any(|h| h.contains("the probe's other failures")),
+        "{m:#?}"
+    );
+    if native_sites(&w) {
+        assert_eq!(
+            sites(m),
+            vec![("open_entry".into(), "dir_probe_dirty.c".into(), 12, 50)],
+            "{m:#?}"
+        );
+        // Each call of open_entry: the probe (redundant), then the open as a file.
+        let steps = vec![
+            format!("open {} -> ENOTDIR", w.file("tree/*")),
+            format!("open {}", w.file("tree/*")),
+        ];
+        assert_eq!(
+            loop_of(m),
+            Some(("call", "open_entry".into(), 1.0, steps)),
+            "{m:#?}"
+        );
+    }
+}
+
+#[test]
+fn check_then_act_one_open_and_fstat_is_quiet() {
+    let w = Work::new();
+    let prog = require!(gcc(&w, "check-then-act", "dir_probe_clean"), "gcc");
+    record(&w, &[&prog, "50"], &[]);
+    let f = all_findings(&w, "check-then-act");
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+// ---- ensure-dir: os.path.exists + os.makedirs (Python) ---------------------------------
+
+#[test]
+fn ensure_dir_python_exists_and_makedirs_per_record() {
+    let py = require!(python(), "python3");
+    let w = Work::new();
+    record(
+        &w,
+        &[
+            py.to_str().unwrap_or("python3"),
+            &fixture("ensure-dir", "makedirs_dirty.py"),
+        ],
+        &[],
+    );
+    let f = findings(&w, "ensure-dir");
+    assert_eq!(f.len(), 1, "{f:#?}");
+    let m = &f[0];
+    assert_eq!(m.paths, vec![w.file("out/chats")], "{m:#?}");
+    assert!(m.command.contains("makedirs_dirty.py"), "{}", m.command);
+    // 100 records: the first creates out/chats; each of the other 99 makes
+    // exists(d) -> stat, makedirs: stat(out), mkdir(d) -> EEXIST, stat(d). The mkdir and
+    // both stats of d are the idiom's (99 x 3 redundant); the calls add the first mkdir.
+    assert_eq!((m.calls, m.redundant_calls), (298, 297), "{m:#?}");
+    let ex = m.example.clone().unwrap_or_default();
+    assert!(
+        ex.starts_with("99 mkdir calls failed with EEXIST")
+            && ex.contains("with 99 ")
+            && ex.contains(" checks before them and 99 "),
+        "{ex}"
+    );
+    let cache = m.cache.clone().expect("a cache verdict");
+    assert_eq!((cache.stale_answers, cache.safe), (0, true));
+    if DEJAVU_STACKS_ON {
+        // Python frames come from the agent under either backend: the makedirs line (the
+        // mkdir and the stat after it) and the exists line.
+        assert_eq!(
+            sites(m),
+            vec![
+                ("<module>".into(), "makedirs_dirty.py".into(), 11, 198),
+                ("<module>".into(), "makedirs_dirty.py".into(), 9, 99),
+            ],
+            "{m:#?}"
+        );
+        // Each run of line 11 (os.makedirs): stat the parent, mkdir, stat d.
+        let steps = vec![
+            format!("stat {}", w.file("out")),
+            format!("mkdir {} -> EEXIST", w.file("out/chats")),
+            format!("stat {}", w.file("out/chats")),
+        ];
+        assert_eq!(
+            loop_of(m),
+            Some(("line", "<module>".into(), 3.0, steps)),
+            "{m:#?}"
+        );
+        assert_eq!(m.sequence.as_ref().map(|q| q.line), Some(11));
+    }
+}
+
+#[test]
+fn ensure_dir_python_makedirs_once_is_quiet() {
+    let py = require!(python(), "python3");
+    let w = Work::new();
+    record(
+        &w,
+        &[
+            py.to_str().unwrap_or("python3"),
+            &fixture("ensure-dir", "makedirs_clean.py"),
+        ],
+        &[],
+    );
+    let f = all_findings(&w, "ensure-dir");
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+// ---- reread-unchanged: whole-file mmap (C) ---------------------------------------------
+
+/// Runs `cmd` in `cwd` under `strace -f -tt -T -y -v` and imports the log into WORK/t.dvt:
+/// the same mmap findings from an strace log, whose opens carry no identity (fstat's does).
+fn strace_record(
+    work: &Work,
+    cmd: &[&str],
+    cwd: &Path,
+    env: &[(&'static str, String)],
+) -> Option<()> {
+    which("strace")?;
+    let log = work.path.join("run.strace");
+    let st = Command::new("strace")
+        .args(["-f", "-tt", "-T", "-y", "-v", "-o"])
+        .arg(&log)
+        .arg("--")
+        .args(cmd)
+        .current_dir(cwd)
+        .env_remove("LD_LIBRARY_PATH")
+        .envs(env.iter().cloned())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .expect("strace runs");
+    assert!(st.success(), "strace {cmd:?}: {st}");
+    let out = Command::new(dejavu())
+        .args(["import", "strace", "-o"])
+        .arg(work.trace())
+        .arg(&log)
+        .output()
+        .expect("dejavu import runs");
+    assert!(
+        out.status.success(),
+        "dejavu import strace: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(())
+}
+
+/// mmap_dirty's finding: 50 objects, each mapped whole twice (open, fstat, mmap, close).
+fn assert_mapped_twice(w: &Work) {
+    let f = findings(w, "reread-unchanged");
+    let fix = one_fix(w, &f, |f| f.paths == [w.file("objects/*")]);
+    assert_eq!(fix.len(), f.len(), "nothing else: {f:#?}");
+    // 100 full reads of 4 calls; the second read of each object is redundant.
+    assert_eq!(totals(&fix), (400, 200, 50), "{fix:#?}");
+    for m in &fix {
+        assert!(m.command.contains("mmap_dirty"), "{}", m.command);
+        let cache = m.cache.clone().expect("a cache verdict");
+        assert_eq!((cache.stale_answers, cache.safe), (0, true));
+    }
+}
+
+#[test]
+fn reread_unchanged_each_object_mapped_whole_twice() {
+    let w = Work::new();
+    let prog = require!(gcc(&w, "reread-unchanged", "mmap_dirty"), "gcc");
+    record(&w, &[&prog, "50"], &[]);
+    assert_mapped_twice(&w);
+    if native_sites(&w) {
+        // map_whole() opens (line 14), fstats, maps and closes: one function, one fix.
+        let f = findings(&w, "reread-unchanged");
+        let m = &f[0];
+        assert_eq!(
+            sites(m),
+            vec![("map_whole".into(), "mmap_dirty.c".into(), 14, 200)],
+            "{m:#?}"
+        );
+        // Called twice per object: the second call's four calls are redundant.
+        let objects = w.file("objects");
+        let steps = ["open", "fstat", "mmap", "close"]
+            .map(|c| format!("{c} {objects}/*"))
+            .to_vec();
+        assert_eq!(
+            loop_of(m),
+            Some(("call", "map_whole".into(), 2.0, steps)),
+            "{m:#?}"
+        );
+    }
+}
+
+#[test]
+fn reread_unchanged_each_object_mapped_whole_twice_from_an_strace_log() {
+    let w = Work::new();
+    let prog = require!(gcc(&w, "reread-unchanged", "mmap_dirty"), "gcc");
+    require!(strace_record(&w, &[&prog, "50"], &w.path, &[]), "strace");
+    assert_mapped_twice(&w);
+}
+
+#[test]
+fn reread_unchanged_each_object_mapped_once_is_quiet() {
+    let w = Work::new();
+    let prog = require!(gcc(&w, "reread-unchanged", "mmap_clean"), "gcc");
+    record(&w, &[&prog, "50"], &[]);
+    let f = all_findings(&w, "reread-unchanged");
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+#[test]
+fn reread_unchanged_each_object_mapped_once_from_an_strace_log_is_quiet() {
+    let w = Work::new();
+    let prog = require!(gcc(&w, "reread-unchanged", "mmap_clean"), "gcc");
+    require!(strace_record(&w, &[&prog, "50"], &w.path, &[]), "strace");
+    let f = all_findings(&w, "reread-unchanged");
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+// ---- rsync -a (real tool) ---------------------------------------------------------------
+
+/// src/ with 200 files, src/sub/ with 20 and src/sub/deep/ with 20.
+fn rsync_tree(w: &Work) {
+    for (dir, prefix, n) in [
+        ("src", "f", 200),
+        ("src/sub", "s", 20),
+        ("src/sub/deep", "d", 20),
+    ] {
+        std::fs::create_dir_all(w.path.join(dir)).expect("mkdir");
+        for i in 0..n {
+            w.write(
+                &format!("{dir}/{prefix}{i:03}.txt"),
+                &format!("{prefix} {i}\n"),
+            );
+        }
+    }
+}
+
+#[test]
+fn rsync_a_urandom_per_file_and_a_directory_probe_per_file() {
+    let rsync = require!(which("rsync"), "rsync");
+    let w = Work::new();
+    rsync_tree(&w);
+    record(
+        &w,
+        &[rsync.to_str().unwrap_or("rsync"), "-a", "src/", "dst/"],
+        &[],
+    );
+    assert!(
+        w.path.join("dst/sub/deep/d019.txt").exists(),
+        "rsync copied"
+    );
+    const FILES: u64 = 240;
+
+    // The receiver opens /dev/urandom for each file's temporary name, reads 6 bytes and
+    // closes it: 240 cycles, 239 repeated.
+    let churn = findings(&w, "open-close-churn");
+    let urandom = on_path(&churn, "/dev/urandom");
+    assert_eq!(urandom.len(), 1, "{churn:#?}");
+    let u = urandom[0];
+    assert!(u.command.contains("rsync -a src/ dst/"), "{}", u.command);
+    assert_eq!(
+        (u.calls, u.redundant_calls),
+        (2 * FILES, 2 * (FILES - 1)),
+        "{u:#?}"
+    );
+    assert!(u.fix.contains("getrandom"), "{}", u.fix);
+
+    // The sender opens each file it sends first as a directory (O_DIRECTORY|O_NOFOLLOW:
+    // ENOTDIR), then as a file, then fstats it: one redundant probe per file. With call
+    // sites that is one finding; without (eBPF: no symbols, no frame pointers), one per
+    // directory.
+    let cta = findings(&w, "check-then-act");
+    let probes: Vec<&Finding> = cta
+        .iter()
+        .filter(|f| {
+            f.example
+                .as_deref()
+                .is_some_and(|e| e.contains("O_DIRECTORY probes failing with ENOTDIR"))
+        })
+        .collect();
+    assert!(!probes.is_empty(), "{cta:#?}");
+    let sum = |f: &[&Finding]| {
+        (
+            f.iter().map(|f| f.calls).sum::<u64>(),
+            f.iter().map(|f| f.redundant_calls).sum::<u64>(),
+            f.iter().map(|f| f.path_count).sum::<u64>(),
+        )
+    };
+    assert_eq!(sum(&probes), (FILES, FILES, FILES), "{probes:#?}");
+    let mut patterns: Vec<String> = probes.iter().flat_map(|f| f.paths.clone()).collect();
+    patterns.sort();
+    patterns.dedup();
+    assert_eq!(
+        patterns,
+        vec![
+            w.file("src/*.txt"),
+            w.file("src/sub/*.txt"),
+            w.file("src/sub/deep/*.txt")
+        ],
+        "{probes:#?}"
+    );
+
+    // The sender also reopens (O_PATH) every directory above a file it sends from a
+    // subdirectory, per file: src/sub for the 40 files under it, src/sub/deep for its 20,
+    // plus one each per directory listed below it (2 and 1): 42 and 21 cycles.
+    let dirs: Vec<&Finding> = churn
+        .iter()
+        .filter(|f| {
+            f.paths
+                .iter()
+                .all(|p| *p == w.file("src/sub") || *p == w.file("src/sub/deep"))
+        })
+        .collect();
+    let redundant_on = |p: &str| {
+        dirs.iter()
+            .flat_map(|f| f.top_paths.iter())
+            .filter(|t| t.path == p)
+            .map(|t| t.redundant_calls)
+            .sum::<u64>()
+    };
+    assert_eq!(redundant_on(&w.file("src/sub")), 2 * 41, "{dirs:#?}");
+    assert_eq!(redundant_on(&w.file("src/sub/deep")), 2 * 20, "{dirs:#?}");
+    assert_eq!(sum(&dirs).0, 2 * (42 + 21), "{dirs:#?}");
+}
+
+// ---- git log -p (real tool) --------------------------------------------------------------
+
+/// A repository of 50 commits, its objects loose: 50 commits, 50 trees, 100 blobs (each
+/// commit changes file.txt and one of f0..f4.txt).
+fn git_repo(w: &Work) -> Option<PathBuf> {
+    which("git")?;
+    let script = "set -e
+git init -q repo
+cd repo
+git config user.email dejavu@example.com
+git config user.name dejavu
+git config gc.auto 0
+for i in $(seq 1 50); do
+  echo \"line $i\" >> file.txt
+  echo \"x $i\" > f$((i % 5)).txt
+  git add -A
+  git commit -q -m \"commit $i\"
+done
+git count-objects -v | grep -qx 'count: 200'";
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(&w.path)
+        .envs(git_env(w))
+        .status()
+        .expect("sh runs");
+    assert!(st.success(), "making the repository");
+    Some(w.path.join("repo"))
+}
+
+/// git's environment for the tests: no system or user configuration.
+fn git_env(w: &Work) -> Vec<(&'static str, String)> {
+    vec![
+        ("HOME", w.path.to_string_lossy().into_owned()),
+        ("GIT_CONFIG_NOSYSTEM", "1".into()),
+        ("GIT_PAGER", "cat".into()),
+    ]
+}
+
+/// git log -p's finding: every tree and blob (150) is mapped whole more than once
+/// (open, fstat, mmap, close each time); the first read of each is not redundant.
+fn assert_objects_reread(w: &Work, repo: &Path) {
+    let f = all_findings(w, "reread-unchanged");
+    let objects = format!("{}/.git/objects/", repo.display());
+    let mine: Vec<&Finding> = f
+        .iter()
+        .filter(|f| f.paths.iter().any(|p| p.starts_with(&objects)))
+        .collect();
+    assert!(!mine.is_empty(), "{f:#?}");
+    for m in &mine {
+        assert!(m.paths.iter().all(|p| p.starts_with(&objects)), "{m:#?}");
+        assert!(m.command.contains("git"), "{}", m.command);
+        // git fstats every object it maps: the identity is known, even from strace.
+        assert!(
+            !m.hazards.iter().any(|h| h.contains("no identity")),
+            "{m:#?}"
+        );
+    }
+    let calls: u64 = mine.iter().map(|m| m.calls).sum();
+    let redundant: u64 = mine.iter().map(|m| m.redundant_calls).sum();
+    assert_eq!(calls % 4, 0, "{mine:#?}");
+    assert_eq!(redundant % 4, 0, "{mine:#?}");
+    assert_eq!(calls - redundant, 4 * 150, "{mine:#?}");
+    assert!(redundant >= 4 * 150, "{mine:#?}");
+}
+
+#[test]
+fn git_log_p_maps_loose_objects_again() {
+    let w = Work::new();
+    let repo = require!(git_repo(&w), "git");
+    let git = which("git").unwrap_or_else(|| PathBuf::from("git"));
+    let env = git_env(&w);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    record(
+        &w,
+        &[git.to_str().unwrap_or("git"), "-C", "repo", "log", "-p"],
+        &env,
+    );
+    assert_objects_reread(&w, &repo);
+}
+
+#[test]
+fn git_log_p_maps_loose_objects_again_from_an_strace_log() {
+    let w = Work::new();
+    let repo = require!(git_repo(&w), "git");
+    require!(
+        strace_record(&w, &["git", "log", "-p"], &repo, &git_env(&w)),
+        "strace"
+    );
+    assert_objects_reread(&w, &repo);
 }

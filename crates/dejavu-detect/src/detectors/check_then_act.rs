@@ -352,23 +352,32 @@ impl Detector for CheckThenAct {
                             if e.dir_probe == 1 { "" } else { "s" }
                         ));
                     }
+                    let probes_only = e.dir_probe == e.redundant;
                     f.example = Some(format!(
-                        "{} check{} answered by the call right after {} ({}): {}",
+                        "{} check{} answered by the call right after {}{}: {}",
                         count(e.redundant),
                         if e.redundant == 1 { "" } else { "s" },
                         if e.redundant == 1 { "it" } else { "them" },
+                        // "e.g. openat then openat" says nothing the probes' part does not.
                         match (e.check_sys, e.act_sys) {
-                            (Some(c), Some(a)) => format!("e.g. {} then {}", c.name(), a.name()),
-                            _ => "check then act".into(),
+                            _ if probes_only => String::new(),
+                            (Some(c), Some(a)) => format!(" (e.g. {} then {})", c.name(), a.name()),
+                            _ => " (check then act)".into(),
                         },
                         parts.join(", ")
                     ));
-                    f.hazards.push(
+                    f.hazards.push(if probes_only {
+                        // The probe's "false branch" (ENOTDIR) is the program's normal path.
+                        "removing the probe also removes a race (the path can change between the two \
+                         opens); handle the single open's errors (ENOENT, EACCES, ELOOP) where the \
+                         probe's other failures were handled"
+                            .into()
+                    } else {
                         "removing the check also removes a time-of-check-to-time-of-use race; handle the \
                          act's ENOENT/EACCES where the check's false branch was"
-                            .into(),
-                    );
-                    if e.dir_probe == e.redundant {
+                            .into()
+                    });
+                    if probes_only {
                         f.fix = "open the path once, as a file (with O_NOFOLLOW if refusing symbolic \
                                  links was the point), and tell a directory from a file by the fstat of \
                                  the descriptor the program makes anyway; drop the O_DIRECTORY probe"
@@ -470,12 +479,17 @@ mod tests {
         assert_eq!(f.len(), 1, "{f:#?}");
         assert_eq!((f[0].calls, f[0].redundant_calls), (12, 12));
         assert_eq!(f[0].paths, vec!["/src/dir00/*.txt".to_string()]);
-        let example = f[0].example.as_deref().unwrap_or_default();
+        assert_eq!(
+            f[0].example.as_deref(),
+            Some(
+                "12 checks answered by the call right after them: 12 O_DIRECTORY probes failing \
+                 with ENOTDIR then open and fstat of the descriptor"
+            )
+        );
         assert!(
-            example.ends_with(
-                "12 O_DIRECTORY probes failing with ENOTDIR then open and fstat of the descriptor"
-            ),
-            "{example}"
+            f[0].hazards[0].starts_with("removing the probe also removes a race"),
+            "{:?}",
+            f[0].hazards
         );
         assert!(
             f[0].fix.contains("drop the O_DIRECTORY probe"),

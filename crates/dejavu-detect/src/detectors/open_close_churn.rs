@@ -520,13 +520,22 @@ impl Detector for OpenCloseChurn {
                         (false, 0) => "open/close cycles",
                         (false, _) => "open/close cycles (some read-only)",
                     };
+                    // A directory opened only to resolve names relative to it (openat on
+                    // its descriptor is no call on it) has nothing in between.
+                    let between = if e.ops == 0 {
+                        "no call on the descriptor in between".to_string()
+                    } else {
+                        format!(
+                            "{:.1} call{} in between on average{}",
+                            per,
+                            if per == 1.0 { "" } else { "s" },
+                            op_names(&e.op_kinds)
+                        )
+                    };
                     f.example = Some(format!(
-                        "{} of {} {kind} repeated, {:.1} call{} in between on average{}",
+                        "{} of {} {kind} repeated, {between}",
                         count(e.repeats),
                         count(e.cycles),
-                        per,
-                        if per == 1.0 { "" } else { "s" },
-                        op_names(&e.op_kinds)
                     ));
                     if reads_only {
                         let mut fix = Vec::new();
@@ -789,7 +798,7 @@ mod tests {
         assert_eq!((f[0].calls, f[0].redundant_calls), (24, 22));
         assert_eq!(
             f[0].example.as_deref(),
-            Some("11 of 12 read-only open/close cycles repeated, 0.0 calls in between on average")
+            Some("11 of 12 read-only open/close cycles repeated, no call on the descriptor in between")
         );
         assert!(f[0].fix.contains("openat"), "{}", f[0].fix);
     }

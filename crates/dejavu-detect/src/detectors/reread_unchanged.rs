@@ -7,8 +7,7 @@ use crate::group::{cache_hazards, Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
 use dejavu_replay::{PathKey, Version, View};
 use dejavu_trace::{ev, mode, stat_known, Record, Sys, Syscall};
-use rustc_hash::{FxHashMap, FxHasher};
-use std::cell::Cell;
+use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 use std::hash::Hasher;
 
 /// Documentation and constructor.
@@ -113,8 +112,9 @@ struct RereadUnchanged {
     tallies: Tallies,
     /// Per path key: 0 not yet classified, 1 never a candidate (/proc, /sys, /dev), 2 fine.
     class: Vec<u8>,
-    /// Redundant reads judged by version alone because the trace has no identity for them.
-    unverified: u64,
+    /// (image, path) of redundant reads judged by version alone because the trace has no
+    /// identity for them (strace logs: opens carry none, and not every read is fstat'ed).
+    unverified: FxHashSet<(u32, PathKey)>,
 }
 
 /// What a stat answer of the opened file (the open's own, or fstat's of the descriptor)
@@ -242,7 +242,7 @@ impl RereadUnchanged {
                     t.sites.add(m.stack, 1, m.dur);
                 }
                 if c.ident.is_none() {
-                    self.unverified += 1;
+                    self.unverified.insert((image, c.path));
                 }
             }
             Some(p) if p.version == c.version => t.stale += 1,
@@ -379,24 +379,31 @@ impl Detector for RereadUnchanged {
     }
 
     fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
-        let unverified = Cell::new(self.unverified);
-        self.tallies
-            .findings(&INFO, cx, Wording { cache: true }, &|t, _| {
+        let unverified = &self.unverified;
+        self.tallies.findings_with(
+            &INFO,
+            cx,
+            Wording { cache: true },
+            &|t, _| {
                 let mut h = cache_hazards(t, "cached content");
-                if unverified.get() > 0 {
-                    h.push(
-                        "the trace has no identity (inode, size, mtime) for some of these files, \
-                         so changes by other programs could not be ruled out for them"
-                            .into(),
-                    );
-                }
                 h.push(
                     "a cache keyed by path must also be dropped when the file is replaced \
                      (renamed over, deleted and recreated)"
                         .into(),
                 );
                 h
-            })
+            },
+            // Only a finding that has such files says so.
+            &mut |f, covered| {
+                if covered.iter().any(|k| unverified.contains(k)) {
+                    f.hazards.push(
+                        "the trace has no identity (inode, size, mtime) for some of these files, \
+                         so changes by other programs could not be ruled out for them"
+                            .into(),
+                    );
+                }
+            },
+        )
     }
 }
 
@@ -602,6 +609,27 @@ mod tests {
             "the identity came from fstat: {:?}",
             f[0].hazards
         );
+    }
+
+    #[test]
+    fn only_a_finding_with_files_of_unknown_identity_says_so() {
+        // An strace log: git fstats the objects it maps, not .git/HEAD, which it reads.
+        let mut b = TraceBuilder::new();
+        for _ in 0..3 {
+            map_object(&mut b, file(70, 131, 1), 0, 0);
+            b.open("/repo/.git/HEAD", 0, 4, None);
+            b.read(4, "/repo/.git/HEAD", 256, 23);
+            b.read(4, "/repo/.git/HEAD", 233, 0);
+            b.close(4, "/repo/.git/HEAD");
+        }
+        let f = b.findings("reread-unchanged");
+        assert_eq!(f.len(), 2, "{f:#?}");
+        let unknown = |p: &str| {
+            let f = f.iter().find(|f| f.paths[0] == p).expect(p);
+            f.hazards.iter().any(|h| h.contains("no identity"))
+        };
+        assert!(unknown("/repo/.git/HEAD"));
+        assert!(!unknown(OBJ), "the objects' identity came from fstat");
     }
 
     #[test]
