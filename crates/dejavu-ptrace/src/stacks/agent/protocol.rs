@@ -565,8 +565,9 @@ impl State {
 
     /// The stack for the call `tid` of `pid` is making: the innermost wrapped synchronous
     /// call of that thread; else, in a process started inside a wrapped call, that call
-    /// (every call before the process exec'd, its execs after); else the oldest site of
-    /// the call's descriptor (FD); else the oldest pending asynchronous call of the
+    /// (every call before the process exec'd, its execs after); else the site of the
+    /// call's descriptor (FD: the oldest call queued on it, else the descriptor's own
+    /// site); else the oldest pending asynchronous call of the
     /// process, issued by another thread, that names the call's path.
     pub fn lookup<W: Write>(
         &mut self,
@@ -594,7 +595,13 @@ impl State {
             }
         }
         if let Some(fd) = call.fd.filter(|&fd| fd >= 0) {
-            if let Some(&e) = self.fds.get(&(pid, fd as u32)).and_then(|l| l.first()) {
+            // A call queued on it (a FileHandle read) before the descriptor's own site
+            // (the line that opened it).
+            if let Some(&e) = self
+                .fds
+                .get(&(pid, fd as u32))
+                .and_then(|l| l.iter().find(|e| e.req != 0).or(l.first()))
+            {
                 let s = self.stack(w, (pid, e.ns, e.site));
                 if s.is_some() {
                     self.counters.fd_hits += 1;
@@ -1192,6 +1199,11 @@ mod tests {
         );
         let read = s.lookup(&mut w, 10, 12, fd_call(8)).unwrap();
         assert_ne!(read, opened);
+        // A call queued on a descriptor that has a site of its own comes first.
+        s.feed(&fd(10, 10, 10, 2, 6, 7), 0);
+        assert_eq!(s.lookup(&mut w, 10, 12, fd_call(7)), Some(read));
+        s.feed(&async_end(10, 10, 6), 0);
+        assert_eq!(s.lookup(&mut w, 10, 12, fd_call(7)), Some(opened));
         // A wrapped synchronous call comes first.
         s.feed(&enter(10, 10, 10, 3, 0), 0);
         let sync = s.lookup(&mut w, 10, 10, fd_call(7)).unwrap();
