@@ -912,6 +912,22 @@ fn python_calls_name_the_line_and_function_of_the_call() {
     );
     let th = assert_site(&calls, "thread", "callsites.py", FrameKind::Python, STATS);
     assert!(th.iter().all(|c| c.tid != c.pid), "{th:?}");
+    // A file object's read, write (at its flush) and close, after open() returned: the
+    // open's line.
+    let fo = assert_site(
+        &calls,
+        "fileobj",
+        "callsites.py",
+        FrameKind::Python,
+        &[Sys::Openat, Sys::Read, Sys::Write, Sys::Close],
+    );
+    let kinds: std::collections::BTreeSet<Sys> = fo.iter().map(|c| c.sys).collect();
+    assert!(
+        [Sys::Openat, Sys::Read, Sys::Write, Sys::Close]
+            .iter()
+            .all(|k| kinds.contains(k)),
+        "{fo:?}"
+    );
 }
 
 #[test]
@@ -1117,7 +1133,7 @@ fn python_marks_each_process_ready_before_its_first_call_from_the_script() {
     let dir = dir_with(
         &d,
         &[
-            "stat", "exists", "pathlib", "open", "thread", "child", "fork",
+            "stat", "exists", "pathlib", "open", "fileobj", "thread", "child", "fork",
         ],
     );
     let (evs, _) = record_events(
@@ -1130,10 +1146,15 @@ fn python_marks_each_process_ready_before_its_first_call_from_the_script() {
         workload("callsites.py").display().to_string(),
         workload("callsites_child.py").display().to_string(),
     ];
-    // Per process: its first call with a frame of the script it runs.
+    // Per process: its first call with a frame of the script it runs. (A subprocess's
+    // calls until its exec are its parent's line, which started it: they do not count.)
     let mut first: BTreeMap<u32, (usize, u64)> = BTreeMap::new();
     for (i, e) in evs.iter().enumerate() {
         if let Ev::Call { ts, call, .. } = e {
+            if call.sys == Sys::Execve {
+                first.remove(&call.pid);
+                continue;
+            }
             if call.frames.iter().any(|f| scripts.contains(&f.2)) {
                 first.entry(call.pid).or_insert((i, *ts));
             }
