@@ -1,10 +1,11 @@
 // @ts-check
 /**
  * dejavu's Node.js agent: `dejavu record` loads it into the Node.js programs it starts
- * (NODE_OPTIONS="--require <this file>"). It wraps the fs module's functions and tells
- * dejavu, over an inherited pipe, which line of JavaScript makes each file call; dejavu
- * turns that into the call stacks of the syscalls it records. Protocol and limits:
- * docs/agents.md.
+ * (NODE_OPTIONS="--require <this file>"). It wraps the functions that make file calls and
+ * start processes (fs, fs.promises and FileHandle, fs streams, child_process, the writes
+ * of process.stdout and process.stderr that console makes) and tells dejavu, over an
+ * inherited pipe, which line of JavaScript makes each call; dejavu turns that into the
+ * call stacks of the syscalls it records. Protocol and limits: docs/agents.md.
  *
  * Rules this file keeps (the program must not notice it):
  * - the originals are kept, and called with the same `this`, the same arguments (same
@@ -34,24 +35,30 @@ const ASYNC_BEGIN = 5;
 const ASYNC_END = 6;
 const DROPPED = 7;
 const MAIN_DONE = 8;
+const FD = 9;
 const LANG_JS = 1;
 /** PIPE_BUF: a write up to this size is atomic, so agents' messages never interleave. */
 const MAX_WRITE = 4096;
-/** The program's own frames per call site. */
+/** The program's own frames per call site, and the frames captured first. */
 const FRAMES = 4;
+/** The frames captured first by the stdio write wrapper (console's frames come first). */
+const STDIO_FRAMES = 8;
 /**
- * Frames per call site in all: Node.js's own between the wrapped call and the program's
- * code (the module loader's for a require(): node:internal/modules/...), innermost first,
- * then the program's.
+ * Frames kept before the program's first frame of its own: Node.js's (the module loader's
+ * for a require(): node:internal/modules/...) and the libraries' (node_modules) between
+ * the wrapped call and the program's line, innermost first.
  */
-const MAX_SITE = 24;
-/** Frames captured when the innermost is Node.js's own (module loading): its frames and
- * the program's line further out. */
+const MAX_INNER = 32;
+/** Frames per call site in all: those, then up to FRAMES of the program's. */
+const MAX_SITE = 36;
+/** Frames captured when the first capture holds no frame of the program's own (a call
+ * made by a library or by Node.js itself): the program's line further out. */
 const DEEP_FRAMES = 40;
 /** What a frame is (kindOf). */
 const OWN = 0;
 const RUNTIME = 1;
 const AGENT = 2;
+const LIBRARY = 3;
 /** Longest function name and file name sent, in bytes (a site must fit one write). */
 const MAX_NAME = 200;
 const MAX_FILE = 700;
@@ -104,20 +111,30 @@ const unsent = [];
 /** call-site key -> site number */
 /** @type {Map<string, number>} */
 const sites = new Map();
-/** descriptor -> [path argument, cwd] of the open that made it (for fd-based async calls) */
-/** @type {Map<number, [unknown, string]>} */
-const fdPaths = new Map();
 /** promise -> request number, for fs.promises calls in flight */
 /** @type {Map<object, number>} */
 const inFlight = new Map();
 /** @type {null | (() => void)} */
 let stopPromiseHook = null;
+/** Whether the last site siteOf picked holds a frame of the program's own. */
+let siteOwn = false;
+/** The site of the last asynchronous call reported. */
+let lastSite = 0;
+/** > 0: the site the wrapped call about to run reports, instead of capturing one (a
+ * stream's own fs calls, made from Node.js's stream code on the stream's behalf). */
+let forced = 0;
+/** FD request of stdio writes still queued in libuv (a pipe that was full), per fd. */
+/** @type {number[]} */
+const stdioQueued = [0, 0, 0];
 /** Promises that settled while a promise wrapper ran its original (before it knew them). */
 /** @type {Set<object> | null} */
 let settledEarly = null;
 /** [object, key, original, wrapper] of everything installed, for unhook. */
-/** @type {Array<[any, string, Function, Function]>} */
+/** @type {Array<[any, string | symbol, Function, Function]>} */
 const installed = [];
+/** What else unhook puts back (accessors, own properties of objects made later). */
+/** @type {Array<() => void>} */
+const restorers = [];
 
 // ---------------------------------------------------------------------------------------
 // The channel
@@ -282,33 +299,78 @@ function callSites(fn, limit) {
   }
 }
 
+/** The program's package directory when its main script is inside node_modules (npx
+ * tsc: .../node_modules/typescript/): its files are the program's own. */
+/** @type {string | null} */
+let ownRoot = null;
+let ownRootKnown = false;
+
+/** @param {string} main */
+function packageDirOf(main) {
+  const nm = '/node_modules/';
+  const i = main.lastIndexOf(nm);
+  if (i < 0) return null;
+  const rest = main.slice(i + nm.length).split('/');
+  const n = rest[0].startsWith('@') ? 2 : 1;
+  if (rest.length <= n) return null;
+  return main.slice(0, i + nm.length) + rest.slice(0, n).join('/') + '/';
+}
+
+/** ownRoot, from the main module once it is loaded (its real path), else process.argv[1]. */
+function ownRootNow() {
+  if (ownRootKnown) return ownRoot;
+  try {
+    const m = require.main;
+    if (m && typeof m.filename === 'string') {
+      ownRoot = packageDirOf(m.filename);
+      ownRootKnown = true;
+      return ownRoot;
+    }
+    const a = process.argv[1];
+    return typeof a === 'string' ? packageDirOf(a) : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * What a frame is: this agent's, Node.js's own (node: and internal/ modules, builtins
- * without a file), or the program's.
+ * without a file), a library's (under node_modules, but for the program's own package when
+ * its main script is in one), or the program's.
  * @param {string | null | undefined} file
  */
 function kindOf(file) {
   if (typeof file !== 'string') return RUNTIME;
   if (file === SELF) return AGENT;
   if (file.startsWith('node:') || file.startsWith('internal/')) return RUNTIME;
+  if (file.includes('/node_modules/')) {
+    const root = ownRootNow();
+    if (root !== null) {
+      const f = file.startsWith('file://') ? fileOf(file) : file;
+      if (f.startsWith(root) && !f.includes('/node_modules/', root.length - 1)) return OWN;
+    }
+    return LIBRARY;
+  }
   return OWN;
 }
 
 /**
  * The site number of the program's call into the wrapper `fn`, defined to dejavu on
- * first use: Node.js's frames up to the program's first (they say what made the call for
- * the program: the module loader, for a require()), then the program's innermost frames
- * (at most FRAMES), MAX_SITE in all; without a frame of the program's, Node.js's alone.
- * 0 when there is no frame at all.
+ * first use: Node.js's and the libraries' frames up to the program's first (they say what
+ * made the call for the program: the module loader for a require(), a library), then the
+ * program's innermost frames (at most FRAMES), MAX_SITE in all; without a frame of the
+ * program's, the others alone. 0 when there is no frame at all. Sets siteOwn.
  * @param {Function} fn
+ * @param {number} first frames captured first (more when none of them is the program's)
  * @returns {number}
  */
-function siteOf(fn) {
-  let cs = callSites(fn, FRAMES);
+function siteOf(fn, first) {
+  siteOwn = false;
+  let cs = callSites(fn, first);
   if (cs === null) return 0;
-  if (cs.length === FRAMES && kindOf(cs[0].getFileName()) !== OWN) {
-    // Node.js's own call (the module loader's, on behalf of a require()): its frames,
-    // and the program's line further out.
+  if (cs.length === first && !hasOwnFrame(cs)) {
+    // A call made by a library or by Node.js itself (the module loader's, on behalf of a
+    // require()): their frames, and the program's line further out.
     cs = callSites(fn, DEEP_FRAMES);
     if (cs === null) return 0;
   }
@@ -324,10 +386,16 @@ function siteOf(fn) {
   return define(key, picked);
 }
 
+/** @param {NodeJS.CallSite[]} cs */
+function hasOwnFrame(cs) {
+  for (let i = 0; i < cs.length; i++) if (kindOf(cs[i].getFileName()) === OWN) return true;
+  return false;
+}
+
 /**
- * The frames of a site, innermost first: Node.js's up to the program's first, then at
- * most FRAMES of the program's (Node.js's between them skipped), MAX_SITE in all (the
- * outermost of Node.js's go first); never this agent's.
+ * The frames of a site, innermost first: Node.js's and the libraries' up to the
+ * program's first (at most MAX_INNER, the innermost), then at most FRAMES of the
+ * program's (the others between them skipped); never this agent's. Sets siteOwn.
  * @param {NodeJS.CallSite[]} cs
  * @returns {NodeJS.CallSite[]}
  */
@@ -339,11 +407,10 @@ function pick(cs) {
   for (let i = 0; i < cs.length && own.length < FRAMES; i++) {
     const k = kindOf(cs[i].getFileName());
     if (k === OWN) own.push(cs[i]);
-    else if (k === RUNTIME && own.length === 0 && inner.length < MAX_SITE) inner.push(cs[i]);
+    else if (k !== AGENT && own.length === 0 && inner.length < MAX_INNER) inner.push(cs[i]);
   }
+  siteOwn = own.length > 0;
   if (inner.length === 0) return own;
-  const over = inner.length + own.length - MAX_SITE;
-  if (over > 0) inner.length -= over;
   for (const c of own) inner.push(c);
   return inner;
 }
@@ -462,57 +529,39 @@ function resolvePath(p, cwd) {
 }
 
 /**
- * The paths an asynchronous call will name in its syscalls, from its arguments.
+ * What an asynchronous call will name in its syscalls, from its arguments: the paths
+ * (resolved), and the descriptor when it takes one.
  * @param {string} spec 'p' path, 'pp' two paths, 'p1' the second argument,
  *   'f' a descriptor, 'pf' a path or a descriptor, '' none
  * @param {IArguments | unknown[]} args
- * @returns {Buffer[]}
+ * @returns {{ paths: Buffer[], fd: number }}
  */
-function pathsOf(spec, args) {
-  if (spec === '') return [];
-  const cwd = process.cwd();
+function targetsOf(spec, args) {
   /** @type {Buffer[]} */
-  const r = [];
+  const paths = [];
+  let fdv = -1;
+  if (spec === '') return { paths, fd: fdv };
+  const a0 = args[0];
+  if ((spec === 'f' || spec === 'pf') && typeof a0 === 'number') {
+    if (Number.isInteger(a0) && a0 >= 0 && a0 <= 0x7fffffff) fdv = a0;
+    return { paths, fd: fdv };
+  }
+  if (spec === 'f' || typeof a0 === 'number') return { paths, fd: fdv };
+  const cwd = process.cwd();
   /** @param {unknown} a */
   const add = (a) => {
-    if (typeof a === 'number') {
-      const e = fdPaths.get(a);
-      if (e === undefined) return;
-      const b = resolvePath(e[0], e[1]);
-      if (b !== null) r.push(b);
-      return;
-    }
     const b = resolvePath(a, cwd);
-    if (b !== null) r.push(b);
+    if (b !== null) paths.push(b);
   };
-  if (spec === 'p' || spec === 'pf' || spec === 'f') {
-    if (spec === 'p' && typeof args[0] === 'number') return r;
-    if (spec === 'f' && typeof args[0] !== 'number') return r;
-    add(args[0]);
+  if (spec === 'p' || spec === 'pf') {
+    add(a0);
   } else if (spec === 'pp') {
-    add(args[0]);
+    add(a0);
     add(args[1]);
   } else if (spec === 'p1') {
     add(args[1]);
   }
-  return r;
-}
-
-/**
- * Remembers what `fd` was opened with, for later fd-based asynchronous calls.
- * @param {unknown} fdv
- * @param {unknown} path
- */
-function rememberFd(fdv, path) {
-  try {
-    if (typeof fdv !== 'number') return;
-    if (fdPaths.size > 65536) fdPaths.clear();
-    // A Buffer may change after the call: keep a copy.
-    const p = path instanceof Uint8Array ? Buffer.from(path) : path;
-    fdPaths.set(fdv, [p, process.cwd()]);
-  } catch {
-    // (process.cwd() throws when the directory was removed)
-  }
+  return { paths, fd: fdv };
 }
 
 // ---------------------------------------------------------------------------------------
@@ -575,34 +624,83 @@ function lookAlike(o, w) {
   }
 }
 
+/** The next request number (never 0). */
+function nextReq() {
+  reqSeq = (reqSeq + 1) >>> 0 || 1;
+  return reqSeq;
+}
+
+/**
+ * ENTER for `site`; false when it could not be sent.
+ * @param {number} site
+ * @param {number} d the depth before it
+ */
+function enter(site, d) {
+  try {
+    const at = begin(ENTER, 21);
+    u32(pid);
+    u32(tid);
+    u32(ns);
+    u32(site);
+    u16(d);
+    end(at);
+    return flush();
+  } catch {
+    discard();
+    return false;
+  }
+}
+
+/** @param {number} d the depth after it */
+function exit(d) {
+  try {
+    const at = begin(EXIT, 13);
+    u32(pid);
+    u32(tid);
+    u16(d);
+    end(at);
+    flush();
+  } catch {
+    discard();
+  }
+}
+
+/**
+ * FD: calls on descriptor `fdv` are `site`'s until ASYNC_END of `req` (or its close).
+ * Queued in the current write (the caller flushes).
+ * @param {number} site
+ * @param {number} req
+ * @param {number} fdv
+ */
+function fdMessage(site, req, fdv) {
+  const at = begin(FD, 27);
+  u32(pid);
+  u32(tid);
+  u32(ns);
+  u32(site);
+  u32(req);
+  u32(fdv);
+  end(at);
+}
+
 /**
  * A synchronous API: ENTER before the original, EXIT after it, whatever happens.
  * @param {Function} o
- * @param {string} name
+ * @param {number} [first] frames captured first (see siteOf)
  */
-function wrapSync(o, name) {
-  const trackOpen = name === 'openSync';
-  const trackClose = name === 'closeSync';
+function wrapSync(o, first = FRAMES) {
   /** @this {unknown} */
   const w = function () {
     if (new.target !== undefined) return ReflectConstruct(o, arguments, new.target);
     if (!on) return ReflectApply(o, this, arguments);
-    // Called by fs itself (readFileSync calls fs.openSync): the outer call reports.
+    // Called by the wrapped APIs themselves (readFileSync calls fs.openSync, exec calls
+    // execFile): the outer call reports.
     let site = 0;
     const d = depth;
     if (busy === 0) {
       try {
-        site = siteOf(w);
-        if (site !== 0) {
-          const at = begin(ENTER, 21);
-          u32(pid);
-          u32(tid);
-          u32(ns);
-          u32(site);
-          u16(d);
-          end(at);
-          if (!flush()) site = 0;
-        }
+        site = forced !== 0 ? forced : siteOf(w, first);
+        if (site !== 0 && !enter(site, d)) site = 0;
       } catch {
         discard();
         site = 0;
@@ -612,25 +710,13 @@ function wrapSync(o, name) {
     busy++;
     const lim = raiseLimit();
     try {
-      const r = ReflectApply(o, this, arguments);
-      if (trackOpen) rememberFd(r, arguments[0]);
-      return r;
+      return ReflectApply(o, this, arguments);
     } finally {
       restoreLimit(lim);
       busy--;
-      if (trackClose) fdPaths.delete(arguments[0]);
       if (site !== 0) {
         depth = d;
-        try {
-          const at = begin(EXIT, 13);
-          u32(pid);
-          u32(tid);
-          u16(d);
-          end(at);
-          flush();
-        } catch {
-          discard();
-        }
+        exit(d);
       }
     }
   };
@@ -639,18 +725,21 @@ function wrapSync(o, name) {
 }
 
 /**
- * Reports an asynchronous call: ASYNC_BEGIN per path. Returns its request number, or 0.
+ * Reports an asynchronous call: ASYNC_BEGIN per path it names, or FD for the descriptor
+ * it takes. Returns its request number, or 0.
  * @param {Function} w the wrapper (frames above it are not the program's)
  * @param {string} spec
  * @param {IArguments | unknown[]} args
  */
 function asyncBegin(w, spec, args) {
   try {
-    const paths = pathsOf(spec, args);
-    if (paths.length === 0) return 0;
-    const site = siteOf(w);
+    const { paths, fd: fdv } = targetsOf(spec, args);
+    if (paths.length === 0 && fdv < 0) return 0;
+    const site = forced !== 0 ? forced : siteOf(w, FRAMES);
     if (site === 0) return 0;
-    const req = (reqSeq = (reqSeq + 1) >>> 0 || 1);
+    lastSite = site;
+    const req = nextReq();
+    if (fdv >= 0) fdMessage(site, req, fdv);
     for (const p of paths) {
       const at = begin(ASYNC_BEGIN, 25 + p.length);
       u32(pid);
@@ -671,6 +760,7 @@ function asyncBegin(w, spec, args) {
 /** @param {number} req */
 function asyncEnd(req) {
   if (req === 0 || !on) return;
+  if (opens.size > 0) opens.delete(req);
   try {
     const at = begin(ASYNC_END, 15);
     u32(pid);
@@ -684,23 +774,19 @@ function asyncEnd(req) {
 }
 
 /**
- * A callback API: ASYNC_BEGIN when called, ASYNC_END when fs calls back (just before the
- * program's callback runs, with the same `this` and arguments).
+ * A callback API: ASYNC_BEGIN (or FD) when called, ASYNC_END when fs calls back (just
+ * before the program's callback runs, with the same `this` and arguments).
  * @param {Function} o
- * @param {string} name
  * @param {string} spec
  */
-function wrapCallback(o, name, spec) {
-  const trackOpen = name === 'open';
-  const trackClose = name === 'close';
+function wrapCallback(o, spec) {
   /** @this {unknown} */
   const w = function () {
     if (new.target !== undefined) return ReflectConstruct(o, arguments, new.target);
     if (!on) return ReflectApply(o, this, arguments);
     const n = arguments.length;
     const req = busy === 0 && n > 0 && typeof arguments[n - 1] === 'function' ? asyncBegin(w, spec, arguments) : 0;
-    if (trackClose) fdPaths.delete(arguments[0]);
-    if (req === 0 && !(trackOpen && n > 0 && typeof arguments[n - 1] === 'function')) {
+    if (req === 0) {
       // Nothing to report: the original, with the wrapper's frame accounted for.
       busy++;
       const lim = raiseLimit();
@@ -712,13 +798,11 @@ function wrapCallback(o, name, spec) {
       }
     }
     const cb = arguments[n - 1];
-    const path = arguments[0];
     const args = new Array(n);
     for (let i = 0; i < n; i++) args[i] = arguments[i];
     /** @this {unknown} */
     args[n - 1] = function () {
       asyncEnd(req);
-      if (trackOpen && arguments[0] == null) rememberFd(arguments[1], path);
       return ReflectApply(cb, this, arguments);
     };
     busy++;
@@ -753,10 +837,14 @@ function promiseHook() {
     if (!ph || typeof ph.onSettled !== 'function') return false;
     stopPromiseHook = ph.onSettled((/** @type {object} */ p) => {
       if (settledEarly !== null) settledEarly.add(p);
+      // A FileHandle made since the last promise settled is the one this settles with.
+      const handle = handleSeq === settleSeq ? lastHandle : null;
+      settleSeq++;
       if (inFlight.size === 0) return;
       const req = inFlight.get(p);
       if (req === undefined) return;
       inFlight.delete(p);
+      if (handle !== null && opens.has(req)) handleOpened(req, handle);
       asyncEnd(req);
     });
     return true;
@@ -766,19 +854,20 @@ function promiseHook() {
 }
 
 /**
- * An fs.promises API: ASYNC_BEGIN when called, ASYNC_END when its promise settles.
+ * A promise API: `report(w, this, arguments)` when called (ASYNC_BEGIN or FD; it returns
+ * the request number, or 0), ASYNC_END when its promise settles.
  * @param {Function} o
  * @param {string} name
- * @param {string} spec
+ * @param {(w: Function, self: any, args: IArguments) => number} report
  */
-function wrapPromise(o, name, spec) {
+function wrapPromise(o, name, report) {
   // A method, like the async function it stands for: no prototype, not a constructor.
   // (Its body is inline: a helper would be one more frame in the program's stacks.)
   const w = {
     /** @this {unknown} */
     [name]() {
       if (!on) return ReflectApply(o, this, arguments);
-      const req = busy === 0 && promiseHook() ? asyncBegin(w, spec, arguments) : 0;
+      const req = busy === 0 && promiseHook() ? report(w, this, arguments) : 0;
       busy++;
       // An async function that fails before its first await settles during the call.
       const early = req === 0 ? null : new Set();
@@ -810,28 +899,426 @@ function wrapPromise(o, name, spec) {
 }
 
 /**
+ * A FileHandle method: FD for the handle's descriptor (its reads and writes run on the
+ * threadpool), reported only when the program's own code calls it (fs.promises.readFile
+ * closes its handle itself: its own report covers that).
+ * @param {Function} w
+ * @param {any} self
+ * @returns {number}
+ */
+function handleBegin(w, self) {
+  try {
+    const fdv = self !== null && typeof self === 'object' ? self.fd : undefined;
+    if (typeof fdv !== 'number' || !Number.isInteger(fdv) || fdv < 0) return 0;
+    const site = siteOf(w, FRAMES);
+    if (site === 0 || !siteOwn) return 0;
+    const req = nextReq();
+    fdMessage(site, req, fdv);
+    return flush() ? req : 0;
+  } catch {
+    discard();
+    return 0;
+  }
+}
+
+/**
  * Replaces obj[key] with make(original), when it is a function in a plain writable
  * property (anything else is left alone).
  * @param {any} obj
- * @param {string} key
+ * @param {string | symbol} key
  * @param {(o: Function) => Function} make
+ * @returns {Function | null} the wrapper
  */
 function install(obj, key, make) {
   try {
     const d = Object.getOwnPropertyDescriptor(obj, key);
-    if (d === undefined || !('value' in d) || !d.writable || typeof d.value !== 'function') return;
+    if (d === undefined || !('value' in d) || !d.writable || typeof d.value !== 'function') return null;
     const o = d.value;
     const w = make(o);
     // A wrapper must look like its original down to having a prototype or not.
-    if (hasOwn.call(o, 'prototype') !== hasOwn.call(w, 'prototype')) return;
+    if (hasOwn.call(o, 'prototype') !== hasOwn.call(w, 'prototype')) return null;
     obj[key] = w;
     installed.push([obj, key, o, w]);
+    return w;
   } catch {
-    // leave it
+    return null;
   }
 }
 
-// Which path(s) each asynchronous call names in its syscalls (see pathsOf).
+/**
+ * Defines own property `key` of `obj` (an object made after start: a stream) as `value`,
+ * non-enumerable. `restore`: take it off again at unhook (for the few long-lived ones:
+ * the stdio streams; a file stream's wrappers only pass through once the agent is off,
+ * and keeping them for unhook would keep every stream alive).
+ * @param {any} obj
+ * @param {string | symbol} key
+ * @param {unknown} value
+ * @param {boolean} restore
+ */
+function defineOwn(obj, key, value, restore) {
+  Object.defineProperty(obj, key, { value, writable: true, configurable: true, enumerable: false });
+  if (restore) {
+    restorers.push(() => {
+      if (obj[key] === value) delete obj[key];
+    });
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// child_process: the fork happens inside the call (spawn and the synchronous ones on the
+// calling thread; exec, execFile and fork through spawn), so an ENTER..EXIT around it
+// makes the child, until its exec, and its exec, the line's (docs/agents.md, "Spawns").
+
+const CHILD_PROCESS = ['spawn', 'exec', 'execFile', 'fork', 'spawnSync', 'execSync', 'execFileSync'];
+const PROMISIFY_CUSTOM = Symbol.for('nodejs.util.promisify.custom');
+
+function wrapChildProcess() {
+  /** @type {any} */
+  let cp = null;
+  try {
+    cp = require('child_process');
+  } catch {
+    return;
+  }
+  for (const name of CHILD_PROCESS) {
+    const w = install(cp, name, (o) => wrapSync(o));
+    if (w === null) continue;
+    // util.promisify(exec): its custom version calls the original exec; wrap it too.
+    try {
+      const d = Object.getOwnPropertyDescriptor(w, PROMISIFY_CUSTOM);
+      if (d !== undefined && typeof d.value === 'function') {
+        Object.defineProperty(w, PROMISIFY_CUSTOM, { ...d, value: wrapSync(d.value) });
+      }
+    } catch {
+      // keep the shared one
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// process.stdout and process.stderr (console.log, console.warn, ... write through them):
+// their write makes the write(2) on the calling thread (files: a synchronous fs write;
+// terminals: blocking; pipes: libuv writes at once what the pipe takes). A pipe that was
+// full leaves the rest queued, written later by the event loop: FD for the descriptor
+// until the queue is empty again.
+
+/**
+ * Wraps the write of stdio stream `s` (descriptor `fdv`), as an own property of the
+ * stream.
+ * @param {any} s
+ * @param {number} fdv
+ */
+function wrapStdioWrite(s, fdv) {
+  if (s === null || typeof s !== 'object') return;
+  const o = s.write;
+  if (typeof o !== 'function' || hasOwn.call(s, 'write')) return;
+  /** @this {any} */
+  const w = function () {
+    if (new.target !== undefined) return ReflectConstruct(o, arguments, new.target);
+    if (!on || busy !== 0) return ReflectApply(o, this, arguments);
+    let site = 0;
+    const d = depth;
+    try {
+      const q = stdioQueued[fdv];
+      if (q !== 0 && !(this.writableLength > 0)) {
+        // What an earlier write left queued has all been written.
+        stdioQueued[fdv] = 0;
+        asyncEnd(q);
+      }
+      site = siteOf(w, STDIO_FRAMES);
+      if (site !== 0 && !enter(site, d)) site = 0;
+    } catch {
+      discard();
+      site = 0;
+    }
+    if (site !== 0) depth = d + 1;
+    busy++;
+    const lim = raiseLimit();
+    try {
+      return ReflectApply(o, this, arguments);
+    } finally {
+      restoreLimit(lim);
+      busy--;
+      if (site !== 0) {
+        depth = d;
+        exit(d);
+        try {
+          if (stdioQueued[fdv] === 0 && this.writableLength > 0) {
+            const req = nextReq();
+            fdMessage(site, req, fdv);
+            if (flush()) stdioQueued[fdv] = req;
+          }
+        } catch {
+          discard();
+        }
+      }
+    }
+  };
+  lookAlike(o, w);
+  defineOwn(s, 'write', w, true);
+}
+
+/** Wraps process.stdout's and process.stderr's write when the program first gets them
+ * (the getters make them on first use: the agent must not make them itself). */
+function wrapStdio() {
+  for (const [name, fdv] of /** @type {Array<[string, number]>} */ ([
+    ['stdout', 1],
+    ['stderr', 2],
+  ])) {
+    try {
+      const d = Object.getOwnPropertyDescriptor(process, name);
+      if (d === undefined || typeof d.get !== 'function' || !d.configurable) continue;
+      const get = d.get;
+      let done = false;
+      /** @this {unknown} */
+      const g = function () {
+        const s = ReflectApply(get, this, arguments);
+        if (!done && on) {
+          done = true;
+          try {
+            wrapStdioWrite(s, fdv);
+          } catch {
+            // unwrapped
+          }
+        }
+        return s;
+      };
+      lookAlike(get, g);
+      Object.defineProperty(process, name, { ...d, get: g });
+      restorers.push(() => {
+        const now = Object.getOwnPropertyDescriptor(process, name);
+        if (now !== undefined && now.get === g) Object.defineProperty(process, name, d);
+      });
+    } catch {
+      // unwrapped
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// fs streams: fs.createReadStream and fs.createWriteStream make their calls (open, read,
+// write, close) later, from Node.js's stream code, with no line of the program's on the
+// stack. Each stream created here gets its own fs object (the stream's kFs, which its
+// code calls), which reports the line that created the stream, or, for writes, the line
+// of the program's last write() to it.
+
+/** @type {symbol | null | undefined} */
+let kFsSymbol;
+
+/** @param {any} s */
+function streamFsKey(s) {
+  if (kFsSymbol === undefined) {
+    kFsSymbol = null;
+    for (const k of Object.getOwnPropertySymbols(s)) {
+      if (k.description === 'kFs') kFsSymbol = k;
+    }
+  }
+  return kFsSymbol;
+}
+
+const STREAM_FS = ['open', 'close', 'read', 'write', 'writev', 'fsync'];
+
+/**
+ * Gives stream `s`, created at `site`, its own reporting fs object; a write stream's
+ * write() and end() record the program's line of each write.
+ * @param {any} s
+ * @param {number} site
+ * @param {boolean} writable
+ */
+function adoptStream(s, site, writable) {
+  const key = streamFsKey(s);
+  if (key === null || key === undefined) return;
+  const base = s[key];
+  if (base === null || (typeof base !== 'object' && typeof base !== 'function')) return;
+  const state = { site, write: site };
+  const proxy = Object.create(base);
+  for (const m of STREAM_FS) {
+    const f = base[m];
+    if (typeof f !== 'function') continue;
+    const forWrite = m === 'write' || m === 'writev';
+    proxy[m] = function () {
+      const prev = forced;
+      forced = forWrite ? state.write : state.site;
+      try {
+        return ReflectApply(f, base, arguments);
+      } finally {
+        forced = prev;
+      }
+    };
+  }
+  s[key] = proxy;
+  if (!writable) return;
+  for (const m of ['write', 'end']) {
+    const o = s[m];
+    if (typeof o !== 'function') continue;
+    /** @this {unknown} */
+    const w = function () {
+      if (new.target !== undefined) return ReflectConstruct(o, arguments, new.target);
+      if (on && busy === 0 && (m === 'write' || (arguments.length > 0 && typeof arguments[0] !== 'function'))) {
+        try {
+          const st = siteOf(w, FRAMES);
+          if (st !== 0 && siteOwn) state.write = st;
+        } catch {
+          discard();
+        }
+      }
+      const lim = raiseLimit();
+      try {
+        return ReflectApply(o, this, arguments);
+      } finally {
+        restoreLimit(lim);
+      }
+    };
+    lookAlike(o, w);
+    defineOwn(s, m, w, false);
+  }
+}
+
+/**
+ * fs.createReadStream / fs.createWriteStream.
+ * @param {Function} o
+ * @param {boolean} writable
+ */
+function wrapCreateStream(o, writable) {
+  /** @this {unknown} */
+  const w = function () {
+    if (new.target !== undefined) return ReflectConstruct(o, arguments, new.target);
+    if (!on || busy !== 0) return ReflectApply(o, this, arguments);
+    let site = 0;
+    try {
+      site = siteOf(w, FRAMES);
+    } catch {
+      discard();
+    }
+    busy++;
+    const lim = raiseLimit();
+    let s;
+    try {
+      s = ReflectApply(o, this, arguments);
+    } finally {
+      restoreLimit(lim);
+      busy--;
+    }
+    if (site !== 0) {
+      try {
+        adoptStream(s, site, writable);
+      } catch {
+        // the stream reports nothing
+      }
+    }
+    return s;
+  };
+  lookAlike(o, w);
+  return w;
+}
+
+// ---------------------------------------------------------------------------------------
+// FileHandle (fs.promises.open): its methods run on the threadpool. Its class is not
+// exported: the EventEmitter constructor that every FileHandle runs calls
+// EventEmitter.init (looked up each time), where the agent sees the handles made while an
+// fs.promises.open is in flight. The first shows FileHandle's prototype, whose methods are
+// wrapped from then on (FD for the call's line); each handle an open settles with gets FD
+// for the open's line until it is closed (its close(), an own property of each handle,
+// and whatever no method reported).
+
+const FILE_HANDLE = [
+  'appendFile', 'chmod', 'chown', 'datasync', 'read', 'readv', 'readFile', 'stat', 'sync',
+  'truncate', 'utimes', 'write', 'writev', 'writeFile',
+];
+/** 0: not watched yet, 1: watching, 2: cannot. */
+let fileHandleState = 0;
+/** @type {object | null} */
+let fileHandleProto = null;
+/** The last FileHandle made while an open was in flight, and settleSeq then. */
+/** @type {any} */
+let lastHandle = null;
+let handleSeq = -1;
+/** Promises settled so far (while the promise hook is on). */
+let settleSeq = 0;
+/** fs.promises.open calls in flight: request -> site. */
+/** @type {Map<number, number>} */
+const opens = new Map();
+
+/** Watches the EventEmitters made while an fs.promises.open is in flight. */
+function watchFileHandle() {
+  if (fileHandleState !== 0) return;
+  fileHandleState = 2;
+  try {
+    const EE = require('events');
+    const d = Object.getOwnPropertyDescriptor(EE, 'init');
+    if (d === undefined || !d.writable || typeof d.value !== 'function') return;
+    const orig = d.value;
+    /** @this {any} */
+    const probe = function () {
+      if (opens.size > 0 && this !== null && typeof this === 'object') {
+        try {
+          const proto = Object.getPrototypeOf(this);
+          if (fileHandleProto === null) {
+            const ctor = proto !== null ? proto.constructor : null;
+            if (typeof ctor === 'function' && ctor.name === 'FileHandle' && hasOwn.call(proto, 'readFile')) {
+              fileHandleProto = proto;
+              for (const name of FILE_HANDLE) {
+                install(proto, name, (o) => wrapPromise(o, name, handleBegin));
+              }
+            }
+          }
+          if (proto === fileHandleProto) {
+            lastHandle = this;
+            handleSeq = settleSeq;
+          }
+        } catch {
+          // not ours to see
+        }
+      }
+      return ReflectApply(orig, this, arguments);
+    };
+    lookAlike(orig, probe);
+    EE.init = probe;
+    fileHandleState = 1;
+    restorers.push(() => {
+      if (EE.init === probe) EE.init = orig;
+    });
+  } catch {
+    // no FileHandle reports
+  }
+}
+
+/**
+ * fs.promises.open: as the other promise APIs, and the handle it settles with is watched.
+ * @param {Function} w
+ * @param {any} _self
+ * @param {IArguments} args
+ */
+function openBegin(w, _self, args) {
+  if (fileHandleState === 0) watchFileHandle();
+  const req = asyncBegin(w, 'p', args);
+  if (req !== 0 && fileHandleState === 1) {
+    if (opens.size > 4096) opens.clear();
+    opens.set(req, lastSite);
+  }
+  return req;
+}
+
+/**
+ * The open `req` settled with FileHandle `h`: its descriptor's calls are the open's
+ * line's until it is closed.
+ * @param {number} req
+ * @param {any} h
+ */
+function handleOpened(req, h) {
+  lastHandle = null;
+  try {
+    const site = opens.get(req);
+    const fdv = h.fd;
+    if (site === undefined || site === 0 || typeof fdv !== 'number' || !Number.isInteger(fdv) || fdv < 0) return;
+    fdMessage(site, 0, fdv);
+    flush();
+  } catch {
+    discard();
+  }
+}
+
+// Which path(s) or descriptor each asynchronous call names in its syscalls (see targetsOf).
 /** @type {Record<string, string>} */
 const CALLBACK = {
   access: 'p', appendFile: 'pf', chmod: 'p', chown: 'p', close: 'f', copyFile: 'pp',
@@ -884,6 +1371,14 @@ function unhook() {
     }
   }
   installed.length = 0;
+  for (let i = restorers.length - 1; i >= 0; i--) {
+    try {
+      restorers[i]();
+    } catch {
+      // leave it
+    }
+  }
+  restorers.length = 0;
   if (stopPromiseHook !== null) {
     try {
       stopPromiseHook();
@@ -1063,14 +1558,16 @@ function start() {
   end(at);
   if (!flush()) return;
   on = true;
-  for (const name of SYNC) install(fs, name, (o) => wrapSync(o, name));
+  for (const name of SYNC) install(fs, name, (o) => wrapSync(o));
   const rp = /** @type {any} */ (fs.realpathSync);
-  if (typeof rp === 'function') install(rp, 'native', (o) => wrapSync(o, 'realpathSync.native'));
+  if (typeof rp === 'function') install(rp, 'native', (o) => wrapSync(o));
   for (const name of Object.keys(CALLBACK)) {
-    install(fs, name, (o) => wrapCallback(o, name, CALLBACK[name]));
+    install(fs, name, (o) => wrapCallback(o, CALLBACK[name]));
   }
   const rpc = /** @type {any} */ (fs.realpath);
-  if (typeof rpc === 'function') install(rpc, 'native', (o) => wrapCallback(o, 'realpath', 'p'));
+  if (typeof rpc === 'function') install(rpc, 'native', (o) => wrapCallback(o, 'p'));
+  install(fs, 'createReadStream', (o) => wrapCreateStream(o, false));
+  install(fs, 'createWriteStream', (o) => wrapCreateStream(o, true));
   /** @type {any} */
   let promises = null;
   try {
@@ -1080,9 +1577,14 @@ function start() {
   }
   if (promises !== null && typeof promises === 'object') {
     for (const name of Object.keys(PROMISES)) {
-      install(promises, name, (o) => wrapPromise(o, name, PROMISES[name]));
+      const spec = PROMISES[name];
+      install(promises, name, (o) =>
+        wrapPromise(o, name, name === 'open' ? openBegin : (w, _self, args) => asyncBegin(w, spec, args)),
+      );
     }
   }
+  wrapChildProcess();
+  if (mainThread) wrapStdio();
   syncESM();
   if (mainThread) watchMain();
 }

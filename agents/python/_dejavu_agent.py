@@ -1,9 +1,11 @@
 """dejavu's Python agent: loaded at startup by the sitecustomize beside it (which
 `dejavu record` puts first on PYTHONPATH), it wraps the os, io and builtins functions
-that make file calls and tells dejavu, over an inherited pipe, which line of Python makes
-each call; dejavu turns that into the call stacks of the syscalls it records. Protocol
-and limits: docs/agents.md. Plain Python 3 (3.8+), no dependencies. For tests and
-programs that want it gone: sys.modules["_dejavu_agent"].unhook().
+that make file calls or start processes (and, once the program imports them, subprocess's
+Popen and logging's stream and file handlers) and tells dejavu, over an inherited pipe,
+which line of Python makes each call; dejavu turns that into the call stacks of the
+syscalls it records. Protocol and limits: docs/agents.md. Plain Python 3 (3.8+), no
+dependencies. For tests and programs that want it gone:
+sys.modules["_dejavu_agent"].unhook().
 
 Rules this file keeps (the program must not notice it):
 - the originals are kept and called with the same arguments; their results and
@@ -23,12 +25,16 @@ _SITE = 2
 _ENTER = 3
 _EXIT = 4
 _DROPPED = 7
+_FD = 9
 _LANG_PYTHON = 2
 # The program's own frames per call site.
 _FRAMES = 4
-# Frames per call site in all: the runtime's between the wrapped call and the program's
-# code (standard library, frozen modules), innermost first, then the program's own.
-_MAX_SITE = 24
+# Frames kept before the program's first frame of its own: the runtime's (standard
+# library, frozen modules) and the libraries' (site-packages) between the wrapped call and
+# the program's code, innermost first.
+_MAX_INNER = 32
+# Frames per call site in all: those, then up to _FRAMES of the program's own.
+_MAX_SITE = 36
 # Longest function and file name sent, in bytes (a site must fit one atomic write).
 _MAX_NAME = 200
 _MAX_FILE = 700
@@ -40,6 +46,7 @@ _MAX_WALK = 64
 _OWN = 0
 _RUNTIME = 1
 _AGENT = 2
+_LIBRARY = 3
 # Caches are cleared past this many entries (they keep code objects alive).
 _MAX_CACHE = 100000
 
@@ -109,24 +116,60 @@ def _send(data):
 
 def _kind(filename):
     """What frames of this file are: the agent's (this file, its loader), the runtime's
-    (frozen modules, the standard library but not the packages installed beside it), or
-    the program's own."""
+    (frozen modules, the standard library but not the packages installed beside it), a
+    library's (site-packages, dist-packages: but for the program's own package when it runs
+    as `python -m PACKAGE` from there), or the program's own."""
     if filename == _SELF or filename.startswith(_AGENT_DIR):
         return _AGENT
     if filename.startswith("<frozen "):
         return _RUNTIME
-    if filename.startswith(_STDLIB) and "-packages/" not in filename:
+    if "-packages/" in filename:
+        own = _own_package()
+        if own and filename.startswith(own):
+            return _OWN
+        return _LIBRARY
+    if filename.startswith(_STDLIB):
         return _RUNTIME
     return _OWN
 
 
+_own_dir = None
+
+
+def _own_package():
+    """The directory of the package `python -m` runs (its files are the program's own,
+    even in site-packages), else ""; known once __main__ is."""
+    global _own_dir
+    if _own_dir is not None:
+        return _own_dir
+    main = _sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None) if main is not None else None
+    if main is None or getattr(main, "__file__", None) is None and spec is None:
+        if _sys.argv[:1] == ["-c"]:
+            _own_dir = ""
+        # Else not known yet (python -m PACKAGE importing PACKAGE): asked again next
+        # time, and the libraries' kinds are not cached until it is.
+        return ""
+    _own_dir = ""
+    try:
+        name = spec.name if spec is not None else ""
+        top = name.partition(".")[0]
+        mod = _sys.modules.get(top) if top else None
+        paths = getattr(mod, "__path__", None) if mod is not None else None
+        if paths:
+            _own_dir = _os.path.join(list(paths)[0], "")
+    except Exception:
+        pass
+    return _own_dir
+
+
 def _key(f):
-    """The call site of frame `f` and its callers: (code, lasti) of the runtime's frames
-    up to the program's first (os.path.isdir's, importlib's: they say what made the call
-    for the program), then up to _FRAMES of the program's own frames (the runtime's
-    between them skipped), _MAX_SITE frames in all, innermost first; the agent's frames
-    never. With no frame of the program's, the runtime's frames alone. Empty when there
-    is no frame at all."""
+    """The call site of frame `f` and its callers: (code, lasti) of the runtime's and the
+    libraries' frames up to the program's first (os.path.isdir's, importlib's, a
+    package's: they say what made the call for the program; at most _MAX_INNER, the
+    innermost), then up to _FRAMES of the program's own frames (the others between them
+    skipped), innermost first; the agent's frames never. With no frame of the program's,
+    the others alone. Empty when there is no frame at all."""
     key = ()
     own = 0
     inner = 0
@@ -137,21 +180,19 @@ def _key(f):
         if k is None:
             if len(_kinds) > _MAX_CACHE:
                 _kinds.clear()
-            k = _kinds[c] = _kind(c.co_filename)
+            k = _kind(c.co_filename)
+            if k != _LIBRARY or _own_dir is not None:
+                _kinds[c] = k
         if k == _OWN:
             key += (c, f.f_lasti)
             own += 1
             if own == _FRAMES:
                 break
-        elif k == _RUNTIME and own == 0 and inner < _MAX_SITE:
+        elif k != _AGENT and own == 0 and inner < _MAX_INNER:
             key += (c, f.f_lasti)
             inner += 1
         f = f.f_back
         walked += 1
-    over = inner + own - _MAX_SITE
-    if over > 0:
-        # The program's frames stay; the runtime's outermost before them go.
-        key = key[: 2 * (inner - over)] + key[2 * inner :]
     return key
 
 
@@ -206,7 +247,8 @@ def _define(sid, key, f):
             + len(fb).to_bytes(2, _LE)
             + fb
         )
-        kinds.append(_kinds.get(c, _OWN))
+        k = _kinds.get(c)
+        kinds.append(k if k is not None else _kind(c.co_filename))
     # One write: the program's frames (at most 4 x 912 bytes) always fit; the runtime's
     # outermost go first when the names are long.
     size = 17 + sum(len(b) for b in frames)
@@ -220,11 +262,35 @@ def _define(sid, key, f):
     return _msg(_SITE, body + b"".join(frames))
 
 
-def _wrap(orig):
+def _fd_msg(tid, sid, fd):
+    """FD: the calls on descriptor `fd` are site `sid`'s until the program closes it."""
+    return _msg(
+        _FD,
+        _pidb + tid.to_bytes(4, _LE) + _nsb + sid.to_bytes(4, _LE) + b"\0\0\0\0" + fd.to_bytes(4, _LE),
+    )
+
+
+def _opened_file(r):
+    """The descriptor of what open() returned (a file object)."""
+    return r.fileno()
+
+
+def _opened_fd(r):
+    """The descriptor os.open returned."""
+    return r
+
+
+def _wrap(orig, opened=None):
+    """A wrapper of `orig` that reports ENTER before it runs and EXIT after. `opened`:
+    for a function that opens a file, how to get the descriptor from its result: FD
+    then gives the descriptor's later calls (the reads and writes of a file object, which
+    happen after open returned) the same site."""
+
     def wrapper(*args, **kwargs):
         if _fd < 0:
             return orig(*args, **kwargs)
         d = -1
+        sid = 0
         try:
             global _site_seq
             tid = _gnid()
@@ -256,12 +322,21 @@ def _wrap(orig):
             d = -1
         if d < 0:
             return orig(*args, **kwargs)
+        more = b""
         try:
-            return orig(*args, **kwargs)
+            r = orig(*args, **kwargs)
+            if opened is not None:
+                try:
+                    fd = opened(r)
+                    if type(fd) is int and 0 <= fd <= 0x7FFFFFFF:
+                        more = _fd_msg(tid, sid, fd)
+                except Exception:
+                    pass
+            return r
         finally:
             try:
                 _depth[tid] = d
-                _send(b"\x0b\x00\x04" + _pidb + tid.to_bytes(4, _LE) + d.to_bytes(2, _LE))
+                _send(more + b"\x0b\x00\x04" + _pidb + tid.to_bytes(4, _LE) + d.to_bytes(2, _LE))
             except Exception:
                 pass
 
@@ -292,14 +367,14 @@ def _wrap(orig):
 _SUPPORTS = ("supports_dir_fd", "supports_fd", "supports_follow_symlinks", "supports_effective_ids")
 
 
-def _install(ns, name):
+def _install(ns, name, opened=None):
     try:
         orig = getattr(ns, name)
     except AttributeError:
         return
     if not callable(orig):
         return
-    w = _wrap(orig)
+    w = _wrap(orig, opened)
     try:
         setattr(ns, name, w)
     except Exception:
@@ -323,6 +398,9 @@ def _keep_channel_in_children():
     except Exception:
         return
     orig = ps.fork_exec
+    # The fork and the exec happen inside it: the child's calls until its exec, and its
+    # exec, are the program's line that started it (docs/agents.md, "Spawns").
+    reported = _wrap(orig)
 
     def fork_exec(*args):
         try:
@@ -340,7 +418,7 @@ def _keep_channel_in_children():
                 args = args[:3] + (tuple(sorted(args[3] + (_fd,))),) + args[4:]
         except Exception:
             pass
-        return orig(*args)
+        return reported(*args)
 
     fork_exec.__name__ = orig.__name__
     fork_exec.__qualname__ = getattr(orig, "__qualname__", orig.__name__)
@@ -352,6 +430,125 @@ def _keep_channel_in_children():
     if sub is not None and getattr(sub, "_fork_exec", None) is orig:
         sub._fork_exec = fork_exec
         _installed.append((sub, "_fork_exec", orig, fork_exec))
+
+
+# Modules wrapped once the program imports them (an import of them at start-up would cost
+# every program its time, and put them in sys.modules).
+_WATCHED = {}
+
+
+def _wrap_subprocess(mod):
+    """subprocess.Popen: its __init__ makes the pipes, forks and execs, and waits for the
+    exec; communicate() reads and writes the pipes. (os.posix_spawn, which Popen may use
+    instead of fork_exec, and _posixsubprocess.fork_exec are wrapped on their own.)"""
+    popen = getattr(mod, "Popen", None)
+    if isinstance(popen, type):
+        for name in ("__init__", "communicate"):
+            _install_method(popen, name)
+
+
+def _wrap_logging(mod):
+    """logging's StreamHandler and FileHandler: emit() writes the record (FileHandler
+    opens its file at the first one when delay=True) and flushes it."""
+    for cls in ("StreamHandler", "FileHandler"):
+        c = getattr(mod, cls, None)
+        if isinstance(c, type):
+            _install_method(c, "emit")
+
+
+def _install_method(cls, name):
+    orig = cls.__dict__.get(name)
+    if orig is None or not callable(orig):
+        return
+    w = _wrap(orig)
+    try:
+        setattr(cls, name, w)
+    except Exception:
+        return
+    _installed.append((cls, name, orig, w))
+
+
+class _AfterImport:
+    """A loader standing in for a watched module's own while it executes the module, then
+    wrapping what it defines. The module's __loader__ and __spec__.loader are the real
+    loader again by the time the import returns."""
+
+    def __init__(self, loader, then):
+        self._loader = loader
+        self._then = then
+
+    def create_module(self, spec):
+        create = getattr(self._loader, "create_module", None)
+        return create(spec) if create is not None else None
+
+    def exec_module(self, module):
+        loader = self._loader
+        try:
+            module.__loader__ = loader
+            spec = getattr(module, "__spec__", None)
+            if spec is not None:
+                spec.loader = loader
+        except Exception:
+            pass
+        loader.exec_module(module)
+        if _fd >= 0:
+            try:
+                self._then(module)
+            except Exception:
+                pass
+
+
+class _ImportWatch:
+    """A meta path finder that only looks at the watched modules' names: it finds them
+    through the finders after it, and has their loader wrap them once executed."""
+
+    def __init__(self):
+        self._busy = False
+
+    def find_spec(self, name, path=None, target=None):
+        then = _WATCHED.get(name)
+        if then is None or self._busy or _fd < 0:
+            return None
+        self._busy = True
+        try:
+            spec = None
+            for finder in _sys.meta_path:
+                if finder is self:
+                    continue
+                find = getattr(finder, "find_spec", None)
+                if find is None:
+                    continue
+                spec = find(name, path, target)
+                if spec is not None:
+                    break
+        except Exception:
+            return None
+        finally:
+            self._busy = False
+        loader = getattr(spec, "loader", None) if spec is not None else None
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        spec.loader = _AfterImport(loader, then)
+        return spec
+
+
+def _watch_imports():
+    _WATCHED["subprocess"] = _wrap_subprocess
+    _WATCHED["logging"] = _wrap_logging
+    for name, then in list(_WATCHED.items()):
+        mod = _sys.modules.get(name)
+        if mod is not None:
+            # Imported before us (a .pth file): wrapped now, and not watched.
+            del _WATCHED[name]
+            try:
+                then(mod)
+            except Exception:
+                pass
+    if not _WATCHED:
+        return
+    w = _ImportWatch()
+    _sys.meta_path.insert(0, w)
+    _installed.append((None, "meta_path", w, w))
 
 
 def _hello():
@@ -378,6 +575,13 @@ def unhook():
     global _fd
     _fd = -1
     for ns, name, orig, w in reversed(_installed):
+        if ns is None:
+            # The import watch.
+            try:
+                _sys.meta_path.remove(w)
+            except ValueError:
+                pass
+            continue
         try:
             if getattr(ns, name, None) is w:
                 setattr(ns, name, orig)
@@ -389,6 +593,7 @@ def unhook():
                 if isinstance(group, set):
                     group.discard(w)
     del _installed[:]
+    _WATCHED.clear()
     _sys.modules.pop("_dejavu_agent", None)
 
 
@@ -406,21 +611,30 @@ def _start():
     import io
 
     for name in (
-        "stat", "lstat", "access", "open", "listdir", "scandir", "mkdir", "rmdir",
-        "readlink", "remove", "unlink", "rename", "replace", "chmod", "chown", "utime",
-        "truncate", "symlink", "link", "chdir", "statvfs",
+        "stat", "lstat", "access", "listdir", "scandir", "mkdir", "rmdir", "readlink",
+        "remove", "unlink", "rename", "replace", "chmod", "chown", "utime", "truncate",
+        "symlink", "link", "chdir", "statvfs",
+        # Processes: the child's calls until its exec, and its exec, are the line's.
+        # (spawnl*, execl* and execvp* go through these; os.popen through subprocess.)
+        "system", "posix_spawn", "posix_spawnp", "spawnv", "spawnve", "spawnvp",
+        "spawnvpe", "execv", "execve",
     ):
         _install(_os, name)
+    # os.open's descriptor: its later calls (os.read, os.write) are the open's line.
+    _install(_os, "open", _opened_fd)
     # builtins.open is io.open: one wrapper for both, so `open is io.open` stays true.
+    # What the file object does later (its reads, writes, flushes, close) is on its
+    # descriptor: the open's line.
     orig_open = io.open
-    _install(io, "open")
+    _install(io, "open", _opened_file)
     if builtins.open is orig_open:
         if io.open is not orig_open:
             builtins.open = io.open
             _installed.append((builtins, "open", orig_open, io.open))
     else:
-        _install(builtins, "open")
+        _install(builtins, "open", _opened_file)
     _keep_channel_in_children()
+    _watch_imports()
     try:
         _os.register_at_fork(after_in_child=_after_fork)
     except Exception:

@@ -650,6 +650,8 @@ impl<W: Write> Tracer<W> {
                     if let Some(p) = self.procs.get(&pid) {
                         p.fds.borrow_mut().remove(a[0] as u32 as i32);
                     }
+                    let fd = a[0] as u32;
+                    self.stacks.fds_released(pid, fd, fd);
                 }
             CloseRange if ok => {
                 if let Some(p) = self.procs.get(&pid) {
@@ -657,6 +659,9 @@ impl<W: Write> Tracer<W> {
                     p.fds
                         .borrow_mut()
                         .close_range(a[0] as u32, a[1] as u32, cloexec_only);
+                    if !cloexec_only {
+                        self.stacks.fds_released(pid, a[0] as u32, a[1] as u32);
+                    }
                 }
             }
             Dup | Dup2 | Dup3 if ok => {
@@ -842,6 +847,8 @@ impl<W: Write> Tracer<W> {
         if let Some(p) = self.procs.get(&pid) {
             p.fds.borrow_mut().insert(fd, f);
         }
+        // A new file at that number: what the agents said of the old one is over.
+        self.stacks.fds_released(pid, fd as u32, fd as u32);
     }
 
     /// Installs a pipe or socket, named as /proc names it (`pipe:[INODE]`).

@@ -260,6 +260,7 @@ impl<W: Write> Feed<W> {
                 s.ret = c.ret;
                 s.path = Some(self.t.w.intern(&exe));
                 s.payload = Some(self.t.w.intern(&argv));
+                s.stack = self.t.stacks.exec_stack(&mut self.t.w, pid, tid);
                 self.t.push(Record::Syscall(s));
                 return;
             }
@@ -269,10 +270,11 @@ impl<W: Write> Feed<W> {
         if c.no_enter {
             e.call.ev |= ev::NO_DURATION;
         }
-        e.call.stack =
-            self.t
-                .stacks
-                .capture_ips(&mut self.t.w, pid, tid, c.ips, c.leaf, e.call.path);
+        let call = crate::stacks::call_ref(&e.call);
+        e.call.stack = self
+            .t
+            .stacks
+            .capture_ips(&mut self.t.w, pid, tid, c.ips, c.leaf, call);
         self.t.exit(tid, e, c.ret, now);
     }
 

@@ -680,9 +680,8 @@ impl<W: Write> Tracer<W> {
         if self.stacks.enabled() {
             // Entry decoding (attach mode, aarch64): the stack is the entry stop's.
             if let Ok(regs) = arch::syscall_regs(tid) {
-                e.call.stack = self
-                    .stacks
-                    .capture(&mut self.w, pid, tid, &regs, e.call.path);
+                let call = crate::stacks::call_ref(&e.call);
+                e.call.stack = self.stacks.capture(&mut self.w, pid, tid, &regs, call);
             }
         }
         if let Some(t) = self.tasks.get_mut(&tid) {
@@ -724,14 +723,14 @@ impl<W: Write> Tracer<W> {
             c.ret = ret;
             c.path = Some(self.w.intern(&exe));
             c.payload = Some(self.w.intern(&argv));
+            c.stack = self.stacks.exec_stack(&mut self.w, pid, tid);
             self.push(Record::Syscall(c));
             return;
         }
         let mut e = self.decode_entry(tid, pid, sys, args, ts);
         e.at_exit = true;
-        e.call.stack = self
-            .stacks
-            .capture(&mut self.w, pid, tid, &regs, e.call.path);
+        let call = crate::stacks::call_ref(&e.call);
+        e.call.stack = self.stacks.capture(&mut self.w, pid, tid, &regs, call);
         self.exit(tid, e, ret, now);
     }
 
@@ -842,6 +841,8 @@ impl<W: Write> Tracer<W> {
             };
             self.procs.insert(child, Process { fds, fs, tasks: 1 });
             self.out.processes += 1;
+            // A process started inside a wrapped call (a spawn) is that call's.
+            self.stacks.on_fork(&mut self.w, ppid, tid, child);
         }
         self.tasks.insert(child, Task::new(new_pid, false));
         self.push(Record::Spawn(Spawn {
@@ -896,7 +897,7 @@ impl<W: Write> Tracer<W> {
         let task = self.tasks.get_mut(&tid)?;
         task.pre_exec = false;
         let pid = task.pid;
-        self.stacks.on_exec(pid);
+        self.stacks.on_exec(&mut self.w, pid, former);
         // Every other thread of the process is gone now.
         let others: Vec<Tid> = self
             .tasks
@@ -937,6 +938,7 @@ impl<W: Write> Tracer<W> {
                 t.exec_info = Some((exe.clone(), argv.clone()));
             }
         }
+        self.stacks.exec_image(pid, &exe);
         let exe = self.w.intern(&exe);
         let argv = self.w.intern(&argv);
         self.push(Record::Exec(Exec {
@@ -1066,8 +1068,16 @@ impl<W: Write> Tracer<W> {
         if c.agents > 0 {
             notes.push(format!(
                 "language agents: {} loaded, {} reports ({} the agents could not write, {} malformed); \
-                 {} calls attributed to a wrapped synchronous call, {} to an asynchronous one",
-                c.agents, c.messages, c.dropped_by_agents, c.malformed, c.sync_hits, c.async_hits
+                 {} calls attributed to a wrapped synchronous call, {} to an asynchronous one, \
+                 {} by their descriptor, {} to the call that started their process",
+                c.agents,
+                c.messages,
+                c.dropped_by_agents,
+                c.malformed,
+                c.sync_hits,
+                c.async_hits,
+                c.fd_hits,
+                c.spawn_hits
             ));
         }
         out.notes = notes.clone();

@@ -101,7 +101,12 @@ fn inode(fd: &OwnedFd) -> u64 {
     st.st_ino
 }
 
-/// Counts the protocol messages in `bytes` by kind (docs/agents.md, "Protocol").
+/// An FD message (kind 9) without a request (0): the descriptor's own site, which no
+/// ASYNC_END ends. Counted under this pseudo-kind.
+const FD_OWN: u8 = 109;
+
+/// Counts the protocol messages in `bytes` by kind (docs/agents.md, "Protocol"); FD
+/// messages without a request count as FD_OWN.
 fn count_messages(bytes: &[u8]) -> BTreeMap<u8, usize> {
     let mut m = BTreeMap::new();
     let mut at = 0;
@@ -111,7 +116,12 @@ fn count_messages(bytes: &[u8]) -> BTreeMap<u8, usize> {
             len >= 1 && at + 2 + len <= bytes.len(),
             "a torn message at byte {at}"
         );
-        *m.entry(bytes[at + 2]).or_default() += 1;
+        let mut kind = bytes[at + 2];
+        // FD: pid, tid, ns, site, req, fd.
+        if kind == 9 && len == 25 && bytes[at + 19..at + 23] == [0, 0, 0, 0] {
+            kind = FD_OWN;
+        }
+        *m.entry(kind).or_default() += 1;
         at += 2 + len;
     }
     assert_eq!(at, bytes.len(), "trailing bytes");
@@ -323,10 +333,12 @@ fn node_sees_the_same_fs_while_its_agent_reports() {
         m.get(&5).copied().unwrap_or(0) >= 8,
         "async calls reported: {m:?}"
     );
+    let n = |k: u8| m.get(&k).copied().unwrap_or(0);
+    assert!(n(9) > 0, "descriptor calls reported: {m:?}");
     assert_eq!(
-        m.get(&5),
-        m.get(&6),
-        "every ASYNC_BEGIN has its ASYNC_END: {m:?}"
+        n(5) + n(9),
+        n(6),
+        "every ASYNC_BEGIN and FD with a request has its ASYNC_END: {m:?}"
     );
 }
 
@@ -664,8 +676,22 @@ fn record_calls(
     // The files the fixtures' sites work on (made here, so no call of the program's
     // own touches them but the sites').
     for name in [
-        "sync", "callback", "promise", "readfile", "relative", "worker", "child", "stat", "exists",
-        "pathlib", "open", "thread", "fork",
+        "sync",
+        "callback",
+        "promise",
+        "readfile",
+        "relative",
+        "worker",
+        "child",
+        "stat",
+        "exists",
+        "pathlib",
+        "open",
+        "thread",
+        "fork",
+        "readstream",
+        "filehandle",
+        "fileobj",
     ] {
         std::fs::write(dir.join(name), name).unwrap();
     }
@@ -697,10 +723,22 @@ fn assert_site<'a>(
     kind: FrameKind,
     sys: &[Sys],
 ) -> Vec<&'a Call> {
+    assert_site_on(calls, name, name, fixture, kind, sys)
+}
+
+/// `assert_site` for the calls on DIR/`target` and the `@site name` line.
+fn assert_site_on<'a>(
+    calls: &'a BTreeMap<String, Vec<Call>>,
+    target: &str,
+    name: &str,
+    fixture: &str,
+    kind: FrameKind,
+    sys: &[Sys],
+) -> Vec<&'a Call> {
     let file = workload(fixture);
     let (line, function) = site(&file, name);
     let mine: Vec<&Call> = calls
-        .get(name)
+        .get(target)
         .map(|v| v.iter().filter(|c| sys.contains(&c.sys)).collect())
         .unwrap_or_default();
     assert!(
@@ -766,6 +804,59 @@ fn node_callback_and_promise_calls_name_the_line_that_issued_them() {
 }
 
 #[test]
+fn node_fs_streams_and_file_handles_name_the_lines_that_made_their_calls() {
+    require!("node");
+    let (calls, _, _) = record_calls(Lang::Node, "callsites.js", &[]);
+    let f = "callsites.js";
+    let js = FrameKind::Js;
+    // A write stream: its open and close are the line that created it, its writes (made
+    // later, from the stream's code, on the threadpool) the line of the program's write().
+    assert_site_on(
+        &calls,
+        "stream",
+        "stream",
+        f,
+        js,
+        &[Sys::Openat, Sys::Close],
+    );
+    let w = assert_site_on(
+        &calls,
+        "stream",
+        "stream-write",
+        f,
+        js,
+        &[Sys::Write, Sys::Pwrite64, Sys::Writev, Sys::Pwritev],
+    );
+    assert!(w.iter().all(|c| c.tid != c.pid), "on the threadpool: {w:?}");
+    // A read stream: everything is the line that created it.
+    assert_site(
+        &calls,
+        "readstream",
+        f,
+        js,
+        &[Sys::Openat, Sys::Read, Sys::Pread64, Sys::Close],
+    );
+    // A FileHandle: its read is fh.read()'s line; its open and its close (an own
+    // property of the handle, not wrapped) the open's.
+    assert_site_on(
+        &calls,
+        "filehandle",
+        "filehandle",
+        f,
+        js,
+        &[Sys::Openat, Sys::Close],
+    );
+    assert_site_on(
+        &calls,
+        "filehandle",
+        "filehandle-read",
+        f,
+        js,
+        &[Sys::Read, Sys::Pread64],
+    );
+}
+
+#[test]
 fn node_worker_threads_and_child_processes_report_too() {
     require!("node");
     let (calls, _, _) = record_calls(Lang::Node, "callsites.js", &[]);
@@ -821,6 +912,22 @@ fn python_calls_name_the_line_and_function_of_the_call() {
     );
     let th = assert_site(&calls, "thread", "callsites.py", FrameKind::Python, STATS);
     assert!(th.iter().all(|c| c.tid != c.pid), "{th:?}");
+    // A file object's read, write (at its flush) and close, after open() returned: the
+    // open's line.
+    let fo = assert_site(
+        &calls,
+        "fileobj",
+        "callsites.py",
+        FrameKind::Python,
+        &[Sys::Openat, Sys::Read, Sys::Write, Sys::Close],
+    );
+    let kinds: std::collections::BTreeSet<Sys> = fo.iter().map(|c| c.sys).collect();
+    assert!(
+        [Sys::Openat, Sys::Read, Sys::Write, Sys::Close]
+            .iter()
+            .all(|k| kinds.contains(k)),
+        "{fo:?}"
+    );
 }
 
 #[test]
@@ -1026,7 +1133,7 @@ fn python_marks_each_process_ready_before_its_first_call_from_the_script() {
     let dir = dir_with(
         &d,
         &[
-            "stat", "exists", "pathlib", "open", "thread", "child", "fork",
+            "stat", "exists", "pathlib", "open", "fileobj", "thread", "child", "fork",
         ],
     );
     let (evs, _) = record_events(
@@ -1039,10 +1146,15 @@ fn python_marks_each_process_ready_before_its_first_call_from_the_script() {
         workload("callsites.py").display().to_string(),
         workload("callsites_child.py").display().to_string(),
     ];
-    // Per process: its first call with a frame of the script it runs.
+    // Per process: its first call with a frame of the script it runs. (A subprocess's
+    // calls until its exec are its parent's line, which started it: they do not count.)
     let mut first: BTreeMap<u32, (usize, u64)> = BTreeMap::new();
     for (i, e) in evs.iter().enumerate() {
         if let Ev::Call { ts, call, .. } = e {
+            if call.sys == Sys::Execve {
+                first.remove(&call.pid);
+                continue;
+            }
             if call.frames.iter().any(|f| scripts.contains(&f.2)) {
                 first.entry(call.pid).or_insert((i, *ts));
             }

@@ -33,12 +33,47 @@ function relativeCallbackSite(done) {
   fs.access('relative', done); // @site relative relativeCallbackSite
 }
 
+function writeStreamSite() {
+  return fs.createWriteStream(at('stream')); // @site stream writeStreamSite
+}
+
+function writeToStream(ws, text) {
+  ws.write(text); // @site stream-write writeToStream
+}
+
+function readStreamSite() {
+  return fs.createReadStream(at('readstream')); // @site readstream readStreamSite
+}
+
+async function fileHandleOpenSite() {
+  return fsp.open(at('filehandle'), 'r+'); // @site filehandle fileHandleOpenSite
+}
+
+async function fileHandleReadSite(fh) {
+  await fh.read(Buffer.alloc(4), 0, 4, 0); // @site filehandle-read fileHandleReadSite
+}
+
 async function main() {
   statSyncSite();
   statSyncSite();
   await new Promise((resolve, reject) => statCallbackSite((e) => (e ? reject(e) : resolve())));
   await statPromiseSite();
   await readFilePromiseSite();
+  // fs streams: their calls run later, from Node.js's stream code.
+  const ws = writeStreamSite();
+  await new Promise((resolve) => ws.once('open', resolve));
+  for (let i = 0; i < 3; i++) writeToStream(ws, `line ${i}\n`);
+  await new Promise((resolve, reject) => ws.end((e) => (e ? reject(e) : resolve())));
+  await new Promise((resolve, reject) => {
+    const rs = readStreamSite();
+    rs.on('data', () => {});
+    rs.on('error', reject);
+    rs.on('close', resolve);
+  });
+  // A FileHandle: its methods on the threadpool, its close the open's line.
+  const fh = await fileHandleOpenSite();
+  await fileHandleReadSite(fh);
+  await fh.close();
   process.chdir(dir);
   await new Promise((resolve, reject) => relativeCallbackSite((e) => (e ? reject(e) : resolve())));
   await new Promise((resolve, reject) => {

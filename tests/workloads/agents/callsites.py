@@ -35,6 +35,18 @@ def open_site():
         return f.read()
 
 
+def fileobj_site():
+    f = open(at("fileobj"), "r+")  # @site fileobj fileobj_site
+    return f
+
+
+def use_fileobj(f):
+    # The file object's read, write (at its flush) and close come after open returned.
+    f.read()
+    f.write("more")
+    f.close()
+
+
 def thread_site():
     os.stat(at("thread"))  # @site thread thread_site
 
@@ -48,6 +60,7 @@ stat_site()
 exists_site()
 Store().load()
 open_site()
+use_fileobj(fileobj_site())
 t = threading.Thread(target=thread_site)
 t.start()
 t.join()

@@ -7,10 +7,10 @@
 mod channel;
 mod protocol;
 
-pub use protocol::{AgentMark, Counters};
+pub use protocol::{AgentMark, CallRef, Counters};
 
 use crate::kernel::Tid;
-use dejavu_trace::{StackId, StrId, TraceWriter};
+use dejavu_trace::{StackId, TraceWriter};
 use std::ffi::OsString;
 use std::io::Write;
 
@@ -87,30 +87,59 @@ impl Agents {
     }
 
     /// The stack the agents reported for the call `tid` of `pid` is making, if any: the
-    /// wrapped synchronous call that thread is inside, else a pending asynchronous call
-    /// of the process that names `path` (the call's resolved path, or its descriptor's).
+    /// wrapped synchronous call that thread is inside, else the wrapped call that started
+    /// the process (a spawn), else the site of the call's descriptor, else a pending
+    /// asynchronous call of the process that names the call's path (its resolved path, or
+    /// its descriptor's).
     pub fn current<W: Write>(
         &mut self,
         w: &mut TraceWriter<W>,
         pid: Tid,
         tid: Tid,
-        path: Option<StrId>,
+        call: CallRef,
     ) -> Option<StackId> {
         let ch = self.channel.as_ref()?;
-        ch.state().lookup(w, pid as u32, tid as u32, path)
+        ch.state().lookup(w, pid as u32, tid as u32, call)
     }
 
-    /// `pid` exec'd: what its old program's agents said no longer applies. (Everything
-    /// they wrote before the exec is read first, so none of it is applied afterwards.)
-    pub fn on_exec(&mut self, pid: Tid) {
+    /// Thread `ptid` of `ppid` started process `child`: inside a wrapped call (a spawn),
+    /// the child's calls until its exec, and its execs, are that call's.
+    pub fn on_fork<W: Write>(&mut self, w: &mut TraceWriter<W>, ppid: Tid, ptid: Tid, child: Tid) {
         if let Some(ch) = &self.channel {
-            ch.state().forget_process(pid as u32);
+            ch.state()
+                .on_fork(w, ppid as u32, ptid as u32, child as u32);
+        }
+    }
+
+    /// Thread `tid` of `pid` exec'd: what its old program's agents said no longer applies.
+    /// (Everything they wrote before the exec is read first, so none of it is applied
+    /// afterwards.)
+    pub fn on_exec<W: Write>(&mut self, w: &mut TraceWriter<W>, pid: Tid, tid: Tid) {
+        if let Some(ch) = &self.channel {
+            ch.state().on_exec(w, pid as u32, tid as u32);
+        }
+    }
+
+    /// `pid` now runs `exe` (after `on_exec`).
+    pub fn exec_image(&mut self, pid: Tid, exe: &[u8]) {
+        if let Some(ch) = &self.channel {
+            ch.state_undrained().exec_image(pid as u32, exe);
         }
     }
 
     /// `pid` ended.
     pub fn on_exit(&mut self, pid: Tid) {
-        self.on_exec(pid);
+        if let Some(ch) = &self.channel {
+            ch.state().on_exit(pid as u32);
+        }
+    }
+
+    /// `pid` closed or replaced its descriptors `lo..=hi` (after the call's stack was
+    /// taken: the pipe was read then, so no report written before the call is missed).
+    pub fn fds_released(&mut self, pid: Tid, lo: u32, hi: u32) {
+        if let Some(ch) = &self.channel {
+            ch.state_undrained().fds_released(pid as u32, lo, hi);
+        }
     }
 
     /// What the agents reported so far (zeros when none was loaded).

@@ -5,11 +5,25 @@
 pub mod agent;
 pub mod native;
 
+pub use agent::CallRef;
+
 use crate::arch::SyscallRegs;
 use crate::kernel::Tid;
-use dejavu_trace::{StackId, StrId, TraceWriter};
+use dejavu_trace::{StackId, TraceWriter};
 use std::ffi::OsString;
 use std::io::Write;
+
+/// What the agents match a recorded call by: its path, its descriptor, whether it execs.
+pub fn call_ref(c: &dejavu_trace::Syscall) -> CallRef {
+    CallRef {
+        path: c.path,
+        fd: c.fd,
+        exec: matches!(
+            c.sys,
+            dejavu_trace::Sys::Execve | dejavu_trace::Sys::Execveat
+        ),
+    }
+}
 
 /// Whether to record stacks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,20 +64,21 @@ impl Stacks {
     }
 
     /// The stack of the call `tid` (of process `pid`) is making, at its syscall stop.
-    /// `path` is the call's recorded path (`Syscall::path`: its resolved path argument or
-    /// its descriptor's path): the agents match asynchronous calls by it.
+    /// `call` says what the agents match asynchronous calls by: the call's recorded path
+    /// (`Syscall::path`: its resolved path argument or its descriptor's path), its
+    /// descriptor, whether it is an exec.
     pub fn capture<W: Write>(
         &mut self,
         w: &mut TraceWriter<W>,
         pid: Tid,
         tid: Tid,
         regs: &SyscallRegs,
-        path: Option<StrId>,
+        call: CallRef,
     ) -> Option<StackId> {
         if self.mode == StackMode::Off {
             return None;
         }
-        if let Some(id) = self.agent.current(w, pid, tid, path) {
+        if let Some(id) = self.agent.current(w, pid, tid, call) {
             return Some(id);
         }
         self.native.capture(w, pid, tid, regs)
@@ -71,6 +86,7 @@ impl Stacks {
 
     /// The stack of a call recorded by the eBPF backend: the agents' report when they
     /// made one, else the user stack the kernel walked by frame pointers (`ips`).
+    #[allow(clippy::too_many_arguments)]
     pub fn capture_ips<W: Write>(
         &mut self,
         w: &mut TraceWriter<W>,
@@ -78,27 +94,65 @@ impl Stacks {
         tid: Tid,
         ips: &[u64],
         leaf: u64,
-        path: Option<StrId>,
+        call: CallRef,
     ) -> Option<StackId> {
         if self.mode == StackMode::Off {
             return None;
         }
-        if let Some(id) = self.agent.current(w, pid, tid, path) {
+        if let Some(id) = self.agent.current(w, pid, tid, call) {
             return Some(id);
         }
         self.native.capture_addrs(w, pid, ips, leaf)
     }
 
-    /// Process `pid` now runs a new program: its mappings and agent state are gone.
-    pub fn on_exec(&mut self, pid: Tid) {
+    /// The stack of a successful exec by `tid` of `pid`, recorded after the exec (the
+    /// registers and memory are the new program's): the agents' only, the wrapped call
+    /// that started the process (a spawn) or that exec'd.
+    pub fn exec_stack<W: Write>(
+        &mut self,
+        w: &mut TraceWriter<W>,
+        pid: Tid,
+        tid: Tid,
+    ) -> Option<StackId> {
+        if self.mode == StackMode::Off {
+            return None;
+        }
+        let call = CallRef {
+            exec: true,
+            ..CallRef::default()
+        };
+        self.agent.current(w, pid, tid, call)
+    }
+
+    /// Thread `ptid` of `ppid` started process `child`.
+    pub fn on_fork<W: Write>(&mut self, w: &mut TraceWriter<W>, ppid: Tid, ptid: Tid, child: Tid) {
+        if self.mode == StackMode::On {
+            self.agent.on_fork(w, ppid, ptid, child);
+        }
+    }
+
+    /// Thread `tid` of process `pid` exec'd: its mappings and agent state are gone.
+    pub fn on_exec<W: Write>(&mut self, w: &mut TraceWriter<W>, pid: Tid, tid: Tid) {
         self.native.on_exec(pid);
-        self.agent.on_exec(pid);
+        self.agent.on_exec(w, pid, tid);
+    }
+
+    /// Process `pid` now runs `exe` (after `on_exec`).
+    pub fn exec_image(&mut self, pid: Tid, exe: &[u8]) {
+        self.agent.exec_image(pid, exe);
     }
 
     /// Process `pid` ended.
     pub fn on_exit(&mut self, pid: Tid) {
         self.native.on_exit(pid);
         self.agent.on_exit(pid);
+    }
+
+    /// Process `pid` closed or replaced its descriptors `lo..=hi`.
+    pub fn fds_released(&mut self, pid: Tid, lo: u32, hi: u32) {
+        if self.mode == StackMode::On {
+            self.agent.fds_released(pid, lo, hi);
+        }
     }
 
     /// Environment additions for the program dejavu starts (the agents' loaders), and the

@@ -192,6 +192,12 @@ impl Channel {
         self.shared.drained()
     }
 
+    /// The state as it is, without reading the pipe first (for updates that follow a
+    /// `state()` of the same stop).
+    pub fn state_undrained(&self) -> MutexGuard<'_, State> {
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Environment additions that load the agents: the channel, NODE_OPTIONS (appended to
     /// the one dejavu was given) and PYTHONPATH (ours first, then the one given).
     pub fn env(&self) -> Vec<(OsString, OsString)> {

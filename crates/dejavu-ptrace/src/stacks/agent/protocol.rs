@@ -1,7 +1,8 @@
 //! The agents' wire protocol (docs/agents.md, "Protocol") and what the tracer keeps from
 //! it: call-site definitions, the wrapped calls each thread is inside, asynchronous calls
-//! still pending (matched to a syscall by its path), and the marks the runtimes reported
-//! (an agent ready, the Node.js main module done) for the trace.
+//! still pending (matched to a syscall by its path or its descriptor), the processes
+//! started inside a wrapped call (a spawn's child gets the spawn's site), and the marks the
+//! runtimes reported (an agent ready, the Node.js main module done) for the trace.
 //!
 //! Nothing here trusts the bytes: the pipe is writable by every process of the program, so
 //! a malformed message is counted and skipped, never a panic.
@@ -33,6 +34,12 @@ pub const DROPPED: u8 = 7;
 /// Node.js, main thread: the first turn of the event loop after the main module ran:
 /// `pid u32, ns u32`.
 pub const MAIN_DONE: u8 = 8;
+/// Calls on a descriptor belong to a site: `pid u32, tid u32, ns u32, site u32, req u32,
+/// fd u32`. Until ASYNC_END of `req` (0: none will come), or until the process closes
+/// the descriptor (the close included), a call of any thread of the process on `fd`, made
+/// outside a wrapped synchronous call, is the site's (a FileHandle's reads on the
+/// threadpool, a stream's queued writes, what a Python file object does after `open`).
+pub const FD: u8 = 9;
 
 /// Most nested wrapped calls kept per thread; deeper ones are not attributed.
 const MAX_DEPTH: usize = 64;
@@ -41,9 +48,14 @@ const MAX_DEPTH: usize = 64;
 const MAX_PENDING: usize = 4096;
 /// Most call sites kept for the whole recording.
 const MAX_SITES: usize = 1 << 20;
-/// Most frames per site: the runtime's frames between the wrapped call and the program's
-/// code, then up to 4 of the program's own (the agents keep to this bound).
-pub const MAX_FRAMES: usize = 24;
+/// Most frames per site: the runtime's and the libraries' frames between the wrapped call
+/// and the program's code (at most 32), then up to 4 of the program's own (the agents keep
+/// to this bound).
+pub const MAX_FRAMES: usize = 36;
+/// Most descriptors with a site kept per process (the oldest go first).
+const MAX_FDS: usize = 4096;
+/// Most processes remembered as started inside a wrapped call.
+const MAX_SPAWNED: usize = 1 << 16;
 /// Most processes remembered as marked (a flood of hellos with made-up pids must not grow
 /// this without bound; real processes are forgotten when they exec or exit).
 const MAX_MARKED: usize = 1 << 20;
@@ -63,6 +75,10 @@ pub struct Counters {
     pub sync_hits: u64,
     /// Stops attributed to a pending asynchronous call by their path.
     pub async_hits: u64,
+    /// Stops attributed to a site by their descriptor (FD).
+    pub fd_hits: u64,
+    /// Stops attributed to the wrapped call that started their process (a spawn).
+    pub spawn_hits: u64,
     /// Marks queued for the trace (agent ready, main module done).
     pub marks: u64,
 }
@@ -106,6 +122,39 @@ struct Thread {
     calls: Vec<(u32, u32)>,
 }
 
+/// A descriptor's site (FD).
+#[derive(Debug, Clone, Copy)]
+struct FdSite {
+    ns: u32,
+    req: u32,
+    site: u32,
+}
+
+/// A process started by a thread inside a wrapped call (`child_process.spawn`,
+/// `subprocess.Popen`, `os.system`), or that exec'd inside one (`os.execv`): that call's
+/// stack, resolved when the process started (the parent may be gone when the child execs).
+#[derive(Debug, Clone, Copy)]
+struct Spawned {
+    stack: StackId,
+    /// It has not exec'd yet: every call it makes (the runtime's code between fork and
+    /// exec: dup2, close, the PATH search) is the spawn's.
+    pre_exec: bool,
+    /// The program it runs is a shell (`sh -c CMD`, `shell: true`): the processes it forks
+    /// are running CMD for the spawn, and their execs are the spawn's too.
+    shell: bool,
+}
+
+/// What the tracer knows of a call when it asks for its site.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CallRef {
+    /// Its resolved path (its path argument, or its descriptor's path).
+    pub path: Option<StrId>,
+    /// Its descriptor argument.
+    pub fd: Option<i32>,
+    /// It is an exec (execve, execveat).
+    pub exec: bool,
+}
+
 #[derive(Debug)]
 struct Pending {
     ns: u32,
@@ -124,6 +173,12 @@ pub struct State {
     sites: FxHashMap<SiteKey, Site>,
     threads: FxHashMap<u32, Thread>,
     pending: FxHashMap<u32, Vec<Pending>>,
+    /// (pid, fd) -> the sites of calls on that descriptor, oldest first.
+    fds: FxHashMap<(u32, u32), Vec<FdSite>>,
+    /// pid -> its descriptors with a site, oldest first (for the bound, ASYNC_END, exec).
+    fd_order: FxHashMap<u32, std::collections::VecDeque<u32>>,
+    /// Processes started inside a wrapped call.
+    spawned: FxHashMap<u32, Spawned>,
     /// Processes whose agent said hello (their program's first hello made the mark).
     ready: FxHashSet<u32>,
     /// Processes whose main module's end was marked.
@@ -316,6 +371,36 @@ impl State {
                         self.pending.remove(&pid);
                     }
                 }
+                if req != 0 {
+                    self.end_fd_req(pid, ns, req);
+                }
+            }
+            FD => {
+                let (pid, _tid, ns, site) = (r.u32()?, r.u32()?, r.u32()?, r.u32()?);
+                let (req, fd) = (r.u32()?, r.u32()?);
+                r.done()?;
+                if fd > i32::MAX as u32 {
+                    return None;
+                }
+                let order = self.fd_order.entry(pid).or_default();
+                let list = self.fds.entry((pid, fd)).or_default();
+                if req == 0 {
+                    // A descriptor's site for good (until it is closed): it replaces
+                    // whatever the number had (a lost close).
+                    list.retain(|e| e.req != 0);
+                }
+                if list.is_empty() {
+                    order.push_back(fd);
+                }
+                list.push(FdSite { ns, req, site });
+                if list.len() > MAX_PENDING {
+                    list.remove(0);
+                }
+                if order.len() > MAX_FDS {
+                    if let Some(old) = order.pop_front() {
+                        self.fds.remove(&(pid, old));
+                    }
+                }
             }
             DROPPED => {
                 let (_pid, _ns, count) = (r.u32()?, r.u32()?, r.u32()?);
@@ -351,24 +436,145 @@ impl State {
     }
 
     /// Process `pid` is gone or runs a new program: its agents' state goes with it. (Its
-    /// marks already read stay queued: they belong before the exec or exit.)
+    /// marks already read stay queued: they belong before the exec or exit.) What made
+    /// the process (`Spawned`) is not its agents' state: see `on_exec` and `on_exit`.
     pub fn forget_process(&mut self, pid: u32) {
         self.sites.retain(|&(p, _, _), _| p != pid);
         self.threads.retain(|_, t| t.pid != pid);
         self.pending.remove(&pid);
+        if let Some(order) = self.fd_order.remove(&pid) {
+            for fd in order {
+                self.fds.remove(&(pid, fd));
+            }
+        }
         self.ready.remove(&pid);
         self.main_done.remove(&pid);
     }
 
+    /// Ends the FD entries of request `req` of agent (`pid`, `ns`).
+    fn end_fd_req(&mut self, pid: u32, ns: u32, req: u32) {
+        let Some(order) = self.fd_order.get_mut(&pid) else {
+            return;
+        };
+        let fds = &mut self.fds;
+        order.retain(|&fd| {
+            let Some(list) = fds.get_mut(&(pid, fd)) else {
+                return false;
+            };
+            list.retain(|e| !(e.ns == ns && e.req == req));
+            if list.is_empty() {
+                fds.remove(&(pid, fd));
+                return false;
+            }
+            true
+        });
+    }
+
+    /// Process `pid` closed (or replaced: dup2, a new open) its descriptors `lo..=hi`:
+    /// their sites end (after the close itself was attributed).
+    pub fn fds_released(&mut self, pid: u32, lo: u32, hi: u32) {
+        let Some(order) = self.fd_order.get_mut(&pid) else {
+            return;
+        };
+        let fds = &mut self.fds;
+        order.retain(|&fd| {
+            if fd < lo || fd > hi {
+                return true;
+            }
+            fds.remove(&(pid, fd));
+            false
+        });
+        if order.is_empty() {
+            self.fd_order.remove(&pid);
+        }
+    }
+
+    /// Thread `ptid` of process `ppid` started process `child` (fork, vfork, clone
+    /// without CLONE_THREAD). Inside a wrapped call, the child is that call's until it
+    /// execs (and its execs are); a child of such a process before its exec, or of a shell
+    /// it became, is the same call's too.
+    pub fn on_fork<W: Write>(&mut self, w: &mut TraceWriter<W>, ppid: u32, ptid: u32, child: u32) {
+        let own = self
+            .threads
+            .get(&ptid)
+            .filter(|t| t.pid == ppid)
+            .and_then(|t| t.calls.last().copied());
+        let spawned = match own {
+            Some((ns, site)) => self.stack(w, (ppid, ns, site)).map(|stack| Spawned {
+                stack,
+                pre_exec: true,
+                shell: false,
+            }),
+            None => match self.spawned.get(&ppid) {
+                Some(s) if s.pre_exec => Some(*s),
+                Some(s) if s.shell => Some(Spawned {
+                    pre_exec: false,
+                    ..*s
+                }),
+                _ => None,
+            },
+        };
+        match spawned {
+            Some(s) if self.spawned.len() < MAX_SPAWNED || self.spawned.contains_key(&child) => {
+                self.spawned.insert(child, s);
+            }
+            _ => {
+                self.spawned.remove(&child);
+            }
+        }
+    }
+
+    /// Thread `tid` of process `pid` exec'd: its agents' state is gone; a wrapped call it
+    /// was inside (Python's `os.execv`) makes the process that call's, as a spawn's child.
+    pub fn on_exec<W: Write>(&mut self, w: &mut TraceWriter<W>, pid: u32, tid: u32) {
+        let own = self
+            .threads
+            .get(&tid)
+            .filter(|t| t.pid == pid)
+            .and_then(|t| t.calls.last().copied());
+        if let Some(stack) = own.and_then(|(ns, site)| self.stack(w, (pid, ns, site))) {
+            if self.spawned.len() < MAX_SPAWNED || self.spawned.contains_key(&pid) {
+                self.spawned.insert(
+                    pid,
+                    Spawned {
+                        stack,
+                        pre_exec: false,
+                        shell: false,
+                    },
+                );
+            }
+        } else if let Some(s) = self.spawned.get_mut(&pid) {
+            s.pre_exec = false;
+        }
+        self.forget_process(pid);
+    }
+
+    /// Process `pid` now runs `exe` (after `on_exec`): whether it is a shell, whose
+    /// children run commands for the spawn that started it.
+    pub fn exec_image(&mut self, pid: u32, exe: &[u8]) {
+        if let Some(s) = self.spawned.get_mut(&pid) {
+            s.shell = is_shell(exe);
+        }
+    }
+
+    /// Process `pid` ended.
+    pub fn on_exit(&mut self, pid: u32) {
+        self.forget_process(pid);
+        self.spawned.remove(&pid);
+    }
+
     /// The stack for the call `tid` of `pid` is making: the innermost wrapped synchronous
-    /// call of that thread, else the oldest pending asynchronous call of the process,
-    /// issued by another thread, that names `path` (the syscall's resolved path).
+    /// call of that thread; else, in a process started inside a wrapped call, that call
+    /// (every call before the process exec'd, its execs after); else the site of the
+    /// call's descriptor (FD: the oldest call queued on it, else the descriptor's own
+    /// site); else the oldest pending asynchronous call of the
+    /// process, issued by another thread, that names the call's path.
     pub fn lookup<W: Write>(
         &mut self,
         w: &mut TraceWriter<W>,
         pid: u32,
         tid: u32,
-        path: Option<StrId>,
+        call: CallRef,
     ) -> Option<StackId> {
         if let Some(&(ns, site)) = self
             .threads
@@ -382,7 +588,28 @@ impl State {
             }
             return s;
         }
-        let path = path?;
+        if let Some(s) = self.spawned.get(&pid) {
+            if s.pre_exec || call.exec {
+                self.counters.spawn_hits += 1;
+                return Some(s.stack);
+            }
+        }
+        if let Some(fd) = call.fd.filter(|&fd| fd >= 0) {
+            // A call queued on it (a FileHandle read) before the descriptor's own site
+            // (the line that opened it).
+            if let Some(&e) = self
+                .fds
+                .get(&(pid, fd as u32))
+                .and_then(|l| l.iter().find(|e| e.req != 0).or(l.first()))
+            {
+                let s = self.stack(w, (pid, e.ns, e.site));
+                if s.is_some() {
+                    self.counters.fd_hits += 1;
+                    return s;
+                }
+            }
+        }
+        let path = call.path?;
         let list = self.pending.get_mut(&pid)?;
         let mut found = None;
         for p in list.iter_mut() {
@@ -426,6 +653,15 @@ impl State {
         site.stack = Some(id);
         Some(id)
     }
+}
+
+/// Whether `exe` is a shell: the processes it forks run the command it was given.
+fn is_shell(exe: &[u8]) -> bool {
+    let base = exe.rsplit(|&c| c == b'/').next().unwrap_or(exe);
+    matches!(
+        base,
+        b"sh" | b"bash" | b"dash" | b"zsh" | b"ksh" | b"mksh" | b"ash" | b"busybox"
+    )
 }
 
 /// Message builders, as the agents encode them (for tests, and the reference for
@@ -505,6 +741,10 @@ pub mod encode {
     pub fn main_done(pid: u32, ns: u32) -> Vec<u8> {
         msg(MAIN_DONE, &u32s(&[pid, ns]))
     }
+
+    pub fn fd(pid: u32, tid: u32, ns: u32, site: u32, req: u32, fd: u32) -> Vec<u8> {
+        msg(FD, &u32s(&[pid, tid, ns, site, req, fd]))
+    }
 }
 
 #[cfg(test)]
@@ -513,6 +753,14 @@ mod tests {
     use super::encode::*;
     use super::*;
     use dejavu_trace::{Meta, Record, Sys, Syscall, TraceReader, WriterOptions};
+
+    /// A call on `path`.
+    fn on(path: StrId) -> CallRef {
+        CallRef {
+            path: Some(path),
+            ..CallRef::default()
+        }
+    }
 
     fn writer() -> TraceWriter<Vec<u8>> {
         TraceWriter::new(Vec::new(), &Meta::default(), WriterOptions::default()).unwrap()
@@ -559,12 +807,20 @@ mod tests {
         bytes.extend(js_site(10, 10, 1, 12));
         bytes.extend(enter(10, 10, 10, 1, 0));
         s.feed(&bytes, 0);
-        let id = s.lookup(&mut w, 10, 10, None).unwrap();
-        assert_eq!(s.lookup(&mut w, 10, 11, None), None, "another thread");
-        assert_eq!(s.lookup(&mut w, 11, 10, None), None, "another process");
+        let id = s.lookup(&mut w, 10, 10, CallRef::default()).unwrap();
+        assert_eq!(
+            s.lookup(&mut w, 10, 11, CallRef::default()),
+            None,
+            "another thread"
+        );
+        assert_eq!(
+            s.lookup(&mut w, 11, 10, CallRef::default()),
+            None,
+            "another process"
+        );
         s.feed(&exit(10, 10, 0), 0);
         assert_eq!(
-            s.lookup(&mut w, 10, 10, None),
+            s.lookup(&mut w, 10, 10, CallRef::default()),
             None,
             "after the call returned"
         );
@@ -588,7 +844,7 @@ mod tests {
         for b in &bytes {
             s.feed(std::slice::from_ref(b), 0);
         }
-        assert!(s.lookup(&mut w, 10, 10, None).is_some());
+        assert!(s.lookup(&mut w, 10, 10, CallRef::default()).is_some());
         assert_eq!(s.counters.malformed, 0);
     }
 
@@ -601,15 +857,15 @@ mod tests {
         b.extend(enter(10, 10, 10, 1, 0));
         b.extend(enter(10, 10, 10, 2, 1));
         s.feed(&b, 0);
-        let inner = s.lookup(&mut w, 10, 10, None).unwrap();
+        let inner = s.lookup(&mut w, 10, 10, CallRef::default()).unwrap();
         s.feed(&exit(10, 10, 1), 0);
-        let outer = s.lookup(&mut w, 10, 10, None).unwrap();
+        let outer = s.lookup(&mut w, 10, 10, CallRef::default()).unwrap();
         assert_ne!(inner, outer);
         // The outer call's exit is lost (pipe full); the next call at depth 0 replaces it.
         s.feed(&enter(10, 10, 10, 2, 0), 0);
-        assert_eq!(s.lookup(&mut w, 10, 10, None), Some(inner));
+        assert_eq!(s.lookup(&mut w, 10, 10, CallRef::default()), Some(inner));
         s.feed(&exit(10, 10, 0), 0);
-        assert_eq!(s.lookup(&mut w, 10, 10, None), None);
+        assert_eq!(s.lookup(&mut w, 10, 10, CallRef::default()), None);
     }
 
     #[test]
@@ -623,20 +879,24 @@ mod tests {
         s.feed(&b, 0);
         let x = w.intern(b"/data/x");
         let y = w.intern(b"/data/y");
-        let first = s.lookup(&mut w, 10, 12, Some(x)).unwrap();
-        assert_eq!(s.lookup(&mut w, 10, 12, Some(y)), None, "another path");
-        assert_eq!(s.lookup(&mut w, 10, 12, None), None, "no path");
+        let first = s.lookup(&mut w, 10, 12, on(x)).unwrap();
+        assert_eq!(s.lookup(&mut w, 10, 12, on(y)), None, "another path");
         assert_eq!(
-            s.lookup(&mut w, 10, 10, Some(x)),
+            s.lookup(&mut w, 10, 12, CallRef::default()),
+            None,
+            "no path"
+        );
+        assert_eq!(
+            s.lookup(&mut w, 10, 10, on(x)),
             None,
             "the issuing thread itself"
         );
-        assert_eq!(s.lookup(&mut w, 11, 12, Some(x)), None, "another process");
+        assert_eq!(s.lookup(&mut w, 11, 12, on(x)), None, "another process");
         s.feed(&async_end(10, 10, 7), 0);
-        let second = s.lookup(&mut w, 10, 12, Some(x)).unwrap();
+        let second = s.lookup(&mut w, 10, 12, on(x)).unwrap();
         assert_ne!(first, second, "the oldest pending call first");
         s.feed(&async_end(10, 10, 8), 0);
-        assert_eq!(s.lookup(&mut w, 10, 12, Some(x)), None);
+        assert_eq!(s.lookup(&mut w, 10, 12, on(x)), None);
         assert_eq!(s.counters.async_hits, 2);
     }
 
@@ -649,8 +909,8 @@ mod tests {
         b.extend(enter(10, 13, 13, 1, 0));
         b.extend(enter(10, 10, 10, 1, 0));
         s.feed(&b, 0);
-        let worker = s.lookup(&mut w, 10, 13, None).unwrap();
-        let main = s.lookup(&mut w, 10, 10, None).unwrap();
+        let worker = s.lookup(&mut w, 10, 13, CallRef::default()).unwrap();
+        let main = s.lookup(&mut w, 10, 10, CallRef::default()).unwrap();
         assert_ne!(worker, main);
         assert_eq!(frames_of(w, worker)[0].2, 99);
     }
@@ -665,11 +925,11 @@ mod tests {
         s.feed(&b, 0);
         s.forget_process(10);
         let x = w.intern(b"/data/x");
-        assert_eq!(s.lookup(&mut w, 10, 10, None), None);
-        assert_eq!(s.lookup(&mut w, 10, 12, Some(x)), None);
+        assert_eq!(s.lookup(&mut w, 10, 10, CallRef::default()), None);
+        assert_eq!(s.lookup(&mut w, 10, 12, on(x)), None);
         // The new program's agent uses site 1 without defining it: no stale stack.
         s.feed(&enter(10, 10, 10, 1, 0), 0);
-        assert_eq!(s.lookup(&mut w, 10, 10, None), None);
+        assert_eq!(s.lookup(&mut w, 10, 10, CallRef::default()), None);
     }
 
     #[test]
@@ -689,7 +949,10 @@ mod tests {
         b.extend(enter(10, 10, 10, 1, 0));
         s.feed(&b, 0);
         assert_eq!(s.counters.malformed, 5);
-        assert!(s.lookup(&mut w, 10, 10, None).is_some(), "framing survived");
+        assert!(
+            s.lookup(&mut w, 10, 10, CallRef::default()).is_some(),
+            "framing survived"
+        );
         // A length that cannot be a message: everything buffered is dropped, and the
         // next read starts clean.
         s.feed(&[0, 0, 1, 2, 3], 0);
@@ -706,7 +969,7 @@ mod tests {
                 })
                 .collect();
             s.feed(&chunk, 0);
-            let _ = s.lookup(&mut w, x % 3, x % 5, Some(StrId(0)));
+            let _ = s.lookup(&mut w, x % 3, x % 5, on(StrId(0)));
         }
     }
 
@@ -757,10 +1020,10 @@ mod tests {
     }
 
     #[test]
-    fn a_site_holds_up_to_24_frames_runtime_ones_first() {
+    fn a_site_holds_up_to_36_frames_runtime_ones_first() {
         let mut w = writer();
         let mut s = State::default();
-        let mut frames: Vec<(String, String, u32, u32)> = (0..20)
+        let mut frames: Vec<(String, String, u32, u32)> = (0..32)
             .map(|i| {
                 (
                     format!("internal{i}"),
@@ -780,13 +1043,209 @@ mod tests {
         let mut b = super::encode::site(10, 10, 1, 1, &borrowed);
         b.extend(enter(10, 10, 10, 1, 0));
         s.feed(&b, 0);
-        let id = s.lookup(&mut w, 10, 10, None).unwrap();
+        let id = s.lookup(&mut w, 10, 10, CallRef::default()).unwrap();
         assert_eq!(frames_of(w, id), frames);
         // One frame more is not a site this protocol defines.
         let mut more = borrowed.clone();
         more.push(("x", "/app/main.js", 1, 1));
         s.feed(&super::encode::site(10, 10, 2, 1, &more), 0);
         assert_eq!(s.counters.malformed, 1);
+    }
+
+    fn exec_call() -> CallRef {
+        CallRef {
+            exec: true,
+            ..CallRef::default()
+        }
+    }
+
+    fn fd_call(fd: i32) -> CallRef {
+        CallRef {
+            fd: Some(fd),
+            ..CallRef::default()
+        }
+    }
+
+    #[test]
+    fn a_process_started_inside_a_wrapped_call_is_that_calls_until_it_execs_then_its_execs_are() {
+        let mut w = writer();
+        let mut s = State::default();
+        let mut b = js_site(10, 10, 1, 12);
+        b.extend(enter(10, 10, 10, 1, 0));
+        s.feed(&b, 0);
+        let spawn = s.lookup(&mut w, 10, 10, CallRef::default()).unwrap();
+        // child_process.spawn forks on the calling thread, inside the wrapped call.
+        s.on_fork(&mut w, 10, 10, 20);
+        // The call returns before the child runs.
+        s.feed(&exit(10, 10, 0), 0);
+        // Between fork and exec (dup2, close, the PATH search): the spawn's.
+        assert_eq!(s.lookup(&mut w, 20, 20, CallRef::default()), Some(spawn));
+        assert_eq!(s.lookup(&mut w, 20, 20, exec_call()), Some(spawn));
+        // The parent exits before its child execs: the child keeps the stack.
+        s.on_exit(10);
+        s.on_exec(&mut w, 20, 20);
+        s.exec_image(20, b"/usr/bin/git");
+        assert_eq!(
+            s.lookup(&mut w, 20, 20, exec_call()),
+            Some(spawn),
+            "the exec"
+        );
+        assert_eq!(
+            s.lookup(&mut w, 20, 20, CallRef::default()),
+            None,
+            "git's own calls are git's"
+        );
+        // git's own children are not the spawn's: it is not a shell.
+        s.on_fork(&mut w, 20, 20, 21);
+        assert_eq!(s.lookup(&mut w, 21, 21, exec_call()), None);
+        // Gone with the process.
+        s.on_exit(20);
+        assert_eq!(s.lookup(&mut w, 20, 20, exec_call()), None);
+        assert_eq!(s.counters.spawn_hits, 3);
+    }
+
+    #[test]
+    fn a_fork_outside_a_wrapped_call_or_on_another_thread_is_nobodys() {
+        let mut w = writer();
+        let mut s = State::default();
+        let mut b = js_site(10, 10, 1, 12);
+        b.extend(enter(10, 10, 10, 1, 0));
+        s.feed(&b, 0);
+        s.on_fork(&mut w, 10, 11, 30); // another thread of the process forks
+        assert_eq!(s.lookup(&mut w, 30, 30, CallRef::default()), None);
+        s.feed(&exit(10, 10, 0), 0);
+        s.on_fork(&mut w, 10, 10, 31); // after the call returned
+        assert_eq!(s.lookup(&mut w, 31, 31, exec_call()), None);
+        // A pid reused by a later fork outside a call: nothing left over.
+        s.feed(&enter(10, 10, 10, 1, 0), 0);
+        s.on_fork(&mut w, 10, 10, 32);
+        s.feed(&exit(10, 10, 0), 0);
+        s.on_exit(32);
+        s.on_fork(&mut w, 10, 10, 32);
+        assert_eq!(s.lookup(&mut w, 32, 32, exec_call()), None);
+    }
+
+    #[test]
+    fn a_shell_started_by_a_spawn_passes_it_on_to_the_commands_it_runs() {
+        let mut w = writer();
+        let mut s = State::default();
+        let mut b = js_site(10, 10, 1, 12);
+        b.extend(enter(10, 10, 10, 1, 0));
+        s.feed(&b, 0);
+        let spawn = s.lookup(&mut w, 10, 10, CallRef::default()).unwrap();
+        s.on_fork(&mut w, 10, 10, 40);
+        s.feed(&exit(10, 10, 0), 0);
+        // exec('git rev-parse'): /bin/sh -c 'git rev-parse'
+        s.on_exec(&mut w, 40, 40);
+        s.exec_image(40, b"/bin/sh");
+        s.on_fork(&mut w, 40, 40, 41);
+        assert_eq!(
+            s.lookup(&mut w, 41, 41, CallRef::default()),
+            None,
+            "the shell's own work before the exec is the shell's"
+        );
+        assert_eq!(s.lookup(&mut w, 41, 41, exec_call()), Some(spawn));
+        s.on_exec(&mut w, 41, 41);
+        s.exec_image(41, b"/usr/bin/git");
+        assert_eq!(s.lookup(&mut w, 41, 41, exec_call()), Some(spawn));
+        // A shell that execs the command in its place (dash -c 'git ...'): the same.
+        s.on_exec(&mut w, 40, 40);
+        s.exec_image(40, b"/usr/bin/git");
+        assert_eq!(s.lookup(&mut w, 40, 40, exec_call()), Some(spawn));
+        s.on_fork(&mut w, 40, 40, 42);
+        assert_eq!(s.lookup(&mut w, 42, 42, exec_call()), None);
+    }
+
+    #[test]
+    fn an_exec_inside_a_wrapped_call_is_that_calls() {
+        let mut w = writer();
+        let mut s = State::default();
+        let mut b = js_site(50, 50, 1, 7);
+        b.extend(js_site(50, 50, 2, 9));
+        b.extend(enter(50, 51, 50, 1, 0)); // os.execv on thread 51
+        b.extend(enter(50, 50, 50, 2, 0)); // another thread's call
+        s.feed(&b, 0);
+        let execv = s.lookup(&mut w, 50, 51, CallRef::default()).unwrap();
+        // Thread 51 exec'd: it is the process's only thread now (tid 50).
+        s.on_exec(&mut w, 50, 51);
+        s.exec_image(50, b"/usr/bin/env");
+        assert_eq!(s.lookup(&mut w, 50, 50, exec_call()), Some(execv));
+        assert_eq!(s.lookup(&mut w, 50, 50, CallRef::default()), None);
+    }
+
+    #[test]
+    fn a_descriptors_site_covers_its_calls_until_it_ends_or_is_closed() {
+        let mut w = writer();
+        let mut s = State::default();
+        let mut b = js_site(10, 10, 1, 12);
+        b.extend(js_site(10, 10, 2, 20));
+        b.extend(js_site(10, 10, 3, 30));
+        // open() returned descriptor 7: its later reads and writes are the open's line.
+        b.extend(fd(10, 10, 10, 1, 0, 7));
+        // A FileHandle's read queued on descriptor 8 (request 5).
+        b.extend(fd(10, 10, 10, 2, 5, 8));
+        s.feed(&b, 0);
+        let opened = s.lookup(&mut w, 10, 12, fd_call(7)).unwrap();
+        assert_eq!(
+            s.lookup(&mut w, 10, 10, fd_call(7)),
+            Some(opened),
+            "any thread, the one that opened it too"
+        );
+        assert_eq!(s.lookup(&mut w, 10, 12, fd_call(9)), None, "another fd");
+        assert_eq!(
+            s.lookup(&mut w, 11, 12, fd_call(7)),
+            None,
+            "another process"
+        );
+        let read = s.lookup(&mut w, 10, 12, fd_call(8)).unwrap();
+        assert_ne!(read, opened);
+        // A call queued on a descriptor that has a site of its own comes first.
+        s.feed(&fd(10, 10, 10, 2, 6, 7), 0);
+        assert_eq!(s.lookup(&mut w, 10, 12, fd_call(7)), Some(read));
+        s.feed(&async_end(10, 10, 6), 0);
+        assert_eq!(s.lookup(&mut w, 10, 12, fd_call(7)), Some(opened));
+        // A wrapped synchronous call comes first.
+        s.feed(&enter(10, 10, 10, 3, 0), 0);
+        let sync = s.lookup(&mut w, 10, 10, fd_call(7)).unwrap();
+        assert_ne!(sync, opened);
+        s.feed(&exit(10, 10, 0), 0);
+        // The request ends: its descriptor is nobody's; the close ends the other.
+        s.feed(&async_end(10, 10, 5), 0);
+        assert_eq!(s.lookup(&mut w, 10, 12, fd_call(8)), None);
+        assert_eq!(s.lookup(&mut w, 10, 12, fd_call(7)), Some(opened));
+        s.fds_released(10, 7, 7);
+        assert_eq!(s.lookup(&mut w, 10, 12, fd_call(7)), None);
+        // close_range and exec end them too.
+        s.feed(&fd(10, 10, 10, 1, 0, 3), 0);
+        s.feed(&fd(10, 10, 10, 1, 0, 4), 0);
+        s.fds_released(10, 4, u32::MAX);
+        assert!(s.lookup(&mut w, 10, 12, fd_call(3)).is_some());
+        assert_eq!(s.lookup(&mut w, 10, 12, fd_call(4)), None);
+        s.forget_process(10);
+        assert_eq!(s.lookup(&mut w, 10, 12, fd_call(3)), None);
+        assert!(s.fds.is_empty() && s.fd_order.is_empty());
+        // A descriptor number past i32 is not one.
+        s.feed(&fd(10, 10, 10, 1, 0, u32::MAX), 0);
+        assert_eq!(s.counters.malformed, 1);
+    }
+
+    #[test]
+    fn descriptor_sites_are_bounded_per_process() {
+        let mut w = writer();
+        let mut s = State::default();
+        s.feed(&js_site(10, 10, 1, 12), 0);
+        for fd_no in 0..(MAX_FDS as u32 + 10) {
+            s.feed(&fd(10, 10, 10, 1, 0, fd_no), 0);
+        }
+        assert_eq!(s.fds.len(), MAX_FDS);
+        assert_eq!(
+            s.lookup(&mut w, 10, 10, fd_call(0)),
+            None,
+            "the oldest went"
+        );
+        assert!(s
+            .lookup(&mut w, 10, 10, fd_call(MAX_FDS as i32 + 9))
+            .is_some());
     }
 
     #[test]

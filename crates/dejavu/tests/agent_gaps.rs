@@ -1,0 +1,511 @@
+//! The agents without gaps (docs/agents.md): the calls that happen outside the wrapped fs
+//! and os functions still name the program's line. A process started per event (Node.js
+//! child_process, Python subprocess and os.system: the child's exec is the spawn's line,
+//! which the repeated-exec finding names), a warning written per message (console.warn to
+//! a pipe or to a file, logging to a file and to stderr), and a call made by a library
+//! several frames deep (the program's line further out). Under the backend
+//! `DEJAVU_BACKEND` picks: run these with both.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use dejavu_trace::{FrameKind, Record, Sys, TraceReader};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn workload(name: &str) -> PathBuf {
+    common::repo().join("tests/workloads/agents").join(name)
+}
+
+/// The 1-based line of `file` holding `@site NAME ` and the function it names.
+fn site(file: &Path, name: &str) -> (u32, String) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let marker = format!("@site {name} ");
+    let (i, line) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains(&marker))
+        .unwrap_or_else(|| panic!("{marker} not in {}", file.display()));
+    let function = line.split(&marker).nth(1).unwrap().trim().to_string();
+    (i as u32 + 1, function)
+}
+
+/// A command with the environment the agents must load into (none inherited from the
+/// test's own environment).
+fn dejavu(args: &[&str], cmd: &[&str], dir: &Path) -> Command {
+    let mut c = Command::new(common::dejavu());
+    c.args(args)
+        .arg("--")
+        .args(cmd)
+        .current_dir(dir)
+        .env_remove("NODE_OPTIONS")
+        .env_remove("PYTHONPATH")
+        .env_remove("LD_LIBRARY_PATH")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    c
+}
+
+/// `dejavu run --json` of `cmd` in `dir`, its stderr a pipe; returns the report and what
+/// the program wrote to stderr.
+fn run_report(cmd: &[&str], dir: &Path) -> (Value, String) {
+    let report = dir.join("report.json");
+    let mut c = dejavu(
+        &[
+            "run",
+            "--json",
+            "--min-calls",
+            "5",
+            "--report-file",
+            report.to_str().unwrap(),
+        ],
+        cmd,
+        dir,
+    );
+    let out = c.stderr(Stdio::piped()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{cmd:?}: {stderr}");
+    let v = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    (v, stderr)
+}
+
+/// The findings of `detector` in `report`.
+fn findings<'a>(report: &'a Value, detector: &str) -> Vec<&'a Value> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["detector"] == detector)
+        .collect()
+}
+
+/// Asserts that call site `c` (JSON) is the `@site name` line of `src` and its function.
+fn assert_callsite(c: &Value, src: &Path, name: &str) {
+    let (line, function) = site(src, name);
+    assert_eq!(c["file"].as_str(), src.to_str(), "{name}: {c:#}");
+    assert_eq!(c["line"].as_u64(), Some(line as u64), "{name}: {c:#}");
+    assert_eq!(
+        c["function"].as_str(),
+        Some(function.as_str()),
+        "{name}: {c:#}"
+    );
+}
+
+/// The repeated-exec finding of program `path` whose command (as the finding shows it)
+/// ends with `args`.
+fn exec_finding<'a>(report: &'a Value, path: &str, args: &str) -> &'a Value {
+    findings(report, "repeated-exec")
+        .into_iter()
+        .find(|f| f["paths"][0] == path && f["example"].as_str().unwrap().ends_with(args))
+        .unwrap_or_else(|| panic!("no repeated-exec finding of {path} {args:?}: {report:#}"))
+}
+
+/// The repeated-exec findings of a program run again and again (not of the PATH searches:
+/// the fixed fixtures still start two commands by name, whose PATH searches repeat).
+fn repeated_programs(report: &Value) -> Vec<&Value> {
+    findings(report, "repeated-exec")
+        .into_iter()
+        .filter(|f| !f["paths"][0].as_str().unwrap().contains(" in "))
+        .collect()
+}
+
+/// The Python interpreter itself (not a version manager's shim, whose own processes
+/// would only add findings of their own).
+fn python() -> String {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Where `program` is on PATH (the first executable file of that name).
+fn which(program: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .unwrap_or_else(|| panic!("{program} is not on PATH"))
+        .display()
+        .to_string()
+}
+
+fn scratch() -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().canonicalize().unwrap();
+    (d, p)
+}
+
+// ---- a process per event
+
+#[test]
+fn node_a_process_per_event_names_the_child_process_line() {
+    require!("node");
+    require!("true");
+    let (_d, dir) = scratch();
+    let src = workload("spawns_dirty.js");
+    let (r, _) = run_report(&["node", src.to_str().unwrap()], &dir);
+    // execFileSync and spawn: the child's exec is the call's, on the main thread or not.
+    let true_ = which("true");
+    for (args, name) in [("true sync", "sync"), ("true async", "async")] {
+        let f = exec_finding(&r, &true_, args);
+        assert_eq!(f["redundant_calls"].as_u64(), Some(11), "{f:#}");
+        assert_callsite(&f["callsites"][0], &src, name);
+        assert_eq!(f["callsites"][0]["redundant_calls"].as_u64(), Some(11));
+    }
+    // exec(): /bin/sh -c '/bin/true shell', and the command the shell runs.
+    for (path, args) in [
+        ("/bin/sh", " -c /bin/true shell"),
+        ("/bin/true", "/bin/true shell"),
+    ] {
+        let f = exec_finding(&r, path, args);
+        assert_callsite(&f["callsites"][0], &src, "shell");
+    }
+    // The PATH search each spawn makes is the spawning line's too.
+    let probes: Vec<&Value> = findings(&r, "repeated-exec")
+        .into_iter()
+        .filter(|f| f["paths"][0].as_str().unwrap().starts_with("true in "))
+        .collect();
+    for f in probes {
+        for c in f["callsites"].as_array().unwrap() {
+            assert_eq!(c["file"].as_str(), src.to_str(), "{c:#}");
+        }
+    }
+    let (clean, _) = run_report(
+        &["node", workload("spawns_clean.js").to_str().unwrap()],
+        &dir,
+    );
+    assert!(
+        repeated_programs(&clean).is_empty(),
+        "{:#}",
+        clean["findings"]
+    );
+}
+
+#[test]
+fn python_a_process_per_event_names_the_subprocess_line() {
+    require!("python3");
+    require!("true");
+    let (_d, dir) = scratch();
+    let src = workload("spawns_dirty.py");
+    let py = python();
+    let (r, _) = run_report(&[&py, src.to_str().unwrap()], &dir);
+    let true_ = which("true");
+    for (path, args, name) in [
+        (true_.as_str(), "true run", "run"),
+        (true_.as_str(), "true output", "output"),
+        // os.system: sh -c '/bin/true system', and the command the shell runs.
+        ("/bin/sh", " -c /bin/true system", "system"),
+        ("/bin/true", "/bin/true system", "system"),
+    ] {
+        let f = exec_finding(&r, path, args);
+        assert_eq!(f["redundant_calls"].as_u64(), Some(11), "{f:#}");
+        assert_callsite(&f["callsites"][0], &src, name);
+    }
+    let (clean, _) = run_report(&[&py, workload("spawns_clean.py").to_str().unwrap()], &dir);
+    assert!(
+        repeated_programs(&clean).is_empty(),
+        "{:#}",
+        clean["findings"]
+    );
+}
+
+// ---- a warning per message
+
+/// A recorded call, as these tests look at it.
+#[derive(Debug)]
+struct Call {
+    sys: Sys,
+    fd: Option<i32>,
+    path: String,
+    /// (kind, function, file, line), innermost first.
+    frames: Vec<(FrameKind, String, String, u32)>,
+}
+
+/// Records `cmd` in `dir` (its stderr to `err`); returns its calls.
+fn record(cmd: &[&str], dir: &Path, err: &Path) -> Vec<Call> {
+    let trace = dir.join("t.dvt");
+    let st = dejavu(&["record", "-o", trace.to_str().unwrap()], cmd, dir)
+        .stderr(std::fs::File::create(err).unwrap())
+        .status()
+        .unwrap();
+    assert!(st.success(), "{cmd:?}");
+    let mut r = TraceReader::open(&trace).unwrap();
+    let mut raw = Vec::new();
+    while let Some(rec) = r.next_record().unwrap() {
+        if let Record::Syscall(c) = rec {
+            raw.push(c);
+        }
+    }
+    let s = |id: Option<dejavu_trace::StrId>| {
+        id.map(|i| r.strings().lossy(i).into_owned())
+            .unwrap_or_default()
+    };
+    raw.into_iter()
+        .map(|c| Call {
+            sys: c.sys,
+            fd: c.fd,
+            path: s(c.path),
+            frames: c
+                .stack
+                .map(|id| {
+                    r.stack(id)
+                        .iter()
+                        .map(|f| (f.kind, s(f.function), s(f.file), f.line))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// The innermost frame of the program's own code: not the runtime's (Node.js's `node:`
+/// modules and builtins, Python's standard library and frozen modules) nor a library's
+/// (node_modules, site-packages).
+fn own(c: &Call) -> Option<&(FrameKind, String, String, u32)> {
+    let stdlib = python_stdlib();
+    c.frames.iter().find(|f| {
+        let file = f.2.as_str();
+        !(file.is_empty()
+            || file.starts_with("node:")
+            || file.starts_with("<frozen ")
+            || file.contains("/node_modules/")
+            || file.contains("-packages/")
+            || file.starts_with(stdlib.as_str()))
+    })
+}
+
+fn python_stdlib() -> String {
+    let out = Command::new("python3")
+        .args(["-c", "import os; print(os.path.dirname(os.__file__))"])
+        .env_remove("PYTHONPATH")
+        .output()
+        .unwrap();
+    format!("{}/", String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// Asserts that every call in `calls` has the `@site name` line of `src` as its own frame.
+fn assert_own_line(calls: &[&Call], src: &Path, name: &str, kind: FrameKind) {
+    let (line, function) = site(src, name);
+    assert!(!calls.is_empty(), "{name}: no calls");
+    for c in calls {
+        assert_eq!(
+            own(c),
+            Some(&(kind, function.clone(), src.display().to_string(), line)),
+            "{name}: {c:?}"
+        );
+    }
+}
+
+#[test]
+fn node_console_warn_per_message_to_a_pipe_is_a_finding_at_its_line() {
+    require!("node");
+    let (_d, dir) = scratch();
+    let src = workload("console_dirty.js");
+    let (r, stderr) = run_report(&["node", src.to_str().unwrap()], &dir);
+    assert_eq!(
+        stderr.matches("bypassing authentication").count(),
+        50,
+        "{stderr}"
+    );
+    let f = findings(&r, "repeated-output");
+    assert_eq!(f.len(), 1, "{:#}", r["findings"]);
+    assert_eq!(f[0]["redundant_calls"].as_u64(), Some(49), "{:#}", f[0]);
+    assert_callsite(&f[0]["callsites"][0], &src, "warn");
+    let (clean, _) = run_report(
+        &["node", workload("console_clean.js").to_str().unwrap()],
+        &dir,
+    );
+    assert!(
+        findings(&clean, "repeated-output").is_empty(),
+        "{:#}",
+        clean["findings"]
+    );
+}
+
+#[test]
+fn node_console_warn_to_a_file_carries_its_line_on_every_write() {
+    require!("node");
+    let (_d, dir) = scratch();
+    let src = workload("console_dirty.js");
+    let err = dir.join("stderr.txt");
+    let calls = record(&["node", src.to_str().unwrap()], &dir, &err);
+    let text = std::fs::read_to_string(&err).unwrap();
+    assert_eq!(text.matches("bypassing authentication").count(), 50);
+    let err = err.display().to_string();
+    // Node.js writes a file synchronously (fs.writeSync), one write per message.
+    let writes: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.sys == Sys::Write && c.fd == Some(2) && c.path == err)
+        .collect();
+    assert_eq!(writes.len(), 50, "{writes:?}");
+    assert_own_line(&writes, &src, "warn", FrameKind::Js);
+    // console's frames come before it.
+    assert!(writes
+        .iter()
+        .all(|c| c.frames[0].2 == "node:internal/console/constructor"));
+    // process.stdout.write (stdout is /dev/null here): its line.
+    let out: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.sys == Sys::Write && c.fd == Some(1))
+        .collect();
+    assert_own_line(&out, &src, "stdout", FrameKind::Js);
+}
+
+#[test]
+fn python_logging_per_event_to_a_file_and_to_stderr_carries_the_logging_line() {
+    require!("python3");
+    let (_d, dir) = scratch();
+    let src = workload("logging_dirty.py");
+    let err = dir.join("stderr.txt");
+    let py = python();
+    let calls = record(
+        &[&py, src.to_str().unwrap(), dir.to_str().unwrap()],
+        &dir,
+        &err,
+    );
+    let log = dir.join("app.log").display().to_string();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.matches("cache miss").count(), 50);
+    // FileHandler: one write per record (it flushes each), then the close at exit.
+    let writes: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.sys == Sys::Write && c.path == log)
+        .collect();
+    assert_eq!(writes.len(), 50, "{writes:?}");
+    assert_own_line(&writes, &src, "warning", FrameKind::Python);
+    // The handler's open is the line that made the handler.
+    let opens: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.sys == Sys::Openat && c.path == log)
+        .collect();
+    assert_own_line(&opens, &src, "handler", FrameKind::Python);
+    // StreamHandler to stderr (a file here): the same line.
+    let err = err.display().to_string();
+    let to_stderr: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.sys == Sys::Write && c.fd == Some(2) && c.path == err)
+        .collect();
+    assert_eq!(to_stderr.len(), 50, "{to_stderr:?}");
+    assert_own_line(&to_stderr, &src, "warning", FrameKind::Python);
+}
+
+#[test]
+fn python_logging_per_event_is_a_finding_at_the_logging_line() {
+    require!("python3");
+    let (_d, dir) = scratch();
+    let src = workload("logging_dirty.py");
+    let py = python();
+    let (r, stderr) = run_report(&[&py, src.to_str().unwrap(), dir.to_str().unwrap()], &dir);
+    assert_eq!(stderr.matches("cache miss").count(), 50, "{stderr}");
+    // The log file and stderr: both the logging call's line.
+    let f = findings(&r, "repeated-output");
+    assert_eq!(f.len(), 2, "{:#}", r["findings"]);
+    for f in f {
+        assert_eq!(f["redundant_calls"].as_u64(), Some(49), "{f:#}");
+        assert_callsite(&f["callsites"][0], &src, "warning");
+    }
+    let (clean, _) = run_report(
+        &[
+            &py,
+            workload("logging_clean.py").to_str().unwrap(),
+            dir.to_str().unwrap(),
+        ],
+        &dir,
+    );
+    assert!(
+        findings(&clean, "repeated-output").is_empty(),
+        "{:#}",
+        clean["findings"]
+    );
+}
+
+// ---- a library's call several frames deep
+
+/// Lays out `program` beside `lib` installed as `dest` (relative), in a new directory.
+fn lay_out(dir: &Path, program: &str, lib: &str, dest: &str) -> PathBuf {
+    let app = dir.join("app");
+    let to = app.join(dest);
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::copy(workload(lib), &to).unwrap();
+    let p = app.join(program);
+    std::fs::copy(workload(program), &p).unwrap();
+    std::fs::write(dir.join("data.json"), "{}").unwrap();
+    p
+}
+
+/// Asserts that the stat of DIR/data.json has the library's frames, innermost first, then
+/// the program's `@site library` line.
+fn assert_library_call(calls: &[Call], dir: &Path, program: &Path, lib_part: &str) {
+    let data = dir.join("data.json").display().to_string();
+    let stats: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.path == data && matches!(c.sys, Sys::Stat | Sys::Newfstatat | Sys::Statx))
+        .collect();
+    assert_eq!(stats.len(), 1, "{stats:?}");
+    let c = stats[0];
+    let (line, function) = site(
+        &workload(program.file_name().unwrap().to_str().unwrap()),
+        "library",
+    );
+    let at = c
+        .frames
+        .iter()
+        .position(|f| f.2 == program.display().to_string())
+        .unwrap_or_else(|| panic!("no frame of the program: {c:?}"));
+    assert_eq!(c.frames[at].1, function, "{c:?}");
+    assert_eq!(c.frames[at].3, line, "{c:?}");
+    assert_eq!(
+        own(c),
+        Some(&c.frames[at]),
+        "the first of the program's own: {c:?}"
+    );
+    let lib_frames = c.frames[..at]
+        .iter()
+        .filter(|f| f.2.contains(lib_part))
+        .count();
+    assert!(lib_frames >= 4, "the library's frames before it: {c:?}");
+}
+
+#[test]
+fn node_a_library_call_deep_in_node_modules_names_the_programs_line() {
+    require!("node");
+    let (_d, dir) = scratch();
+    let program = lay_out(
+        &dir,
+        "library.js",
+        "library/deeplib.js",
+        "node_modules/deeplib/index.js",
+    );
+    let data = dir.join("data.json");
+    let calls = record(
+        &["node", program.to_str().unwrap(), data.to_str().unwrap()],
+        &dir,
+        &dir.join("stderr.txt"),
+    );
+    assert_library_call(&calls, &dir, &program, "/node_modules/deeplib/");
+}
+
+#[test]
+fn python_a_package_call_deep_in_site_packages_names_the_programs_line() {
+    require!("python3");
+    let (_d, dir) = scratch();
+    let program = lay_out(
+        &dir,
+        "library.py",
+        "library/deeppkg.py",
+        "site-packages/deeppkg/__init__.py",
+    );
+    let data = dir.join("data.json");
+    let py = python();
+    let calls = record(
+        &[&py, program.to_str().unwrap(), data.to_str().unwrap()],
+        &dir,
+        &dir.join("stderr.txt"),
+    );
+    assert_library_call(&calls, &dir, &program, "/site-packages/deeppkg/");
+}
