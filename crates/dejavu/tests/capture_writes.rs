@@ -104,11 +104,15 @@ fn the_same_line_to_stderr_redirected_to_a_file_has_a_fingerprint_and_its_payloa
         assert_eq!(fp(c), Some(fingerprint(WARNING.as_bytes())), "{c}");
     }
     assert!(dejavu_trace::mask::is_message(fp(w[0]).unwrap()));
-    assert_eq!(
-        std::fs::read_to_string(&err).unwrap(),
-        WARNING.repeat(50),
-        "the program's stderr is untouched"
-    );
+    // The program's stderr is untouched. (dejavu's own word on the backend it chose, with
+    // `--backend auto`, goes to the same file before the program starts.)
+    let text = std::fs::read_to_string(&err).unwrap();
+    let ours = text
+        .lines()
+        .take_while(|l| l.starts_with("dejavu: "))
+        .count();
+    let theirs: String = text.lines().skip(ours).map(|l| format!("{l}\n")).collect();
+    assert_eq!(theirs, WARNING.repeat(50), "{text}");
 }
 
 #[test]
