@@ -34,7 +34,9 @@ files that are not standard streams are not kept, and --no-payload keeps none), 
 occurrence and writes with the same fingerprint (the first 256 bytes, masked) to a log file or \
 stderr are the same line; such a finding shows no example. Not counted: writes to pipes and \
 sockets other than fd 0-2 (protocol data, not messages); blank lines and lines with fewer than \
-3 letters after masking (numbers, progress dots, CSV rows of numbers are data); lines written \
+3 letters after masking (numbers, progress dots, CSV rows of numbers are data); access log \
+records (an HTTP method and a path: \"GET /api/items/2 HTTP/1.1\" 200), which record one request \
+each; lines written \
 before --skip-startup. Calls and redundant calls count line occurrences, not write calls; the \
 time counted is each write's duration shared among its lines by bytes. Only the recorded prefix \
 of each write is seen, so for writes longer than payload_bytes the counts are lower bounds. \
@@ -242,7 +244,7 @@ impl RepeatedOutput {
         call: Call,
         cx: &Cx<'_>,
     ) {
-        if trim_end(text).is_empty() {
+        if trim_end(text).is_empty() || is_access_log(text) {
             return;
         }
         if base == Role::Product {
@@ -497,6 +499,24 @@ pub(crate) fn looks_like_log(line: &[u8]) -> bool {
         }
     }
     false
+}
+
+/// Whether a line is an access log record: an HTTP method followed by a path
+/// (`"GET /api/items/2 HTTP/1.1" 200`, morgan's `GET / 200 1.2 ms`). Each one records a
+/// request, so it repeats as often as a client asks for the same URL: not a repeated
+/// message, however alike the lines look.
+fn is_access_log(line: &[u8]) -> bool {
+    const METHODS: [&[u8]; 7] = [
+        b"GET", b"POST", b"PUT", b"DELETE", b"HEAD", b"PATCH", b"OPTIONS",
+    ];
+    let head = &line[..line.len().min(256)];
+    METHODS.iter().any(|m| {
+        head.windows(m.len() + 2).enumerate().any(|(i, w)| {
+            w.starts_with(m)
+                && w.ends_with(b" /")
+                && (i == 0 || matches!(head[i - 1], b'"' | b' ' | b'['))
+        })
+    })
 }
 
 /// Whether a line is a sentence rather than a value: three or more blank-separated words
@@ -1308,7 +1328,7 @@ mod tests {
 
     #[test]
     fn log_names_and_log_records() {
-        use super::{is_log_name, looks_like_log};
+        use super::{is_access_log, is_log_name, looks_like_log};
         for p in [
             "/var/log/syslog",
             "/srv/x/logs/today",
@@ -1349,6 +1369,21 @@ mod tests {
             "error handling in depth",
         ] {
             assert!(!looks_like_log(l.as_bytes()), "{l}");
+            assert!(!is_access_log(l.as_bytes()), "{l}");
+        }
+        for l in [
+            "127.0.0.1 - - [24/Nov/2026 00:20:44] \"GET /api/items/2 HTTP/1.1\" 200 -",
+            "GET / 200 1.234 ms - 12",
+            "2026-11-24T00:20:44Z INFO POST /login 302",
+        ] {
+            assert!(is_access_log(l.as_bytes()), "{l}");
+        }
+        for l in [
+            "WARNING: GET requests are cached",
+            "[WARN] bypassing socket.io authentication",
+            "GETTING /x",
+        ] {
+            assert!(!is_access_log(l.as_bytes()), "{l}");
         }
     }
 }
