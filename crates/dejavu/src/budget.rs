@@ -123,6 +123,17 @@ fn count(item: &Item, at: &str, what: &str) -> anyhow::Result<u64> {
     u64::try_from(n).map_err(|_| anyhow!("{at}.{what}: must not be negative"))
 }
 
+/// `; did you mean `X`?` for the known name closest to `name` (at most a third of its
+/// letters off), or nothing.
+fn did_you_mean<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> String {
+    known
+        .map(|k| (strsim::damerau_levenshtein(name, k), k))
+        .filter(|(d, _)| *d <= (name.len() / 3).max(1))
+        .min()
+        .map(|(_, k)| format!("; did you mean `{k}`?"))
+        .unwrap_or_default()
+}
+
 impl Budget {
     /// Parses `text` (from `path`, for messages).
     pub fn parse(text: &str, path: &Path) -> anyhow::Result<Budget> {
@@ -214,7 +225,19 @@ impl Budget {
                     bail!("{at}: a whole number of calls, or a table like {{ max = 10 }} or {{ baseline = 100, slack = \"10%\" }}");
                 }
                 if kind == Kind::Detector && dejavu_detect::find_detector(name).is_none() {
-                    bail!("{at}: no such detector (dejavu report --list-detectors lists them)");
+                    let ids = dejavu_detect::registry().iter().map(|d| d.id);
+                    bail!(
+                        "{at}: no such detector{} (dejavu report --list-detectors lists them)",
+                        did_you_mean(name, ids)
+                    );
+                }
+                if kind == Kind::Syscall && dejavu_trace::Sys::from_name(name).is_none() {
+                    let names = dejavu_trace::Sys::ALL.iter().map(|s| s.name());
+                    bail!(
+                        "{at}: no such syscall{} (the budget could never be exceeded; \
+                         docs/trace-format.md lists the syscalls dejavu records)",
+                        did_you_mean(name, names)
+                    );
                 }
                 if kind == Kind::Finding && name.split('|').count() < 4 {
                     bail!(
@@ -495,6 +518,18 @@ mod tests {
         for (t, want) in [
             ("version = 2", "version must be 1"),
             ("[syscall]\nopenat = 1", "unknown table or key `syscall`"),
+            (
+                "[syscalls]\nopnat = 0",
+                "syscalls.opnat: no such syscall; did you mean `openat`?",
+            ),
+            (
+                "[syscalls]\nfrobnicate = 0",
+                "syscalls.frobnicate: no such syscall (",
+            ),
+            (
+                "[detectors]\nensure-dirs = 0",
+                "detectors.ensure-dirs: no such detector; did you mean `ensure-dir`?",
+            ),
             ("[detectors]\nno-such = 1", "no such detector"),
             ("[syscalls]\nopenat = -1", "syscalls.openat"),
             ("[syscalls]\nopenat = { slack = \"5%\" }", "give max"),
