@@ -69,9 +69,19 @@ impl<W: Write> std::fmt::Debug for TraceWriter<W> {
 }
 
 impl TraceWriter<File> {
-    /// Creates (or truncates) `path` and writes the trace header and `meta`.
+    /// Creates (or truncates) `path`, readable and writable by its owner only (0600: a
+    /// trace holds paths, arguments and the first bytes of writes), and writes the trace
+    /// header and `meta`.
     pub fn create(path: &Path, meta: &Meta, opts: WriterOptions) -> Result<Self> {
-        let f = File::create(path)?;
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)?;
+        // An existing file keeps its mode through open: narrow it too.
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
         TraceWriter::new(f, meta, opts)
     }
 }

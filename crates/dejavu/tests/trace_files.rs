@@ -107,3 +107,41 @@ fn export_to_a_closed_pipe_is_not_an_error() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn a_trace_is_readable_by_its_owner_only_even_over_an_older_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fresh = dir.path().join("fresh.dvt");
+    let old = dir.path().join("old.dvt");
+    std::fs::write(&old, b"an older, world-readable file").unwrap();
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+    for t in [&fresh, &old] {
+        let (st, err) = common::record_quiet(t, &["true"], dir.path());
+        assert!(st.success(), "{err}");
+        let mode = std::fs::metadata(t).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", t.display());
+    }
+}
+
+#[test]
+fn a_trace_to_standard_output_is_refused_not_written_to_a_file_named_dash() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["record", "-o", "-", "--", "true"][..],
+        &["import", "strace", "-o", "-", "/dev/null"][..],
+    ] {
+        let out = Command::new(common::dejavu())
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("not to standard output"), "{err}");
+        assert!(
+            !dir.path().join("-").exists(),
+            "{args:?} created a file named -"
+        );
+    }
+}

@@ -12,6 +12,7 @@ pub fn run(c: ImportCommand) -> anyhow::Result<i32> {
 }
 
 fn strace(a: ImportStraceArgs) -> anyhow::Result<i32> {
+    crate::cmd::record::refuse_stdout("import", &a.output);
     let opts = ImportOptions {
         cwd: a.cwd.clone(),
         payload_bytes: a.payload_bytes,

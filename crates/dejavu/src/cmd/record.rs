@@ -7,6 +7,7 @@ use std::path::Path;
 
 /// Records and returns the exit code: the program's own status, shell-style.
 pub fn run(a: RecordArgs) -> anyhow::Result<i32> {
+    refuse_stdout("record", &a.output);
     let target = if !a.pids.is_empty() {
         Target::Attach(a.pids.clone())
     } else if !a.command.is_empty() {
@@ -27,6 +28,18 @@ pub fn run(a: RecordArgs) -> anyhow::Result<i32> {
     };
     let outcome = capture(target, &a.capture, a.verbose, &a.output)?;
     Ok(program_status(&outcome))
+}
+
+/// `-o -`: a trace is a binary file written in blocks, not a stream for a terminal or a
+/// pipe; say so (exit 2) rather than create a file named `-`.
+pub fn refuse_stdout(sub: &str, output: &std::path::Path) {
+    if output.as_os_str() == "-" {
+        crate::cmd::report::usage_error(
+            sub,
+            "-o -: a trace is written to a file, not to standard output; give a file name \
+             (`dejavu export` writes a trace's events to standard output)",
+        );
+    }
 }
 
 /// Records `target` into the trace at `path`, then says on stderr what the user must
