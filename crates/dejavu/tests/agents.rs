@@ -1348,3 +1348,43 @@ fn python_http_server_listing_a_directory_names_its_frames_in_http_server() {
         assert!(frames.len() <= 24);
     }
 }
+
+/// A TMPDIR with a colon in it: the agents' directory goes on PYTHONPATH, which a colon
+/// would split, so dejavu puts it under /tmp instead and Python still names its line.
+#[test]
+fn python_names_its_line_when_tmpdir_holds_a_colon() {
+    if !common::have("python3") {
+        eprintln!("SKIP: python3 is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("a:b");
+    std::fs::create_dir(&tmp).unwrap();
+    let script = dir.path().join("st.py");
+    std::fs::write(
+        &script,
+        "import os\nfor i in range(20):\n    os.stat('/etc/hostname')\n",
+    )
+    .unwrap();
+    let trace = dir.path().join("t.dvt");
+    let st = Command::new(dejavu())
+        .args(["record", "-o"])
+        .arg(&trace)
+        .args(["--", "python3"])
+        .arg(&script)
+        .env("TMPDIR", &tmp)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = Command::new(dejavu())
+        .args(["report", "--color", "never"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = format!("{}:3", script.display());
+    assert!(text.contains(&line), "the agent names {line}: {text}");
+}

@@ -103,12 +103,54 @@ pub struct Setup {
     pub write: OwnedFd,
 }
 
+/// Where the agents' directory goes: the temporary directory, unless its path holds a
+/// character that PYTHONPATH or NODE_OPTIONS would split it at (`:`, blanks, quotes,
+/// backslashes), then /tmp.
+fn agent_base(tmp: &Path) -> PathBuf {
+    let bad = |b: u8| matches!(b, b':' | b'"' | b'\\' | b'\'') || b.is_ascii_whitespace();
+    if tmp.as_os_str().as_bytes().iter().any(|&b| bad(b)) {
+        PathBuf::from("/tmp")
+    } else {
+        tmp.to_path_buf()
+    }
+}
+
+/// Removes the agents' directories that recordings killed with SIGKILL left in `base`:
+/// `dejavu-agents-PID-*` of this user whose PID no longer runs. Best effort: errors are
+/// ignored (another user's directory, a race with another cleanup).
+fn remove_stale_agent_dirs(base: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("dejavu-agents-")) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(md) = std::fs::symlink_metadata(e.path()) else {
+            continue;
+        };
+        if !md.is_dir() || md.uid() != me || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let _ = std::fs::remove_dir_all(e.path());
+    }
+}
+
 impl Channel {
     /// Writes the agents, opens the pipe and starts its reader.
     pub fn open() -> io::Result<Setup> {
+        let base = agent_base(&std::env::temp_dir());
+        remove_stale_agent_dirs(&base);
         let dir = tempfile::Builder::new()
-            .prefix("dejavu-agents-")
-            .tempdir()?;
+            .prefix(&format!("dejavu-agents-{}-", std::process::id()))
+            .tempdir_in(&base)?;
         write_agents(dir.path())?;
         let mut fds = [0i32; 2];
         // SAFETY: fds is a valid out-array. Non-blocking on both ends: an agent drops a
@@ -467,5 +509,40 @@ mod tests {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+    }
+}
+
+#[cfg(test)]
+mod temp_dir_tests {
+    use super::{agent_base, remove_stale_agent_dirs};
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn a_temp_dir_that_pythonpath_would_split_is_not_used() {
+        assert_eq!(
+            agent_base(Path::new("/var/tmp/x")),
+            PathBuf::from("/var/tmp/x")
+        );
+        for bad in ["/tmp/a:b", "/tmp/with space", "/tmp/q\"uote"] {
+            assert_eq!(agent_base(Path::new(bad)), PathBuf::from("/tmp"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn directories_left_by_a_killed_recording_are_removed_live_ones_kept() {
+        let base = tempfile::tempdir().unwrap();
+        // A pid that cannot run (above pid_max's hard limit), ours, and a foreign name.
+        let dead = base.path().join("dejavu-agents-4194999-abc");
+        let live = base
+            .path()
+            .join(format!("dejavu-agents-{}-def", std::process::id()));
+        let other = base.path().join("dejavu-agentsX");
+        for d in [&dead, &live, &other] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join("agent.js"), "x").unwrap();
+        }
+        remove_stale_agent_dirs(base.path());
+        assert!(!dead.exists());
+        assert!(live.exists() && other.exists());
     }
 }
