@@ -73,13 +73,31 @@ impl TraceWriter<File> {
     /// trace holds paths, arguments and the first bytes of writes), and writes the trace
     /// header and `meta`.
     pub fn create(path: &Path, meta: &Meta, opts: WriterOptions) -> Result<Self> {
+        use std::os::fd::AsRawFd;
         use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        // Not truncated before it is locked: another recording may be writing it.
+        #[allow(clippy::suspicious_open_options)]
         let f = std::fs::OpenOptions::new()
             .write(true)
             .create(true)
-            .truncate(true)
             .mode(0o600)
             .open(path)?;
+        // SAFETY: flock on a descriptor we own; the lock goes with the file's last close.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::ResourceBusy,
+                    format!(
+                        "{} is being written by another recording; give another -o FILE",
+                        path.display()
+                    ),
+                )
+                .into());
+            }
+            // A file system without locks: go on as before.
+        }
+        f.set_len(0)?;
         // An existing file keeps its mode through open: narrow it too.
         f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
         TraceWriter::new(f, meta, opts)

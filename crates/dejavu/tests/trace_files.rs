@@ -145,3 +145,43 @@ fn a_trace_to_standard_output_is_refused_not_written_to_a_file_named_dash() {
         );
     }
 }
+
+#[test]
+fn a_second_recording_to_a_trace_being_written_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("same.dvt");
+    let mut first = Command::new(common::dejavu())
+        .args(["record", "-o"])
+        .arg(&t)
+        .args(["--", "sleep", "2"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The file exists (and is locked) once the first recording has started writing.
+    for _ in 0..100 {
+        if std::fs::metadata(&t).is_ok_and(|m| m.len() > 0) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let second = Command::new(common::dejavu())
+        .args(["record", "-o"])
+        .arg(&t)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(125), "{err}");
+    assert!(err.contains("being written by another recording"), "{err}");
+    assert!(first.wait().unwrap().success());
+    let out = summary(&t);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("sleep 2"),
+        "the first recording's trace is whole"
+    );
+}
