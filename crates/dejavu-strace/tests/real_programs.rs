@@ -26,10 +26,31 @@ fn missing(tool: &str, args: &[&str]) -> Option<String> {
     }
 }
 
+/// Says that the calling test skips, as crates/dejavu/tests/common's `skip` does: on
+/// stderr, in `$DEJAVU_SKIP_LOG` for scripts/test's count, and as a failure on CI
+/// (`CI=true`), where scripts/setup provides strace, gcc, python3 and node.
+fn skip(why: &str) {
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    eprintln!("SKIP: {why}");
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{test} would skip on CI ({why}), but scripts/setup provides it");
+    }
+    if let Some(log) = std::env::var_os("DEJAVU_SKIP_LOG") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(log)
+        {
+            let _ = writeln!(f, "{test}: {why}");
+        }
+    }
+}
+
 /// strace must exist and be allowed to trace (containers may forbid ptrace).
 fn skip_without_strace() -> bool {
     if let Some(why) = missing("strace", &["-o", "/dev/null", "true"]) {
-        println!("SKIPPED: {why}");
+        skip(&why);
         return true;
     }
     false
@@ -47,7 +68,7 @@ fn run(cmd: &mut Command) {
 /// Compiles tests/prog.c into `dir`; None (after printing why) without gcc.
 fn build_prog(dir: &Path) -> Option<PathBuf> {
     if let Some(why) = missing("gcc", &["--version"]) {
-        println!("SKIPPED: {why}");
+        skip(&why);
         return None;
     }
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/prog.c");
@@ -389,7 +410,7 @@ fn python_counts_match_strace_c() {
         return;
     }
     if let Some(why) = missing("python3", &["-c", "pass"]) {
-        println!("SKIPPED: {why}");
+        skip(&why);
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
@@ -403,7 +424,7 @@ fn node_counts_match_strace_c() {
         return;
     }
     if let Some(why) = missing("node", &["-e", "0"]) {
-        println!("SKIPPED: {why}");
+        skip(&why);
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");

@@ -1354,7 +1354,7 @@ fn python_http_server_listing_a_directory_names_its_frames_in_http_server() {
 #[test]
 fn python_names_its_line_when_tmpdir_holds_a_colon() {
     if !common::have("python3") {
-        eprintln!("SKIP: python3 is not installed");
+        common::skip("python3", "python3 is not installed");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -474,7 +474,10 @@ fn validate_against_the_sarif_schema(work: &Path, sarif: &Value) {
         .output()
         .is_ok_and(|o| o.status.success());
     if !has {
-        eprintln!("SKIP (schema validation): no jsonschema in target/test-venv (scripts/setup installs it)");
+        common::skip(
+            "jsonschema",
+            "schema validation: no jsonschema in target/test-venv (scripts/setup installs it)",
+        );
         return;
     }
     // This machine's platform only: no download of other platforms' dependencies.

@@ -8,6 +8,8 @@
 //! from strace logs (`dejavu import strace`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use dejavu_detect::{analyze, Config, Finding};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -49,7 +51,7 @@ macro_rules! require {
         match $e {
             Some(v) => v,
             None => {
-                eprintln!("SKIP: {} is not installed", $what);
+                common::skip($what, &format!("{} is not installed", $what));
                 return;
             }
         }

@@ -22,9 +22,12 @@ fn ebpf_works() -> bool {
         .unwrap();
     if out.status.code() == Some(77) {
         let err = String::from_utf8_lossy(&out.stderr);
-        eprintln!(
-            "SKIP: eBPF is not available here: {}",
-            err.lines().next().unwrap_or("")
+        common::skip(
+            "ebpf",
+            &format!(
+                "eBPF is not available here: {}",
+                err.lines().next().unwrap_or("")
+            ),
         );
         return false;
     }
@@ -265,7 +268,10 @@ fn auto_says_which_backend_it_chose() {
 #[test]
 fn without_privilege_ebpf_names_what_is_missing_and_auto_falls_back() {
     if unsafe { libc::geteuid() } != 0 || !common::have("setpriv") {
-        eprintln!("SKIP: needs root and setpriv to run dejavu as an unprivileged user");
+        common::skip(
+            "root",
+            "needs root and setpriv to run dejavu as an unprivileged user",
+        );
         return;
     }
     let d = tempfile::tempdir().unwrap();

@@ -160,7 +160,10 @@ fn duckdb_python() -> Option<std::path::PathBuf> {
 #[test]
 fn parquet_export_is_read_back_by_duckdb_with_one_row_per_syscall() {
     let Some(py) = duckdb_python() else {
-        eprintln!("SKIP: no DuckDB in target/test-venv (scripts/setup creates it)");
+        common::skip(
+            "duckdb",
+            "no DuckDB in target/test-venv (scripts/setup creates it)",
+        );
         return;
     };
     let prog = common::c_workload("syscall_tour");

@@ -28,7 +28,10 @@ fn a_seccomp_profile_that_blocks_ptrace_gives_advice_and_exit_77() {
 #[test]
 fn attaching_to_another_users_process_without_privilege_names_the_owner() {
     if unsafe { libc::geteuid() } != 0 || !common::have("setpriv") {
-        eprintln!("SKIP: needs root and setpriv to run dejavu as an unprivileged user");
+        common::skip(
+            "root",
+            "needs root and setpriv to run dejavu as an unprivileged user",
+        );
         return;
     }
     let d = tempfile::tempdir().unwrap();

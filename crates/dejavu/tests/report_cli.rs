@@ -2,6 +2,8 @@
 //! with ptrace, then reported on, as a user would run them (docs/cli.md).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -172,7 +174,7 @@ fn explain_shows_a_detectors_options_with_their_defaults() {
         .iter()
         .find(|d| !d.options.is_empty())
     else {
-        eprintln!("SKIP: no detector has options yet");
+        common::skip("", "no detector has options yet");
         return;
     };
     let out = run(dejavu().args(["explain", d.id]));
@@ -580,7 +582,7 @@ fn no_escape_codes_into_a_pipe_or_with_no_color() {
 
     // In a terminal (util-linux `script` gives the command a pseudo-terminal).
     if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("SKIP: script (util-linux) is not installed");
+        common::skip("script", "script (util-linux) is not installed");
         return;
     }
     let in_tty = |no_color: Option<&str>| -> String {

@@ -31,12 +31,52 @@ pub fn have(tool: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// Skips the calling test (with a reason on stderr) when `tool` is missing.
+/// What scripts/setup installs (or the machine is required to have): on CI a test may
+/// not skip for want of one of these.
+pub const PROVIDED_BY_SETUP: &[&str] = &[
+    "cc",
+    "gcc",
+    "make",
+    "strace",
+    "python3",
+    "node",
+    "setpriv",
+    "script",
+    "rsync",
+    "go",
+    "duckdb",
+    "jsonschema",
+];
+
+/// Records that the calling test skips, and why: a line on stderr (cargo test shows it only
+/// with --nocapture) and one in the file `$DEJAVU_SKIP_LOG` names, which scripts/test
+/// prints with a count at the end. On CI (`CI=true`), a skip for want of something
+/// scripts/setup provides (`needs`, in [`PROVIDED_BY_SETUP`]) is a failure instead: the
+/// test would otherwise be reported as passed without having run.
+pub fn skip(needs: &str, why: &str) {
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    eprintln!("SKIP: {why}");
+    if std::env::var("CI").is_ok_and(|v| v == "true") && PROVIDED_BY_SETUP.contains(&needs) {
+        panic!("{test} would skip on CI ({why}), but scripts/setup provides {needs}");
+    }
+    if let Some(log) = std::env::var_os("DEJAVU_SKIP_LOG") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(log)
+        {
+            let _ = writeln!(f, "{test}: {why}");
+        }
+    }
+}
+
+/// Skips the calling test (see [`skip`]) when `tool` is missing.
 #[macro_export]
 macro_rules! require {
     ($tool:expr) => {
         if !common::have($tool) {
-            eprintln!("SKIP: {} is not installed", $tool);
+            common::skip($tool, &format!("{} is not installed", $tool));
             return;
         }
     };
