@@ -224,6 +224,18 @@ pub fn fork_child(
     Ok(Child { pid, err_fd: rd })
 }
 
+/// Standard descriptors (bit N for descriptor N, 0-2) that were closed when dejavu started.
+/// The Rust runtime opens /dev/null on a closed 0, 1 or 2 before main; the program must
+/// find them closed, as it would without dejavu (`prog >&-`).
+static CLOSED_STD_FDS: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Tells the spawner which of descriptors 0-2 were closed when the process started (read
+/// before the Rust runtime's start-up, e.g. from an `.init_array` constructor): the
+/// program is started with those closed again.
+pub fn set_closed_std_fds(mask: u8) {
+    CLOSED_STD_FDS.store(mask & 7, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// The child between fork and exec. Never returns.
 unsafe fn child(
     err: i32,
@@ -257,6 +269,13 @@ unsafe fn child(
         // a program that does not start.
         if let Some((from, at)) = pass {
             libc::dup2(from, at);
+        }
+        // Close again what was closed when dejavu started (before the filter, as dup2).
+        let closed = CLOSED_STD_FDS.load(std::sync::atomic::Ordering::Relaxed);
+        for fd in 0..3 {
+            if closed & (1 << fd) != 0 {
+                libc::close(fd);
+            }
         }
         if let Some(f) = filter {
             let flags = libc::SECCOMP_FILTER_FLAG_SPEC_ALLOW;

@@ -185,3 +185,46 @@ fn a_second_recording_to_a_trace_being_written_is_refused() {
         "the first recording's trace is whole"
     );
 }
+
+/// `sh -c SCRIPT` with `redirect` (e.g. `>&-`) applied to it, natively or under
+/// `dejavu record`; returns what it wrote to stderr.
+fn stderr_of(script: &str, redirect: &str, dejavu: Option<&std::path::Path>) -> String {
+    let inner = match dejavu {
+        Some(t) => format!("exec \"$0\" record -o \"$1\" -- sh -c '{script}' {redirect}",)
+            .replace("\"$1\"", &format!("'{}'", t.display())),
+        None => format!("exec sh -c '{script}' {redirect}"),
+    };
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(inner)
+        .arg(common::dejavu())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.starts_with("rc="))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_closed_stdin_stdout_or_stderr_stays_closed_for_the_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t.dvt");
+    for (script, redirect) in [
+        ("echo hi; echo rc=$? >&2", ">&-"),
+        ("read x; echo rc=$? >&2", "<&-"),
+        (
+            "ls /proc/self/fd/2 >/dev/null 2>&1; echo rc=$? >&3",
+            "3>&2 2>&-",
+        ),
+    ] {
+        let native = stderr_of(script, redirect, None);
+        assert!(native.starts_with("rc="), "{script}: {native}");
+        assert_eq!(
+            stderr_of(script, redirect, Some(&t)),
+            native,
+            "{script} {redirect}"
+        );
+    }
+}
