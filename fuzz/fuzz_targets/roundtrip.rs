@@ -1,5 +1,5 @@
 //! Fuzz target: whatever records a producer writes, the reader gives back exactly, with
-//! the same strings and stat answers, whatever the block size, age limit and compression.
+//! the same strings, call stacks and stat answers, whatever the block size, age limit and compression.
 
 #![no_main]
 
@@ -79,11 +79,30 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     let mut w = TraceWriter::new(Vec::new(), &meta, opts).expect("writing to memory");
     let mut strings: Vec<(StrId, Vec<u8>)> = Vec::new();
     let mut stats: Vec<(StatId, FileStat)> = Vec::new();
+    let mut stacks: Vec<(StackId, Vec<Frame>)> = Vec::new();
     let mut recs = Vec::new();
     let mut lost = 0u64;
     for _ in 0..u.int_in_range(0..=300)? {
         let ids: Vec<StrId> = strings.iter().map(|s| s.0).collect();
-        let rec = match u.int_in_range(0..=8)? {
+        let rec = match u.int_in_range(0..=9)? {
+            9 => {
+                // A call stack of trace strings (the writer keeps at most MAX_FRAMES).
+                let mut frames = Vec::new();
+                for _ in 0..u.int_in_range(0..=300)? {
+                    frames.push(Frame {
+                        kind: *u.choose(&[FrameKind::Native, FrameKind::Js, FrameKind::Python])?,
+                        function: pick(u, &ids)?,
+                        file: pick(u, &ids)?,
+                        line: u.arbitrary()?,
+                        column: u.arbitrary()?,
+                        module: pick(u, &ids)?,
+                        addr: u.arbitrary()?,
+                    });
+                }
+                frames.truncate(codec::MAX_FRAMES);
+                stacks.push((w.intern_stack(&frames), frames));
+                continue;
+            }
             0 => {
                 let s: Vec<u8> = u.arbitrary()?;
                 strings.push((w.intern(&s), s));
@@ -112,6 +131,9 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
                 let stat_ids: Vec<StatId> = stats.iter().map(|s| s.0).collect();
                 s.stat = pick(u, &stat_ids)?;
                 s.payload = pick(u, &ids)?;
+                let stack_ids: Vec<StackId> = stacks.iter().map(|s| s.0).collect();
+                s.stack = pick(u, &stack_ids)?;
+                s.fingerprint = opt(u, |u| u.arbitrary())?;
                 if u.arbitrary::<bool>()? {
                     // A block-local payload, as recorders write them: pushed at once.
                     let bytes: Vec<u8> = u.arbitrary()?;
@@ -207,6 +229,9 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     assert_eq!(got, recs);
     for (id, s) in &strings {
         assert_eq!(r.str(*id), &s[..], "string {id:?}");
+    }
+    for (id, frames) in &stacks {
+        assert_eq!(r.stack(*id), &frames[..], "stack {id:?}");
     }
     for (id, st) in &stats {
         assert_eq!(&r.stat(*id), st, "stat {id:?}");

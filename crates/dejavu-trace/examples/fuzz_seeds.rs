@@ -3,7 +3,8 @@
 //!     cargo run -p dejavu-trace --example fuzz_seeds -- fuzz/seeds
 //!
 //! Each seed is small (fuzzers mutate small inputs best) and together they cover every
-//! record kind, every syscall field, stat answers with some groups unknown, several
+//! record kind, every syscall field (stacks of every frame kind and write fingerprints
+//! included), mmap, stat answers with some groups unknown, several
 //! blocks, raw and zstd blocks, an empty trace, and a trace cut off mid-block. Most are
 //! uncompressed so that the mutate_trace target's mutations land in decodable bytes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -52,6 +53,50 @@ fn every_kind(opts: WriterOptions, records: u64) -> Result<Vec<u8>> {
         w.intern(b"pipe:[42]"),
     ];
     let payload = w.intern(b"hello\n");
+    // Call stacks: native (module + address), JS and Python frames, some fields unknown,
+    // an empty stack and a shared prefix.
+    let (libc, app, main_js, py) = (
+        w.intern(b"/lib/x86_64-linux-gnu/libc.so.6"),
+        w.intern(b"/app/bin/app"),
+        w.intern(b"/app/main.js"),
+        w.intern(b"/app/tool.py"),
+    );
+    let (open64, load, run) = (
+        w.intern(b"__open64"),
+        w.intern(b"load_config"),
+        w.intern(b"run"),
+    );
+    let native = |module, function, addr, line| Frame {
+        kind: FrameKind::Native,
+        function,
+        file: None,
+        line,
+        column: 0,
+        module: Some(module),
+        addr,
+    };
+    let script = |kind, file, function, line, column| Frame {
+        kind,
+        function,
+        file: Some(file),
+        line,
+        column,
+        module: None,
+        addr: 0,
+    };
+    let stacks = [
+        w.intern_stack(&[
+            native(libc, Some(open64), 0x11_4a20, 0),
+            native(app, Some(load), 0x1234, 42),
+            native(app, None, 0x1300, 0),
+        ]),
+        w.intern_stack(&[
+            script(FrameKind::Js, main_js, Some(load), 12, 7),
+            script(FrameKind::Js, main_js, None, 30, 1),
+        ]),
+        w.intern_stack(&[script(FrameKind::Python, py, Some(run), 5, 0)]),
+        w.intern_stack(&[]),
+    ];
     let (exe, argv) = (w.intern(b"/bin/sh"), w.intern(b"sh\0-c\0true"));
     w.push(&Record::Spawn(Spawn {
         ts: 10,
@@ -66,7 +111,12 @@ fn every_kind(opts: WriterOptions, records: u64) -> Result<Vec<u8>> {
             1_000 + i * 3_000,
             100,
             100 + (i % 2) as u32,
-            Sys::ALL[(i as usize * 7) % Sys::ALL.len()],
+            if i == 1 {
+                // A file-backed mapping (format 2.0).
+                Sys::Mmap
+            } else {
+                Sys::ALL[(i as usize * 7) % Sys::ALL.len()]
+            },
         );
         s.dur = 1_000 + i % 2_000;
         s.ret = if i % 3 == 0 { -2 } else { i as i64 % 5 };
@@ -81,6 +131,8 @@ fn every_kind(opts: WriterOptions, records: u64) -> Result<Vec<u8>> {
         s.count = 4096;
         s.aux = 0xfff;
         s.stat = Some(st[i as usize % 2]);
+        s.stack = (i % 5 != 4).then_some(stacks[i as usize % stacks.len()]);
+        s.fingerprint = (i % 3 == 2).then_some(0x9e37_79b9_7f4a_7c15 ^ i);
         s.payload = (i % 6 == 0).then_some(payload);
         if i % 6 == 3 {
             // Write payloads are block-local in real traces.
