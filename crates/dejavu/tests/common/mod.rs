@@ -71,6 +71,27 @@ pub fn skip(needs: &str, why: &str) {
     }
 }
 
+/// A test that ran something again because its first result could be noise says so:
+/// on stderr and in `$DEJAVU_RETRY_LOG`, which scripts/test lists at the end.
+pub fn note_retry(what: &str) {
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    eprintln!("RETRY: {what}");
+    if let Some(log) = std::env::var_os("DEJAVU_RETRY_LOG") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(log)
+        {
+            let first = what.lines().next().unwrap_or("");
+            let _ = writeln!(f, "{test}: {first}");
+            for l in what.lines().skip(1) {
+                let _ = writeln!(f, "    {l}");
+            }
+        }
+    }
+}
+
 /// Skips the calling test (see [`skip`]) when `tool` is missing.
 #[macro_export]
 macro_rules! require {
@@ -287,10 +308,15 @@ pub fn assert_counts_match_strace(cmd: &[&str], cwd: &Path) {
 /// The two counts come from two runs of the program, and a runtime's own calls can depend
 /// on timing: Node.js, on a loaded machine, sometimes re-reads /proc/self/maps and opens its
 /// own executable on the main thread (7 calls more, seen in 1 of 20 runs under plain strace).
-/// So a pair that differs is run again, up to three pairs in all; a counting error in dejavu
-/// differs every time and still fails, with every attempt's differences.
+/// So a pair that differs is run again, up to three pairs in all. A retry is never silent:
+/// each differing pair is written to `$DEJAVU_RETRY_LOG` (scripts/test lists them at the end)
+/// and to stderr. And a retry cannot hide an intermittent counting error that leans one way:
+/// when two differing pairs have dejavu counting fewer (or more) of the same syscall than
+/// strace both times, the test fails at once, even if a later pair would agree.
 pub fn assert_counts_match_strace_with(cmd: &[&str], cwd: &Path, prepare: impl Fn(&Path)) {
     let mut diffs = Vec::new();
+    // Per syscall, the sign of (dejavu - strace) calls in the pairs that differed so far.
+    let mut leans: BTreeMap<String, std::cmp::Ordering> = BTreeMap::new();
     for _attempt in 0..3 {
         let dir = tempfile::tempdir().expect("tmp");
         let trace = dir.path().join("t.dvt");
@@ -322,6 +348,7 @@ pub fn assert_counts_match_strace_with(cmd: &[&str], cwd: &Path, prepare: impl F
             );
         }
         let mut diff = String::new();
+        let mut same_lean = Vec::new();
         for k in ours
             .keys()
             .chain(theirs.keys())
@@ -330,9 +357,23 @@ pub fn assert_counts_match_strace_with(cmd: &[&str], cwd: &Path, prepare: impl F
             let (a, b) = (ours.get(k), theirs.get(k));
             if a != b {
                 diff.push_str(&format!("  {k}: dejavu {a:?} strace {b:?}\n"));
+                let lean = a.unwrap_or(&(0, 0)).0.cmp(&b.unwrap_or(&(0, 0)).0);
+                if lean != std::cmp::Ordering::Equal && leans.insert(k.clone(), lean) == Some(lean)
+                {
+                    same_lean.push(k.clone());
+                }
             }
         }
+        note_retry(&format!(
+            "{cmd:?} differs from strace -f -c, run again:\n{diff}"
+        ));
         diffs.push(diff);
+        assert!(
+            same_lean.is_empty(),
+            "{cmd:?}: dejavu's count of {same_lean:?} differs from strace -f -c the same way in \
+             two runs (not noise):\n{}",
+            diffs.join("  --\n")
+        );
     }
     panic!(
         "{cmd:?}: per-syscall (calls, errors) differ from strace -f -c in {} runs:\n{}",
