@@ -31,8 +31,36 @@ fn a_recording_killed_with_sigkill_is_readable_up_to_its_last_block() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(2500));
+    let program = children(dv.id());
+    assert_eq!(program.len(), 1, "dejavu runs the program: {program:?}");
     dv.kill().unwrap(); // SIGKILL
     dv.wait().unwrap();
+    // docs/cli.md: under ptrace the kernel kills the program with its tracer
+    // (PTRACE_O_EXITKILL); under eBPF it runs on, unrecorded. Either way the test leaves
+    // nothing running.
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{}/stat", program[0]))
+            .is_ok_and(|s| !s.contains(") Z "))
+    };
+    let mut gone = false;
+    for _ in 0..100 {
+        if !alive() {
+            gone = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if !gone {
+        unsafe { libc::kill(program[0] as i32, libc::SIGKILL) };
+    }
+    match std::env::var("DEJAVU_BACKEND").as_deref() {
+        Ok("ptrace") => assert!(gone, "the program dies with a SIGKILLed ptrace recording"),
+        Ok("ebpf") => assert!(
+            !gone,
+            "the program runs on after an eBPF recording is killed"
+        ),
+        _ => {}
+    }
     let out = summary(&trace);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
@@ -52,6 +80,19 @@ fn a_recording_killed_with_sigkill_is_readable_up_to_its_last_block() {
         "summary --json says the trace is incomplete: {}",
         v["truncated"]
     );
+}
+
+/// The children of `pid` (each of its threads').
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let c = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+        out.extend(c.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+    }
+    out
 }
 
 #[test]
