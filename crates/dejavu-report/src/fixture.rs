@@ -88,7 +88,6 @@ pub fn analysis() -> Analysis {
                       hazards, or pass the result along instead of asking again";
     let mut findings = vec![
         Finding {
-            severity: Severity::High,
             calls: 1_001,
             redundant_calls: 1_000,
             wasted_ns: 250_000_000,
@@ -120,7 +119,6 @@ pub fn analysis() -> Analysis {
             )
         },
         Finding {
-            severity: Severity::Medium,
             calls: 160,
             redundant_calls: 120,
             wasted_ns: 40_000_000,
@@ -160,7 +158,6 @@ pub fn analysis() -> Analysis {
             )
         },
         Finding {
-            severity: Severity::Low,
             calls: 90,
             redundant_calls: 44,
             wasted_ns: 20_000_000,
@@ -185,7 +182,6 @@ pub fn analysis() -> Analysis {
             )
         },
         Finding {
-            severity: Severity::Low,
             calls: 40,
             redundant_calls: 40,
             wasted_ns: 1_500,
@@ -309,6 +305,10 @@ pub fn analysis() -> Analysis {
         shared_calls: 1_000,
     });
     findings.push(aspect);
+    // Graded as the engine grades them, from share and count, never set by hand.
+    for f in &mut findings {
+        f.severity = Severity::grade(f.share, f.redundant_calls);
+    }
     Analysis {
         findings,
         hidden: 7,
