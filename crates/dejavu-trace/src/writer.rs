@@ -71,7 +71,8 @@ impl<W: Write> std::fmt::Debug for TraceWriter<W> {
 impl TraceWriter<File> {
     /// Creates (or truncates) `path`, readable and writable by its owner only (0600: a
     /// trace holds paths, arguments and the first bytes of writes), and writes the trace
-    /// header and `meta`.
+    /// header and `meta`. A `path` that is not a regular file (a FIFO, /dev/null) is
+    /// written to as it is.
     pub fn create(path: &Path, meta: &Meta, opts: WriterOptions) -> Result<Self> {
         use std::os::fd::AsRawFd;
         use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -97,9 +98,14 @@ impl TraceWriter<File> {
             }
             // A file system without locks: go on as before.
         }
-        f.set_len(0)?;
-        // An existing file keeps its mode through open: narrow it too.
-        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        // A regular file is emptied and, as an existing file keeps its mode through open,
+        // narrowed to 0600. Anything else (`-o /dev/null`, a FIFO or a process
+        // substitution `-o >(zstd > t.zst)`) is written as it is: never truncated or
+        // chmod-ed (root recording to /dev/null must not take it away from everyone).
+        if f.metadata()?.is_file() {
+            f.set_len(0)?;
+            f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
         TraceWriter::new(f, meta, opts)
     }
 }

@@ -166,6 +166,50 @@ fn a_trace_is_readable_by_its_owner_only_even_over_an_older_file() {
 }
 
 #[test]
+fn a_trace_to_a_fifo_or_a_device_is_written_as_it_is_never_truncated_or_chmod_ed() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    // A FIFO (what `-o >(zstd > t.zst)` gives): the trace streams through it.
+    let fifo = dir.path().join("t.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let copy = dir.path().join("copy.dvt");
+    let reader = {
+        let (fifo, copy) = (fifo.clone(), copy.clone());
+        std::thread::spawn(move || {
+            let mut from = std::fs::File::open(fifo).unwrap();
+            let mut to = std::fs::File::create(copy).unwrap();
+            std::io::copy(&mut from, &mut to).unwrap()
+        })
+    };
+    let (st, err) = common::record_quiet(&fifo, &["ls", "/"], dir.path());
+    assert!(st.success(), "{err}");
+    reader.join().unwrap();
+    let v = common::summary_json(&copy);
+    assert!(v["syscalls"].as_object().is_some_and(|m| !m.is_empty()));
+    let mode = std::fs::metadata(&fifo).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644, "the FIFO's mode is left alone");
+    // A device like /dev/null (a private node of it, so a bug cannot take the real one
+    // away): the recording succeeds and the node keeps its mode.
+    if unsafe { libc::geteuid() } != 0 {
+        common::skip("root", "making a device node needs root");
+        return;
+    }
+    let null = dir.path().join("null");
+    let c = std::ffi::CString::new(null.to_str().unwrap()).unwrap();
+    let dev = libc::makedev(1, 3);
+    assert_eq!(
+        unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, dev) },
+        0
+    );
+    std::fs::set_permissions(&null, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let (st, err) = common::record_quiet(&null, &["true"], dir.path());
+    assert!(st.success(), "{err}");
+    let mode = std::fs::metadata(&null).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o666, "a device's mode is left alone");
+}
+
+#[test]
 fn a_trace_to_standard_output_is_refused_not_written_to_a_file_named_dash() {
     let dir = tempfile::tempdir().unwrap();
     for args in [
