@@ -36,6 +36,7 @@ const ASYNC_END = 6;
 const DROPPED = 7;
 const MAIN_DONE = 8;
 const FD = 9;
+const STICKY = 10;
 const LANG_JS = 1;
 /** PIPE_BUF: a write up to this size is atomic, so agents' messages never interleave. */
 const MAX_WRITE = 4096;
@@ -64,6 +65,25 @@ const MAX_NAME = 200;
 const MAX_FILE = 700;
 /** Longest path sent with an asynchronous call (longer ones are not attributed). */
 const MAX_PATH = 3000;
+/**
+ * Repeated calls (docs/agents.md, "Repeated calls"): the synchronous fs functions whose
+ * syscalls all name their one path argument (or the descriptor they open on it). A call
+ * of one of them on a path whose site dejavu already has for this thread (STICKY) sends
+ * nothing and captures no stack; its site is checked again after 1, 2, 4, 8, then every
+ * STICKY_GAP calls, and a change is said at once (after which that path is checked at
+ * every call). The price: when another line starts calling the same function on the same
+ * path, up to STICKY_GAP - 1 of its first calls are still given to the earlier line.
+ */
+const STICKY_SYNC = new Set([
+  'accessSync', 'appendFileSync', 'chmodSync', 'chownSync', 'existsSync', 'lchownSync',
+  'lstatSync', 'lutimesSync', 'openSync', 'opendirSync', 'readdirSync', 'readFileSync',
+  'readlinkSync', 'rmdirSync', 'statSync', 'statfsSync', 'truncateSync', 'unlinkSync',
+  'utimesSync', 'writeFileSync',
+]);
+/** Most calls between two checks of a repeated call's site. */
+const STICKY_GAP = 16;
+/** Most paths remembered (past it the memory starts again: the next call of each checks). */
+const MAX_STICKY = 4096;
 
 const SELF = __filename;
 const hasOwn = Object.prototype.hasOwnProperty;
@@ -111,6 +131,13 @@ const unsent = [];
 /** call-site key -> site number */
 /** @type {Map<string, number>} */
 const sites = new Map();
+/**
+ * Path argument (as the program gave it) -> the site dejavu was last told for it (STICKY),
+ * the wrapper that made that call, the working directory then, the calls since, the count
+ * at which the site is checked again, and whether it ever changed (then every call checks).
+ * @type {Map<string, { site: number, fn: Function, cwd: string, n: number, next: number, gap: number, volatile: boolean }>}
+ */
+const sticky = new Map();
 /** promise -> request number, for fs.promises calls in flight */
 /** @type {Map<object, number>} */
 const inFlight = new Map();
@@ -684,11 +711,67 @@ function fdMessage(site, req, fdv) {
 }
 
 /**
+ * A repeated call (STICKY_SYNC) of wrapper `w` on path argument `p`: whether dejavu has, or
+ * was just told, its site for this thread and path, so that the call needs no ENTER and
+ * EXIT. Between checks it costs a map lookup; a check captures the stack as any call does,
+ * and a site that changed (another line calling with the same path) is said at once.
+ * @param {Function} w
+ * @param {string} p
+ * @param {number} first
+ * @returns {boolean}
+ */
+function stickyCall(w, p, first) {
+  const cwd = process.cwd();
+  const e = sticky.get(p);
+  if (e !== undefined && e.fn === w && e.cwd === cwd && e.n < e.next) {
+    e.n++;
+    return true;
+  }
+  const site = siteOf(w, first);
+  if (site === 0) return false;
+  if (e !== undefined && e.site === site && e.cwd === cwd) {
+    e.fn = w;
+    e.n++;
+    // A path called from one line only: checked less and less often. One called from
+    // several lines (a check found the site changed): checked at every call for good.
+    if (!e.volatile) {
+      e.gap = Math.min(e.gap * 2, STICKY_GAP);
+      e.next = e.n + e.gap;
+    }
+    return true;
+  }
+  const path = resolvePath(p, cwd);
+  if (path === null) return false;
+  const at = begin(STICKY, 19 + path.length);
+  u32(pid);
+  u32(tid);
+  u32(ns);
+  u32(site);
+  bytes(path);
+  end(at);
+  if (!flush()) {
+    sticky.delete(p);
+    return false;
+  }
+  if (sticky.size >= MAX_STICKY) sticky.clear();
+  if (e !== undefined && e.cwd === cwd) {
+    // The site changed: from now on this path's site is checked at every call.
+    e.site = site;
+    e.fn = w;
+    e.volatile = true;
+    e.n = e.next = 0;
+  } else {
+    sticky.set(p, { site, fn: w, cwd, n: 1, next: 2, gap: 1, volatile: false });
+  }
+  return true;
+}
+
+/**
  * A synchronous API: ENTER before the original, EXIT after it, whatever happens.
  * @param {Function} o
  * @param {number} [first] frames captured first (see siteOf)
  */
-function wrapSync(o, first = FRAMES) {
+function wrapSync(o, first = FRAMES, repeats = false) {
   /** @this {unknown} */
   const w = function () {
     if (new.target !== undefined) return ReflectConstruct(o, arguments, new.target);
@@ -699,8 +782,13 @@ function wrapSync(o, first = FRAMES) {
     const d = depth;
     if (busy === 0) {
       try {
-        site = forced !== 0 ? forced : siteOf(w, first);
-        if (site !== 0 && !enter(site, d)) site = 0;
+        const p = arguments[0];
+        if (repeats && forced === 0 && d === 0 && typeof p === 'string' && stickyCall(w, p, first)) {
+          site = 0; // said by STICKY: no ENTER, no EXIT
+        } else {
+          site = forced !== 0 ? forced : siteOf(w, first);
+          if (site !== 0 && !enter(site, d)) site = 0;
+        }
       } catch {
         discard();
         site = 0;
@@ -1558,7 +1646,7 @@ function start() {
   end(at);
   if (!flush()) return;
   on = true;
-  for (const name of SYNC) install(fs, name, (o) => wrapSync(o));
+  for (const name of SYNC) install(fs, name, (o) => wrapSync(o, FRAMES, STICKY_SYNC.has(name)));
   const rp = /** @type {any} */ (fs.realpathSync);
   if (typeof rp === 'function') install(rp, 'native', (o) => wrapSync(o));
   for (const name of Object.keys(CALLBACK)) {

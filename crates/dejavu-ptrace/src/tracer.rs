@@ -1069,7 +1069,8 @@ impl<W: Write> Tracer<W> {
             notes.push(format!(
                 "language agents: {} loaded, {} reports ({} the agents could not write, {} malformed); \
                  {} calls attributed to a wrapped synchronous call, {} to an asynchronous one, \
-                 {} by their descriptor, {} to the call that started their process",
+                 {} by their descriptor, {} to a repeated call's site by their path, {} to \
+                 the call that started their process",
                 c.agents,
                 c.messages,
                 c.dropped_by_agents,
@@ -1077,6 +1078,7 @@ impl<W: Write> Tracer<W> {
                 c.sync_hits,
                 c.async_hits,
                 c.fd_hits,
+                c.sticky_hits,
                 c.spawn_hits
             ));
         }

@@ -40,6 +40,13 @@ pub const MAIN_DONE: u8 = 8;
 /// outside a wrapped synchronous call, is the site's (a FileHandle's reads on the
 /// threadpool, a stream's queued writes, what a Python file object does after `open`).
 pub const FD: u8 = 9;
+/// A repeated call's site, said once: `pid u32, tid u32, ns u32, site u32, path (u16 len,
+/// bytes)`. From now on a call of thread `tid` whose path (its path argument, or its
+/// descriptor's path) is `path`, made outside a wrapped synchronous call and not claimed by
+/// a descriptor's site, is the site's, until another STICKY for the same thread and path
+/// (the agent checks the site again now and then, and says when it changed). It spares a
+/// loop of `statSync(p)` an ENTER and an EXIT per call (docs/agents.md, "Repeated calls").
+pub const STICKY: u8 = 10;
 
 /// Most nested wrapped calls kept per thread; deeper ones are not attributed.
 const MAX_DEPTH: usize = 64;
@@ -54,6 +61,9 @@ const MAX_SITES: usize = 1 << 20;
 pub const MAX_FRAMES: usize = 36;
 /// Most descriptors with a site kept per process (the oldest go first).
 const MAX_FDS: usize = 4096;
+/// Most sticky paths kept per thread (past it they are dropped, and the agent's next
+/// check of each says it again).
+const MAX_STICKY: usize = 4096;
 /// Most processes remembered as started inside a wrapped call.
 const MAX_SPAWNED: usize = 1 << 16;
 /// Most processes remembered as marked (a flood of hellos with made-up pids must not grow
@@ -79,6 +89,8 @@ pub struct Counters {
     pub fd_hits: u64,
     /// Stops attributed to the wrapped call that started their process (a spawn).
     pub spawn_hits: u64,
+    /// Stops attributed to a repeated call's site by their thread and path (STICKY).
+    pub sticky_hits: u64,
     /// Marks queued for the trace (agent ready, main module done).
     pub marks: u64,
 }
@@ -165,6 +177,15 @@ struct Pending {
     path_id: Option<StrId>,
 }
 
+/// A thread's sticky paths (STICKY): the path as the agent sent it, until it is interned
+/// at the thread's next lookup, then by its trace string.
+#[derive(Debug, Default)]
+struct Sticky {
+    pid: u32,
+    new: Vec<(Box<[u8]>, u32, u32)>,
+    by_path: FxHashMap<StrId, (u32, u32)>,
+}
+
 /// The protocol's state for one recording.
 #[derive(Debug, Default)]
 pub struct State {
@@ -179,6 +200,8 @@ pub struct State {
     fd_order: FxHashMap<u32, std::collections::VecDeque<u32>>,
     /// Processes started inside a wrapped call.
     spawned: FxHashMap<u32, Spawned>,
+    /// tid -> its sticky paths.
+    sticky: FxHashMap<u32, Sticky>,
     /// Processes whose agent said hello (their program's first hello made the mark).
     ready: FxHashSet<u32>,
     /// Processes whose main module's end was marked.
@@ -402,6 +425,26 @@ impl State {
                     }
                 }
             }
+            STICKY => {
+                let (pid, tid, ns, site) = (r.u32()?, r.u32()?, r.u32()?, r.u32()?);
+                let path = r.bytes()?;
+                r.done()?;
+                if path.is_empty() {
+                    return None;
+                }
+                let t = self.sticky.entry(tid).or_default();
+                if t.pid != pid {
+                    *t = Sticky {
+                        pid,
+                        ..Sticky::default()
+                    };
+                }
+                if t.new.len() + t.by_path.len() >= MAX_STICKY {
+                    t.new.clear();
+                    t.by_path.clear();
+                }
+                t.new.push((path.into(), ns, site));
+            }
             DROPPED => {
                 let (_pid, _ns, count) = (r.u32()?, r.u32()?, r.u32()?);
                 r.done()?;
@@ -441,6 +484,7 @@ impl State {
     pub fn forget_process(&mut self, pid: u32) {
         self.sites.retain(|&(p, _, _), _| p != pid);
         self.threads.retain(|_, t| t.pid != pid);
+        self.sticky.retain(|_, t| t.pid != pid);
         self.pending.remove(&pid);
         if let Some(order) = self.fd_order.remove(&pid) {
             for fd in order {
@@ -567,7 +611,8 @@ impl State {
     /// call of that thread; else, in a process started inside a wrapped call, that call
     /// (every call before the process exec'd, its execs after); else the site of the
     /// call's descriptor (FD: the oldest call queued on it, else the descriptor's own
-    /// site); else the oldest pending asynchronous call of the
+    /// site); else the site a STICKY gave the thread for the call's path; else the oldest
+    /// pending asynchronous call of the
     /// process, issued by another thread, that names the call's path.
     pub fn lookup<W: Write>(
         &mut self,
@@ -610,6 +655,18 @@ impl State {
             }
         }
         let path = call.path?;
+        if let Some(t) = self.sticky.get_mut(&tid).filter(|t| t.pid == pid) {
+            for (p, ns, site) in t.new.drain(..) {
+                t.by_path.insert(w.intern(&p), (ns, site));
+            }
+            if let Some(&(ns, site)) = t.by_path.get(&path) {
+                let s = self.stack(w, (pid, ns, site));
+                if s.is_some() {
+                    self.counters.sticky_hits += 1;
+                    return s;
+                }
+            }
+        }
         let list = self.pending.get_mut(&pid)?;
         let mut found = None;
         for p in list.iter_mut() {
@@ -742,6 +799,12 @@ pub mod encode {
         msg(MAIN_DONE, &u32s(&[pid, ns]))
     }
 
+    pub fn sticky(pid: u32, tid: u32, ns: u32, site: u32, path: &str) -> Vec<u8> {
+        let mut b = u32s(&[pid, tid, ns, site]);
+        bytes(&mut b, path.as_bytes());
+        msg(STICKY, &b)
+    }
+
     pub fn fd(pid: u32, tid: u32, ns: u32, site: u32, req: u32, fd: u32) -> Vec<u8> {
         msg(FD, &u32s(&[pid, tid, ns, site, req, fd]))
     }
@@ -833,6 +896,42 @@ mod tests {
                 ("main".into(), "/app/a.js".into(), 40, 1)
             ]
         );
+    }
+
+    #[test]
+    fn a_sticky_site_names_the_threads_calls_on_its_path_until_another_replaces_it() {
+        let mut w = writer();
+        let mut s = State::default();
+        let (p, q) = (w.intern(b"/app/config.json"), w.intern(b"/app/other.json"));
+        let mut b = js_site(10, 10, 1, 12);
+        b.extend(js_site(10, 10, 2, 20));
+        b.extend(sticky(10, 10, 10, 1, "/app/config.json"));
+        s.feed(&b, 0);
+        let first = s.lookup(&mut w, 10, 10, on(p)).unwrap();
+        assert_eq!(
+            s.lookup(&mut w, 10, 10, on(p)),
+            Some(first),
+            "every call after it"
+        );
+        assert_eq!(s.lookup(&mut w, 10, 10, on(q)), None, "another path");
+        assert_eq!(s.lookup(&mut w, 10, 11, on(p)), None, "another thread");
+        assert_eq!(s.lookup(&mut w, 11, 10, on(p)), None, "another process");
+        // A wrapped call in progress comes first.
+        s.feed(&enter(10, 10, 10, 2, 0), 0);
+        let inside = s.lookup(&mut w, 10, 10, on(p)).unwrap();
+        assert_ne!(inside, first);
+        s.feed(&exit(10, 10, 0), 0);
+        assert_eq!(s.lookup(&mut w, 10, 10, on(p)), Some(first));
+        // The agent saw the path called from another line: that site from then on.
+        s.feed(&sticky(10, 10, 10, 2, "/app/config.json"), 0);
+        assert_eq!(s.lookup(&mut w, 10, 10, on(p)), Some(inside));
+        assert_eq!(s.counters.sticky_hits, 4);
+        // The process execs or exits: its sticky paths go with it.
+        s.forget_process(10);
+        assert_eq!(s.lookup(&mut w, 10, 10, on(p)), None);
+        // An empty path is malformed.
+        s.feed(&sticky(10, 10, 10, 2, ""), 0);
+        assert_eq!(s.counters.malformed, 1);
     }
 
     #[test]
