@@ -26,6 +26,7 @@ _ENTER = 3
 _EXIT = 4
 _DROPPED = 7
 _FD = 9
+_STICKY = 10
 _LANG_PYTHON = 2
 # The program's own frames per call site.
 _FRAMES = 4
@@ -69,6 +70,17 @@ _kinds = {}
 _depth = {}
 # (namespace object, name, original, wrapper) of everything installed, for unhook.
 _installed = []
+# Repeated calls (docs/agents.md, "Repeated calls"): (thread, path as given, working
+# directory for a relative one) -> [site, wrapper, calls since, next check, gap, volatile]:
+# the site dejavu was last told (STICKY) for that thread and path.
+_sticky = {}
+# The os functions whose syscalls all name their one path argument.
+_STICKY_OS = frozenset(
+    ("stat", "lstat", "access", "listdir", "readlink", "chmod", "utime", "truncate", "statvfs")
+)
+# Most calls between two checks of a repeated call's site; most entries kept.
+_STICKY_GAP = 16
+_MAX_STICKY = 4096
 _getframe = _sys._getframe
 _write = _os.write
 
@@ -280,15 +292,84 @@ def _opened_fd(r):
     return r
 
 
-def _wrap(orig, opened=None):
+def _resolve(p, cwd):
+    """`p` made absolute against `cwd` as dejavu resolves syscall paths: `.` and empty
+    components dropped, `..` kept; as bytes (the file system encoding)."""
+    b = _os.fsencode(p)
+    if not b.startswith(b"/"):
+        b = _os.fsencode(cwd) + b"/" + b
+    r = b"/".join(c for c in b.split(b"/") if c not in (b"", b"."))
+    return b"/" + r
+
+
+def _sticky_call(w, tid, p):
+    """A repeated call (a _STICKY_OS function, a str path, outside any wrapped call) of
+    wrapper `w` on `p`: whether dejavu has, or was just told, its site for this thread and
+    path, so the call needs no ENTER and EXIT. Between checks it costs a dict lookup; a
+    check walks the frames as any call does; a changed site is said at once, and from then
+    on that path is checked at every call."""
+    global _site_seq
+    cwd = "" if p[:1] == "/" else _os.getcwd()
+    k = (tid, p, cwd)
+    e = _sticky.get(k)
+    if e is not None and e[1] is w and e[2] < e[3]:
+        e[2] += 1
+        return True
+    caller = _getframe(2)  # the wrapper's caller
+    key = _key(caller)
+    if not key:
+        return False
+    sid = _sites.get(key)
+    data = b""
+    if sid is None:
+        _site_seq += 1
+        sid = _site_seq
+        data = _define(sid, key, caller)
+    elif e is not None and e[0] == sid:
+        e[1] = w
+        e[2] += 1
+        if not e[5]:
+            e[4] = min(e[4] * 2, _STICKY_GAP)
+            e[3] = e[2] + e[4]
+        return True
+    path = _resolve(p, cwd or _os.getcwd())
+    if len(path) > 3000:
+        return False
+    data += _msg(_STICKY, _pidb + tid.to_bytes(4, _LE) + _nsb + sid.to_bytes(4, _LE) + len(path).to_bytes(2, _LE) + path)
+    if not _send(data):
+        _sticky.pop(k, None)
+        return False
+    if len(_sites) > _MAX_CACHE:
+        _sites.clear()
+    _sites[key] = sid
+    if e is not None:
+        # The site changed: from now on this path's site is checked at every call.
+        e[:] = [sid, w, 0, 0, 1, True]
+    else:
+        if len(_sticky) >= _MAX_STICKY:
+            _sticky.clear()
+        _sticky[k] = [sid, w, 1, 2, 1, False]
+    return True
+
+
+def _wrap(orig, opened=None, repeats=False):
     """A wrapper of `orig` that reports ENTER before it runs and EXIT after. `opened`:
     for a function that opens a file, how to get the descriptor from its result: FD
     then gives the descriptor's later calls (the reads and writes of a file object, which
-    happen after open returned) the same site."""
+    happen after open returned) the same site. `repeats`: its calls name their one path
+    argument, so a repeated call's site is said once (_sticky_call)."""
 
     def wrapper(*args, **kwargs):
         if _fd < 0:
             return orig(*args, **kwargs)
+        if repeats and args and type(args[0]) is str:
+            try:
+                tid = _gnid()
+                said = not _depth.get(tid) and _sticky_call(wrapper, tid, args[0])
+            except Exception:
+                said = False
+            if said:
+                return orig(*args, **kwargs)
         d = -1
         sid = 0
         try:
@@ -374,7 +455,7 @@ def _install(ns, name, opened=None):
         return
     if not callable(orig):
         return
-    w = _wrap(orig, opened)
+    w = _wrap(orig, opened, ns is _os and name in _STICKY_OS)
     try:
         setattr(ns, name, w)
     except Exception:
@@ -564,6 +645,7 @@ def _after_fork():
     # A forked child is a new process: new pid, and dejavu knows none of its sites.
     _sites.clear()
     _depth.clear()
+    _sticky.clear()
     try:
         _hello()
     except Exception:

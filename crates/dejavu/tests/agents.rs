@@ -782,7 +782,7 @@ fn calls_by_marked_line(
         .lines()
         .enumerate()
         .filter_map(|(i, l)| {
-            let n = l.split("// @line ").nth(1)?;
+            let n = l.split("// @line ").nth(1).or(l.split("# @line ").nth(1))?;
             Some((i as u32 + 1, n.trim().to_string()))
         })
         .collect();
@@ -809,14 +809,59 @@ fn node_repeated_calls_are_said_once_and_still_name_each_line() {
     // but for the documented price: when another line starts calling the same function on
     // a path, up to 15 of its first calls may still go to the line before (F, E).
     require!("node");
-    let (calls, _, _) = record_calls(Lang::Node, "repeats.js", &[]);
-    let stat = calls_by_marked_line(&calls, "stat", "repeats.js", STATS);
+    assert_repeats(Lang::Node, "repeats.js");
+}
+
+#[test]
+fn python_repeated_calls_are_said_once_and_still_name_each_line() {
+    require!("python3");
+    assert_repeats(Lang::Python, "repeats.py");
+}
+
+/// The repeated-call fixture `script` (repeats.js, repeats.py): each line's calls at that
+/// line, but for up to 15 at the change from one loop to another on the same path; and
+/// said in far fewer reports than calls (`record -v`'s agents line: an ENTER and an EXIT
+/// per call would be 822).
+fn assert_repeats(lang: Lang, script: &str) {
+    let d = scratch();
+    for f in ["stat", "phase"] {
+        std::fs::write(d.path().join(f), f).unwrap();
+    }
+    let out = Command::new(dejavu())
+        .args(["record", "-v", "-o"])
+        .arg(d.path().join("t.dvt"))
+        .arg("--")
+        .arg(lang.program())
+        .arg(workload(script))
+        .arg(d.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("language agents:"))
+        .unwrap_or_else(|| panic!("no agents line: {err}"));
+    let number_before = |what: &str| -> u64 {
+        let head = line.split(what).next().unwrap();
+        head.rsplit(|c: char| !c.is_ascii_digit())
+            .find(|w| !w.is_empty())
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("no number before {what:?}: {line}"))
+    };
+    let reports = number_before(" reports");
+    let sticky = number_before(" to a repeated call's site");
+    assert!(reports < 150, "{line}");
+    assert!(sticky >= 300, "most of the 411 calls by their path: {line}");
+
+    let (calls, _, _) = record_calls(lang, script, &[]);
+    let stat = calls_by_marked_line(&calls, "stat", script, STATS);
     let want: BTreeMap<String, usize> = [("A", 200), ("X", 1), ("B", 20), ("C", 20), ("D", 20)]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
     assert_eq!(stat, want, "every call at its own line");
-    let phase = calls_by_marked_line(&calls, "phase", "repeats.js", STATS);
+    let phase = calls_by_marked_line(&calls, "phase", script, STATS);
     let (f, e) = (phase.get("F").copied(), phase.get("E").copied());
     assert_eq!(phase.len(), 2, "{phase:?}");
     assert_eq!(f.unwrap_or(0) + e.unwrap_or(0), 150, "{phase:?}");
