@@ -58,7 +58,48 @@ fn load_error(what: &str, e: impl std::fmt::Display) -> RecordError {
     )
 }
 
+/// Linux before 5.11 charges BPF maps to RLIMIT_MEMLOCK (5.11 moved them to the memory
+/// cgroup), whose default (64 KiB or 8 MiB) is below what the maps need: the kernel then
+/// refuses to create them (EPERM, "failed to create map"). As libbpf does, the limit is
+/// raised for the load, and put back before the program starts, which inherits it.
+struct MemlockRaised(Option<libc::rlimit>);
+
+impl MemlockRaised {
+    fn raise() -> MemlockRaised {
+        let mut old = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit/setrlimit with valid pointers to rlimit structs.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut old) != 0 {
+                return MemlockRaised(None);
+            }
+            let inf = libc::rlimit {
+                rlim_cur: libc::RLIM_INFINITY,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            if old.rlim_cur == libc::RLIM_INFINITY
+                || libc::setrlimit(libc::RLIMIT_MEMLOCK, &inf) != 0
+            {
+                return MemlockRaised(None);
+            }
+        }
+        MemlockRaised(Some(old))
+    }
+}
+
+impl Drop for MemlockRaised {
+    fn drop(&mut self) {
+        if let Some(old) = self.0 {
+            // SAFETY: as above. Lowering the limit again is always allowed.
+            unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &old) };
+        }
+    }
+}
+
 fn load(eopts: &Options) -> Result<Loaded, RecordError> {
+    let _memlock = MemlockRaised::raise();
     let ring_bytes = eopts
         .buffer_bytes
         .max(4096)

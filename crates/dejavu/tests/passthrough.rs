@@ -127,6 +127,24 @@ fn environment_and_working_directory_are_untouched() {
 }
 
 #[test]
+fn resource_limits_are_the_programs_own() {
+    // The eBPF backend raises RLIMIT_MEMLOCK to load its maps on kernels before 5.11 and
+    // puts it back before the program starts: the program sees the limits it would have.
+    let d = tempfile::tempdir().unwrap();
+    let script = "ulimit -l; ulimit -Hl; ulimit -n; ulimit -s";
+    let native = Command::new("sh").args(["-c", script]).output().unwrap();
+    let out = record_cmd(&d.path().join("t.dvt"))
+        .args(["sh", "-c", script])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&native.stdout)
+    );
+}
+
+#[test]
 fn sigpipe_has_its_default_action_in_the_program() {
     // Rust ignores SIGPIPE in dejavu itself; the program must get the default back,
     // or `yes | head` would never end under dejavu.
