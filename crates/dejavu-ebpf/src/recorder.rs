@@ -338,6 +338,11 @@ struct Reader<W: Write> {
     /// Processes whose agents said hello in the last batch.
     agents: Vec<u32>,
     root_status: Option<ExitStatus>,
+    /// What a signal meant for the program does (forward, or stop recording).
+    policy: signals::Policy,
+    /// When the program exited, and whether what it left running was said.
+    root_ended_at: Option<Instant>,
+    orphans_said: bool,
 }
 
 impl<W: Write> Reader<W> {
@@ -352,6 +357,9 @@ impl<W: Write> Reader<W> {
             records: 0,
             agents: Vec::new(),
             root_status: None,
+            policy: signals::Policy::default(),
+            root_ended_at: None,
+            orphans_said: false,
         }
     }
 
@@ -369,16 +377,48 @@ impl<W: Write> Reader<W> {
         let mut last_lost_check = Instant::now();
         let mut last_alive_check = Instant::now();
         loop {
-            if let Some((sig, from_tty)) = signals::take() {
+            while let Some((sig, from_tty)) = signals::take() {
                 match root {
                     // We started the program: it decides what the signal means (a
-                    // terminal already delivered it to the program's process group).
-                    Some(pid) if self.root_status.is_none() => {
-                        if !from_tty {
-                            let _ = kernel::kill(pid, sig);
+                    // terminal already delivered it to the program's process group),
+                    // until a second request to stop soon after the first, or the first
+                    // once the program exited, stops the recording: what runs goes on,
+                    // unrecorded.
+                    Some(pid) => {
+                        let ended = self.root_status.is_some();
+                        match self.policy.on_signal(sig, ended) {
+                            signals::Action::Forward => {
+                                if !from_tty && !ended {
+                                    let _ = kernel::kill(pid, sig);
+                                }
+                            }
+                            signals::Action::Stop => {
+                                self.drain();
+                                let left = self.names(self.feed.processes());
+                                eprintln!(
+                                    "dejavu: {}: stopped recording; {} running, unrecorded",
+                                    if ended {
+                                        signals::name(sig)
+                                    } else {
+                                        format!(
+                                            "a second {} within {} s",
+                                            signals::name(sig),
+                                            signals::SECOND_SIGNAL.as_secs()
+                                        )
+                                    },
+                                    if left.is_empty() {
+                                        "nothing was left".to_string()
+                                    } else {
+                                        format!("left {}", left.join(", "))
+                                    }
+                                );
+                                if !ended {
+                                    self.feed.set_stopped_by(sig);
+                                }
+                                return Ok(());
+                            }
                         }
                     }
-                    Some(_) => {}
                     // Attached: stop recording; the processes go on untouched.
                     None => {
                         self.drain();
@@ -404,6 +444,21 @@ impl<W: Write> Reader<W> {
             // SAFETY: two valid pollfds.
             unsafe { libc::poll(p.as_mut_ptr(), 2, POLL.as_millis() as i32) };
             self.drain();
+            self.feed.tick();
+            if let (Some(t), false) = (self.root_ended_at, self.orphans_said) {
+                if t.elapsed() >= Duration::from_secs(1) && self.feed.tasks() > 0 {
+                    self.orphans_said = true;
+                    let left = self.names(self.feed.processes());
+                    eprintln!(
+                        "dejavu: the program exited ({}) and left running: {}. Recording goes \
+                         on until they end; Ctrl-C (or SIGTERM) stops it and leaves them \
+                         running, unrecorded",
+                        self.root_status
+                            .map_or_else(String::new, |e| dejavu_ptrace::exit_text(&e)),
+                        left.join(", ")
+                    );
+                }
+            }
             if last_lost_check.elapsed() >= Duration::from_millis(100) {
                 self.check_lost();
                 last_lost_check = Instant::now();
@@ -422,6 +477,7 @@ impl<W: Write> Reader<W> {
                             }
                         };
                         self.root_status = Some(s);
+                        self.root_ended_at = Some(Instant::now());
                         // Its last records were written before it could be reaped.
                         self.drain();
                     }
@@ -445,6 +501,13 @@ impl<W: Write> Reader<W> {
                 }
             }
         }
+    }
+
+    /// "COMMAND (pid N)" for each of `pids`.
+    fn names(&self, pids: Vec<i32>) -> Vec<String> {
+        pids.iter()
+            .map(|&p| format!("{} (pid {p})", dejavu_ptrace::proc_cmdline(p).join(" ")))
+            .collect()
     }
 
     fn drain(&mut self) {

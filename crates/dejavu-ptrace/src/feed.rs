@@ -305,6 +305,21 @@ impl<W: Write> Feed<W> {
         n
     }
 
+    /// At the tracer's tick: the pending records reach the file (see `Tracer::tick`).
+    pub fn tick(&mut self) {
+        self.t.tick();
+    }
+
+    /// The processes still traced, by pid.
+    pub fn processes(&self) -> Vec<Tid> {
+        self.t.left_running()
+    }
+
+    /// Recording was stopped by `sig` with the program still running.
+    pub fn set_stopped_by(&mut self, sig: i32) {
+        self.t.out.stopped_by = Some(sig);
+    }
+
     /// Tasks still running (attach mode ends with some).
     pub fn tasks(&self) -> usize {
         self.t.tasks.len()

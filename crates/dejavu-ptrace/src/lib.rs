@@ -22,4 +22,4 @@ mod tracer;
 pub use decode::proc_cmdline;
 pub use error::{denied_advice, RecordError};
 pub use stacks::StackMode;
-pub use tracer::{record, start, Outcome, RecordOptions, Target};
+pub use tracer::{exit_text, record, start, Outcome, RecordOptions, Target};

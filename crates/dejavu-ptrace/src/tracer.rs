@@ -84,6 +84,9 @@ pub struct Outcome {
     pub agent_calls: u64,
     /// Remarks also written to the trace's end block (agents' statistics).
     pub notes: Vec<String>,
+    /// Recording was stopped by this signal while the program still ran (eBPF leaves it
+    /// running, without an exit status: dejavu then exits 128 + this, as if interrupted).
+    pub stopped_by: Option<i32>,
 }
 
 /// Per-task (thread) state.
@@ -145,6 +148,14 @@ pub(crate) struct Tracer<W: Write> {
     /// The call being decoded was copied out by another backend (eBPF): the decoder
     /// reads this copy, never the live process.
     pub snap: Option<crate::snapshot::Snapshot>,
+    /// What a signal meant for the program does (forward, or stop recording).
+    pub policy: signals::Policy,
+    /// When the launched program exited, while processes it started still ran.
+    pub root_ended_at: Option<std::time::Instant>,
+    /// The processes it left running were named on stderr.
+    pub orphans_said: bool,
+    /// Recording was stopped by this signal (the remaining processes are being ended).
+    pub stopped_by: Option<i32>,
 }
 
 fn ptrace_options(seccomp: bool, launched: bool) -> i32 {
@@ -325,7 +336,57 @@ impl<W: Write> Tracer<W> {
             buf: Vec::with_capacity(4096),
             buf2: Vec::with_capacity(4096),
             warned: FxHashMap::default(),
+            policy: signals::Policy::default(),
+            root_ended_at: None,
+            orphans_said: false,
+            stopped_by: None,
         }
+    }
+
+    /// At each tick (twice a second): the pending records reach the file within about a
+    /// second even when no new one comes, and a launched program that exited leaving processes running is said.
+    pub(crate) fn tick(&mut self) {
+        let now = self.now();
+        if !self.write_failed {
+            if let Err(e) = self.w.flush_if_older(now, signals::TICK.as_nanos() as u64) {
+                self.write_failed = true;
+                self.out.write_error = Some(e.to_string());
+                eprintln!("dejavu: cannot write the trace ({e}); the program keeps running, events from now on are lost");
+            }
+        }
+        // (Launch mode under ptrace; the eBPF recorder says it for its own.)
+        if self.seccomp
+            && !self.orphans_said
+            && self.stopped_by.is_none()
+            && self
+                .root_ended_at
+                .is_some_and(|t| t.elapsed() >= std::time::Duration::from_secs(1))
+        {
+            let left = self.left_running();
+            if !left.is_empty() {
+                self.orphans_said = true;
+                let names: Vec<String> = left
+                    .iter()
+                    .map(|&p| format!("{} (pid {p})", crate::proc_cmdline(p).join(" ")))
+                    .collect();
+                eprintln!(
+                    "dejavu: the program exited ({}) and left running: {}. Recording goes on \
+                     until they end; Ctrl-C (or SIGTERM) stops it and ends them (under ptrace \
+                     a process cannot run on untraced: its traced calls would fail once \
+                     dejavu let go; --backend ebpf leaves them running)",
+                    self.out.exit.map_or_else(String::new, |e| exit_text(&e)),
+                    names.join(", "),
+                );
+            }
+        }
+    }
+
+    /// The processes still traced (the launched program's leftovers once it exited).
+    pub(crate) fn left_running(&self) -> Vec<Tid> {
+        let mut pids: Vec<Tid> = self.tasks.values().map(|t| t.pid).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        pids
     }
 
     pub fn now(&self) -> u64 {
@@ -467,8 +528,12 @@ impl<W: Write> Tracer<W> {
 
     /// The main loop: until no traced task is left.
     fn run(&mut self) -> Result<(), RecordError> {
+        let _tick = signals::Ticker::start();
         loop {
-            if let Some((sig, from_tty)) = signals::take() {
+            if signals::take_tick() {
+                self.tick();
+            }
+            while let Some((sig, from_tty)) = signals::take() {
                 if self.handle_own_signal(sig, from_tty) {
                     return Ok(());
                 }
@@ -565,14 +630,20 @@ impl<W: Write> Tracer<W> {
     /// A signal to dejavu itself. Returns true when the loop should end (detached).
     fn handle_own_signal(&mut self, sig: i32, from_tty: bool) -> bool {
         if self.seccomp {
-            // We started the program: it decides what the signal means. A terminal
-            // already delivered it to the program's process group.
-            if !from_tty {
-                if let Some(root) = self.root {
-                    if self.tasks.contains_key(&root) {
-                        let _ = kernel::kill(root, sig);
+            // We started the program: it decides what the signal means (a terminal
+            // already delivered it to the program's process group), until a second
+            // request to stop soon after the first, or the first once the program has
+            // exited, stops the recording.
+            let ended = self.out.exit.is_some();
+            match self.policy.on_signal(sig, ended) {
+                signals::Action::Forward => {
+                    if !from_tty {
+                        if let Some(root) = self.root.filter(|r| self.tasks.contains_key(r)) {
+                            let _ = kernel::kill(root, sig);
+                        }
                     }
                 }
+                signals::Action::Stop => self.stop_recording(sig, ended),
             }
             false
         } else {
@@ -581,6 +652,43 @@ impl<W: Write> Tracer<W> {
             }
             self.detach_all();
             true
+        }
+    }
+
+    /// Stops recording after `sig` (a second request to stop, or one after the program
+    /// exited): every process still traced is ended with SIGKILL (under ptrace a process
+    /// cannot be let go: its seccomp filter would make its traced calls fail with ENOSYS),
+    /// and the loop ends as they exit.
+    fn stop_recording(&mut self, sig: i32, ended: bool) {
+        if self.stopped_by.is_some() {
+            return;
+        }
+        self.stopped_by = Some(sig);
+        let left = self.left_running();
+        let names: Vec<String> = left
+            .iter()
+            .map(|&p| format!("{} (pid {p})", crate::proc_cmdline(p).join(" ")))
+            .collect();
+        eprintln!(
+            "dejavu: {}: stopped recording; ended {} (under ptrace a traced process cannot run \
+             on untraced; --backend ebpf leaves it running)",
+            if ended {
+                signal_name(sig)
+            } else {
+                format!(
+                    "a second {} within {} s",
+                    signal_name(sig),
+                    signals::SECOND_SIGNAL.as_secs()
+                )
+            },
+            if names.is_empty() {
+                "nothing: no process was left".to_string()
+            } else {
+                names.join(", ")
+            }
+        );
+        for p in left {
+            let _ = kernel::kill(p, libc::SIGKILL);
         }
     }
 
@@ -988,6 +1096,7 @@ impl<W: Write> Tracer<W> {
         }
         if Some(tid) == self.root {
             self.out.exit = Some(st);
+            self.root_ended_at = Some(std::time::Instant::now());
         }
     }
 
@@ -1159,6 +1268,14 @@ fn proc_ppid(pid: Tid) -> Tid {
 }
 
 /// A signal's name for messages.
+/// "exit status 3", "killed by SIGTERM".
+pub fn exit_text(e: &ExitStatus) -> String {
+    match *e {
+        ExitStatus::Code(c) => format!("exit status {c}"),
+        ExitStatus::Signal { signal, .. } => format!("killed by {}", signal_name(signal)),
+    }
+}
+
 pub fn signal_name(sig: i32) -> String {
     let names = [
         "",

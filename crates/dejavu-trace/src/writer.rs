@@ -259,6 +259,17 @@ impl<W: Write> TraceWriter<W> {
         Ok(())
     }
 
+    /// Writes the pending records as a block if the oldest of them is `age` ns old or
+    /// more at time `now` (trace time, as records' `ts`): what a recorder calls when no
+    /// new record came for a while, so the file holds everything up to about that age even
+    /// if the recorder is then killed.
+    pub fn flush_if_older(&mut self, now: u64, age: u64) -> Result<()> {
+        match self.block_first_ts {
+            Some(first) if now.saturating_sub(first) >= age => self.flush_block(),
+            _ => Ok(()),
+        }
+    }
+
     /// Writes everything pending as one data block (no-op when nothing is pending).
     pub fn flush_block(&mut self) -> Result<()> {
         if self.record_count == 0

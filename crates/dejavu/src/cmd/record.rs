@@ -146,7 +146,8 @@ fn backend(flags: &CaptureFlags) -> anyhow::Result<Backend> {
 }
 
 /// The program's exit status as a shell reports it (128+N for signal N); says which
-/// signal killed it. 0 when there is no status (attached processes keep running).
+/// signal killed it. 0 when there is no status (attached processes keep running); 128+N
+/// when signal N stopped the recording of a program that runs on.
 pub fn program_status(outcome: &Outcome) -> i32 {
     match outcome.exit {
         Some(ExitStatus::Code(c)) => c,
@@ -163,6 +164,8 @@ pub fn program_status(outcome: &Outcome) -> i32 {
             }
             128 + signal
         }
-        None => 0,
+        // Recording stopped by a second SIGINT while the program ran on (eBPF): as an
+        // interrupted command.
+        None => outcome.stopped_by.map_or(0, |s| 128 + s),
     }
 }
