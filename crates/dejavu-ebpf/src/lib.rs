@@ -5,6 +5,7 @@
 //! both backends write the same trace. docs/ebpf-backend.md has the design, the
 //! differences from ptrace, and the measurements.
 
+pub mod access;
 pub mod event;
 #[cfg(dejavu_bpf)]
 mod recorder;
@@ -49,7 +50,7 @@ fn unavailable(what: impl Into<String>, advice: impl Into<String>) -> RecordErro
 }
 
 /// Effective capabilities of this process (CapEff in /proc/self/status).
-fn effective_caps() -> u64 {
+pub(crate) fn effective_caps() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -96,7 +97,10 @@ pub fn check() -> Result<(), RecordError> {
                 "loading tracing programs needs root, or {} (or CAP_SYS_ADMIN); this process has neither{sysctl}",
                 missing.join(" and ")
             ),
-            "Run dejavu with sudo, or grant the capabilities: sudo setcap cap_bpf,cap_perfmon+ep $(command -v dejavu).",
+            "Run dejavu with sudo, or grant the capabilities: sudo setcap cap_bpf,cap_perfmon+ep $(command -v dejavu). \
+             That lets every user who can run that file load tracing programs with it (which can read any \
+             process's calls); dejavu itself records only the processes its user could ptrace. \
+             --backend ptrace needs none of this.",
         ));
     }
     Ok(())

@@ -275,6 +275,31 @@ pub fn record<W: Write>(
                     return Err(RecordError::NoSuchProcess(p));
                 }
             }
+            // Only what this user could ptrace (access.rs): the capabilities that load
+            // the programs do not make other users' processes ours to record.
+            if !crate::access::can_ptrace_anything() {
+                for &p in &pids {
+                    match crate::access::may_ptrace(p) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            return Err(RecordError::Denied {
+                                what: format!(
+                                    "recording process {p} ({}) needs the permission to ptrace it, \
+                                     which this user does not have (it runs as another user, or \
+                                     runs a set-user-ID or otherwise privileged program)",
+                                    dejavu_ptrace::proc_cmdline(p).join(" ")
+                                ),
+                                advice: "Record your own processes, or run dejavu as root \
+                                         (sudo). CAP_BPF and CAP_PERFMON let dejavu load its \
+                                         tracing programs; they do not let it record other \
+                                         users' processes."
+                                    .into(),
+                            })
+                        }
+                        Err(_) => return Err(RecordError::NoSuchProcess(p)),
+                    }
+                }
+            }
             meta.attached = pids.iter().map(|&p| p as u32).collect();
             meta.command = pids
                 .first()
@@ -343,6 +368,19 @@ struct Reader<W: Write> {
     /// When the program exited, and whether what it left running was said.
     root_ended_at: Option<Instant>,
     orphans_said: bool,
+    /// Processes this user could not ptrace (access.rs), left out of the trace.
+    guard: Guard,
+}
+
+/// Processes that executed a program with privileges dejavu's user lacks: not recorded.
+#[derive(Default)]
+struct Guard {
+    /// Checking at all (the user lacks CAP_SYS_PTRACE).
+    on: bool,
+    /// Their pids (and their children's).
+    denied: std::collections::HashSet<i32>,
+    /// To take out of the kernel's traced set.
+    untrace: Vec<i32>,
 }
 
 impl<W: Write> Reader<W> {
@@ -360,6 +398,10 @@ impl<W: Write> Reader<W> {
             policy: signals::Policy::default(),
             root_ended_at: None,
             orphans_said: false,
+            guard: Guard {
+                on: !crate::access::can_ptrace_anything(),
+                ..Guard::default()
+            },
         }
     }
 
@@ -515,12 +557,21 @@ impl<W: Write> Reader<W> {
         while let Some(item) = self.l.ring.next() {
             let b: &[u8] = &item;
             self.records += 1;
-            if !handle(&mut self.feed, &mut self.ips, &mut self.agents, b) {
+            if !handle(
+                &mut self.feed,
+                &mut self.ips,
+                &mut self.agents,
+                &mut self.guard,
+                b,
+            ) {
                 if std::env::var_os("DEJAVU_EBPF_DEBUG").is_some() {
                     eprintln!("malformed: {:02x?}", &b[..b.len().min(400)]);
                 }
                 self.malformed += 1;
             }
+        }
+        for pid in self.guard.untrace.drain(..) {
+            let _ = self.l.traced.remove(&(pid as u32));
         }
         // A process with a language agent gets its call sites from it: the kernel stops
         // walking its native stack (V8's or CPython's frames, no use there).
@@ -598,11 +649,46 @@ fn handle<W: Write>(
     feed: &mut Feed<W>,
     ips: &mut Vec<u64>,
     agents: &mut Vec<u32>,
+    guard: &mut Guard,
     b: &[u8],
 ) -> bool {
     let Some(h) = event::header(b) else {
         return false;
     };
+    if guard.on && guard.denied.contains(&h.pid) {
+        // A process this user could not ptrace: only its tree's shape (forks, exits) is
+        // kept, so the recording knows when it ends; its children are left out too.
+        match h.kind {
+            event::EV_FORK => {
+                let Some((cpid, ctid, bits)) = event::fork(b) else {
+                    return false;
+                };
+                if bits & 1 == 0 {
+                    guard.denied.insert(cpid);
+                    guard.untrace.push(cpid);
+                }
+                feed.fork(
+                    h.ts,
+                    h.tid,
+                    ctid,
+                    NewTask {
+                        thread: bits & 1 != 0,
+                        files: bits & 2 != 0,
+                        fs: bits & 4 != 0,
+                        vm: bits & 8 != 0,
+                    },
+                );
+            }
+            event::EV_EXIT => {
+                let Some((code, _)) = event::exit(b) else {
+                    return false;
+                };
+                feed.exit(h.ts, h.tid, code);
+            }
+            _ => {}
+        }
+        return true;
+    }
     match h.kind {
         event::EV_CALL => {
             let Some(c) = event::call(b, ips, feed.snapshot()) else {
@@ -648,6 +734,29 @@ fn handle<W: Write>(
                 feed.exec(h.ts, h.tid, old, fname, &v);
             } else {
                 feed.exec(h.ts, h.tid, old, fname, argv);
+            }
+            if guard.on {
+                // The kernel's answer while the process lives; else the file's bits.
+                use std::os::unix::ffi::OsStrExt;
+                let path = std::path::Path::new(std::ffi::OsStr::from_bytes(fname));
+                let denied = match crate::access::may_ptrace(h.pid) {
+                    Ok(ok) => !ok,
+                    Err(_) => crate::access::privileged_file(path),
+                };
+                if denied {
+                    guard.denied.insert(h.pid);
+                    guard.untrace.push(h.pid);
+                    let msg = format!(
+                        "process {} executed {}, which runs with privileges this user does \
+                         not have (set-user-ID, set-group-ID or file capabilities): it and what \
+                         it starts are not recorded (dejavu records only what its user could \
+                         ptrace)",
+                        h.pid,
+                        path.display()
+                    );
+                    eprintln!("dejavu: {msg}");
+                    feed.warn_once("privileged-exec", msg);
+                }
             }
         }
         event::EV_EXIT => {
