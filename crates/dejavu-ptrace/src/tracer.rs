@@ -1198,15 +1198,17 @@ impl<W: Write> Tracer<W> {
             notes,
             ..End::default()
         };
-        let w = self.w.finish(end).map_err(|e| {
+        // A write that failed (a full disk) does not lose the program's status: the
+        // outcome says what went wrong and how many records the trace lacks (those of the
+        // blocks that failed, and those not written after), and the trace keeps its
+        // complete blocks.
+        let (w, err, unwritten) = self.w.finish_keeping(end);
+        out.dropped += unwritten;
+        if let Some(e) = err {
             if out.write_error.is_none() {
-                RecordError::Trace(e)
-            } else {
-                RecordError::Trace(TraceError::Io(io::Error::other(
-                    out.write_error.clone().unwrap_or_default(),
-                )))
+                out.write_error = Some(e.to_string());
             }
-        })?;
+        }
         Ok((out, w))
     }
 }

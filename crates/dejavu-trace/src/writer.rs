@@ -56,6 +56,8 @@ pub struct TraceWriter<W: Write> {
     compressor: Option<zstd::bulk::Compressor<'static>>,
     total_records: u64,
     lost_events: u64,
+    /// Records of blocks that could not be written.
+    unwritten: u64,
     bytes_written: u64,
 }
 
@@ -147,6 +149,7 @@ impl<W: Write> TraceWriter<W> {
             compressor,
             total_records: 0,
             lost_events: 0,
+            unwritten: 0,
             bytes_written: hdr.len() as u64,
         };
         let json = serde_json::to_vec(meta).map_err(std::io::Error::from)?;
@@ -294,6 +297,9 @@ impl<W: Write> TraceWriter<W> {
         raw.extend_from_slice(&self.records);
         let res = self.write_block(kind::DATA, &raw, true);
         self.scratch = raw;
+        if res.is_err() {
+            self.unwritten += self.record_count;
+        }
         // Whatever happened, the block is gone: a failed write must not make the next
         // block refer to strings it would then never define twice.
         self.new_strings.clear();
@@ -338,6 +344,11 @@ impl<W: Write> TraceWriter<W> {
         Ok(())
     }
 
+    /// Records of blocks that failed to write (a full disk), so far.
+    pub fn unwritten(&self) -> u64 {
+        self.unwritten
+    }
+
     /// Records written so far.
     pub fn records(&self) -> u64 {
         self.total_records
@@ -349,6 +360,26 @@ impl<W: Write> TraceWriter<W> {
     }
 
     /// Flushes the last block, writes the end block, and returns the output.
+    /// As [`TraceWriter::finish`], but the output comes back whatever happens, with the
+    /// error if the last block or the end block could not be written (a full disk), and
+    /// the records lost in blocks that failed to write over the whole trace: so that a
+    /// recorder can still report the program's status and what is missing.
+    pub fn finish_keeping(mut self, mut end: End) -> (W, Option<crate::TraceError>, u64) {
+        let mut err = self.flush_block().err();
+        if err.is_none() {
+            end.records = self.total_records;
+            end.lost_events = end.lost_events.max(self.lost_events);
+            err = match serde_json::to_vec(&end) {
+                Ok(json) => self
+                    .write_block(kind::END, &json, false)
+                    .and_then(|()| self.out.flush().map_err(crate::TraceError::from))
+                    .err(),
+                Err(e) => Some(crate::TraceError::from(std::io::Error::from(e))),
+            };
+        }
+        (self.out, err, self.unwritten)
+    }
+
     pub fn finish(mut self, mut end: End) -> Result<W> {
         self.flush_block()?;
         end.records = self.total_records;

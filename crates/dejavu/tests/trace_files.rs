@@ -313,3 +313,55 @@ fn a_closed_stdin_stdout_or_stderr_stays_closed_for_the_program() {
         );
     }
 }
+
+#[test]
+fn a_full_disk_keeps_the_programs_exit_status_and_counts_what_was_not_written() {
+    if unsafe { libc::geteuid() } != 0 {
+        common::skip("root", "mounting a small tmpfs needs root");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let d = tempfile::tempdir().unwrap();
+    let small = d.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let st = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&small)
+        .status()
+        .unwrap();
+    assert!(st.success(), "mount a 64 KiB tmpfs");
+    let _unmount = Unmount(small.clone());
+    let trace = small.join("t.dvt");
+    let (st, err) = common::record_quiet(
+        &trace,
+        &[
+            "sh",
+            "-c",
+            "for i in $(seq 1 200); do ls / > /dev/null; done; exit 4",
+        ],
+        d.path(),
+    );
+    assert_eq!(
+        st.code(),
+        Some(4),
+        "the program's status, not dejavu's: {err}"
+    );
+    let lost: u64 = err
+        .split("; ")
+        .find_map(|p| p.strip_suffix(" events were not written\n"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the count of what is missing: {err}"));
+    assert!(lost > 500, "{err}");
+    // What fit is readable, and says it was cut off.
+    let out = summary(&trace);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
