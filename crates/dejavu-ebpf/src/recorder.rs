@@ -274,6 +274,11 @@ pub fn record<W: Write>(
                 if !std::path::Path::new(&format!("/proc/{p}")).exists() {
                     return Err(RecordError::NoSuchProcess(p));
                 }
+                if dejavu_ptrace::is_zombie(p) {
+                    return Err(RecordError::Unattachable(
+                        dejavu_ptrace::unattachable(p).unwrap_or_default(),
+                    ));
+                }
             }
             // Only what this user could ptrace (access.rs): the capabilities that load
             // the programs do not make other users' processes ours to record.

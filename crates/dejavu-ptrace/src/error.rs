@@ -31,6 +31,10 @@ pub enum RecordError {
     Unavailable { what: String, advice: String },
     #[error("no such process: {0}")]
     NoSuchProcess(i32),
+    /// A pid given to -p cannot be recorded for what it is, not for want of permission: a
+    /// zombie, or a process another tracer holds (exit code 1).
+    #[error("cannot record it: {0}")]
+    Unattachable(String),
     /// The trace could not be written.
     #[error("cannot write the trace: {0}")]
     Trace(#[from] dejavu_trace::TraceError),
@@ -51,6 +55,7 @@ impl RecordError {
             RecordError::NotFound(_) => 127,
             RecordError::NotExecutable { .. } => 126,
             RecordError::Denied { .. } | RecordError::Unavailable { .. } => 77,
+            RecordError::Unattachable(_) => 1,
             _ => 125,
         }
     }

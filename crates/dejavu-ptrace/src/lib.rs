@@ -22,4 +22,6 @@ mod tracer;
 pub use decode::proc_cmdline;
 pub use error::{denied_advice, RecordError};
 pub use stacks::StackMode;
-pub use tracer::{exit_text, record, start, Outcome, RecordOptions, Target};
+pub use tracer::{
+    exit_text, is_zombie, record, start, unattachable, Outcome, RecordOptions, Target,
+};

@@ -298,7 +298,46 @@ pub fn record<W: Write>(
     }
 }
 
+/// Whether process `pid` has exited and waits to be collected (or is being).
+pub fn is_zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("State:"))
+            .is_some_and(|v| matches!(v.trim().chars().next(), Some('Z' | 'X')))
+    })
+}
+
+/// Why process `pid` cannot be attached to, when it is not a matter of permission: a
+/// zombie (nothing left to trace) or a process another tracer holds (one tracer each).
+pub fn unattachable(pid: i32) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+    };
+    if is_zombie(pid) {
+        return Some(format!(
+            "process {pid} is a zombie: it has exited and waits for its parent to collect its \
+             status; there is nothing left to record"
+        ));
+    }
+    let tracer: i32 = field("TracerPid:")?.parse().ok()?;
+    (tracer != 0).then(|| {
+        format!(
+            "process {pid} is already traced by process {tracer} ({}): a process has one \
+             tracer at a time; stop that one first, or record with --backend ebpf, which \
+             needs no ptrace",
+            crate::proc_cmdline(tracer).join(" ")
+        )
+    })
+}
+
 fn denied(e: io::Error, attaching: bool, pid: Option<i32>) -> RecordError {
+    if let Some(what) = pid.filter(|_| attaching).and_then(unattachable) {
+        return RecordError::Unattachable(what);
+    }
     if e.raw_os_error() == Some(libc::EPERM) || e.raw_os_error() == Some(libc::ENOSYS) {
         RecordError::Denied {
             what: format!("ptrace(PTRACE_SEIZE, {}): {e}", pid.unwrap_or(0)),

@@ -145,3 +145,77 @@ fn sigint_detaches_even_when_dejavu_was_started_with_it_ignored() {
     );
     assert!(alive == 'S' || alive == 'R', "target after detach: {alive}");
 }
+
+#[test]
+fn a_zombie_or_an_already_traced_process_is_named_as_such() {
+    let d = tempfile::tempdir().unwrap();
+    let trace = d.path().join("t.dvt");
+    // A zombie: a child that exited, whose parent (sh, busy in sleep) has not waited.
+    let mut parent = Command::new("sh")
+        .args(["-c", "sh -c 'exit 0' & exec sleep 20"])
+        .spawn()
+        .unwrap();
+    let mut zombie = None;
+    for _ in 0..250 {
+        let c = std::fs::read_to_string(format!(
+            "/proc/{}/task/{}/children",
+            parent.id(),
+            parent.id()
+        ))
+        .unwrap_or_default();
+        zombie = c
+            .split_whitespace()
+            .filter_map(|p| p.parse::<u32>().ok())
+            .find(|&p| proc_state(p) == 'Z');
+        if zombie.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let zombie = zombie.expect("a zombie child");
+    let out = Command::new(common::dejavu())
+        .args(["record", "-o"])
+        .arg(&trace)
+        .args(["-p", &zombie.to_string()])
+        .output()
+        .unwrap();
+    let _ = parent.kill();
+    let _ = parent.wait();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is a zombie"), "{err}");
+    assert!(!err.contains("container"), "no container advice: {err}");
+
+    // Already traced (by strace): ptrace allows one tracer; eBPF needs none.
+    if std::env::var("DEJAVU_BACKEND").as_deref() != Ok("ptrace") || !common::have("strace") {
+        return;
+    }
+    let mut target = Command::new("sleep").arg("20").spawn().unwrap();
+    let mut strace = Command::new("strace")
+        .args(["-o", "/dev/null", "-p", &target.id().to_string()])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let traced = (0..250).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::read_to_string(format!("/proc/{}/status", target.id())).is_ok_and(|s| {
+            s.lines()
+                .any(|l| l.starts_with("TracerPid:") && l.trim() != "TracerPid:\t0")
+        })
+    });
+    assert!(traced, "strace attached");
+    let out = Command::new(common::dejavu())
+        .args(["record", "-o"])
+        .arg(&trace)
+        .args(["-p", &target.id().to_string()])
+        .output()
+        .unwrap();
+    let _ = strace.kill();
+    let _ = strace.wait();
+    let _ = target.kill();
+    let _ = target.wait();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is already traced by process"), "{err}");
+    assert!(err.contains("strace"), "names the tracer: {err}");
+}
