@@ -222,7 +222,7 @@ impl Ticker {
             let mut ev: libc::sigevent = std::mem::zeroed();
             ev.sigev_notify = libc::SIGEV_THREAD_ID;
             ev.sigev_signo = tick_signal();
-            ev.sigev_notify_thread_id = libc::gettid();
+            ev.sigev_notify_thread_id = libc::syscall(libc::SYS_gettid) as libc::pid_t;
             let mut id: libc::timer_t = std::mem::zeroed();
             if libc::timer_create(libc::CLOCK_MONOTONIC, &mut ev, &mut id) != 0 {
                 return Ticker(None);
