@@ -289,10 +289,13 @@ struct {
 	__type(value, struct scratch);
 } scratch SEC(".maps");
 
-/* Records the ring buffer had no room for, per CPU. */
+/* Records the ring buffer had no room for, per CPU: [LOST_EVENTS] the calls, processes and
+ * signals; [LOST_AGENT] the agents' reports (not events of the program: counted apart). */
+#define LOST_EVENTS 0
+#define LOST_AGENT 1
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, u32);
 	__type(value, u64);
 } lost SEC(".maps");
@@ -315,24 +318,34 @@ static __always_inline u8 *scratch_buf(void)
 	return s ? s->buf : 0;
 }
 
-/* One record the ring buffer had no room for, on this CPU. */
-static __always_inline void count_lost(void)
+/* One record of kind `which` (LOST_*) the ring buffer had no room for, on this CPU. */
+static __always_inline void count_lost_of(u32 which)
 {
-	u32 zero = 0;
-	u64 *n = bpf_map_lookup_elem(&lost, &zero);
+	u64 *n = bpf_map_lookup_elem(&lost, &which);
 	if (n)
 		*n += 1;
 }
 
-/* Sends `size` bytes of the scratch buffer; counts a loss when there is no room. */
-static __always_inline void submit(u8 *buf, u32 size, struct config *c)
+static __always_inline void count_lost(void)
+{
+	count_lost_of(LOST_EVENTS);
+}
+
+/* Sends `size` bytes of the scratch buffer; counts a loss of kind `which` when there is
+ * no room. */
+static __always_inline void submit_as(u8 *buf, u32 size, struct config *c, u32 which)
 {
 	u64 flags = BPF_RB_NO_WAKEUP;
 	size &= (BUF_SIZE - 1);
 	if (c && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= c->wake_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&events, buf, size, flags) != 0)
-		count_lost();
+		count_lost_of(which);
+}
+
+static __always_inline void submit(u8 *buf, u32 size, struct config *c)
+{
+	submit_as(buf, size, c, LOST_EVENTS);
 }
 
 /* off &= OFF_MASK, in a form the compiler cannot drop after a comparison that makes it
@@ -600,7 +613,7 @@ static __always_inline void agent_write(u8 *buf, struct config *c, u64 id, u64 d
 	e->len = len;
 	e->pad = 0;
 	e->h.size = sizeof(*e) + pad8(len);
-	submit(buf, e->h.size, c);
+	submit_as(buf, e->h.size, c, LOST_AGENT);
 }
 
 SEC("tp_btf/sys_exit")

@@ -363,6 +363,8 @@ struct Reader<W: Write> {
     ips: Vec<u64>,
     lost_seen: u64,
     lost_per_cpu: Vec<u64>,
+    /// Agent reports the ring buffer had no room for.
+    lost_agent: u64,
     malformed: u64,
     records: u64,
     /// Processes whose agents said hello in the last batch.
@@ -396,6 +398,7 @@ impl<W: Write> Reader<W> {
             ips: Vec::with_capacity(64),
             lost_seen: 0,
             lost_per_cpu: Vec::new(),
+            lost_agent: 0,
             malformed: 0,
             records: 0,
             agents: Vec::new(),
@@ -586,16 +589,20 @@ impl<W: Write> Reader<W> {
     }
 
     fn check_lost(&mut self) {
-        let Ok(v) = self.l.lost.get(&0, 0) else {
-            return;
-        };
-        let per_cpu: Vec<u64> = v.iter().copied().collect();
-        let total: u64 = per_cpu.iter().sum();
-        if total > self.lost_seen {
-            self.feed.lost(kernel::now_ns(), total - self.lost_seen);
-            self.lost_seen = total;
+        // [0]: the program's events (written as Lost records); [1]: the agents' reports,
+        // which are not events of the program (their calls keep native stacks).
+        if let Ok(v) = self.l.lost.get(&0, 0) {
+            let per_cpu: Vec<u64> = v.iter().copied().collect();
+            let total: u64 = per_cpu.iter().sum();
+            if total > self.lost_seen {
+                self.feed.lost(kernel::now_ns(), total - self.lost_seen);
+                self.lost_seen = total;
+            }
+            self.lost_per_cpu = per_cpu;
         }
-        self.lost_per_cpu = per_cpu;
+        if let Ok(v) = self.l.lost.get(&1, 0) {
+            self.lost_agent = v.iter().sum();
+        }
     }
 
     fn finish(mut self, detached: bool) -> Result<(Outcome, W), RecordError> {
@@ -619,6 +626,17 @@ impl<W: Write> Reader<W> {
                      a larger --buffer-size keeps them",
                     self.lost_seen,
                     cpus.join(", ")
+                ),
+            );
+        }
+        if self.lost_agent > 0 {
+            self.feed.warn_once(
+                "ebpf-lost-agent",
+                format!(
+                    "{} reports of the language agents were lost because the kernel's ring \
+                     buffer was full (no call of the program was: the calls they would have \
+                     named keep native stacks); a larger --buffer-size keeps them",
+                    self.lost_agent
                 ),
             );
         }
