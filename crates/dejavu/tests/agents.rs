@@ -1492,3 +1492,44 @@ fn python_names_its_line_when_tmpdir_holds_a_colon() {
     let line = format!("{}:3", script.display());
     assert!(text.contains(&line), "the agent names {line}: {text}");
 }
+
+#[test]
+fn node_in_a_mount_namespace_with_its_own_tmp_still_finds_its_agent() {
+    // systemd's PrivateTmp, or unshare -m and a tmpfs on /tmp: the agents' directory is
+    // outside /tmp (in /dev/shm), so Node.js still loads its --require and names the line.
+    require!("node");
+    if unsafe { libc::geteuid() } != 0 || !common::have("unshare") {
+        common::skip("root", "a mount namespace needs root and unshare");
+        return;
+    }
+    let d = scratch();
+    let trace = d.path().join("t.dvt");
+    let out = Command::new(dejavu())
+        .args(["record", "-o"])
+        .arg(&trace)
+        .args([
+            "--",
+            "unshare",
+            "-m",
+            "sh",
+            "-c",
+            "mount -t tmpfs tmpfs /tmp && node -e \"const fs = require('fs'); \
+             for (let i = 0; i < 20; i++) fs.statSync('/etc/hostname'); console.log('ran')\"",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n", "{err}");
+    let rep = Command::new(dejavu())
+        .args(["report", "--color", "never"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&rep.stdout);
+    assert!(
+        text.contains("[eval]:1"),
+        "the agent named the line: {text}"
+    );
+}

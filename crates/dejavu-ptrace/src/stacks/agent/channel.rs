@@ -103,10 +103,24 @@ pub struct Setup {
     pub write: OwnedFd,
 }
 
-/// Where the agents' directory goes: the temporary directory, unless its path holds a
-/// character that PYTHONPATH or NODE_OPTIONS would split it at (`:`, blanks, quotes,
-/// backslashes), then /tmp.
+/// Where the agents' directory goes: /dev/shm, a tmpfs every Linux system has outside
+/// /tmp, so that a program run in a mount namespace with a /tmp of its own (systemd's
+/// PrivateTmp, `unshare -m` and a tmpfs on /tmp) still reaches its agent (Node.js fails
+/// to start on a `--require` it cannot find); where /dev/shm cannot be written, the
+/// temporary directory ([`agent_base_in_tmp`]).
 fn agent_base(tmp: &Path) -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    let c = c"/dev/shm";
+    // SAFETY: access(2) on a constant C string.
+    if shm.is_dir() && unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0 {
+        return shm.to_path_buf();
+    }
+    agent_base_in_tmp(tmp)
+}
+
+/// The temporary directory, unless its path holds a character that PYTHONPATH or
+/// NODE_OPTIONS would split it at (`:`, blanks, quotes, backslashes), then /tmp.
+fn agent_base_in_tmp(tmp: &Path) -> PathBuf {
     let bad = |b: u8| matches!(b, b':' | b'"' | b'\\' | b'\'') || b.is_ascii_whitespace();
     if tmp.as_os_str().as_bytes().iter().any(|&b| bad(b)) {
         PathBuf::from("/tmp")
@@ -514,17 +528,21 @@ mod tests {
 
 #[cfg(test)]
 mod temp_dir_tests {
-    use super::{agent_base, remove_stale_agent_dirs};
+    use super::{agent_base_in_tmp, remove_stale_agent_dirs};
     use std::path::{Path, PathBuf};
 
     #[test]
     fn a_temp_dir_that_pythonpath_would_split_is_not_used() {
         assert_eq!(
-            agent_base(Path::new("/var/tmp/x")),
+            agent_base_in_tmp(Path::new("/var/tmp/x")),
             PathBuf::from("/var/tmp/x")
         );
         for bad in ["/tmp/a:b", "/tmp/with space", "/tmp/q\"uote"] {
-            assert_eq!(agent_base(Path::new(bad)), PathBuf::from("/tmp"), "{bad}");
+            assert_eq!(
+                agent_base_in_tmp(Path::new(bad)),
+                PathBuf::from("/tmp"),
+                "{bad}"
+            );
         }
     }
 
