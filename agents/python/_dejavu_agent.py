@@ -287,6 +287,36 @@ def _opened_file(r):
     return r.fileno()
 
 
+_LINE_BUFFERING = (
+    "line buffering (buffering=1) isn't supported in binary mode, the default buffer size "
+    "will be used"
+)
+
+
+def _open_warning_first(args, kwargs):
+    """open() warns about line buffering in binary mode from C, naming the Python frame
+    that called it: the wrapper's, which would make a warnings filter on the program's
+    module miss it. So the wrapper gives the warning itself, naming the program's line
+    (as open() does without the agent), and passes the buffering open() then uses.
+    Returns the arguments to call open() with."""
+    mode = args[1] if len(args) > 1 else kwargs.get("mode", "r")
+    if len(args) > 2:
+        buffering = args[2]
+    else:
+        buffering = kwargs.get("buffering", -1)
+    if type(buffering) is not int or buffering != 1 or not isinstance(mode, str) or "b" not in mode:
+        return args, kwargs
+    import warnings
+
+    # _open_warning_first, the wrapper, then the program's frame.
+    warnings.warn(_LINE_BUFFERING, RuntimeWarning, stacklevel=3)
+    if len(args) > 2:
+        args = args[:2] + (-1,) + args[3:]
+    else:
+        kwargs = dict(kwargs, buffering=-1)
+    return args, kwargs
+
+
 def _opened_fd(r):
     """The descriptor os.open returned."""
     return r
@@ -362,6 +392,8 @@ def _wrap(orig, opened=None, repeats=False):
     def wrapper(*args, **kwargs):
         if _fd < 0:
             return orig(*args, **kwargs)
+        if opened is _opened_file:
+            args, kwargs = _open_warning_first(args, kwargs)
         if repeats and args and type(args[0]) is str:
             try:
                 tid = _gnid()

@@ -1533,3 +1533,37 @@ fn node_in_a_mount_namespace_with_its_own_tmp_still_finds_its_agent() {
         "the agent named the line: {text}"
     );
 }
+
+#[test]
+fn python_warnings_raised_inside_a_wrapped_call_name_the_programs_line() {
+    require!("python3");
+    let d = scratch();
+    let script = workload("warnings_open.py");
+    let file = d.path().join("out.bin");
+    for mode in ["filtered", "plain"] {
+        let native = Command::new("python3")
+            .arg(&script)
+            .arg(mode)
+            .arg(&file)
+            .output()
+            .unwrap();
+        let out = Command::new(dejavu())
+            .args(["record", "-o"])
+            .arg(d.path().join("t.dvt"))
+            .args(["--", "python3"])
+            .arg(&script)
+            .arg(mode)
+            .arg(&file)
+            .output()
+            .unwrap();
+        let strip = |b: &[u8]| {
+            String::from_utf8_lossy(b)
+                .lines()
+                .filter(|l| !l.starts_with("dejavu: "))
+                .map(|l| format!("{l}\n"))
+                .collect::<String>()
+        };
+        assert_eq!(strip(&out.stderr), strip(&native.stderr), "{mode}");
+        assert_eq!(out.stdout, native.stdout, "{mode}");
+    }
+}
