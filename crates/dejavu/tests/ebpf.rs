@@ -362,3 +362,59 @@ fn a_call_in_progress_when_attaching_is_recorded_and_marked_without_a_duration()
     // What came after the attach has its entry, hence its duration.
     assert!(text.contains("\"path\":\"/dev/null\""), "{text}");
 }
+
+#[test]
+fn lost_events_count_the_programs_events_not_the_agents_reports() {
+    // With a ring buffer too small to keep up, most records are lost. The trace's lost
+    // count must be the program's events only: recorded + lost = what a large buffer
+    // records. (The agent reports three messages per iteration here, ENTER, FD and EXIT;
+    // counted in, they would about double the loss.)
+    if !ebpf_works() || !common::have("python3") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let script = d.path().join("oc.py");
+    std::fs::write(
+        &script,
+        "import os\nfor i in range(5000):\n    os.close(os.open('/etc/hostname', os.O_RDONLY))\n",
+    )
+    .unwrap();
+    let total = |buffer: &str| -> (u64, u64, String) {
+        let trace = d.path().join(format!("t{buffer}.dvt"));
+        let out = Command::new(common::dejavu())
+            .args(["record", "--backend", "ebpf", "--buffer-size", buffer, "-o"])
+            .arg(&trace)
+            .args(["--", "python3"])
+            .arg(&script)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let v = common::summary_json(&trace);
+        let recorded: u64 = v["syscalls"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|s| s["calls"].as_u64().unwrap_or(0))
+            .sum();
+        (
+            recorded,
+            v["lost_events"].as_u64().unwrap_or(0),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (all, none_lost, _) = total("16M");
+    assert_eq!(none_lost, 0);
+    let (recorded, lost, err) = total("4096");
+    assert!(
+        lost > all / 2,
+        "the small buffer loses most: {recorded} + {lost} of {all}"
+    );
+    // Lost records also count forks, execs and exits (a few dozen here), which the
+    // syscall total leaves out: hence the margin, far below the agents' 15,000 reports.
+    let sum = recorded + lost;
+    assert!(
+        sum >= all * 95 / 100 && sum <= all * 105 / 100,
+        "recorded {recorded} + lost {lost} = {sum}, against {all} with a large buffer: {err}"
+    );
+}
