@@ -653,6 +653,9 @@ impl<W: Write> Tracer<W> {
                     let fd = a[0] as u32;
                     self.stacks.fds_released(pid, fd, fd);
                 }
+            // A new file mapping (a library dlopen'd): the next stack with an address
+            // outside the known code reads the process's mappings again.
+            Mmap if ok => self.stacks.mappings_changed(pid),
             CloseRange if ok => {
                 if let Some(p) = self.procs.get(&pid) {
                     let cloexec_only = a[2] & libc::CLOSE_RANGE_CLOEXEC as u64 != 0;

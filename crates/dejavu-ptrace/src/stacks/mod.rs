@@ -142,6 +142,11 @@ impl Stacks {
         self.agent.exec_image(pid, exe);
     }
 
+    /// Process `pid` mapped a file (its code may have grown).
+    pub fn mappings_changed(&mut self, pid: Tid) {
+        self.native.mappings_changed(pid);
+    }
+
     /// Process `pid` ended.
     pub fn on_exit(&mut self, pid: Tid) {
         self.native.on_exit(pid);

@@ -468,19 +468,25 @@ impl Native {
         for &ip in ips.iter().take(MAX_DEPTH) {
             // One byte back is inside the syscall or call instruction (see `unwind`).
             let addr = ip.saturating_sub(1);
-            let known = self
-                .procs
-                .get(&pid)
-                .is_some_and(|p| p.code_at(addr).is_some());
-            if !known && !refreshed {
+            let (known, missing) = self.procs.get(&pid).map_or((false, false), |p| {
+                (p.code_at(addr).is_some(), p.missing.contains(&(addr >> 12)))
+            });
+            // An address outside the known code reads the mappings again, once per stack,
+            // and not for a page that a read already found unmapped: frame-pointer walks
+            // of code built without them end in such garbage on every call, and reading
+            // /proc/PID/maps each time cost 10x on an open/write/close loop. A new file
+            // mapping (mappings_changed) forgets those pages.
+            if !known && !missing && !refreshed {
                 self.refresh(pid);
                 refreshed = true;
             }
-            if self
-                .procs
-                .get(&pid)
-                .is_none_or(|p| p.code_at(addr).is_none())
-            {
+            let Some(p) = self.procs.get_mut(&pid) else {
+                break;
+            };
+            if p.code_at(addr).is_none() {
+                if refreshed && p.missing.len() < MAX_MISSING {
+                    p.missing.insert(addr >> 12);
+                }
                 break;
             }
             self.addrs.push(addr);
@@ -592,6 +598,13 @@ impl Native {
         self.source = source;
         self.frames.extend_from_slice(&site);
         self.sites.insert((mid, offset), site.into_boxed_slice());
+    }
+
+    /// `pid` mapped a file: the pages no mapping held may be code now.
+    pub fn mappings_changed(&mut self, pid: Tid) {
+        if let Some(p) = self.procs.get_mut(&pid) {
+            p.missing.clear();
+        }
     }
 
     /// `pid` exec'd: forget its mappings.
@@ -765,6 +778,31 @@ mod tests {
             path: path.as_os_str().as_bytes().to_vec(),
             deleted: false,
         }
+    }
+
+    #[test]
+    fn an_address_outside_any_mapping_reads_the_mappings_once_until_a_file_is_mapped() {
+        // The eBPF side's frame-pointer walk of code without frame pointers ends in
+        // garbage on every call: that must not read /proc/PID/maps per call.
+        let mut n = Native::new(true);
+        let mut w = writer();
+        let ours = an_address_outside_any_mapping_reads_the_mappings_once_until_a_file_is_mapped
+            as *const () as u64
+            + 1;
+        let garbage = 0x10u64 << 40; // no mapping there
+        for _ in 0..100 {
+            assert!(n.capture_addrs(&mut w, me(), &[ours, garbage], 0).is_some());
+        }
+        assert_eq!(
+            n.stats.maps_reads, 2,
+            "the first load, and one read for the garbage"
+        );
+        n.mappings_changed(me());
+        n.capture_addrs(&mut w, me(), &[ours, garbage], 0);
+        assert_eq!(
+            n.stats.maps_reads, 3,
+            "a new file mapping may hold it: read once more"
+        );
     }
 
     #[test]
