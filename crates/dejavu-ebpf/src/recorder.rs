@@ -444,15 +444,15 @@ impl<W: Write> Reader<W> {
                             }
                             signals::Action::Stop => {
                                 self.drain();
-                                let left = self.names(self.feed.processes());
+                                let left = dejavu_ptrace::process_names(&self.feed.processes());
                                 eprintln!(
                                     "dejavu: {}: stopped recording; {} running, unrecorded",
                                     if ended {
-                                        signals::name(sig)
+                                        dejavu_trace::names::signal_label(sig).into_owned()
                                     } else {
                                         format!(
                                             "a second {} within {} s",
-                                            signals::name(sig),
+                                            dejavu_trace::names::signal_label(sig),
                                             signals::SECOND_SIGNAL.as_secs()
                                         )
                                     },
@@ -498,7 +498,7 @@ impl<W: Write> Reader<W> {
             if let (Some(t), false) = (self.root_ended_at, self.orphans_said) {
                 if t.elapsed() >= Duration::from_secs(1) && self.feed.tasks() > 0 {
                     self.orphans_said = true;
-                    let left = self.names(self.feed.processes());
+                    let left = dejavu_ptrace::process_names(&self.feed.processes());
                     eprintln!(
                         "dejavu: the program exited ({}) and left running: {}. Recording goes \
                          on until they end; Ctrl-C (or SIGTERM) stops it and leaves them \
@@ -551,13 +551,6 @@ impl<W: Write> Reader<W> {
                 }
             }
         }
-    }
-
-    /// "COMMAND (pid N)" for each of `pids`.
-    fn names(&self, pids: Vec<i32>) -> Vec<String> {
-        pids.iter()
-            .map(|&p| format!("{} (pid {p})", dejavu_ptrace::proc_cmdline(p).join(" ")))
-            .collect()
     }
 
     fn drain(&mut self) {
@@ -678,38 +671,10 @@ fn handle<W: Write>(
     let Some(h) = event::header(b) else {
         return false;
     };
-    if guard.on && guard.denied.contains(&h.pid) {
-        // A process this user could not ptrace: only its tree's shape (forks, exits) is
-        // kept, so the recording knows when it ends; its children are left out too.
-        match h.kind {
-            event::EV_FORK => {
-                let Some((cpid, ctid, bits)) = event::fork(b) else {
-                    return false;
-                };
-                if bits & 1 == 0 {
-                    guard.denied.insert(cpid);
-                    guard.untrace.push(cpid);
-                }
-                feed.fork(
-                    h.ts,
-                    h.tid,
-                    ctid,
-                    NewTask {
-                        thread: bits & 1 != 0,
-                        files: bits & 2 != 0,
-                        fs: bits & 4 != 0,
-                        vm: bits & 8 != 0,
-                    },
-                );
-            }
-            event::EV_EXIT => {
-                let Some((code, _)) = event::exit(b) else {
-                    return false;
-                };
-                feed.exit(h.ts, h.tid, code);
-            }
-            _ => {}
-        }
+    // A process this user could not ptrace: only its tree's shape (forks, exits) is kept,
+    // so the recording knows when it ends; its children are left out too.
+    let denied = guard.on && guard.denied.contains(&h.pid);
+    if denied && h.kind != event::EV_FORK && h.kind != event::EV_EXIT {
         return true;
     }
     match h.kind {
@@ -732,9 +697,13 @@ fn handle<W: Write>(
             });
         }
         event::EV_FORK => {
-            let Some((_cpid, ctid, bits)) = event::fork(b) else {
+            let Some((cpid, ctid, bits)) = event::fork(b) else {
                 return false;
             };
+            if denied && bits & 1 == 0 {
+                guard.denied.insert(cpid);
+                guard.untrace.push(cpid);
+            }
             feed.fork(
                 h.ts,
                 h.tid,

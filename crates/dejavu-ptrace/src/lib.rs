@@ -23,5 +23,6 @@ pub use decode::proc_cmdline;
 pub use error::{denied_advice, RecordError};
 pub use stacks::StackMode;
 pub use tracer::{
-    exit_text, is_zombie, record, start, unattachable, Outcome, RecordOptions, Target,
+    exit_text, is_zombie, process_names, record, start, unattachable, Outcome, RecordOptions,
+    Target,
 };

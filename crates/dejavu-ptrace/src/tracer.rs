@@ -404,10 +404,7 @@ impl<W: Write> Tracer<W> {
             let left = self.left_running();
             if !left.is_empty() {
                 self.orphans_said = true;
-                let names: Vec<String> = left
-                    .iter()
-                    .map(|&p| format!("{} (pid {p})", crate::proc_cmdline(p).join(" ")))
-                    .collect();
+                let names = process_names(&left);
                 eprintln!(
                     "dejavu: the program exited ({}) and left running: {}. Recording goes on \
                      until they end; Ctrl-C (or SIGTERM) stops it and ends them (under ptrace \
@@ -704,10 +701,7 @@ impl<W: Write> Tracer<W> {
         }
         self.stopped_by = Some(sig);
         let left = self.left_running();
-        let names: Vec<String> = left
-            .iter()
-            .map(|&p| format!("{} (pid {p})", crate::proc_cmdline(p).join(" ")))
-            .collect();
+        let names = process_names(&left);
         eprintln!(
             "dejavu: {}: stopped recording; ended {} (under ptrace a traced process cannot run \
              on untraced; --backend ebpf leaves it running)",
@@ -1309,6 +1303,13 @@ fn proc_ppid(pid: Tid) -> Tid {
 }
 
 /// A signal's name for messages.
+/// "COMMAND (pid N)" for each of `pids`: how stderr names the processes a program left.
+pub fn process_names(pids: &[Tid]) -> Vec<String> {
+    pids.iter()
+        .map(|&p| format!("{} (pid {p})", crate::proc_cmdline(p).join(" ")))
+        .collect()
+}
+
 /// "exit status 3", "killed by SIGTERM".
 pub fn exit_text(e: &ExitStatus) -> String {
     match *e {
