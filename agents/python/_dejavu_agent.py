@@ -332,30 +332,44 @@ def _resolve(p, cwd):
     return b"/" + r
 
 
+def _site_for(caller):
+    """The call site of frame `caller`: (key, site number, the SITE message to send first
+    when dejavu does not have it yet, else b""); the key is empty when there is no frame.
+    Once the message is written, _site_sent remembers the site."""
+    global _site_seq
+    key = _key(caller)
+    if not key:
+        return key, 0, b""
+    sid = _sites.get(key)
+    if sid is not None:
+        return key, sid, b""
+    _site_seq += 1
+    return key, _site_seq, _define(_site_seq, key, caller)
+
+
+def _site_sent(key, sid):
+    """dejavu has site `sid` now (its SITE was written)."""
+    if len(_sites) > _MAX_CACHE:
+        _sites.clear()
+    _sites[key] = sid
+
+
 def _sticky_call(w, tid, p):
     """A repeated call (a _STICKY_OS function, a str path, outside any wrapped call) of
     wrapper `w` on `p`: whether dejavu has, or was just told, its site for this thread and
     path, so the call needs no ENTER and EXIT. Between checks it costs a dict lookup; a
     check walks the frames as any call does; a changed site is said at once, and from then
     on that path is checked at every call."""
-    global _site_seq
     cwd = "" if p[:1] == "/" else _os.getcwd()
     k = (tid, p, cwd)
     e = _sticky.get(k)
     if e is not None and e[1] is w and e[2] < e[3]:
         e[2] += 1
         return True
-    caller = _getframe(2)  # the wrapper's caller
-    key = _key(caller)
+    key, sid, data = _site_for(_getframe(2))  # the wrapper's caller
     if not key:
         return False
-    sid = _sites.get(key)
-    data = b""
-    if sid is None:
-        _site_seq += 1
-        sid = _site_seq
-        data = _define(sid, key, caller)
-    elif e is not None and e[0] == sid:
+    if not data and e is not None and e[0] == sid:
         e[1] = w
         e[2] += 1
         if not e[5]:
@@ -369,9 +383,7 @@ def _sticky_call(w, tid, p):
     if not _send(data):
         _sticky.pop(k, None)
         return False
-    if len(_sites) > _MAX_CACHE:
-        _sites.clear()
-    _sites[key] = sid
+    _site_sent(key, sid)
     if e is not None:
         # The site changed: from now on this path's site is checked at every call.
         e[:] = [sid, w, 0, 0, 1, True]
@@ -405,17 +417,9 @@ def _wrap(orig, opened=None, repeats=False):
         d = -1
         sid = 0
         try:
-            global _site_seq
             tid = _gnid()
-            caller = _getframe(1)
-            key = _key(caller)
+            key, sid, data = _site_for(_getframe(1))
             if key:
-                sid = _sites.get(key)
-                data = b""
-                if sid is None:
-                    _site_seq += 1
-                    sid = _site_seq
-                    data = _define(sid, key, caller)
                 depth = _depth.get(tid, 0)
                 data += (
                     b"\x13\x00\x03"
@@ -426,9 +430,7 @@ def _wrap(orig, opened=None, repeats=False):
                     + depth.to_bytes(2, _LE)
                 )
                 if _send(data):
-                    if len(_sites) > _MAX_CACHE:
-                        _sites.clear()
-                    _sites[key] = sid
+                    _site_sent(key, sid)
                     _depth[tid] = depth + 1
                     d = depth
         except Exception:
