@@ -29,7 +29,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define STR_MAX 4096
 #define MEM_MAX 4096
 #define ARGV_LIMIT 12288
-#define MAX_IPS 32
+#define AUXV_WORDS 48
 #define MAX_IOV 64
 #define PAYLOAD_IOV 4
 /* The first bytes of every write, for its fingerprint (dejavu_trace::mask). */
@@ -42,18 +42,24 @@ char LICENSE[] SEC("license") = "GPL";
 #define EV_EXIT 4
 #define EV_SIGNAL 5
 #define EV_AGENT 6
+#define EV_STACK 7
 
 /* Blob kinds and flags. */
 #define B_MEM 1
 #define B_STR 2
 #define B_FDSTAT 3
 #define B_ARGV 4
+#define B_STACK 5 /* ip, bp, then the top of the stack (see blob_stack) */
+#define INLINE_STACK 512
 #define BF_FAULT 1
 #define BF_TRUNC 2
 
 /* CALL flags. */
 #define CF_UNFINISHED 1
 #define CF_NO_ENTER 2
+#define CF_STACK_SLICE 4 /* a copy of the stack was sent (EV_STACK, stackbuf) */
+#define CF_STACK_HIT 8   /* the stack is the one user space unwound before: id in stack_id */
+#define CF_STACK_INLINE 16 /* no room for a copy: a short one is in the call's record */
 
 /* `wanted` bits. */
 #define W_TRACE 1
@@ -131,7 +137,7 @@ char LICENSE[] SEC("license") = "GPL";
 struct config {
 	u32 payload_bytes; /* write prefix kept, at most MEM_MAX */
 	s32 agent_fd;      /* the language agents' channel descriptor, -1 for none */
-	u32 stack_frames;  /* user frames to record, 0 for none */
+	u32 stacks;        /* native stacks: bytes of stack to copy (<= SLICE_MAX), 0 for none */
 	u32 wake_bytes;    /* wake the reader when this much is waiting */
 	u32 open_identity; /* record the identity of each new descriptor's file */
 	u32 pad;
@@ -151,12 +157,26 @@ struct call_ev {
 	s64 ret;
 	u64 args[6];
 	u32 nr;
-	u16 nips;
+	u16 nips; /* always 0 (a frame-pointer walk's place, kept for the layout) */
 	u16 flags;
-	/* The word at the user stack pointer: in a libc syscall wrapper (a leaf function
-	 * with no frame of its own) the return address into its caller, which a
-	 * frame-pointer walk skips. User space decides whether to use it. */
-	u64 sp0;
+	/* With CF_STACK_HIT: the id of the stack user space unwound for the same
+	 * instruction pointer, stack pointer and stack words before; with CF_STACK_SLICE,
+	 * the `seq` of the copy of the stack sent for this call (EV_STACK, in `stackbuf`). */
+	u64 stack_id;
+};
+
+/* The top of a thread's user stack at a call (its registers and up to SLICE_MAX bytes
+ * from the stack pointer up), for user space to unwind with the modules' unwind tables,
+ * as perf --call-graph dwarf does. Its data follows, `len` bytes. */
+struct stack_ev {
+	struct hdr h;
+	u64 mm; /* the address space (with tgid, the stack cache's key) */
+	u64 ip;
+	u64 sp;
+	u64 bp;
+	u32 len;
+	u32 pad;
+	u64 seq; /* the call record's stack_id names its copy by this */
 };
 
 /* A copy of user memory (or kernel facts). Its data follows, padded to 8 bytes; a string's
@@ -198,6 +218,11 @@ struct exec_ev {
 	u32 fname_len;
 	u32 argv_len;
 	u32 flags;
+	/* From the auxiliary vector: where the program's program headers are (AT_PHDR) and
+	 * where its interpreter was loaded (AT_BASE, 0 for none): where the kernel put the
+	 * code, for naming frames after the process is gone. */
+	u64 at_phdr;
+	u64 at_base;
 };
 
 struct exit_ev {
@@ -241,6 +266,21 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 32 << 20); /* resized by the loader (--buffer-size) */
 } events SEC(".maps");
+
+/* Copies of user stacks (EV_STACK), in a ring of their own so that they never take the
+ * room of calls; resized by the loader (--buffer-size with stacks, a page without). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 32 << 20);
+} stackbuf SEC(".maps");
+
+/* Per CPU, the number of stack copies sent: with the CPU, a copy's name (`seq`). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} stackseq SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -289,13 +329,59 @@ struct {
 	__type(value, struct scratch);
 } scratch SEC(".maps");
 
+/* Stacks already unwound. An unwind is a function of the registers and of the stack
+ * words the unwinder read: user space, after unwinding a slice, stores which words it
+ * read (offsets from the stack pointer) and a hash of their values under the address
+ * space, instruction pointer and stack pointer. The same call from the same place then
+ * reads those words again (one copy of `span` bytes), and if the hash and the frame
+ * pointer agree, reports the stack's id instead of a copy of the stack. */
+#define SLICE_MAX 16384
+#define STK_WORDS 64
+#define WAKE_IDLE_BYTES 65536
+struct stk_key {
+	u64 mm;
+	u64 ip;
+	u64 sp;
+	u32 tgid;
+	u32 pad;
+};
+struct stk_val {
+	u64 bp;
+	u64 hash;
+	u32 id;
+	u16 n;    /* words in off[] */
+	u16 span; /* bytes from sp that hold them */
+	u16 off[STK_WORDS]; /* in words from sp */
+	u32 bp_any; /* the frame pointer register did not matter */
+	u32 pad;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct stk_key);
+	__type(value, struct stk_val);
+} stacks SEC(".maps");
+
+/* Keep in step with dejavu-ebpf's stack_hash. */
+static __always_inline u64 stk_mix(u64 h, u64 w)
+{
+	h ^= w;
+	h *= 0x9E3779B97F4A7C15ULL;
+	h ^= h >> 29;
+	return h;
+}
+#define STK_SEED 0x243F6A8885A308D3ULL
+
 /* Records the ring buffer had no room for, per CPU: [LOST_EVENTS] the calls, processes and
  * signals; [LOST_AGENT] the agents' reports (not events of the program: counted apart). */
 #define LOST_EVENTS 0
 #define LOST_AGENT 1
+/* [LOST_STACK]: calls sent without their native stack, the stack copies' ring buffer
+ * being full. */
+#define LOST_STACK 2
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 3);
 	__type(key, u32);
 	__type(value, u64);
 } lost SEC(".maps");
@@ -616,6 +702,125 @@ static __always_inline void agent_write(u8 *buf, struct config *c, u64 id, u64 d
 	submit_as(buf, e->h.size, c, LOST_AGENT);
 }
 
+/* The instruction and frame pointers and the first INLINE_STACK bytes of the stack, in the
+ * call's own record: when the stack copies' ring is full, the innermost frames (which
+ * name the call site) still come through. */
+__noinline u32 blob_stack(struct scratch *sc, u32 off, u64 ip, u64 sp, u64 bp)
+{
+	if (!sc)
+		return off;
+	u8 *buf = sc->buf;
+	if (off > OFF_MASK)
+		return off;
+	BOUND(off);
+	struct blob *b = (struct blob *)(buf + off);
+	u64 *regs = (u64 *)(buf + off + sizeof(*b));
+	regs[0] = ip;
+	regs[1] = bp;
+	b->addr = sp;
+	b->kind = B_STACK;
+	b->flags = 0;
+	if (bpf_probe_read_user(buf + off + sizeof(*b) + 16, INLINE_STACK, (const void *)sp) != 0) {
+		b->len = 16;
+		b->flags = BF_FAULT;
+		return off + sizeof(*b) + 16;
+	}
+	b->len = 16 + INLINE_STACK;
+	return off + sizeof(*b) + 16 + INLINE_STACK;
+}
+
+/* The stack of the call being made: CF_STACK_HIT with its id in *sid when the stack
+ * cache (`stacks`) holds it, else CF_STACK_SLICE after sending a copy of the top of the
+ * stack (EV_STACK), else 0 (nothing readable, or no room). */
+static __noinline u16 native_stack(struct scratch *sc, struct config *c, struct task_struct *t,
+				   struct pt_regs *regs, u64 *sid)
+{
+	if (!sc || !c)
+		return 0;
+	u64 id = bpf_get_current_pid_tgid();
+	u8 *buf = sc->buf;
+	struct mm_struct *mm = BPF_CORE_READ(t, mm);
+	u64 sp = regs->sp;
+	struct stk_key k = {
+		.mm = (u64)mm,
+		.ip = regs->ip,
+		.sp = sp,
+		.tgid = id >> 32,
+		.pad = 0,
+	};
+	struct stk_val *v = bpf_map_lookup_elem(&stacks, &k);
+	if (v && (v->bp_any || v->bp == regs->bp)) {
+		u64 span = v->span, n = v->n;
+		/* The bound where the verifier needs it (see BOUND). */
+		asm volatile("%0 &= 32767" : "+r"(span));
+		if (span >= 8 && n <= STK_WORDS &&
+		    bpf_probe_read_user(buf, span, (const void *)sp) == 0) {
+			u64 h = STK_SEED;
+			for (u32 i = 0; i < STK_WORDS; i++) {
+				if (i >= n)
+					break;
+				u32 o = v->off[i] & (SLICE_MAX / 8 - 1);
+				h = stk_mix(h, *(u64 *)(buf + o * 8));
+			}
+			if (h == v->hash) {
+				*sid = v->id;
+				return CF_STACK_HIT;
+			}
+		}
+	}
+	struct stack_ev *e = (void *)buf;
+	/* The main thread's stack ends where its arguments begin (start_stack); another
+	 * thread's ends with its mapping, which a shorter copy finds. */
+	u64 top = BPF_CORE_READ(mm, start_stack);
+	u64 len = c->stacks;
+	if (top > sp && top - sp < len)
+		len = top - sp;
+	int ok = 0;
+	for (int i = 0; i < 6; i++) {
+		/* At most SLICE_MAX - 8, in whole words, bounded where the verifier needs it. */
+		asm volatile("%0 &= 16376" : "+r"(len));
+		if (len < 64)
+			break;
+		if (bpf_probe_read_user(buf + sizeof(*e), len, (const void *)sp) == 0) {
+			ok = 1;
+			break;
+		}
+		len >>= 1;
+	}
+	if (!ok)
+		return 0;
+	e->h.kind = EV_STACK;
+	e->h.ts = bpf_ktime_get_ns();
+	e->h.pid = id >> 32;
+	e->h.tid = (u32)id;
+	e->mm = (u64)mm;
+	e->ip = regs->ip;
+	e->sp = sp;
+	e->bp = regs->bp;
+	e->len = len;
+	e->pad = 0;
+	u32 zero = 0;
+	u64 *n = bpf_map_lookup_elem(&stackseq, &zero);
+	if (!n)
+		return 0;
+	u64 seq = ((u64)bpf_get_smp_processor_id() << 48) | (*n & ((1ULL << 48) - 1));
+	*n += 1;
+	e->seq = seq;
+	e->h.size = sizeof(*e) + len;
+	/* Wake the reader if it is idle (few copies waiting): the sooner it answers (fills
+	 * the cache), the fewer copies. A busy one drains soon anyway, and a wakeup costs an
+	 * interrupt of another CPU. */
+	u64 flags = BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_query(&stackbuf, BPF_RB_AVAIL_DATA) < WAKE_IDLE_BYTES)
+		flags = BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(&stackbuf, buf, (sizeof(*e) + len) & (BUF_SIZE - 1), flags) != 0) {
+		count_lost_of(LOST_STACK); /* no room: a short copy goes with the call */
+		return CF_STACK_INLINE;
+	}
+	*sid = seq;
+	return CF_STACK_SLICE;
+}
+
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
@@ -674,6 +879,17 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 			return 0;
 	}
 
+	/* The native stack, first: its record (a copy of the stack) goes out before the
+	 * call's, in the same scratch buffer. A process whose language agent reports its
+	 * call sites needs none. */
+	u64 sid = 0;
+	if (c->stacks) {
+		u32 tgid = id >> 32;
+		u8 *tv = bpf_map_lookup_elem(&traced, &tgid);
+		if (!(tv && (*tv & TRACED_NO_NATIVE_STACK)))
+			cflags |= native_stack(sc, c, t, regs, &sid);
+	}
+
 	struct call_ev *e = (void *)buf;
 	e->h.kind = EV_CALL;
 	e->h.ts = bpf_ktime_get_ns();
@@ -686,30 +902,12 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	e->nr = nr;
 	e->nips = 0;
 	e->flags = cflags;
-	e->sp0 = 0;
+	e->stack_id = sid;
 	if (!enter_ts)
 		e->enter_ts = e->h.ts;
 	u32 off = sizeof(*e);
-	u32 frames = c->stack_frames;
-	if (frames > 0) {
-		/* A process whose language agent reports its call sites needs no native walk. */
-		u32 tgid = id >> 32;
-		u8 *tv = bpf_map_lookup_elem(&traced, &tgid);
-		if (tv && (*tv & TRACED_NO_NATIVE_STACK))
-			frames = 0;
-	}
-	if (frames > 0) {
-		if (frames > MAX_IPS)
-			frames = MAX_IPS;
-		long n = bpf_get_stack(ctx, buf + sizeof(*e), frames * 8, BPF_F_USER_STACK);
-		if (n > 0) {
-			e->nips = n / 8;
-			off += n & ~7;
-			u64 sp = regs->sp, w = 0;
-			if (bpf_probe_read_user(&w, sizeof(w), (const void *)sp) == 0)
-				e->sp0 = w;
-		}
-	}
+	if (cflags & CF_STACK_INLINE)
+		off = blob_stack(sc, off, regs->ip, regs->sp, regs->bp);
 	u64 pay = c->payload_bytes;
 	int ok = ret >= 0;
 	/* Bytes of a write to copy: the first FINGERPRINT_BYTES for its fingerprint, or the
@@ -978,6 +1176,24 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	e->h.tid = pid;
 	e->old_pid = old_pid;
 	e->flags = 0;
+	e->at_phdr = 0;
+	e->at_base = 0;
+	{
+		/* The auxiliary vector, read into the end of the scratch buffer (the file name
+		 * and arguments stay below OFF_LIMIT + ARGV_LIMIT). */
+		struct mm_struct *mm = BPF_CORE_READ(p, mm);
+		u64 *aux = (u64 *)(buf + BUF_SIZE - AUXV_WORDS * 8);
+		if (bpf_core_read(aux, AUXV_WORDS * 8, &mm->saved_auxv) == 0) {
+			for (int i = 0; i + 1 < AUXV_WORDS; i += 2) {
+				if (aux[i] == 0) /* AT_NULL */
+					break;
+				if (aux[i] == 3) /* AT_PHDR */
+					e->at_phdr = aux[i + 1];
+				else if (aux[i] == 7) /* AT_BASE */
+					e->at_base = aux[i + 1];
+			}
+		}
+	}
 	const char *fname = BPF_CORE_READ(bprm, filename);
 	long n = bpf_probe_read_kernel_str(buf + sizeof(*e), STR_MAX, fname);
 	if (n < 0)
@@ -1034,7 +1250,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 		e->nr = v->nr;
 		e->nips = 0;
 		e->flags = CF_UNFINISHED;
-		e->sp0 = 0;
+		e->stack_id = 0;
 		submit(buf, sizeof(*e), c);
 	}
 	if (v && v->tid == tid)

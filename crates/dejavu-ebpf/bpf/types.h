@@ -92,6 +92,8 @@ struct fs_struct {
 } PRESERVE;
 
 struct mm_struct {
+	unsigned long saved_auxv[48];
+	unsigned long start_stack;
 	unsigned long arg_start;
 	unsigned long arg_end;
 } PRESERVE;

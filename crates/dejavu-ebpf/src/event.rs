@@ -11,16 +11,23 @@ pub const EV_EXEC: u32 = 3;
 pub const EV_EXIT: u32 = 4;
 pub const EV_SIGNAL: u32 = 5;
 pub const EV_AGENT: u32 = 6;
+pub const EV_STACK: u32 = 7;
 
 const B_MEM: u16 = 1;
 const B_STR: u16 = 2;
 const B_FDSTAT: u16 = 3;
 const B_ARGV: u16 = 4;
+const B_STACK: u16 = 5;
 const BF_FAULT: u16 = 1;
 pub const BF_TRUNC: u32 = 2;
 
 pub const CF_UNFINISHED: u16 = 1;
 pub const CF_NO_ENTER: u16 = 2;
+/// A copy of the stack was sent (EV_STACK, in the stack copies' ring): `Call::stack_id`
+/// is its `Slice::seq`.
+pub const CF_STACK_SLICE: u16 = 4;
+/// The stack is one user space unwound before: `Call::stack_id`.
+pub const CF_STACK_HIT: u16 = 8;
 
 /// Where the kernel side's records may place data: offsets are masked with this (the BPF
 /// program's OFF_MASK).
@@ -75,13 +82,45 @@ pub struct Call {
     pub args: [u64; 6],
     pub nr: u64,
     pub flags: u16,
-    /// The word at the user stack pointer (see `leaf_fixup`).
-    pub sp0: u64,
+    /// With CF_STACK_HIT, the stack's id; with CF_STACK_SLICE, its copy's `seq`.
+    pub stack_id: u64,
 }
 
-/// Parses a call record: its fixed part and stack into `ips`, its blobs into `snap`.
-/// None when malformed.
-pub fn call(b: &[u8], ips: &mut Vec<u64>, snap: &mut Snapshot) -> Option<Call> {
+/// A copy of the top of a thread's user stack (EV_STACK).
+#[derive(Debug, Clone, Copy)]
+pub struct Slice<'a> {
+    /// The address space (with the process, the kernel's stack cache key).
+    pub mm: u64,
+    pub ip: u64,
+    pub sp: u64,
+    pub bp: u64,
+    /// The bytes from `sp` up.
+    pub bytes: &'a [u8],
+    /// Its name in the call record (`Call::stack_id` with CF_STACK_SLICE).
+    pub seq: u64,
+}
+
+const STACK: usize = 72;
+
+/// Parses a stack record. None when malformed.
+pub fn slice(b: &[u8]) -> Option<Slice<'_>> {
+    let size = (u32_at(b, 4)? as usize).min(b.len());
+    let b = b.get(..size)?;
+    let len = u32_at(b, 56)? as usize;
+    Some(Slice {
+        mm: u64_at(b, 24)?,
+        ip: u64_at(b, 32)?,
+        sp: u64_at(b, 40)?,
+        bp: u64_at(b, 48)?,
+        bytes: b.get(STACK..STACK.checked_add(len)?)?,
+        seq: u64_at(b, 64)?,
+    })
+}
+
+/// Parses a call record: its fixed part, its blobs into `snap`, and the short copy of the
+/// stack it carries when there was no room for a full one (CF_STACK_INLINE; its `seq` is
+/// 0). None when malformed.
+pub fn call<'a>(b: &'a [u8], snap: &mut Snapshot) -> Option<(Call, Option<Slice<'a>>)> {
     let size = (u32_at(b, 4)? as usize).min(b.len());
     let b = b.get(..size)?;
     let mut args = [0u64; 6];
@@ -94,16 +133,13 @@ pub fn call(b: &[u8], ips: &mut Vec<u64>, snap: &mut Snapshot) -> Option<Call> {
         args,
         nr: u32_at(b, 88)? as u64,
         flags: u16_at(b, 94)?,
-        sp0: u64_at(b, 96)?,
+        stack_id: u64_at(b, 96)?,
     };
+    // A frame-pointer walk's place (always empty now).
     let nips = u16_at(b, 92)? as usize;
-    ips.clear();
-    let mut at = CALL;
-    for _ in 0..nips {
-        ips.push(u64_at(b, at)?);
-        at += 8;
-    }
+    let mut at = CALL.checked_add(nips * 8)?;
     snap.clear();
+    let mut inline = None;
     while at + BLOB <= b.len() {
         let addr = u64_at(b, at)?;
         let len = u32_at(b, at + 8)? as usize;
@@ -125,6 +161,16 @@ pub fn call(b: &[u8], ips: &mut Vec<u64>, snap: &mut Snapshot) -> Option<Call> {
                 }
             }
             B_FDSTAT if len >= FDSTAT => snap.add_fd(addr as i32, fdstat(data)?),
+            B_STACK if len >= 16 && !fault => {
+                inline = Some(Slice {
+                    mm: 0,
+                    ip: u64_at(data, 0)?,
+                    sp: addr,
+                    bp: u64_at(data, 8)?,
+                    bytes: &data[16..],
+                    seq: 0,
+                })
+            }
             _ => {}
         }
         // A string's copy includes its NUL.
@@ -135,7 +181,7 @@ pub fn call(b: &[u8], ips: &mut Vec<u64>, snap: &mut Snapshot) -> Option<Call> {
                 pad8(len)
             };
     }
-    Some(c)
+    Some((c, inline))
 }
 
 /// The kernel's dev_t (major << 20 | minor) as stat(2) encodes it.
@@ -172,16 +218,40 @@ pub fn fork(b: &[u8]) -> Option<(i32, i32, u64)> {
     Some((u32_at(b, 24)? as i32, u32_at(b, 28)? as i32, u64_at(b, 32)?))
 }
 
-/// An exec: (former tid, filename as given, argv NUL-joined, argv truncated).
-pub fn exec(b: &[u8]) -> Option<(i32, &[u8], &[u8], bool)> {
+/// An exec: see `Exec`.
+pub fn exec(b: &[u8]) -> Option<Exec<'_>> {
     let old = u32_at(b, 24)? as i32;
     let flen = u32_at(b, 28)? as usize;
     let alen = u32_at(b, 32)? as usize;
     let flags = u32_at(b, 36)?;
-    let fname = b.get(40..40 + flen)?;
-    let argv_at = (40 + pad8(flen + 1)) & OFF_MASK;
+    const DATA: usize = 56;
+    let fname = b.get(DATA..DATA + flen)?;
+    let argv_at = (DATA + pad8(flen + 1)) & OFF_MASK;
     let argv = b.get(argv_at..argv_at + alen)?;
-    Some((old, fname, argv, flags & BF_TRUNC != 0))
+    Some(Exec {
+        old,
+        fname,
+        argv,
+        truncated: flags & BF_TRUNC != 0,
+        at_phdr: u64_at(b, 40)?,
+        at_base: u64_at(b, 48)?,
+    })
+}
+
+/// An exec record.
+#[derive(Debug, Clone, Copy)]
+pub struct Exec<'a> {
+    /// The thread's tid before (a non-leader thread takes the leader's).
+    pub old: i32,
+    /// The file name as given to execve.
+    pub fname: &'a [u8],
+    /// The arguments, NUL-joined.
+    pub argv: &'a [u8],
+    /// The arguments were cut short.
+    pub truncated: bool,
+    /// The auxiliary vector's AT_PHDR and AT_BASE (0 when unknown or none).
+    pub at_phdr: u64,
+    pub at_base: u64,
 }
 
 /// A task's end: (exit code as wait status bits, the whole process ended).
@@ -246,10 +316,10 @@ mod tests {
         b[4..8].copy_from_slice(&size.to_le_bytes());
         let h = header(&b).unwrap();
         assert_eq!((h.kind, h.ts, h.pid, h.tid), (EV_CALL, 7, 10, 11));
-        let (mut ips, mut snap) = (Vec::new(), Snapshot::default());
-        let c = call(&b, &mut ips, &mut snap).unwrap();
+        let mut snap = Snapshot::default();
+        let (c, inline) = call(&b, &mut snap).unwrap();
+        assert!(inline.is_none());
         assert_eq!((c.nr, c.args[0], c.enter_ts), (4, 0x1000, 5));
-        assert_eq!(ips, [0x401000]);
         let mut s = Vec::new();
         assert!(snap.cstr(0x1000, 4096, &mut s).unwrap());
         assert_eq!(s, b"/etc");
@@ -260,7 +330,42 @@ mod tests {
         let mut short = b[..CALL + 8 + BLOB + 2].to_vec();
         let n = short.len() as u32;
         short[4..8].copy_from_slice(&n.to_le_bytes());
-        assert!(call(&short, &mut ips, &mut snap).is_none());
+        assert!(call(&short, &mut snap).is_none());
+    }
+
+    #[test]
+    fn stack_records_parse_and_never_read_past_their_end() {
+        let mut b = Vec::new();
+        b.extend_from_slice(&EV_STACK.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes()); // size, set below
+        b.extend_from_slice(&7u64.to_le_bytes());
+        b.extend_from_slice(&10u32.to_le_bytes());
+        b.extend_from_slice(&11u32.to_le_bytes());
+        for v in [
+            0xffff_8000_0000_1000u64,
+            0x401234,
+            0x7ffc_0000_1000,
+            0x7ffc_0000_1040,
+        ] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&16u32.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&99u64.to_le_bytes());
+        assert_eq!(b.len(), STACK);
+        b.extend_from_slice(&[0xab; 16]);
+        let n = b.len() as u32;
+        b[4..8].copy_from_slice(&n.to_le_bytes());
+        let s = slice(&b).unwrap();
+        assert_eq!(
+            (s.ip, s.sp, s.bp),
+            (0x401234, 0x7ffc_0000_1000, 0x7ffc_0000_1040)
+        );
+        assert_eq!(s.bytes, &[0xab; 16]);
+        assert_eq!(s.seq, 99);
+        // A length past the record's end.
+        b[56..60].copy_from_slice(&17u32.to_le_bytes());
+        assert!(slice(&b).is_none());
     }
 
     #[test]

@@ -7,8 +7,9 @@ use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader};
 use dejavu_ptrace::feed::{Feed, NewTask, RawCall};
 use dejavu_ptrace::kernel;
+use dejavu_ptrace::stacks::{native::Deps, NativeStack};
 use dejavu_ptrace::{arch, signals, spawn, Outcome, RecordError, RecordOptions, Target};
-use dejavu_trace::{ExitStatus, Meta, TraceError, TraceWriter};
+use dejavu_trace::{ExitStatus, Meta, StackId, TraceError, TraceWriter};
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::time::{Duration, Instant};
@@ -18,8 +19,6 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/de
 /// How long the reader sleeps between looks at the ring buffer, unless the kernel half
 /// wakes it because the buffer is a quarter full.
 const POLL: Duration = Duration::from_millis(10);
-/// User stack frames recorded per call (frame-pointer walk in the kernel).
-const STACK_FRAMES: u32 = 32;
 /// Most bytes of a write payload the kernel half copies.
 pub const PAYLOAD_MAX: u32 = 4096;
 
@@ -28,7 +27,7 @@ pub const PAYLOAD_MAX: u32 = 4096;
 struct Config {
     payload_bytes: u32,
     agent_fd: i32,
-    stack_frames: u32,
+    stacks: u32,
     wake_bytes: u32,
     open_identity: u32,
     pad: u32,
@@ -37,10 +36,186 @@ struct Config {
 // SAFETY: plain integers, no padding (six u32/i32), as the BPF side's struct config.
 unsafe impl aya::Pod for Config {}
 
+/// The kernel's cache of stacks already unwound (bpf/dejavu.bpf.c, `stacks`): keep the
+/// layouts in step.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct StkKey {
+    mm: u64,
+    ip: u64,
+    sp: u64,
+    tgid: u32,
+    pad: u32,
+}
+
+const STK_WORDS: usize = 64;
+/// Bytes of stack a call's record carries when the copies' ring is full (INLINE_STACK).
+const INLINE_STACK: usize = 512;
+
+/// Bytes of user stack the kernel half copies for a call whose stack it has not seen
+/// (perf --call-graph dwarf's default too). DEJAVU_EBPF_STACK_BYTES overrides it.
+const STACK_BYTES: u32 = 8192;
+/// Bytes of stack the kernel copies at most (SLICE_MAX).
+const SLICE_MAX: usize = 16384;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct StkVal {
+    bp: u64,
+    hash: u64,
+    id: u32,
+    n: u16,
+    span: u16,
+    off: [u16; STK_WORDS],
+    /// The frame pointer register did not matter: any `bp` matches.
+    bp_any: u32,
+    pad: u32,
+}
+
+// SAFETY: plain integers, no implicit padding (32 and 160 bytes, 8-aligned), as the BPF
+// side's struct stk_key and struct stk_val.
+unsafe impl aya::Pod for StkKey {}
+unsafe impl aya::Pod for StkVal {}
+
+/// The hash of the stack words an unwind read, as the kernel half computes it.
+fn stack_hash(values: impl Iterator<Item = u64>) -> u64 {
+    values.fold(0x243F_6A88_85A3_08D3, |mut h, w| {
+        h ^= w;
+        h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^ (h >> 29)
+    })
+}
+
+/// What the kernel stores for a stack unwound from a copy: the words the unwind read
+/// (offsets from the stack pointer) and their hash. None when they cannot be checked
+/// there (too many, or not 8-aligned words of the copy).
+fn cache_entry(bp: u64, id: u32, deps: &Deps, copied: usize) -> Option<StkVal> {
+    let words = &deps.words;
+    if words.is_empty() || words.len() > STK_WORDS {
+        return None;
+    }
+    let mut v = StkVal {
+        bp,
+        hash: stack_hash(words.iter().map(|w| w.1)),
+        id,
+        n: words.len() as u16,
+        span: 0,
+        off: [0; STK_WORDS],
+        bp_any: (!deps.fp) as u32,
+        pad: 0,
+    };
+    let mut span = 0;
+    for (i, &(off, _)) in words.iter().enumerate() {
+        let end = off.checked_add(8)? as usize;
+        if off % 8 != 0 || end > copied.min(SLICE_MAX) {
+            return None;
+        }
+        v.off[i] = (off / 8) as u16;
+        span = span.max(end);
+    }
+    v.span = u16::try_from(span).ok()?;
+    Some(v)
+}
+
+/// A copy of the top of a thread's stack, out of the ring buffer until its call comes.
+struct Copy {
+    mm: u64,
+    ip: u64,
+    sp: u64,
+    bp: u64,
+    bytes: Vec<u8>,
+}
+
+/// Copies kept at most (their calls were lost: the calls' ring buffer was full).
+const MAX_COPIES: usize = 1 << 16;
+
+/// The stack copies' ring buffer, the kernel's stack cache, and counters for
+/// `DEJAVU_NATIVE_STATS=1`.
+struct StackCache {
+    ring: RingBuf<MapData>,
+    /// Copies read from `ring` whose calls have not come yet, by `seq`.
+    copies: std::collections::HashMap<u64, Copy>,
+    map: HashMap<MapData, StkKey, StkVal>,
+    deps: Deps,
+    /// Stack copies unwound, calls whose stack the kernel found in the cache, entries
+    /// stored.
+    slices: u64,
+    hits: u64,
+    cached: u64,
+    /// Calls that came with a short copy (the copies' ring was full).
+    inline: u64,
+}
+
+impl StackCache {
+    /// Reads the copies waiting in the ring buffer.
+    fn read(&mut self) {
+        while let Some(item) = self.ring.next() {
+            let Some(sl) = event::slice(&item) else {
+                continue;
+            };
+            if self.copies.len() >= MAX_COPIES {
+                self.copies.clear();
+            }
+            self.copies.insert(
+                sl.seq,
+                Copy {
+                    mm: sl.mm,
+                    ip: sl.ip,
+                    sp: sl.sp,
+                    bp: sl.bp,
+                    bytes: sl.bytes.to_vec(),
+                },
+            );
+        }
+    }
+
+    /// The stack of a call of `tid` (of `pid`) whose copy is `seq`: unwound now, and the
+    /// answer stored in the kernel's cache.
+    fn unwind<W: Write>(
+        &mut self,
+        feed: &mut Feed<W>,
+        pid: i32,
+        tid: i32,
+        seq: u64,
+    ) -> NativeStack {
+        // Sent before its call: in the ring by now if not read yet.
+        if !self.copies.contains_key(&seq) {
+            self.read();
+        }
+        let Some(c) = self.copies.remove(&seq) else {
+            return NativeStack::None;
+        };
+        self.slices += 1;
+        let regs = arch::SyscallRegs {
+            ip: c.ip,
+            sp: c.sp,
+            fp: c.bp,
+            ..arch::SyscallRegs::default()
+        };
+        let id = feed.stack_slice(pid, tid, &regs, &c.bytes, &mut self.deps, true);
+        // The same call from the same place, with the same words where this unwind read,
+        // is the same stack: the kernel half then sends its id, not a copy.
+        if let Some(v) = id.and_then(|id| cache_entry(c.bp, id.0, &self.deps, c.bytes.len())) {
+            let k = StkKey {
+                mm: c.mm,
+                ip: c.ip,
+                sp: c.sp,
+                tgid: pid as u32,
+                pad: 0,
+            };
+            if self.map.insert(k, v, 0).is_ok() {
+                self.cached += 1;
+            }
+        }
+        NativeStack::Pending
+    }
+}
+
 struct Loaded {
     bpf: Ebpf,
     ring: RingBuf<MapData>,
     traced: HashMap<MapData, u32, u8>,
+    stacks: StackCache,
     lost: PerCpuArray<MapData, u64>,
     ring_bytes: u32,
 }
@@ -98,7 +273,7 @@ impl Drop for MemlockRaised {
     }
 }
 
-fn load(eopts: &Options) -> Result<Loaded, RecordError> {
+fn load(eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
     let _memlock = MemlockRaised::raise();
     let ring_bytes = eopts
         .buffer_bytes
@@ -119,6 +294,8 @@ fn load(eopts: &Options) -> Result<Loaded, RecordError> {
     let mut bpf = loader
         .btf(Some(&btf))
         .set_max_entries("events", ring_bytes)
+        // Copies of stacks get a ring of their own, of the same size (a page when off).
+        .set_max_entries("stackbuf", if stacks { ring_bytes } else { 4096 })
         .load(OBJECT)
         .map_err(|e| load_error("loading the BPF program", e))?;
     for (prog, tp) in [
@@ -164,10 +341,30 @@ fn load(eopts: &Options) -> Result<Loaded, RecordError> {
             .ok_or_else(|| load_error("lost", "missing"))?,
     )
     .map_err(|e| load_error("lost", e))?;
+    let stacks = HashMap::try_from(
+        bpf.take_map("stacks")
+            .ok_or_else(|| load_error("stacks", "missing"))?,
+    )
+    .map_err(|e| load_error("stacks", e))?;
+    let stack_ring = RingBuf::try_from(
+        bpf.take_map("stackbuf")
+            .ok_or_else(|| load_error("stackbuf", "missing"))?,
+    )
+    .map_err(|e| load_error("stackbuf", e))?;
     Ok(Loaded {
         bpf,
         ring,
         traced,
+        stacks: StackCache {
+            ring: stack_ring,
+            copies: std::collections::HashMap::new(),
+            map: stacks,
+            deps: Deps::default(),
+            slices: 0,
+            hits: 0,
+            cached: 0,
+            inline: 0,
+        },
         lost,
         ring_bytes,
     })
@@ -181,11 +378,12 @@ fn configure(
     let c = Config {
         payload_bytes: opts.payload_bytes.min(PAYLOAD_MAX),
         agent_fd: agent_fd.unwrap_or(-1),
-        stack_frames: if opts.stacks == dejavu_ptrace::StackMode::On {
-            std::env::var("DEJAVU_EBPF_FRAMES")
+        stacks: if opts.stacks == dejavu_ptrace::StackMode::On {
+            std::env::var("DEJAVU_EBPF_STACK_BYTES")
                 .ok()
                 .and_then(|v| v.parse().ok())
-                .unwrap_or(STACK_FRAMES)
+                .unwrap_or(STACK_BYTES)
+                .clamp(64, SLICE_MAX as u32 - 8)
         } else {
             0
         },
@@ -226,7 +424,7 @@ pub fn record<W: Write>(
     // Caught from the start (loading takes a while): a SIGTERM meanwhile is forwarded to
     // the program once it runs, not the death of dejavu.
     let _sig = signals::install(matches!(target, Target::Command(_)));
-    let mut l = load(eopts)?;
+    let mut l = load(eopts, opts.stacks == dejavu_ptrace::StackMode::On)?;
     let capped = opts.payload_bytes > PAYLOAD_MAX;
     let mut opts = opts.clone();
     opts.payload_bytes = payload;
@@ -360,11 +558,12 @@ fn threads(pid: i32) -> Vec<i32> {
 struct Reader<W: Write> {
     l: Loaded,
     feed: Feed<W>,
-    ips: Vec<u64>,
     lost_seen: u64,
     lost_per_cpu: Vec<u64>,
     /// Agent reports the ring buffer had no room for.
     lost_agent: u64,
+    /// Calls sent without their native stack (the ring buffer was half full).
+    lost_stacks: u64,
     malformed: u64,
     records: u64,
     /// Processes whose agents said hello in the last batch.
@@ -395,10 +594,10 @@ impl<W: Write> Reader<W> {
         Reader {
             l,
             feed,
-            ips: Vec::with_capacity(64),
             lost_seen: 0,
             lost_per_cpu: Vec::new(),
             lost_agent: 0,
+            lost_stacks: 0,
             malformed: 0,
             records: 0,
             agents: Vec::new(),
@@ -490,9 +689,16 @@ impl<W: Write> Reader<W> {
                     events: libc::POLLIN,
                     revents: 0,
                 },
+                // A copy of a stack not seen before wakes the reader when it is idle: the
+                // sooner it is unwound, the sooner the kernel answers from its cache.
+                libc::pollfd {
+                    fd: self.l.stacks.ring.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
             ];
-            // SAFETY: two valid pollfds.
-            unsafe { libc::poll(p.as_mut_ptr(), 2, POLL.as_millis() as i32) };
+            // SAFETY: three valid pollfds.
+            unsafe { libc::poll(p.as_mut_ptr(), 3, POLL.as_millis() as i32) };
             self.drain();
             self.feed.tick();
             if let (Some(t), false) = (self.root_ended_at, self.orphans_said) {
@@ -555,12 +761,14 @@ impl<W: Write> Reader<W> {
 
     fn drain(&mut self) {
         self.agents.clear();
+        // Copies of stacks first: each was sent before its call.
+        self.l.stacks.read();
         while let Some(item) = self.l.ring.next() {
             let b: &[u8] = &item;
             self.records += 1;
             if !handle(
                 &mut self.feed,
-                &mut self.ips,
+                &mut self.l.stacks,
                 &mut self.agents,
                 &mut self.guard,
                 b,
@@ -595,6 +803,9 @@ impl<W: Write> Reader<W> {
         }
         if let Ok(v) = self.l.lost.get(&1, 0) {
             self.lost_agent = v.iter().sum();
+        }
+        if let Ok(v) = self.l.lost.get(&2, 0) {
+            self.lost_stacks = v.iter().sum();
         }
     }
 
@@ -633,6 +844,17 @@ impl<W: Write> Reader<W> {
                 ),
             );
         }
+        if self.lost_stacks > 0 {
+            // Not lost: shorter (the innermost frames, which name the call site, are
+            // there). Said with the recording's other notes (`record -v`), not as a warning.
+            let msg = format!(
+                "{} calls were recorded with a short native stack (the frames in the first \
+                 {INLINE_STACK} bytes of the stack): the ring buffer for copies of stacks was \
+                 full; a larger --buffer-size keeps them whole",
+                self.lost_stacks
+            );
+            self.feed.note(msg);
+        }
         if self.malformed > 0 {
             self.feed.warn_once(
                 "ebpf-malformed",
@@ -654,6 +876,14 @@ impl<W: Write> Reader<W> {
             self.l.ring_bytes / 1024,
             self.lost_seen
         ));
+        if std::env::var_os("DEJAVU_NATIVE_STATS").is_some() {
+            let c = &self.l.stacks;
+            eprintln!(
+                "dejavu: eBPF stacks: {} copies unwound, {} cached in the kernel, {} calls \
+                 answered from that cache, {} with a short copy",
+                c.slices, c.cached, c.hits, c.inline
+            );
+        }
         // Detach the programs before the trace is closed.
         drop(self.l);
         self.feed.finish(detached)
@@ -663,7 +893,7 @@ impl<W: Write> Reader<W> {
 /// Feeds one kernel record to the decoder; false when it is malformed.
 fn handle<W: Write>(
     feed: &mut Feed<W>,
-    ips: &mut Vec<u64>,
+    stacks: &mut StackCache,
     agents: &mut Vec<u32>,
     guard: &mut Guard,
     b: &[u8],
@@ -679,8 +909,27 @@ fn handle<W: Write>(
     }
     match h.kind {
         event::EV_CALL => {
-            let Some(c) = event::call(b, ips, feed.snapshot()) else {
+            let Some((c, inline)) = event::call(b, feed.snapshot()) else {
                 return false;
+            };
+            let native = if c.flags & event::CF_STACK_HIT != 0 {
+                stacks.hits += 1;
+                NativeStack::Known(StackId(c.stack_id as u32))
+            } else if c.flags & event::CF_STACK_SLICE != 0 {
+                stacks.unwind(feed, h.pid, h.tid, c.stack_id)
+            } else if let Some(sl) = inline {
+                stacks.inline += 1;
+                let regs = arch::SyscallRegs {
+                    ip: sl.ip,
+                    sp: sl.sp,
+                    fp: sl.bp,
+                    ..arch::SyscallRegs::default()
+                };
+                // A short copy: unwound, never remembered (a full one would go further).
+                feed.stack_slice(h.pid, h.tid, &regs, sl.bytes, &mut stacks.deps, false);
+                NativeStack::Pending
+            } else {
+                NativeStack::None
             };
             feed.call(&RawCall {
                 enter_ns: c.enter_ts,
@@ -692,8 +941,7 @@ fn handle<W: Write>(
                 ret: c.ret,
                 unfinished: c.flags & CF_UNFINISHED != 0,
                 no_enter: c.flags & event::CF_NO_ENTER != 0,
-                ips,
-                leaf: c.sp0,
+                native,
             });
         }
         event::EV_FORK => {
@@ -717,15 +965,17 @@ fn handle<W: Write>(
             );
         }
         event::EV_EXEC => {
-            let Some((old, fname, argv, truncated)) = event::exec(b) else {
+            let Some(x) = event::exec(b) else {
                 return false;
             };
-            if truncated {
+            let (old, fname, argv) = (x.old, x.fname, x.argv);
+            let image = (x.at_phdr != 0).then_some((x.at_phdr, x.at_base));
+            if x.truncated {
                 let mut v = argv.strip_suffix(b"\0").unwrap_or(argv).to_vec();
                 v.extend_from_slice(b"\0...");
-                feed.exec(h.ts, h.tid, old, fname, &v);
+                feed.exec(h.ts, h.tid, old, fname, &v, image);
             } else {
-                feed.exec(h.ts, h.tid, old, fname, argv);
+                feed.exec(h.ts, h.tid, old, fname, argv, image);
             }
             if guard.on {
                 // The kernel's answer while the process lives; else the file's bits.
@@ -775,4 +1025,54 @@ fn handle<W: Write>(
         _ => return false,
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_cache_entry_names_the_words_the_unwind_depended_on() {
+        let deps = Deps {
+            words: vec![(0, 0x401234), (40, 0x7fff_0000_1000), (1000, 0x401500)],
+            fp: false,
+        };
+        let v = cache_entry(0x1234, 7, &deps, 2048).unwrap();
+        assert_eq!((v.n, v.span, v.id, v.bp_any), (3, 1008, 7, 1));
+        assert_eq!(&v.off[..3], &[0, 5, 125]);
+        // The kernel half's hash: the same fold over the values, in the order of off[].
+        let mut h: u64 = 0x243F_6A88_85A3_08D3;
+        for w in [0x401234u64, 0x7fff_0000_1000, 0x401500] {
+            h ^= w;
+            h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            h ^= h >> 29;
+        }
+        assert_eq!(v.hash, h);
+        let fp = Deps {
+            fp: true,
+            ..deps.clone()
+        };
+        assert_eq!(cache_entry(0x1234, 7, &fp, 2048).unwrap().bp_any, 0);
+        // Not checkable in the kernel: nothing, a word past the copy, a misaligned word,
+        // more words than the map holds.
+        assert!(cache_entry(0, 7, &Deps::default(), 2048).is_none());
+        assert!(cache_entry(0, 7, &deps, 1000).is_none());
+        let odd = Deps {
+            words: vec![(4, 1)],
+            fp: false,
+        };
+        assert!(cache_entry(0, 7, &odd, 2048).is_none());
+        let many = Deps {
+            words: (0..65).map(|i| (i * 8, i)).collect(),
+            fp: false,
+        };
+        assert!(cache_entry(0, 7, &many, 2048).is_none());
+    }
+
+    #[test]
+    fn the_stack_records_layouts_match_the_kernel_halfs() {
+        assert_eq!(std::mem::size_of::<StkKey>(), 32);
+        assert_eq!(std::mem::size_of::<StkVal>(), 160);
+    }
 }

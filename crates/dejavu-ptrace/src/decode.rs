@@ -653,9 +653,21 @@ impl<W: Write> Tracer<W> {
                     let fd = a[0] as u32;
                     self.stacks.fds_released(pid, fd, fd);
                 }
-            // A new file mapping (a library dlopen'd): the next stack with an address
-            // outside the known code reads the process's mappings again.
-            Mmap if ok => self.stacks.mappings_changed(pid),
+            // New code (a library loaded): the next stack with an address outside the
+            // known code reads the process's mappings again; and where it is, for when
+            // the process is gone (stacks/native/layout.rs). Data changes nothing there.
+            Mmap if ok && a[2] & libc::PROT_EXEC as u64 != 0 => {
+                self.stacks.mappings_changed(pid);
+                let path = self.procs.get(&pid).and_then(|p| {
+                    p.fds
+                        .borrow()
+                        .get(a[4] as u32 as i32)
+                        .map(|f| f.path.clone())
+                });
+                if let Some(path) = path {
+                    self.stacks.mapped_code(pid, ret as u64, a[1], a[5], &path);
+                }
+            }
             CloseRange if ok => {
                 if let Some(p) = self.procs.get(&pid) {
                     let cloexec_only = a[2] & libc::CLOSE_RANGE_CLOEXEC as u64 != 0;

@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 /// One call as the kernel reported it at its exit (timestamps on CLOCK_MONOTONIC).
 #[derive(Debug, Clone, Copy)]
-pub struct RawCall<'a> {
+pub struct RawCall {
     /// When it entered.
     pub enter_ns: u64,
     /// When it returned (or, unfinished, when the task ended).
@@ -34,12 +34,8 @@ pub struct RawCall<'a> {
     pub unfinished: bool,
     /// Its entry was not seen: `enter_ns` is its exit time, its duration unknown.
     pub no_enter: bool,
-    /// The user stack, innermost first (instruction pointer, then return addresses).
-    pub ips: &'a [u64],
-    /// The word at the user stack pointer when the call was made: the return address
-    /// into the caller of a frameless libc wrapper, which a frame-pointer walk skips.
-    /// Used only if it is a code address not already in `ips`; 0 for none.
-    pub leaf: u64,
+    /// Its native stack, as the kernel half reported it.
+    pub native: crate::stacks::NativeStack,
 }
 
 /// Clone facts the eBPF backend reports for a new task (it sees the new task, not the
@@ -136,6 +132,23 @@ impl<W: Write> Feed<W> {
         self.t.snap = snap;
     }
 
+    /// A copy of the top of `tid`'s stack that the kernel half sent just before `tid`'s
+    /// next call (see `stacks::Stacks::unwind_slice`); `deps` receives what the unwind
+    /// depended on (nothing unless `remember`). The stack's id, when one could be unwound.
+    pub fn stack_slice(
+        &mut self,
+        pid: i32,
+        tid: i32,
+        regs: &arch::SyscallRegs,
+        bytes: &[u8],
+        deps: &mut crate::stacks::native::Deps,
+        remember: bool,
+    ) -> Option<StackId> {
+        self.t
+            .stacks
+            .unwind_slice(&mut self.t.w, pid, tid, regs, bytes, deps, remember)
+    }
+
     /// The copy of the memory of the next call: fill it, then call `call`.
     pub fn snapshot(&mut self) -> &mut Snapshot {
         self.t.snap.get_or_insert_with(Snapshot::default)
@@ -161,8 +174,17 @@ impl<W: Write> Feed<W> {
     }
 
     /// Thread `old_tid` exec'd `filename` (as given to execve) with `argv` (NUL-joined),
-    /// and is now `tid`.
-    pub fn exec(&mut self, ns: u64, tid: i32, old_tid: i32, filename: &[u8], argv: &[u8]) {
+    /// and is now `tid`. `image`: the auxiliary vector's AT_PHDR and AT_BASE, which say
+    /// where the kernel put the program's and its interpreter's code.
+    pub fn exec(
+        &mut self,
+        ns: u64,
+        tid: i32,
+        old_tid: i32,
+        filename: &[u8],
+        argv: &[u8],
+        image: Option<(u64, u64)>,
+    ) {
         let now = self.ts(ns);
         let Some(pid) = self.t.exec_begin(tid, old_tid, now) else {
             return;
@@ -171,6 +193,9 @@ impl<W: Write> Feed<W> {
         let mut exe = Vec::new();
         resolve(cwd.as_deref().unwrap_or(b"/"), filename, &mut exe);
         let argv = argv.strip_suffix(b"\0").unwrap_or(argv).to_vec();
+        if let Some((phdr, base)) = image {
+            self.t.stacks.exec_layout(pid, &exe, phdr, base);
+        }
         self.t
             .exec_end(tid, pid, Rc::from(exe.as_slice()), argv, true, now);
     }
@@ -227,7 +252,7 @@ impl<W: Write> Feed<W> {
     }
 
     /// Decodes one call, reading its memory from `snapshot()`.
-    pub fn call(&mut self, c: &RawCall<'_>) {
+    pub fn call(&mut self, c: &RawCall) {
         let Some(sys) = arch::sys_of(c.nr).filter(|&s| arch::traced_call(s, &c.args)) else {
             return;
         };
@@ -274,7 +299,7 @@ impl<W: Write> Feed<W> {
         e.call.stack = self
             .t
             .stacks
-            .capture_ips(&mut self.t.w, pid, tid, c.ips, c.leaf, call);
+            .capture_native(&mut self.t.w, pid, tid, c.native, call);
         self.t.exit(tid, e, c.ret, now);
     }
 

@@ -984,6 +984,7 @@ impl<W: Write> Tracer<W> {
             self.out.processes += 1;
             // A process started inside a wrapped call (a spawn) is that call's.
             self.stacks.on_fork(&mut self.w, ppid, tid, child);
+            self.stacks.forked(ppid, child);
         }
         self.tasks.insert(child, Task::new(new_pid, false));
         self.push(Record::Spawn(Spawn {

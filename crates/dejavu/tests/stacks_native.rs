@@ -117,14 +117,26 @@ impl Trace {
     }
 }
 
+/// The backend of this test pass: $DEJAVU_BACKEND (ptrace or ebpf), ptrace by default.
+fn backend() -> String {
+    match std::env::var("DEJAVU_BACKEND").as_deref() {
+        Ok("ebpf") => "ebpf".into(),
+        _ => "ptrace".into(),
+    }
+}
+
 /// `dejavu record [--stacks off] -o T -- cmd`, then every syscall of the trace.
 fn record(cmd: &[&Path], args: &[&str], stacks: bool) -> Trace {
+    // Both backends unwind with DWARF CFI (ptrace at the stop; eBPF from a copy of the
+    // stack the kernel half sends): the same stacks, under the backend of the test pass.
+    record_with(&backend(), cmd, args, stacks)
+}
+
+fn record_with(backend: &str, cmd: &[&Path], args: &[&str], stacks: bool) -> Trace {
     let dir = tempfile::tempdir().expect("tmp");
     let trace = dir.path().join("t.dvt");
     let mut c = Command::new(env!("CARGO_BIN_EXE_dejavu"));
-    // Native unwinding with DWARF CFI is the ptrace backend's (eBPF walks frame pointers:
-    // tests/ebpf.rs).
-    c.args(["record", "--backend", "ptrace"])
+    c.args(["record", "--backend", backend])
         .arg("-o")
         .arg(&trace);
     if !stacks {
@@ -525,4 +537,160 @@ fn a_library_loaded_with_dlopen_is_found() {
     );
     assert_eq!(f.module.as_deref(), Some(&*lib.to_string_lossy()));
     assert!(frames.iter().any(|f| f.named("main")), "{}", show(frames));
+}
+
+/// The innermost frame outside the C, C++ and Rust runtimes (libc, ld.so, libstdc++,
+/// Rust's std and core) of each call on a path under `under`, in order: (call, function,
+/// line), or the call and "-" when its stack has none.
+fn first_sites(t: &Trace, under: &str) -> Vec<(Sys, String, u32)> {
+    let runtime = |f: &F| {
+        f.in_libc()
+            || f.module
+                .as_deref()
+                .is_some_and(|m| m.contains("/libstdc++"))
+            || f.file.as_deref().is_some_and(|p| {
+                p.contains("/library/std/") || p.contains("/library/core/") || p.contains("/bits/")
+            })
+    };
+    t.calls
+        .iter()
+        .filter(|c| c.path.as_deref().is_some_and(|p| p.starts_with(under)))
+        .map(|c| match c.frames.iter().find(|f| !runtime(f)) {
+            Some(f) => (c.sys, f.function.clone().unwrap_or_default(), f.line),
+            None => (c.sys, "-".to_string(), 0),
+        })
+        .collect()
+}
+
+/// Records `exe args` under both backends and compares the first call site of each call
+/// on paths under `under`: the same on at least 99% of them, and `function` on at least
+/// 99% under eBPF.
+fn same_sites_under_both_backends(exe: &Path, args: &[&str], under: &str, function: &str) {
+    let p = first_sites(&record_with("ptrace", &[exe], args, true), under);
+    let e = first_sites(&record_with("ebpf", &[exe], args, true), under);
+    assert!(p.len() >= 1000, "{} calls under {under}", p.len());
+    assert_eq!(p.len(), e.len(), "the same calls under both backends");
+    let same = p.iter().zip(&e).filter(|(a, b)| a == b).count();
+    let named = e.iter().filter(|s| s.1.contains(function)).count();
+    let first_diff = p.iter().zip(&e).find(|(a, b)| a != b);
+    assert!(
+        same * 100 >= p.len() * 99,
+        "{exe:?}: the same first site on {same} of {} calls; first difference: {first_diff:?}",
+        p.len()
+    );
+    assert!(
+        named * 100 >= e.len() * 99,
+        "{exe:?}: {function} on {named} of {} calls under eBPF; e.g. {:?}",
+        e.len(),
+        e.iter().find(|s| !s.1.contains(function))
+    );
+}
+
+/// Code built with -O2 and no frame pointers (C, C++, Rust): the eBPF backend's call sites
+/// (a copy of the stack unwound with .eh_frame) are the ptrace backend's (unwound at the
+/// stop). Runs in the eBPF pass, where it records under both.
+#[test]
+fn ebpf_names_the_same_call_sites_as_ptrace_in_code_without_frame_pointers() {
+    if backend() != "ebpf" {
+        return;
+    }
+    let t = target();
+    let dir = t.parent().unwrap().to_str().unwrap().to_string();
+    // C: 2,000 stats from probe_config.
+    let c = gcc(
+        "stat_site.c",
+        "nofp-parity",
+        &["-g", "-O2", "-fomit-frame-pointer"],
+    );
+    same_sites_under_both_backends(
+        &c,
+        &[t.to_str().unwrap(), "2000"],
+        t.to_str().unwrap(),
+        "probe_config",
+    );
+    // C++: seed 004's shape, open + pwrite + close per tile in tiledb::sm::Posix::write.
+    let cxx = build_dir().join("posix_write");
+    run_ok(
+        Command::new("g++")
+            .args(["-g", "-O2", "-fomit-frame-pointer", "-o"])
+            .arg(&cxx)
+            .arg(src("posix_write.cc")),
+    );
+    let tiles = build_dir().join("tiles");
+    std::fs::create_dir_all(&tiles).unwrap();
+    let tiles_s = tiles.to_str().unwrap();
+    same_sites_under_both_backends(
+        &cxx,
+        &[tiles_s, "1000"],
+        tiles_s,
+        "tiledb::sm::Posix::write",
+    );
+    // Rust, optimised, without frame pointers: std::fs::metadata from probe_config.
+    let rs = build_dir().join("stat_site_rs_opt");
+    run_ok(
+        Command::new("rustc")
+            .args(["-g", "-C", "opt-level=2", "-C", "force-frame-pointers=no"])
+            .args(["--edition", "2021", "-o"])
+            .arg(&rs)
+            .arg(src("stat_site.rs")),
+    );
+    same_sites_under_both_backends(&rs, &[t.to_str().unwrap(), "2000"], &dir, "probe_config");
+}
+
+/// Under eBPF, a call repeated from one place is unwound once: the kernel half answers
+/// the repeats from its cache (the stack's id instead of a copy of the stack), and every
+/// repeat gets the same stack as the first. Runs in the eBPF pass.
+#[test]
+fn ebpf_unwinds_a_repeated_call_once_and_answers_the_repeats_from_its_cache() {
+    if backend() != "ebpf" {
+        return;
+    }
+    let exe = gcc(
+        "stat_site.c",
+        "nofp-cache",
+        &["-g", "-O2", "-fomit-frame-pointer"],
+    );
+    let t = target();
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.dvt");
+    let out = Command::new(env!("CARGO_BIN_EXE_dejavu"))
+        .args(["record", "--backend", "ebpf", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&exe)
+        .args([t.to_str().unwrap(), "200000"])
+        .env("DEJAVU_NATIVE_STATS", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    // "dejavu: eBPF stacks: C copies unwound, K cached in the kernel, H calls answered
+    // from that cache"
+    let line = err
+        .lines()
+        .find(|l| l.contains("eBPF stacks:"))
+        .unwrap_or_else(|| panic!("no stack counters in {err}"));
+    let nums: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let (copies, hits) = (nums[0], nums[2]);
+    assert!(
+        hits >= 100_000 && copies < 100_000,
+        "most of 200,000 calls answered from the cache: {line}"
+    );
+    // Every one of them has the stack of the first.
+    let trace = record_with("ebpf", &[&exe], &[t.to_str().unwrap(), "20000"], true);
+    let stats = trace.stats_of(&t);
+    assert_eq!(stats.len(), 20000);
+    let first = stats[0].stack.expect("a stack");
+    assert!(stats.iter().all(|c| c.stack == Some(first)));
+    assert_called_from(
+        &stats[0].frames,
+        "stat_site.c",
+        "probe_config",
+        "STAT_LINE",
+        &exe,
+    );
 }

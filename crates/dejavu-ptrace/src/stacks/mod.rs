@@ -34,12 +34,27 @@ pub enum StackMode {
     On,
 }
 
+/// The native stack the eBPF backend reported with a call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NativeStack {
+    /// None (stacks off, an agent's process, nothing readable).
+    #[default]
+    None,
+    /// Unwound by `Stacks::unwind_slice` for this thread's call, just before.
+    Pending,
+    /// The kernel found the same stack as one unwound before: this one.
+    Known(StackId),
+}
+
 /// Stack capture for one recording.
 #[derive(Debug)]
 pub struct Stacks {
     mode: StackMode,
     native: native::Native,
     agent: agent::Agents,
+    /// Per thread, the stack unwound from the copy its next call will refer to (and the
+    /// thread's process).
+    pending: rustc_hash::FxHashMap<Tid, (Tid, Option<StackId>)>,
 }
 
 impl Stacks {
@@ -50,6 +65,7 @@ impl Stacks {
             mode,
             native: native::Native::new(on),
             agent: agent::Agents::new(on),
+            pending: rustc_hash::FxHashMap::default(),
         }
     }
 
@@ -84,25 +100,54 @@ impl Stacks {
         self.native.capture(w, pid, tid, regs)
     }
 
-    /// The stack of a call recorded by the eBPF backend: the agents' report when they
-    /// made one, else the user stack the kernel walked by frame pointers (`ips`).
+    /// A copy of the top of `tid`'s stack (of process `pid`), sent by the eBPF backend
+    /// just before the call it belongs to: unwound now, kept for that call. `deps`
+    /// receives what the unwind depended on (see `native::Native::capture_slice`;
+    /// `remember` false for a copy shorter than usual, whose unwind may stop short).
     #[allow(clippy::too_many_arguments)]
-    pub fn capture_ips<W: Write>(
+    pub fn unwind_slice<W: Write>(
         &mut self,
         w: &mut TraceWriter<W>,
         pid: Tid,
         tid: Tid,
-        ips: &[u64],
-        leaf: u64,
+        regs: &SyscallRegs,
+        bytes: &[u8],
+        deps: &mut native::Deps,
+        remember: bool,
+    ) -> Option<StackId> {
+        deps.words.clear();
+        if self.mode == StackMode::Off {
+            return None;
+        }
+        let id = self
+            .native
+            .capture_slice(w, pid, regs, bytes, deps, remember);
+        self.pending.insert(tid, (pid, id));
+        id
+    }
+
+    /// The stack of a call recorded by the eBPF backend: the agents' report when they
+    /// made one, else the native stack the kernel half reported (`native`).
+    pub fn capture_native<W: Write>(
+        &mut self,
+        w: &mut TraceWriter<W>,
+        pid: Tid,
+        tid: Tid,
+        native: NativeStack,
         call: CallRef,
     ) -> Option<StackId> {
         if self.mode == StackMode::Off {
             return None;
         }
+        let unwound = match native {
+            NativeStack::None => None,
+            NativeStack::Pending => self.pending.remove(&tid).and_then(|p| p.1),
+            NativeStack::Known(id) => Some(id),
+        };
         if let Some(id) = self.agent.current(w, pid, tid, call) {
             return Some(id);
         }
-        self.native.capture_addrs(w, pid, ips, leaf)
+        unwound
     }
 
     /// The stack of a successful exec by `tid` of `pid`, recorded after the exec (the
@@ -147,9 +192,34 @@ impl Stacks {
         self.native.mappings_changed(pid);
     }
 
+    /// Process `pid` now runs `exe`, whose program headers the kernel put at `at_phdr`
+    /// and whose interpreter at `at_base` (see `native::Native::exec_layout`).
+    pub fn exec_layout(&mut self, pid: Tid, exe: &[u8], at_phdr: u64, at_base: u64) {
+        if self.mode == StackMode::On {
+            self.native.exec_layout(pid, exe, at_phdr, at_base);
+        }
+    }
+
+    /// Process `pid` mapped `len` bytes of the file at `path` from `offset` at `start`,
+    /// executable.
+    pub fn mapped_code(&mut self, pid: Tid, start: u64, len: u64, offset: u64, path: &[u8]) {
+        if self.mode == StackMode::On {
+            self.native.mapped_code(pid, start, len, offset, path);
+        }
+    }
+
+    /// Process `child` was forked from `parent` (a copy of its memory).
+    pub fn forked(&mut self, parent: Tid, child: Tid) {
+        if self.mode == StackMode::On {
+            self.native.forked(parent, child);
+        }
+    }
+
     /// Process `pid` ended.
     pub fn on_exit(&mut self, pid: Tid) {
         self.native.on_exit(pid);
+        // A copy whose call never came (the call's record was lost).
+        self.pending.retain(|_, p| p.0 != pid);
         self.agent.on_exit(pid);
     }
 

@@ -16,6 +16,7 @@
 //! dlopen), and dropped at exec and exit.
 
 mod elf;
+mod layout;
 mod maps;
 
 use crate::arch::SyscallRegs;
@@ -44,6 +45,15 @@ const MAX_MISSING: usize = 4096;
 type UnwinderN = framehop::UnwinderNative<Bytes, framehop::MayAllocateDuringUnwind>;
 type CacheN = framehop::CacheNative<framehop::MayAllocateDuringUnwind>;
 
+/// What an unwind from a stack copy depended on (see `Native::capture_slice`).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Deps {
+    /// The stack words (offset from the stack pointer, value) whose values decided it.
+    pub words: Vec<(u64, u64)>,
+    /// Whether the frame pointer register's value did.
+    pub fp: bool,
+}
+
 /// An executable mapping of a process.
 #[derive(Debug, PartialEq, Eq)]
 struct Code {
@@ -68,6 +78,9 @@ struct Proc {
     stacks: FxHashMap<Box<[u64]>, StackId>,
     /// Pages (address >> 12) of addresses no mapping held after a re-read.
     missing: FxHashSet<u64>,
+    /// Stacks unwound from copies, by instruction and stack pointer: what the unwind
+    /// depended on, the frame pointer's value, and the stack.
+    slices: FxHashMap<(u64, u64), (Deps, u64, StackId)>,
 }
 
 impl Proc {
@@ -87,6 +100,8 @@ struct Stats {
     captures: u64,
     stack_hits: u64,
     maps_reads: u64,
+    /// Of those, layouts from exec and mmap (the process was gone).
+    layouts: u64,
     symbolized: u64,
     frames: u64,
     modules: u64,
@@ -106,6 +121,10 @@ struct StackCopy {
     have: usize,
     limit: usize,
     reads: u64,
+    /// The offsets (from `base`) of the words the unwinder read, and their values, when
+    /// `log` is on: an unwind is a function of the registers and of these words.
+    words: Vec<(u64, u64)>,
+    log: bool,
 }
 
 /// First read of a stack copy (bytes); more, up to the limit, is read only if the
@@ -117,6 +136,8 @@ impl StackCopy {
         self.pid = pid;
         self.base = sp;
         self.have = 0;
+        self.log = false;
+        self.words.clear();
         self.limit = limit.min(STACK_BYTES);
         if self.buf.len() < self.limit {
             self.buf.resize(self.limit, 0);
@@ -158,7 +179,26 @@ impl StackCopy {
             }
         }
         let b = self.buf.get(off..end).ok_or(())?;
-        Ok(u64::from_ne_bytes(b.try_into().map_err(|_| ())?))
+        let v = u64::from_ne_bytes(b.try_into().map_err(|_| ())?);
+        if self.log {
+            self.words.push((off as u64, v));
+        }
+        Ok(v)
+    }
+
+    /// A copy made elsewhere (`bytes` from `sp` up): nothing more can be read.
+    fn preset(&mut self, sp: u64, bytes: &[u8]) {
+        self.pid = 0;
+        self.base = sp;
+        let n = bytes.len().min(STACK_BYTES);
+        if self.buf.len() < n {
+            self.buf.resize(n, 0);
+        }
+        self.buf[..n].copy_from_slice(&bytes[..n]);
+        self.have = n;
+        self.limit = n;
+        self.log = true;
+        self.words.clear();
     }
 }
 
@@ -168,10 +208,17 @@ pub struct Native {
     modules: Vec<ElfModule>,
     by_key: FxHashMap<FileKey, Option<u32>>,
     procs: FxHashMap<Tid, Proc>,
+    /// Code mappings by process as its exec and mmap calls made them (`layout`), for
+    /// when /proc/PID/maps is gone with the process. Kept only where reported (eBPF).
+    layouts: FxHashMap<Tid, Vec<maps::Mapping>>,
+    layout_only: bool,
     cache: CacheN,
     /// Frames by (module, file offset): each code address is named once.
     sites: FxHashMap<(u32, u64), Box<[Frame]>>,
     stack: StackCopy,
+    /// The last unwind ended at an address no mapping holds (garbage, or code mapped
+    /// since): not a stack to remember by the words it read.
+    incomplete: bool,
     addrs: Vec<u64>,
     frames: Vec<Frame>,
     source: Vec<SourceFrame>,
@@ -195,12 +242,13 @@ impl Drop for Native {
         if self.stats.captures > 0 && std::env::var_os("DEJAVU_NATIVE_STATS").is_some() {
             let s = &self.stats;
             eprintln!(
-                "dejavu: native stacks: {} captures, {} from the stack cache, {} maps reads, \
-                 {} modules ({:.1} ms), {} sites symbolized ({:.1} ms), {} frames unwound, \
-                 {} stack bytes read",
+                "dejavu: native stacks: {} captures, {} from the stack cache, {} maps reads \
+                 ({} from exec and mmap), {} modules ({:.1} ms), {} sites symbolized \
+                 ({:.1} ms), {} frames unwound, {} stack bytes read",
                 s.captures,
                 s.stack_hits,
                 s.maps_reads,
+                s.layouts,
                 s.modules,
                 s.load_ns as f64 / 1e6,
                 s.symbolized,
@@ -232,6 +280,8 @@ impl Native {
             modules: Vec::new(),
             by_key: FxHashMap::default(),
             procs: FxHashMap::default(),
+            layouts: FxHashMap::default(),
+            layout_only: std::env::var_os("DEJAVU_NATIVE_LAYOUT_ONLY").is_some(),
             cache: CacheN::new(),
             sites: FxHashMap::default(),
             stack: StackCopy {
@@ -241,7 +291,10 @@ impl Native {
                 have: 0,
                 limit: 0,
                 reads: 0,
+                words: Vec::new(),
+                log: false,
             },
+            incomplete: false,
             addrs: Vec::with_capacity(MAX_DEPTH),
             frames: Vec::with_capacity(MAX_FRAMES),
             source: Vec::new(),
@@ -279,7 +332,22 @@ impl Native {
     /// Reads /proc/PID/maps and builds the process's code list and unwinder; keeps the
     /// stack cache of an earlier state.
     fn load_proc(&mut self, pid: Tid, old: Option<Proc>) -> Option<Proc> {
-        let maps = maps::read(pid)?;
+        // DEJAVU_NATIVE_LAYOUT_ONLY=1 (for tests): as if every process were gone.
+        let from_proc = self.layouts.is_empty() || !self.layout_only;
+        // A process that is exiting (a zombie) has no mappings left to read.
+        let maps = match from_proc
+            .then(|| maps::read(pid))
+            .flatten()
+            .filter(|m| m.iter().any(|m| m.exec))
+        {
+            Some(m) => m,
+            // Gone: its code as its exec and mmap calls laid it out.
+            None => {
+                let m = self.layouts.get(&pid).filter(|l| !l.is_empty())?.clone();
+                self.stats.layouts += 1;
+                m
+            }
+        };
         self.stats.maps_reads += 1;
         let mut code = Vec::new();
         let mut unwinder = UnwinderN::new();
@@ -322,12 +390,12 @@ impl Native {
                 path: m.path.clone(),
             });
         }
-        let (stacks, missing) = match old {
+        let (stacks, missing, slices) = match old {
             // Stack ids by address stay right as long as every code mapping they may name
             // is still there (a dlclose, then another library at the same addresses, would
             // make them wrong).
-            Some(p) if p.code.iter().all(|c| code.contains(c)) => (p.stacks, p.missing),
-            Some(p) => (FxHashMap::default(), p.missing),
+            Some(p) if p.code.iter().all(|c| code.contains(c)) => (p.stacks, p.missing, p.slices),
+            Some(p) => (FxHashMap::default(), p.missing, FxHashMap::default()),
             None => Default::default(),
         };
         Some(Proc {
@@ -336,6 +404,7 @@ impl Native {
             unwinder,
             stacks,
             missing,
+            slices,
         })
     }
 
@@ -350,6 +419,7 @@ impl Native {
     /// returns the first return address no code mapping holds, where it stopped.
     fn unwind(&mut self, pid: Tid, regs: &SyscallRegs) -> Option<u64> {
         self.addrs.clear();
+        self.stack.words.clear();
         let proc = self.procs.get(&pid)?;
         let stack = &mut self.stack;
         let mut read = |a: u64| stack.read_u64(a);
@@ -383,10 +453,114 @@ impl Native {
         tid: Tid,
         regs: &SyscallRegs,
     ) -> Option<StackId> {
+        let _ = tid; // threads share their process's mappings; registers are per thread
+        self.capture_from(w, pid, regs, None)
+    }
+
+    /// The native stack of a call from a copy of the top of its thread's stack made
+    /// elsewhere (the eBPF backend's kernel half copies up to 16 KiB from the stack
+    /// pointer, as perf --call-graph dwarf does), unwound here with the process's
+    /// modules. The process's mappings are read now, after the fact: a process that has
+    /// already exited gets no stack.
+    ///
+    /// `deps` receives what the unwind depended on: the stack words (offset from the
+    /// stack pointer, value) whose values decided it, and whether the frame pointer
+    /// register did. The same instruction and stack pointers with the same values there
+    /// give the same stack. Found by trying: a word that holds none of the return
+    /// addresses (a saved register the unwind restored, or the one that ended the walk)
+    /// is replaced by a code address and the copy unwound again; if the stack stays the
+    /// same it did not matter (in code built without frame pointers rbp is an ordinary
+    /// register, saved and restored with a different value on every call).
+    pub fn capture_slice<W: Write>(
+        &mut self,
+        w: &mut TraceWriter<W>,
+        pid: Tid,
+        regs: &SyscallRegs,
+        bytes: &[u8],
+        deps: &mut Deps,
+        remember: bool,
+    ) -> Option<StackId> {
+        deps.words.clear();
+        deps.fp = true;
+        if !remember {
+            return self.capture_from(w, pid, regs, Some(bytes));
+        }
+        // The same place as a copy unwound before, with the same values where that unwind
+        // looked: the same stack (the check the kernel half makes once it has the answer;
+        // its copies come faster than that at first).
+        if let Some((d, fp, id)) = self
+            .procs
+            .get(&pid)
+            .and_then(|p| p.slices.get(&(regs.ip, regs.sp)))
+        {
+            let word = |o: u64| {
+                let o = usize::try_from(o).ok()?;
+                Some(u64::from_ne_bytes(bytes.get(o..o + 8)?.try_into().ok()?))
+            };
+            if (!d.fp || *fp == regs.fp) && d.words.iter().all(|&(o, v)| word(o) == Some(v)) {
+                self.stats.captures += 1;
+                self.stats.stack_hits += 1;
+                deps.clone_from(d);
+                return Some(*id);
+            }
+        }
+        let id = self.capture_from(w, pid, regs, Some(bytes));
+        if id.is_none() || self.incomplete || !self.procs.contains_key(&pid) {
+            // Nothing it depended on is said: such a stack is unwound each time.
+            return id;
+        }
+        let addrs = std::mem::take(&mut self.addrs);
+        let mut words = std::mem::take(&mut self.stack.words);
+        // Each word once, by offset.
+        words.sort_unstable();
+        words.dedup_by_key(|w| w.0);
+        const POISON: u64 = 0x5a5a_5a5a_5a5a_5a5a;
+        let same = |n: &mut Native, regs: &SyscallRegs| {
+            n.unwind(pid, regs);
+            n.addrs == addrs
+        };
+        let other_fp = SyscallRegs {
+            fp: regs.fp ^ POISON,
+            ..*regs
+        };
+        deps.fp = !same(self, &other_fp);
+        // A code address: where a return address was read, it makes the walk go on.
+        let code = addrs[0].wrapping_add(1);
+        for &(off, v) in &words {
+            let o = off as usize;
+            let is_return = addrs.contains(&v.wrapping_sub(1));
+            let matters = is_return || v == code || {
+                self.stack.buf[o..o + 8].copy_from_slice(&code.to_ne_bytes());
+                let s = same(self, regs);
+                self.stack.buf[o..o + 8].copy_from_slice(&v.to_ne_bytes());
+                !s
+            };
+            if matters {
+                deps.words.push((off, v));
+            }
+        }
+        self.addrs = addrs;
+        self.stack.words = words;
+        if let (Some(p), Some(id)) = (self.procs.get_mut(&pid), id) {
+            if p.slices.len() >= MAX_CACHED_STACKS {
+                p.slices.clear();
+            }
+            p.slices
+                .insert((regs.ip, regs.sp), (deps.clone(), regs.fp, id));
+        }
+        id
+    }
+
+    fn capture_from<W: Write>(
+        &mut self,
+        w: &mut TraceWriter<W>,
+        pid: Tid,
+        regs: &SyscallRegs,
+        slice: Option<&[u8]>,
+    ) -> Option<StackId> {
         if !self.enabled {
             return None;
         }
-        let _ = tid; // threads share their process's mappings; registers are per thread
         self.stats.captures += 1;
         if !self.procs.contains_key(&pid) {
             let p = self.load_proc(pid, None)?;
@@ -397,9 +571,12 @@ impl Native {
         // If a re-read does not find them either, their page is remembered, so that
         // whatever is odd about this process does not cost a re-read per call.
         let mut refreshed = false;
+        // (With a copy of the stack, where the stack pointer's mapping ends does not
+        // matter: the copy says how far the stack can be read.)
+        let copied = slice.is_some();
         let unknown = |p: &Proc| {
             [
-                (regs.sp, maps::find(&p.maps, regs.sp).is_some()),
+                (regs.sp, copied || maps::find(&p.maps, regs.sp).is_some()),
                 (regs.ip, p.code_at(regs.ip).is_some()),
             ]
             .into_iter()
@@ -420,18 +597,26 @@ impl Native {
             .get(&pid)
             .and_then(|p| maps::find(&p.maps, regs.sp))
             .map_or(regs.sp, |m| m.end);
-        let limit = usize::try_from(end - regs.sp).unwrap_or(usize::MAX);
-        self.stack.reset(pid, regs.sp, limit);
+        match slice {
+            Some(b) => self.stack.preset(regs.sp, b),
+            None => {
+                let limit = usize::try_from(end - regs.sp).unwrap_or(usize::MAX);
+                self.stack.reset(pid, regs.sp, limit);
+            }
+        }
         let before = self.stack.reads;
+        self.incomplete = false;
         while let Some(addr) = self.unwind(pid, regs) {
             // A return address outside every known mapping: a library loaded since the
             // maps were read, or garbage where unwinding went wrong. Re-read once; if the
             // address is still unknown, remember its page so garbage costs one re-read.
             let page = addr >> 12;
+            self.incomplete = true;
             let Some(p) = self.procs.get(&pid) else { break };
             if refreshed || p.missing.contains(&page) || p.missing.len() >= MAX_MISSING {
                 break;
             }
+            self.incomplete = false;
             self.refresh(pid);
             refreshed = true;
             if let Some(p) = self.procs.get_mut(&pid) {
@@ -441,68 +626,6 @@ impl Native {
             }
         }
         self.stats.bytes_read += self.stack.reads - before;
-        self.intern_addrs(w, pid)
-    }
-
-    /// The stack of code addresses unwound elsewhere (the eBPF backend's frame-pointer
-    /// walk in the kernel), innermost first: the instruction pointer after the syscall
-    /// instruction, then return addresses. The process's mappings are read now, after the
-    /// fact: a process that has already exited gets no stack.
-    pub fn capture_addrs<W: Write>(
-        &mut self,
-        w: &mut TraceWriter<W>,
-        pid: Tid,
-        ips: &[u64],
-        leaf: u64,
-    ) -> Option<StackId> {
-        if !self.enabled || ips.is_empty() {
-            return None;
-        }
-        self.stats.captures += 1;
-        if !self.procs.contains_key(&pid) {
-            let p = self.load_proc(pid, None)?;
-            self.procs.insert(pid, p);
-        }
-        self.addrs.clear();
-        let mut refreshed = false;
-        for &ip in ips.iter().take(MAX_DEPTH) {
-            // One byte back is inside the syscall or call instruction (see `unwind`).
-            let addr = ip.saturating_sub(1);
-            let (known, missing) = self.procs.get(&pid).map_or((false, false), |p| {
-                (p.code_at(addr).is_some(), p.missing.contains(&(addr >> 12)))
-            });
-            // An address outside the known code reads the mappings again, once per stack,
-            // and not for a page that a read already found unmapped: frame-pointer walks
-            // of code built without them end in such garbage on every call, and reading
-            // /proc/PID/maps each time cost 10x on an open/write/close loop. A new file
-            // mapping (mappings_changed) forgets those pages.
-            if !known && !missing && !refreshed {
-                self.refresh(pid);
-                refreshed = true;
-            }
-            let Some(p) = self.procs.get_mut(&pid) else {
-                break;
-            };
-            if p.code_at(addr).is_none() {
-                if refreshed && p.missing.len() < MAX_MISSING {
-                    p.missing.insert(addr >> 12);
-                }
-                break;
-            }
-            self.addrs.push(addr);
-        }
-        // The caller of a frameless syscall wrapper: its return address is at the stack
-        // pointer, and the walk went from the wrapper straight to the caller's caller.
-        let leaf = leaf.saturating_sub(1);
-        if self.addrs.len() == 1 || (self.addrs.len() > 1 && self.addrs[1] != leaf) {
-            let code = self
-                .procs
-                .get(&pid)
-                .is_some_and(|p| p.code_at(leaf).is_some());
-            if leaf != 0 && code && self.addrs.len() < MAX_DEPTH {
-                self.addrs.insert(1, leaf);
-            }
-        }
         self.intern_addrs(w, pid)
     }
 
@@ -610,11 +733,38 @@ impl Native {
     /// `pid` exec'd: forget its mappings.
     pub fn on_exec(&mut self, pid: Tid) {
         self.procs.remove(&pid);
+        self.layouts.remove(&pid);
     }
 
     /// `pid` ended.
     pub fn on_exit(&mut self, pid: Tid) {
         self.procs.remove(&pid);
+        self.layouts.remove(&pid);
+    }
+
+    /// `pid` exec'd `exe`; the kernel put its program headers at `at_phdr` and its
+    /// interpreter at `at_base` (0: none): its first code mappings.
+    pub fn exec_layout(&mut self, pid: Tid, exe: &[u8], at_phdr: u64, at_base: u64) {
+        if !self.enabled {
+            return;
+        }
+        let path = Path::new(std::ffi::OsStr::from_bytes(exe));
+        self.layouts
+            .insert(pid, layout::at_exec(path, at_phdr, at_base));
+    }
+
+    /// `pid` mapped `len` bytes of `path` from `offset` at `start`, executable.
+    pub fn mapped_code(&mut self, pid: Tid, start: u64, len: u64, offset: u64, path: &[u8]) {
+        if let Some(l) = self.layouts.get_mut(&pid) {
+            layout::mapped(l, start, len, offset, path);
+        }
+    }
+
+    /// `child` is a copy of `parent` (fork): the same code where it was.
+    pub fn forked(&mut self, parent: Tid, child: Tid) {
+        if let Some(l) = self.layouts.get(&parent).cloned() {
+            self.layouts.insert(child, l);
+        }
     }
 }
 
@@ -782,26 +932,97 @@ mod tests {
 
     #[test]
     fn an_address_outside_any_mapping_reads_the_mappings_once_until_a_file_is_mapped() {
-        // The eBPF side's frame-pointer walk of code without frame pointers ends in
-        // garbage on every call: that must not read /proc/PID/maps per call.
+        // A stack copy whose unwind ends in garbage (a return address no mapping holds)
+        // must not read /proc/PID/maps per call.
         let mut n = Native::new(true);
         let mut w = writer();
         let ours = an_address_outside_any_mapping_reads_the_mappings_once_until_a_file_is_mapped
             as *const () as u64
             + 1;
         let garbage = 0x10u64 << 40; // no mapping there
+        let local = [0u64; 4];
+        let regs = SyscallRegs {
+            ip: ours,
+            sp: std::hint::black_box(&local) as *const _ as u64,
+            ..SyscallRegs::default()
+        };
+        let bytes = garbage.to_ne_bytes().repeat(64);
+        let mut deps = Deps::default();
         for _ in 0..100 {
-            assert!(n.capture_addrs(&mut w, me(), &[ours, garbage], 0).is_some());
+            let id = n.capture_slice(&mut w, me(), &regs, &bytes, &mut deps, true);
+            assert!(id.is_some());
         }
         assert_eq!(
             n.stats.maps_reads, 2,
             "the first load, and one read for the garbage"
         );
+        // A walk that ended at an address no mapping holds is not remembered (code mapped
+        // later could make it go on): nothing it depended on is said.
+        assert!(deps.words.is_empty());
         n.mappings_changed(me());
-        n.capture_addrs(&mut w, me(), &[ours, garbage], 0);
+        n.capture_slice(&mut w, me(), &regs, &bytes, &mut deps, true);
         assert_eq!(
             n.stats.maps_reads, 3,
             "a new file mapping may hold it: read once more"
+        );
+    }
+
+    /// Like `capture_here`, from a copy of our own stack (as the eBPF side sends).
+    #[inline(never)]
+    fn slice_here(
+        n: &mut Native,
+        w: &mut TraceWriter<Vec<u8>>,
+        deps: &mut Deps,
+    ) -> (Option<StackId>, Vec<u8>, u64) {
+        let (ip, sp, fp): (u64, u64, u64);
+        // SAFETY: reads three registers into outputs; no memory is touched.
+        unsafe {
+            std::arch::asm!(
+                "lea {ip}, [rip]",
+                "mov {sp}, rsp",
+                "mov {fp}, rbp",
+                ip = out(reg) ip,
+                sp = out(reg) sp,
+                fp = out(reg) fp,
+            );
+        }
+        let mut copy = vec![0u8; 16 * 1024];
+        let got = kernel::read_mem(me(), sp, &mut copy).unwrap_or(0);
+        copy.truncate(got);
+        let regs = SyscallRegs {
+            ip,
+            sp,
+            fp,
+            ..SyscallRegs::default()
+        };
+        (n.capture_slice(w, me(), &regs, &copy, deps, true), copy, sp)
+    }
+
+    #[test]
+    fn a_copy_of_the_stack_unwinds_and_says_which_words_it_read() {
+        let mut n = Native::new(true);
+        let mut w = writer();
+        let mut deps = Deps::default();
+        let (id, copy, _) = slice_here(&mut n, &mut w, &mut deps);
+        let id = id.expect("a stack");
+        let words = &deps.words;
+        assert!(words.len() >= 2, "{words:?}");
+        for &(off, v) in words {
+            assert_eq!(off % 8, 0);
+            let o = off as usize;
+            let at = u64::from_ne_bytes(copy[o..o + 8].try_into().unwrap());
+            assert_eq!(at, v, "the value at offset {off}");
+        }
+        let frames = frames_of(w, id);
+        assert!(
+            frames.iter().any(|f| f.0.ends_with("::slice_here")),
+            "{frames:#?}"
+        );
+        assert!(
+            frames.iter().any(|f| f
+                .0
+                .ends_with("a_copy_of_the_stack_unwinds_and_says_which_words_it_read")),
+            "the test function is further out: {frames:#?}"
         );
     }
 
@@ -855,6 +1076,8 @@ mod tests {
             have: 0,
             limit: 0,
             reads: 0,
+            words: Vec::new(),
+            log: false,
         };
         s.reset(me(), base, 100 * 8);
         assert_eq!(s.read_u64(base + 8 * 5), Ok(5));
