@@ -50,7 +50,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define B_FDSTAT 3
 #define B_ARGV 4
 #define B_STACK 5 /* ip, bp, then the top of the stack (see blob_stack) */
-#define INLINE_STACK 512
+#define INLINE_STACK 256
 #define BF_FAULT 1
 #define BF_TRUNC 2
 
@@ -126,8 +126,6 @@ char LICENSE[] SEC("license") = "GPL";
 #define NR_fchmodat2 452
 
 #define TS_COMPAT 0x0002
-/* `traced` value bits (set by user space). */
-#define TRACED_NO_NATIVE_STACK 2
 #define S_IFMT 00170000
 #define S_IFREG 0100000
 #define O_APPEND 02000
@@ -704,7 +702,8 @@ static __always_inline void agent_write(u8 *buf, struct config *c, u64 id, u64 d
 
 /* The instruction and frame pointers and the first INLINE_STACK bytes of the stack, in the
  * call's own record: when the stack copies' ring is full, the innermost frames (which
- * name the call site) still come through. */
+ * name the call site) still come through, unwound with the modules' tables like a full
+ * copy. */
 __noinline u32 blob_stack(struct scratch *sc, u32 off, u64 ip, u64 sp, u64 bp)
 {
 	if (!sc)
@@ -879,16 +878,13 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 			return 0;
 	}
 
-	/* The native stack, first: its record (a copy of the stack) goes out before the
-	 * call's, in the same scratch buffer. A process whose language agent reports its
-	 * call sites needs none. */
+	/* The native stack, first (its copy goes out before the call's record). Also in a
+	 * process whose language agent reports call sites: its calls outside the agent's
+	 * wrappers (a C++ extension writing from a Python thread, TileDB's VFS) have only
+	 * their native stack, and a call repeated from one place costs a cache lookup. */
 	u64 sid = 0;
-	if (c->stacks) {
-		u32 tgid = id >> 32;
-		u8 *tv = bpf_map_lookup_elem(&traced, &tgid);
-		if (!(tv && (*tv & TRACED_NO_NATIVE_STACK)))
-			cflags |= native_stack(sc, c, t, regs, &sid);
-	}
+	if (c->stacks)
+		cflags |= native_stack(sc, c, t, regs, &sid);
 
 	struct call_ev *e = (void *)buf;
 	e->h.kind = EV_CALL;

@@ -28,6 +28,8 @@ pub const CF_NO_ENTER: u16 = 2;
 pub const CF_STACK_SLICE: u16 = 4;
 /// The stack is one user space unwound before: `Call::stack_id`.
 pub const CF_STACK_HIT: u16 = 8;
+/// No room for a copy: a short one is a blob of the call's record.
+pub const CF_STACK_INLINE: u16 = 16;
 
 /// Where the kernel side's records may place data: offsets are masked with this (the BPF
 /// program's OFF_MASK).
@@ -137,7 +139,7 @@ pub fn call<'a>(b: &'a [u8], snap: &mut Snapshot) -> Option<(Call, Option<Slice<
     };
     // A frame-pointer walk's place (always empty now).
     let nips = u16_at(b, 92)? as usize;
-    let mut at = CALL.checked_add(nips * 8)?;
+    let mut at = CALL.checked_add(nips.checked_mul(8)?)?;
     snap.clear();
     let mut inline = None;
     while at + BLOB <= b.len() {

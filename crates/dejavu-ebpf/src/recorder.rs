@@ -49,8 +49,11 @@ struct StkKey {
 }
 
 const STK_WORDS: usize = 64;
+/// The reader thread's nice value (see `Reader::run`).
+const READER_NICE: i32 = -10;
+
 /// Bytes of stack a call's record carries when the copies' ring is full (INLINE_STACK).
-const INLINE_STACK: usize = 512;
+const INLINE_STACK: usize = 256;
 
 /// Bytes of user stack the kernel half copies for a call whose stack it has not seen
 /// (perf --call-graph dwarf's default too). DEJAVU_EBPF_STACK_BYTES overrides it.
@@ -203,6 +206,12 @@ impl StackCache {
                 tgid: pid as u32,
                 pad: 0,
             };
+            if std::env::var_os("DEJAVU_EBPF_DEBUG").is_some() {
+                eprintln!(
+                    "stack cache: ip {:#x} sp {:#x} bp_any {} words {:x?}",
+                    k.ip, k.sp, v.bp_any, self.deps.words
+                );
+            }
             if self.map.insert(k, v, 0).is_ok() {
                 self.cached += 1;
             }
@@ -389,7 +398,7 @@ fn configure(
         },
         wake_bytes: l.ring_bytes / 4,
         open_identity: opts.open_identity as u32,
-        pad: 0,
+        pad: std::env::var_os("DEJAVU_EXP_ALLNATIVE").is_some() as u32,
     };
     let mut cfg: Array<_, Config> = Array::try_from(
         l.bpf
@@ -400,9 +409,8 @@ fn configure(
     cfg.set(0, c, 0).map_err(|e| load_error("config", e))
 }
 
-/// `traced` values: followed; and its native stack is not wanted.
+/// `traced` value: followed.
 const TRACED: u8 = 1;
-const NO_NATIVE_STACK: u8 = 2;
 
 fn trace(l: &mut Loaded, tgid: i32) -> Result<(), RecordError> {
     l.traced
@@ -566,8 +574,6 @@ struct Reader<W: Write> {
     lost_stacks: u64,
     malformed: u64,
     records: u64,
-    /// Processes whose agents said hello in the last batch.
-    agents: Vec<u32>,
     root_status: Option<ExitStatus>,
     /// What a signal meant for the program does (forward, or stop recording).
     policy: signals::Policy,
@@ -600,7 +606,6 @@ impl<W: Write> Reader<W> {
             lost_stacks: 0,
             malformed: 0,
             records: 0,
-            agents: Vec::new(),
             root_status: None,
             policy: signals::Policy::default(),
             root_ended_at: None,
@@ -616,6 +621,13 @@ impl<W: Write> Reader<W> {
     /// attached, until every traced process has ended or dejavu is interrupted.
     fn run(&mut self, root: Option<i32>) -> Result<(), RecordError> {
         let fd = self.l.ring.as_raw_fd();
+        // The reader works only when the program makes calls, and a starved one falls
+        // behind (copies of stacks are not answered from the kernel's cache, the ring
+        // buffers fill): it runs at a higher priority than the program (nice -10; this
+        // thread only, set after the program was started, so the program does not
+        // inherit it). Not permitted without CAP_SYS_NICE: it then stays as it is.
+        // SAFETY: setpriority on the calling thread (PRIO_PROCESS with 0 is the thread).
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, READER_NICE) };
         // Readable when the program exits: the loop notices at once, not at the next poll.
         // (Linux 5.3+; without it, the poll timeout does.)
         let pidfd = root.and_then(|pid| {
@@ -760,19 +772,12 @@ impl<W: Write> Reader<W> {
     }
 
     fn drain(&mut self) {
-        self.agents.clear();
         // Copies of stacks first: each was sent before its call.
         self.l.stacks.read();
         while let Some(item) = self.l.ring.next() {
             let b: &[u8] = &item;
             self.records += 1;
-            if !handle(
-                &mut self.feed,
-                &mut self.l.stacks,
-                &mut self.agents,
-                &mut self.guard,
-                b,
-            ) {
+            if !handle(&mut self.feed, &mut self.l.stacks, &mut self.guard, b) {
                 if std::env::var_os("DEJAVU_EBPF_DEBUG").is_some() {
                     eprintln!("malformed: {:02x?}", &b[..b.len().min(400)]);
                 }
@@ -781,11 +786,6 @@ impl<W: Write> Reader<W> {
         }
         for pid in self.guard.untrace.drain(..) {
             let _ = self.l.traced.remove(&(pid as u32));
-        }
-        // A process with a language agent gets its call sites from it: the kernel stops
-        // walking its native stack (V8's or CPython's frames, no use there).
-        for &pid in &self.agents {
-            let _ = self.l.traced.insert(pid, TRACED | NO_NATIVE_STACK, 0);
         }
     }
 
@@ -849,8 +849,8 @@ impl<W: Write> Reader<W> {
             // there). Said with the recording's other notes (`record -v`), not as a warning.
             let msg = format!(
                 "{} calls were recorded with a short native stack (the frames in the first \
-                 {INLINE_STACK} bytes of the stack): the ring buffer for copies of stacks was \
-                 full; a larger --buffer-size keeps them whole",
+                 {INLINE_STACK} bytes of the stack, which name the call site): the ring \
+                 buffer for copies of stacks was full; a larger --buffer-size keeps them whole",
                 self.lost_stacks
             );
             self.feed.note(msg);
@@ -894,7 +894,6 @@ impl<W: Write> Reader<W> {
 fn handle<W: Write>(
     feed: &mut Feed<W>,
     stacks: &mut StackCache,
-    agents: &mut Vec<u32>,
     guard: &mut Guard,
     b: &[u8],
 ) -> bool {
@@ -1017,9 +1016,6 @@ fn handle<W: Write>(
             let Some(bytes) = event::agent(b) else {
                 return false;
             };
-            for pid in dejavu_ptrace::stacks::agent::hellos(bytes) {
-                agents.push(pid);
-            }
             feed.agent(h.ts, bytes);
         }
         _ => return false,

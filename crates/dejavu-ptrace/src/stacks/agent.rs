@@ -151,27 +151,6 @@ impl Agents {
     }
 }
 
-/// The processes whose agents announce themselves (HELLO) in `bytes`: one agent write,
-/// which holds whole messages.
-pub fn hellos(bytes: &[u8]) -> Vec<u32> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at + 2 <= bytes.len() {
-        let len = u16::from_le_bytes([bytes[at], bytes[at + 1]]) as usize;
-        let Some(msg) = bytes.get(at + 2..at + 2 + len) else {
-            break;
-        };
-        if len == 0 {
-            break;
-        }
-        if msg[0] == protocol::HELLO && msg.len() >= 5 {
-            out.push(u32::from_le_bytes([msg[1], msg[2], msg[3], msg[4]]));
-        }
-        at += 2 + len;
-    }
-    out
-}
-
 /// Calls the seccomp filter lets through untraced on the agents' descriptor: their writes
 /// (one per report), and the fstat each agent checks the descriptor with (glibc's fstat
 /// is newfstatat, libuv's is statx).
