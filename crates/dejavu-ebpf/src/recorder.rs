@@ -121,7 +121,7 @@ fn cache_entry(bp: u64, id: u32, deps: &Deps, copied: usize) -> Option<StkVal> {
 }
 
 /// A copy of the top of a thread's stack, out of the ring buffer until its call comes.
-struct Copy {
+struct HeldCopy {
     mm: u64,
     ip: u64,
     sp: u64,
@@ -137,7 +137,7 @@ const MAX_COPIES: usize = 1 << 16;
 struct StackCache {
     ring: RingBuf<MapData>,
     /// Copies read from `ring` whose calls have not come yet, by `seq`.
-    copies: std::collections::HashMap<u64, Copy>,
+    copies: std::collections::HashMap<u64, HeldCopy>,
     map: HashMap<MapData, StkKey, StkVal>,
     deps: Deps,
     /// Stack copies unwound, calls whose stack the kernel found in the cache, entries
@@ -161,7 +161,7 @@ impl StackCache {
             }
             self.copies.insert(
                 sl.seq,
-                Copy {
+                HeldCopy {
                     mm: sl.mm,
                     ip: sl.ip,
                     sp: sl.sp,

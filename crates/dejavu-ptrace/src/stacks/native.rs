@@ -804,23 +804,32 @@ mod tests {
         std::process::id() as Tid
     }
 
+    /// This thread's instruction, stack and frame pointers where the macro is used (a
+    /// macro: a function would have a frame of its own).
+    macro_rules! registers_here {
+        () => {{
+            let (ip, sp, fp): (u64, u64, u64);
+            // SAFETY: reads three registers into outputs; no memory is touched.
+            unsafe {
+                std::arch::asm!(
+                    "lea {ip}, [rip]",
+                    "mov {sp}, rsp",
+                    "mov {fp}, rbp",
+                    ip = out(reg) ip,
+                    sp = out(reg) sp,
+                    fp = out(reg) fp,
+                );
+            }
+            (ip, sp, fp)
+        }};
+    }
+
     /// Captures this thread's own stack as if it were stopped here: the registers at the
     /// asm block, then the same unwinding as for a tracee (process_vm_readv on ourselves).
     /// The frames above the captured stack pointer stay untouched while this function runs.
     #[inline(never)]
     fn capture_here(n: &mut Native, w: &mut TraceWriter<Vec<u8>>) -> Option<StackId> {
-        let (ip, sp, fp): (u64, u64, u64);
-        // SAFETY: reads three registers into outputs; no memory is touched.
-        unsafe {
-            std::arch::asm!(
-                "lea {ip}, [rip]",
-                "mov {sp}, rsp",
-                "mov {fp}, rbp",
-                ip = out(reg) ip,
-                sp = out(reg) sp,
-                fp = out(reg) fp,
-            );
-        }
+        let (ip, sp, fp) = registers_here!();
         let regs = SyscallRegs {
             nr: 0,
             args: [0; 6],
@@ -976,18 +985,7 @@ mod tests {
         w: &mut TraceWriter<Vec<u8>>,
         deps: &mut Deps,
     ) -> (Option<StackId>, Vec<u8>, u64) {
-        let (ip, sp, fp): (u64, u64, u64);
-        // SAFETY: reads three registers into outputs; no memory is touched.
-        unsafe {
-            std::arch::asm!(
-                "lea {ip}, [rip]",
-                "mov {sp}, rsp",
-                "mov {fp}, rbp",
-                ip = out(reg) ip,
-                sp = out(reg) sp,
-                fp = out(reg) fp,
-            );
-        }
+        let (ip, sp, fp) = registers_here!();
         let mut copy = vec![0u8; 16 * 1024];
         let got = kernel::read_mem(me(), sp, &mut copy).unwrap_or(0);
         copy.truncate(got);
