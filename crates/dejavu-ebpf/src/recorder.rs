@@ -122,6 +122,8 @@ fn cache_entry(bp: u64, id: u32, deps: &Deps, copied: usize) -> Option<StkVal> {
 
 /// A copy of the top of a thread's stack, out of the ring buffer until its call comes.
 struct HeldCopy {
+    /// The `StackCache::read` that read it.
+    gen: u32,
     mm: u64,
     ip: u64,
     sp: u64,
@@ -129,8 +131,10 @@ struct HeldCopy {
     bytes: Vec<u8>,
 }
 
-/// Copies kept at most (their calls were lost: the calls' ring buffer was full).
-const MAX_COPIES: usize = 1 << 16;
+/// Copies held before the oldest are dropped: a copy waits only for its call, which the
+/// same drain reads (one ring buffer's worth); more means calls were lost (the calls'
+/// ring buffer was full) and their copies would wait for ever.
+const MAX_COPIES: usize = 4096;
 
 /// The stack copies' ring buffer, the kernel's stack cache, and counters for
 /// `DEJAVU_NATIVE_STATS=1`.
@@ -138,6 +142,7 @@ struct StackCache {
     ring: RingBuf<MapData>,
     /// Copies read from `ring` whose calls have not come yet, by `seq`.
     copies: std::collections::HashMap<u64, HeldCopy>,
+    gen: u32,
     map: HashMap<MapData, StkKey, StkVal>,
     deps: Deps,
     /// Stack copies unwound, calls whose stack the kernel found in the cache, entries
@@ -152,16 +157,21 @@ struct StackCache {
 impl StackCache {
     /// Reads the copies waiting in the ring buffer.
     fn read(&mut self) {
+        if self.copies.len() >= MAX_COPIES {
+            // Keep the copies of the last read (their calls may still be on their way);
+            // older ones lost their calls.
+            let last = self.gen;
+            self.copies.retain(|_, c| c.gen == last);
+        }
+        self.gen = self.gen.wrapping_add(1);
         while let Some(item) = self.ring.next() {
             let Some(sl) = event::slice(&item) else {
                 continue;
             };
-            if self.copies.len() >= MAX_COPIES {
-                self.copies.clear();
-            }
             self.copies.insert(
                 sl.seq,
                 HeldCopy {
+                    gen: self.gen,
                     mm: sl.mm,
                     ip: sl.ip,
                     sp: sl.sp,
@@ -367,6 +377,7 @@ fn load(eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
         stacks: StackCache {
             ring: stack_ring,
             copies: std::collections::HashMap::new(),
+            gen: 0,
             map: stacks,
             deps: Deps::default(),
             slices: 0,
