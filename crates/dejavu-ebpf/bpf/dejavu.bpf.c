@@ -60,6 +60,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define CF_STACK_SLICE 4 /* a copy of the stack was sent (EV_STACK, stackbuf) */
 #define CF_STACK_HIT 8   /* the stack is the one user space unwound before: id in stack_id */
 #define CF_STACK_INLINE 16 /* no room for a copy: a short one is in the call's record */
+#define CF_STACK_AGENT 32  /* an agent names the calls made from here: none (handle in stack_id) */
 
 /* `wanted` bits. */
 #define W_TRACE 1
@@ -351,7 +352,7 @@ struct stk_val {
 	u16 span; /* bytes from sp that hold them */
 	u16 off[STK_WORDS]; /* in words from sp */
 	u32 bp_any; /* the frame pointer register did not matter */
-	u32 pad;
+	u32 agent;  /* a language agent names the calls made here: no stack (id: a handle) */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -748,6 +749,10 @@ static __noinline u16 native_stack(struct scratch *sc, struct config *c, struct 
 		.pad = 0,
 	};
 	struct stk_val *v = bpf_map_lookup_elem(&stacks, &k);
+	if (v && v->agent) {
+		*sid = v->id;
+		return CF_STACK_AGENT;
+	}
 	if (v && (v->bp_any || v->bp == regs->bp)) {
 		u64 span = v->span, n = v->n;
 		/* The bound where the verifier needs it (see BOUND). */

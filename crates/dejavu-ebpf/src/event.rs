@@ -30,6 +30,9 @@ pub const CF_STACK_SLICE: u16 = 4;
 pub const CF_STACK_HIT: u16 = 8;
 /// No room for a copy: a short one is a blob of the call's record.
 pub const CF_STACK_INLINE: u16 = 16;
+/// A language agent named the calls made from this place: no native stack is sent;
+/// `Call::stack_id` is the cache entry's handle.
+pub const CF_STACK_AGENT: u16 = 32;
 
 /// Where the kernel side's records may place data: offsets are masked with this (the BPF
 /// program's OFF_MASK).

@@ -39,7 +39,7 @@ unsafe impl aya::Pod for Config {}
 /// The kernel's cache of stacks already unwound (bpf/dejavu.bpf.c, `stacks`): keep the
 /// layouts in step.
 #[repr(C)]
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct StkKey {
     mm: u64,
     ip: u64,
@@ -72,7 +72,9 @@ struct StkVal {
     off: [u16; STK_WORDS],
     /// The frame pointer register did not matter: any `bp` matches.
     bp_any: u32,
-    pad: u32,
+    /// A language agent names the calls made here: the kernel sends none (`id` is then a
+    /// handle in `StackCache::agent_keys`).
+    agent: u32,
 }
 
 // SAFETY: plain integers, no implicit padding (32 and 160 bytes, 8-aligned), as the BPF
@@ -105,7 +107,7 @@ fn cache_entry(bp: u64, id: u32, deps: &Deps, copied: usize) -> Option<StkVal> {
         span: 0,
         off: [0; STK_WORDS],
         bp_any: (!deps.fp) as u32,
-        pad: 0,
+        agent: 0,
     };
     let mut span = 0;
     for (i, &(off, _)) in words.iter().enumerate() {
@@ -143,6 +145,15 @@ struct StackCache {
     /// Copies read from `ring` whose calls have not come yet, by `seq`.
     copies: std::collections::HashMap<u64, HeldCopy>,
     gen: u32,
+    /// Where the call being decoded was made, when its stack came as a copy.
+    last: Option<StkKey>,
+    /// Places an agent names, by handle; the last handle given.
+    agent_keys: std::collections::HashMap<u32, StkKey>,
+    next_handle: u32,
+    /// The read of the ring in which each key's entry was stored (with its hash), and
+    /// marked as an agent's.
+    stored: std::collections::HashMap<StkKey, (u32, u64)>,
+    marked: std::collections::HashMap<StkKey, u32>,
     map: HashMap<MapData, StkKey, StkVal>,
     deps: Deps,
     /// Stack copies unwound, calls whose stack the kernel found in the cache, entries
@@ -152,6 +163,10 @@ struct StackCache {
     cached: u64,
     /// Calls that came with a short copy (the copies' ring was full).
     inline: u64,
+    /// Calls sent without a stack from a place an agent names, and those of them the agent
+    /// did not name after all.
+    agent_skips: u64,
+    agent_misses: u64,
 }
 
 impl StackCache {
@@ -206,29 +221,88 @@ impl StackCache {
             ..arch::SyscallRegs::default()
         };
         let id = feed.stack_slice(pid, tid, &regs, &c.bytes, &mut self.deps, true);
+        let k = StkKey {
+            mm: c.mm,
+            ip: c.ip,
+            sp: c.sp,
+            tgid: pid as u32,
+            pad: 0,
+        };
+        // Where the call was made, for `after_call` (an agent's place needs no words).
+        self.last = Some(k);
         // The same call from the same place, with the same words where this unwind read,
         // is the same stack: the kernel half then sends its id, not a copy.
         if let Some(v) = id.and_then(|id| cache_entry(c.bp, id.0, &self.deps, c.bytes.len())) {
-            let k = StkKey {
-                mm: c.mm,
-                ip: c.ip,
-                sp: c.sp,
-                tgid: pid as u32,
-                pad: 0,
-            };
             if std::env::var_os("DEJAVU_EBPF_DEBUG").is_some() {
                 eprintln!(
                     "stack cache: ip {:#x} sp {:#x} bp_any {} words {:x?}",
                     k.ip, k.sp, v.bp_any, self.deps.words
                 );
             }
-            if self.map.insert(k, v, 0).is_ok() {
+            // Once per key and read of the ring: the copies that came before the kernel
+            // had the answer are the same stack again (each insert is a system call).
+            if self.stored.get(&k) != Some(&(self.gen, v.hash)) && self.map.insert(k, v, 0).is_ok()
+            {
                 self.cached += 1;
+                if self.stored.len() >= MAX_AGENT_KEYS {
+                    self.stored.clear();
+                }
+                self.stored.insert(k, (self.gen, v.hash));
             }
         }
         NativeStack::Pending
     }
+
+    /// After a call was decoded: `named` says whether a language agent gave its site.
+    /// The place of a call the agent named, whose stack was just unwound, needs no native
+    /// stack from now on (the kernel then skips even its cache check, which reads a few
+    /// KiB of a runtime's deep stack); a call from such a place the agent did not name
+    /// (`flags` CF_STACK_AGENT, went without a stack) puts the place back to copies.
+    fn after_call(&mut self, flags: u16, handle: u64, named: bool) {
+        let last = self.last.take();
+        if flags & event::CF_STACK_AGENT != 0 {
+            self.agent_skips += 1;
+            if !named {
+                self.agent_misses += 1;
+                if let Some(k) = self.agent_keys.remove(&(handle as u32)) {
+                    let _ = self.map.remove(&k);
+                }
+            }
+            return;
+        }
+        let (Some(k), true) = (last, named) else {
+            return;
+        };
+        if self.marked.get(&k) == Some(&self.gen) {
+            return;
+        }
+        if self.marked.len() >= MAX_AGENT_KEYS {
+            self.marked.clear();
+        }
+        self.marked.insert(k, self.gen);
+        if self.agent_keys.len() >= MAX_AGENT_KEYS {
+            self.agent_keys.clear();
+        }
+        self.next_handle = self.next_handle.wrapping_add(1);
+        let v = StkVal {
+            bp: 0,
+            hash: 0,
+            id: self.next_handle,
+            n: 0,
+            span: 0,
+            off: [0; STK_WORDS],
+            bp_any: 1,
+            agent: 1,
+        };
+        if self.map.insert(k, v, 0).is_ok() {
+            self.agent_keys.insert(self.next_handle, k);
+        }
+    }
 }
+
+/// Places marked as named by an agent remembered at most (see `StackCache::after_call`);
+/// a handle forgotten leaves its place marked until the kernel's LRU drops it.
+const MAX_AGENT_KEYS: usize = 1 << 16;
 
 struct Loaded {
     bpf: Ebpf,
@@ -378,6 +452,13 @@ fn load(eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
             ring: stack_ring,
             copies: std::collections::HashMap::new(),
             gen: 0,
+            last: None,
+            agent_keys: std::collections::HashMap::new(),
+            next_handle: 0,
+            stored: std::collections::HashMap::new(),
+            marked: std::collections::HashMap::new(),
+            agent_skips: 0,
+            agent_misses: 0,
             map: stacks,
             deps: Deps::default(),
             slices: 0,
@@ -891,8 +972,9 @@ impl<W: Write> Reader<W> {
             let c = &self.l.stacks;
             eprintln!(
                 "dejavu: eBPF stacks: {} copies unwound, {} cached in the kernel, {} calls \
-                 answered from that cache, {} with a short copy",
-                c.slices, c.cached, c.hits, c.inline
+                 answered from that cache, {} with a short copy, {} left to the agents \
+                 ({} of them not named: their place copies again)",
+                c.slices, c.cached, c.hits, c.inline, c.agent_skips, c.agent_misses
             );
         }
         // Detach the programs before the trace is closed.
@@ -939,6 +1021,7 @@ fn handle<W: Write>(
                 feed.stack_slice(h.pid, h.tid, &regs, sl.bytes, &mut stacks.deps, false);
                 NativeStack::Pending
             } else {
+                // Also CF_STACK_AGENT: the agent names it (`after_call` checks).
                 NativeStack::None
             };
             feed.call(&RawCall {
@@ -953,6 +1036,7 @@ fn handle<W: Write>(
                 no_enter: c.flags & event::CF_NO_ENTER != 0,
                 native,
             });
+            stacks.after_call(c.flags, c.stack_id, feed.named_by_agent());
         }
         event::EV_FORK => {
             let Some((cpid, ctid, bits)) = event::fork(b) else {

@@ -251,8 +251,14 @@ impl<W: Write> Feed<W> {
         }));
     }
 
+    /// Whether the last call given to `call` took a language agent's call site.
+    pub fn named_by_agent(&self) -> bool {
+        self.t.stacks.named_by_agent()
+    }
+
     /// Decodes one call, reading its memory from `snapshot()`.
     pub fn call(&mut self, c: &RawCall) {
+        self.t.stacks.next_call();
         let Some(sys) = arch::sys_of(c.nr).filter(|&s| arch::traced_call(s, &c.args)) else {
             return;
         };

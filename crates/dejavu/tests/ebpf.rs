@@ -420,3 +420,97 @@ fn lost_events_count_the_programs_events_not_the_agents_reports() {
         "recorded {recorded} + lost {lost} = {sum}, against {all} with a large buffer: {err}"
     );
 }
+
+/// In a process with a language agent, a place whose calls the agent names stops getting
+/// native stacks (the kernel skips them), while a call the agent does not name keeps its
+/// native stack: here os.stat of one file (named at the script's line) and ctypes' call of
+/// libc's stat of another (no Python wrapper: only native frames say where it comes from),
+/// in one loop.
+#[test]
+fn an_agents_named_calls_skip_native_stacks_and_the_others_keep_theirs() {
+    if !ebpf_works() || !common::have("python3") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let target = d.path().join("target.txt");
+    std::fs::write(&target, "x").unwrap();
+    let other = d.path().join("other.txt");
+    std::fs::write(&other, "y").unwrap();
+    let script = d.path().join("mixed.py");
+    std::fs::write(
+        &script,
+        "import ctypes, ctypes.util, os, sys\n\
+         libc = ctypes.CDLL(ctypes.util.find_library('c'), use_errno=True)\n\
+         buf = ctypes.create_string_buffer(256)\n\
+         p = sys.argv[2].encode()\n\
+         for i in range(30000):\n\
+         \x20   os.stat(sys.argv[1])  # NAMED\n\
+         \x20   libc.stat(p, buf)\n",
+    )
+    .unwrap();
+    let out = Command::new(common::dejavu())
+        .args(["record", "--backend", "ebpf", "-o"])
+        .arg(d.path().join("t.dvt"))
+        .arg("--")
+        .arg("python3")
+        .arg(&script)
+        .arg(&target)
+        .arg(&other)
+        .env("DEJAVU_NATIVE_STATS", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let mut r = dejavu_trace::TraceReader::open(&d.path().join("t.dvt")).unwrap();
+    let files = [
+        target.to_string_lossy().into_owned(),
+        other.to_string_lossy().into_owned(),
+    ];
+    let (mut named, mut native, mut none) = (0, 0, Vec::new());
+    while let Some(rec) = r.next_record().unwrap() {
+        let dejavu_trace::Record::Syscall(s) = rec else {
+            continue;
+        };
+        let path = s
+            .path
+            .map(|p| String::from_utf8_lossy(r.str(p)).into_owned());
+        if !path.as_ref().is_some_and(|p| files.contains(p)) {
+            continue;
+        }
+        let frames = s.stack.map(|id| r.stack(id).to_vec()).unwrap_or_default();
+        let python_line = frames.iter().any(|f| {
+            f.kind == dejavu_trace::FrameKind::Python
+                && f.file.is_some_and(|x| r.str(x).ends_with(b"mixed.py"))
+        });
+        if python_line {
+            named += 1;
+        } else if frames
+            .iter()
+            .any(|f| f.kind == dejavu_trace::FrameKind::Native)
+        {
+            native += 1;
+        } else {
+            none.push(s.sys);
+        }
+    }
+    // Each of the 60,000 calls has its site: the 30,000 os.stat the script's line, the 30,000
+    // ctypes calls a native stack.
+    assert_eq!(
+        (named, native),
+        (30000, 30000),
+        "without a stack: {none:?}\n{err}"
+    );
+    // The kernel left most of the named ones to the agent.
+    let line = err
+        .lines()
+        .find(|l| l.contains("eBPF stacks:"))
+        .unwrap_or_else(|| panic!("{err}"));
+    let left: u64 = line
+        .split(", ")
+        .find(|p| p.contains("left to the agents"))
+        .and_then(|p| p.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(left > 0, "{line}");
+}

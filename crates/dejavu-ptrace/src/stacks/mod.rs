@@ -55,6 +55,8 @@ pub struct Stacks {
     /// Per thread, the stack unwound from the copy its next call will refer to (and the
     /// thread's process).
     pending: rustc_hash::FxHashMap<Tid, (Tid, Option<StackId>)>,
+    /// The last call decoded took an agent's site.
+    named: bool,
 }
 
 impl Stacks {
@@ -66,6 +68,7 @@ impl Stacks {
             native: native::Native::new(on),
             agent: agent::Agents::new(on),
             pending: rustc_hash::FxHashMap::default(),
+            named: false,
         }
     }
 
@@ -145,9 +148,20 @@ impl Stacks {
             NativeStack::Known(id) => Some(id),
         };
         if let Some(id) = self.agent.current(w, pid, tid, call) {
+            self.named = true;
             return Some(id);
         }
         unwound
+    }
+
+    /// Whether the last call given to `capture_native` took an agent's site.
+    pub fn named_by_agent(&self) -> bool {
+        self.named
+    }
+
+    /// A new call is being decoded (see `named_by_agent`).
+    pub fn next_call(&mut self) {
+        self.named = false;
     }
 
     /// The stack of a successful exec by `tid` of `pid`, recorded after the exec (the
