@@ -29,9 +29,15 @@ static char *p(const char *name) {
 
 static void *thread_main(void *arg) {
     struct stat st;
+    /* Paths built here, not with p(): its rotating static buffers are shared, and two
+     * threads using them at once could stat each other's half-written path (an extra
+     * ENOENT under load, which made the strace/live comparisons differ by one). */
+    char a[4200], missing[4200];
     (void)arg;
-    for (int i = 0; i < 10; i++) stat(p("a.txt"), &st);  /* 10 stat, all succeed */
-    stat(p("missing"), &st);                             /* 1 ENOENT */
+    snprintf(a, sizeof a, "%s/a.txt", dir);
+    snprintf(missing, sizeof missing, "%s/missing", dir);
+    for (int i = 0; i < 10; i++) stat(a, &st);  /* 10 stat, all succeed */
+    stat(missing, &st);                         /* 1 ENOENT */
     return NULL;
 }
 
