@@ -5,9 +5,9 @@
 //! Which field each call fills is documented in docs/trace-format.md.
 
 use crate::arch;
-use crate::kernel::{self, Tid};
+use crate::os::{self, Tid};
+use crate::recording::Capture;
 use crate::state::{resolve, Fd, FdKind};
-use crate::tracer::Tracer;
 use dejavu_trace::*;
 use std::io::Write;
 use std::rc::Rc;
@@ -21,7 +21,7 @@ const AT_FDCWD: i32 = -100;
 
 /// A call between its entry and exit stops.
 #[derive(Debug)]
-pub(crate) struct Entry {
+pub struct Entry {
     /// The record being built.
     pub call: Syscall,
     /// Raw arguments.
@@ -45,7 +45,7 @@ fn arg_fd(v: u64) -> i32 {
 pub fn clone_flags(tid: Tid, nr: u64, args: &[u64; 6]) -> u64 {
     if nr == arch::NR_CLONE3 {
         let mut b = [0u8; 8];
-        if kernel::read_mem(tid, args[0], &mut b).ok() == Some(8) {
+        if os::read_mem(tid, args[0], &mut b).ok() == Some(8) {
             return u64::from_le_bytes(b);
         }
         0
@@ -60,11 +60,11 @@ pub fn clone_flags(tid: Tid, nr: u64, args: &[u64; 6]) -> u64 {
 
 /// The program path an exec was given, read after the exec from the new stack
 /// (auxv AT_EXECFN), resolved against the working directory.
-pub(crate) fn exec_path<W: Write>(t: &Tracer<W>, pid: Tid) -> Rc<[u8]> {
+pub fn exec_path<W: Write>(t: &Capture<W>, pid: Tid) -> Rc<[u8]> {
     const AT_EXECFN: u64 = 31;
     let fallback = || {
         Rc::from(
-            kernel::readlink(format!("/proc/{pid}/exe").as_bytes())
+            os::readlink(format!("/proc/{pid}/exe").as_bytes())
                 .unwrap_or_default()
                 .as_slice(),
         )
@@ -78,7 +78,7 @@ pub(crate) fn exec_path<W: Write>(t: &Tracer<W>, pid: Tid) -> Rc<[u8]> {
     });
     let mut raw = Vec::new();
     let Some(addr) = addr else { return fallback() };
-    if kernel::read_cstr(pid, addr, PATH_MAX, &mut raw).is_err() {
+    if os::read_cstr(pid, addr, PATH_MAX, &mut raw).is_err() {
         return fallback();
     }
     let cwd = t.procs.get(&pid).map(|p| p.fs.borrow().cwd.clone());
@@ -104,7 +104,7 @@ fn is_restart(ret: i64) -> bool {
     matches!(ret, -516..=-512) && ret != -515
 }
 
-impl<W: Write> Tracer<W> {
+impl<W: Write> Capture<W> {
     /// Reads a path argument and resolves it against `dirfd` (AT_FDCWD: the working
     /// directory). Fills `c.path`; returns the resolved bytes.
     fn path_arg(
@@ -145,7 +145,7 @@ impl<W: Write> Tracer<W> {
     /// Interns a path, noting whether it is one of dejavu's own agent files: the calls
     /// the agents make on their own files are dejavu's, not the program's, and are not
     /// recorded (see `Tracer::push`).
-    pub(crate) fn intern_path(&mut self, bytes: &[u8]) -> StrId {
+    pub fn intern_path(&mut self, bytes: &[u8]) -> StrId {
         let id = self.w.intern(bytes);
         if let Some(prefix) = &self.own_prefix {
             if bytes.starts_with(prefix) {
@@ -171,18 +171,18 @@ impl<W: Write> Tracer<W> {
 
     /// The table entry for `fd`, asking /proc about descriptors we never saw created
     /// (inherited, opened before attach, or made by an untraced call).
-    pub(crate) fn fd_lookup(&mut self, pid: Tid, fd: i32) -> Option<Fd> {
+    pub fn fd_lookup(&mut self, pid: Tid, fd: i32) -> Option<Fd> {
         let table = self.procs.get(&pid)?.fds.clone();
         if let Some(f) = table.borrow().get(fd) {
             return Some(f.clone());
         }
-        if fd < 0 || self.snap.is_some() {
+        if fd < 0 || self.mem.copy().is_some() {
             // After the fact (eBPF), /proc may describe a later descriptor with this
             // number: unknown is the honest answer (docs/ebpf-backend.md).
             return None;
         }
-        let link = kernel::readlink(format!("/proc/{pid}/fd/{fd}").as_bytes()).ok()?;
-        let st = kernel::stat_path(format!("/proc/{pid}/fd/{fd}").as_bytes())
+        let link = os::readlink(format!("/proc/{pid}/fd/{fd}").as_bytes()).ok()?;
+        let st = os::stat_path(format!("/proc/{pid}/fd/{fd}").as_bytes())
             .ok()
             .map(|s| arch::from_libc_stat(&s));
         let flags = fdinfo_flags(pid, fd);
@@ -206,7 +206,7 @@ impl<W: Write> Tracer<W> {
 
     /// Learns every descriptor a process already has (inherited from dejavu, or open
     /// before we attached), so a call decoded after it closed one still names it.
-    pub(crate) fn learn_open_fds(&mut self, pid: Tid) {
+    pub fn learn_open_fds(&mut self, pid: Tid) {
         let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
             return;
         };
@@ -235,14 +235,7 @@ impl<W: Write> Tracer<W> {
     }
 
     /// Decodes a call at its entry stop.
-    pub(crate) fn decode_entry(
-        &mut self,
-        tid: Tid,
-        pid: Tid,
-        sys: Sys,
-        a: [u64; 6],
-        now: u64,
-    ) -> Entry {
+    pub fn decode_entry(&mut self, tid: Tid, pid: Tid, sys: Sys, a: [u64; 6], now: u64) -> Entry {
         use Sys::*;
         let mut c = Syscall::new(now, pid as u32, tid as u32, sys);
         let mut e = Entry {
@@ -598,7 +591,7 @@ impl<W: Write> Tracer<W> {
     }
 
     /// Completes a call at its exit stop and writes its record.
-    pub(crate) fn exit(&mut self, tid: Tid, e: Entry, ret: i64, now: u64) {
+    pub fn exit(&mut self, tid: Tid, e: Entry, ret: i64, now: u64) {
         use Sys::*;
         let mut c = e.call;
         c.ret = ret;
@@ -616,10 +609,10 @@ impl<W: Write> Tracer<W> {
                 let path_id = c.path.unwrap_or_else(|| self.intern_path(&path));
                 let st = if !self.opts.open_identity {
                     None
-                } else if let Some(snap) = &self.snap {
+                } else if let Some(snap) = self.mem.copy() {
                     snap.fd(fd).map(|f| f.stat)
                 } else {
-                    kernel::stat_path(format!("/proc/{pid}/fd/{fd}").as_bytes())
+                    os::stat_path(format!("/proc/{pid}/fd/{fd}").as_bytes())
                         .ok()
                         .map(|s| arch::from_libc_stat(&s))
                 };
@@ -720,7 +713,7 @@ impl<W: Write> Tracer<W> {
                 self.install_proc_fd(pid, ret as i32, FdKind::Socket, cloexec);
             }
             Chdir | Fchdir if ok => {
-                let cwd = if self.snap.is_some() {
+                let cwd = if self.mem.copy().is_some() {
                     // After the fact (eBPF): the process may have moved on, so the path as
                     // resolved by us (symlinks in it are not followed; docs/ebpf-backend.md).
                     if c.sys == Chdir {
@@ -730,7 +723,7 @@ impl<W: Write> Tracer<W> {
                     }
                 } else {
                     // Ask the kernel: it resolved symlinks and `..` for us.
-                    kernel::readlink(format!("/proc/{tid}/cwd").as_bytes())
+                    os::readlink(format!("/proc/{tid}/cwd").as_bytes())
                         .ok()
                         .map(|v| Rc::from(v.as_slice()))
                         .or(e.path_bytes.clone())
@@ -873,13 +866,13 @@ impl<W: Write> Tracer<W> {
         } else {
             "socket"
         };
-        let link = match &self.snap {
+        let link = match self.mem.copy() {
             // As /proc names it: the kind and the inode number.
             Some(snap) => match snap.fd(fd) {
                 Some(f) => format!("{prefix}:[{}]", f.stat.ino).into_bytes(),
                 None => format!("{prefix}:").into_bytes(),
             },
-            None => kernel::readlink(format!("/proc/{pid}/fd/{fd}").as_bytes())
+            None => os::readlink(format!("/proc/{pid}/fd/{fd}").as_bytes())
                 .unwrap_or_else(|_| format!("{prefix}:").into_bytes()),
         };
         let f = Fd {
@@ -925,27 +918,21 @@ fn fdinfo_flags(pid: Tid, fd: i32) -> u64 {
         .unwrap_or(0)
 }
 
-impl<W: Write> Tracer<W> {
+impl<W: Write> Capture<W> {
     /// Memory of the call being decoded: the live tracee's, or another backend's copy.
-    pub(crate) fn mem_read(&self, tid: Tid, addr: u64, buf: &mut [u8]) -> std::io::Result<usize> {
-        match &self.snap {
-            Some(s) => s.read(addr, buf),
-            None => kernel::read_mem(tid, addr, buf),
-        }
+    pub fn mem_read(&self, tid: Tid, addr: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.mem.read(tid, addr, buf)
     }
 
     /// A string of the call being decoded (see `mem_read`).
-    pub(crate) fn mem_cstr(
+    pub fn mem_cstr(
         &self,
         tid: Tid,
         addr: u64,
         max: usize,
         out: &mut Vec<u8>,
     ) -> std::io::Result<bool> {
-        match &self.snap {
-            Some(s) => s.cstr(addr, max, out),
-            None => kernel::read_cstr(tid, addr, max, out),
-        }
+        self.mem.cstr(tid, addr, max, out)
     }
 
     fn mem_gather(
@@ -954,10 +941,7 @@ impl<W: Write> Tracer<W> {
         ranges: &[(u64, usize)],
         buf: &mut Vec<u8>,
     ) -> std::io::Result<usize> {
-        match &self.snap {
-            Some(s) => s.read_gather(ranges, buf),
-            None => kernel::read_mem_gather(tid, ranges, buf),
-        }
+        self.mem.gather(tid, ranges, buf)
     }
 
     /// Reads an iovec array: (sum of lengths, the ranges). At most 1024 entries (IOV_MAX).
@@ -980,7 +964,7 @@ impl<W: Write> Tracer<W> {
 
     /// Reads execve's argv (bounded), joined by NUL.
     fn read_argv(&self, tid: Tid, ptr: u64) -> Vec<u8> {
-        if let Some(argv) = self.snap.as_ref().and_then(|s| s.argv()) {
+        if let Some(argv) = self.mem.copy().and_then(|s| s.argv()) {
             return argv.to_vec();
         }
         let mut out = Vec::new();

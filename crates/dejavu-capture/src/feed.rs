@@ -2,13 +2,13 @@
 //! it what the kernel reported — new tasks, execs, exits, signals, and each call with the
 //! memory it used (`Snapshot`) — and gets the same records, decoded by the same code, as
 //! a ptrace recording. The analysis cannot tell which backend ran, because there is only
-//! one decoder. Why it lives in this crate: docs/ebpf-backend.md.
+//! one decoder. Why it lives in this crate: docs/capture-core.md.
 
-use crate::kernel::Tid;
+use crate::arch;
+use crate::os::Tid;
+use crate::recording::{CallMemory, Capture, Outcome, RecordOptions, Task};
 use crate::snapshot::Snapshot;
 use crate::state::{resolve, FdTable};
-use crate::tracer::{Outcome, RecordOptions, Task, Tracer};
-use crate::{arch, RecordError};
 use dejavu_trace::*;
 use std::io::Write;
 use std::rc::Rc;
@@ -76,7 +76,7 @@ impl NewTask {
 
 /// A recording fed by another backend.
 pub struct Feed<W: Write> {
-    t: Tracer<W>,
+    t: Capture<W>,
     /// Calls of tasks never announced (their fork report was lost).
     pub unknown_tasks: u64,
 }
@@ -97,8 +97,7 @@ impl<W: Write> Feed<W> {
         opts: RecordOptions,
         stacks: crate::stacks::Stacks,
     ) -> Feed<W> {
-        let mut t = Tracer::new(w, t0, opts, false);
-        t.snap = Some(Snapshot::default());
+        let mut t = Capture::new(w, t0, opts, CallMemory::copied());
         t.set_stacks(stacks);
         t.stacks.agents().set_external();
         Feed {
@@ -114,9 +113,9 @@ impl<W: Write> Feed<W> {
     /// The program dejavu started, stopped before its exec: its descriptors are read now.
     pub fn launched(&mut self, pid: i32, cwd: &[u8]) {
         // Its descriptors from /proc, not from a call's snapshot.
-        let snap = self.t.snap.take();
+        let mem = std::mem::replace(&mut self.t.mem, CallMemory::live());
         self.t.launched(pid, Rc::from(cwd));
-        self.t.snap = snap;
+        self.t.mem = mem;
     }
 
     /// A running process dejavu attached to, with its threads.
@@ -127,9 +126,9 @@ impl<W: Write> Feed<W> {
 
     /// The descriptors `pid` has now, from /proc (it is stopped, or they predate us).
     fn learn_open_fds(&mut self, pid: Tid) {
-        let snap = self.t.snap.take();
+        let mem = std::mem::replace(&mut self.t.mem, CallMemory::live());
         self.t.learn_open_fds(pid);
-        self.t.snap = snap;
+        self.t.mem = mem;
     }
 
     /// A copy of the top of `tid`'s stack that the kernel half sent just before `tid`'s
@@ -151,7 +150,7 @@ impl<W: Write> Feed<W> {
 
     /// The copy of the memory of the next call: fill it, then call `call`.
     pub fn snapshot(&mut self) -> &mut Snapshot {
-        self.t.snap.get_or_insert_with(Snapshot::default)
+        self.t.mem.copy_mut()
     }
 
     /// The agents' channel descriptor in the program, if agents are loaded.
@@ -267,7 +266,7 @@ impl<W: Write> Feed<W> {
             // Its fork report was lost, or it raced our start: adopt it.
             self.unknown_tasks += 1;
             if !self.t.procs.contains_key(&c.pid) {
-                let cwd = crate::kernel::readlink(format!("/proc/{}/cwd", c.pid).as_bytes())
+                let cwd = crate::os::readlink(format!("/proc/{}/cwd", c.pid).as_bytes())
                     .unwrap_or_else(|_| b"/".to_vec());
                 self.t
                     .add_process(c.pid, Rc::from(cwd.as_slice()), FdTable::default());
@@ -336,7 +335,7 @@ impl<W: Write> Feed<W> {
         n
     }
 
-    /// At the tracer's tick: the pending records reach the file (see `Tracer::tick`).
+    /// At the tracer's tick: the pending records reach the file (see `Capture::tick`).
     pub fn tick(&mut self) {
         self.t.tick();
     }
@@ -372,7 +371,7 @@ impl<W: Write> Feed<W> {
     }
 
     /// Ends the recording: writes the end block.
-    pub fn finish(mut self, detached: bool) -> Result<(Outcome, W), RecordError> {
+    pub fn finish(mut self, detached: bool) -> (Outcome, W) {
         self.t.out.detached = detached;
         self.t.tasks.clear();
         self.t.finish()

@@ -89,7 +89,7 @@ impl Snapshot {
         self.fds.iter().find(|(f, _)| *f == fd).map(|&(_, f)| f)
     }
 
-    /// Like `kernel::read_mem`: the copied bytes at `addr`, as many as `buf` holds and
+    /// Like `os::read_mem`: the copied bytes at `addr`, as many as `buf` holds and
     /// the copy has; an address no copy covers is unmapped memory.
     pub fn read(&self, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
         if buf.is_empty() {
@@ -108,7 +108,7 @@ impl Snapshot {
         Err(efault())
     }
 
-    /// Like `kernel::read_mem_gather`: several ranges, in order, into one buffer.
+    /// Like `os::read_mem_gather`: several ranges, in order, into one buffer.
     pub fn read_gather(&self, ranges: &[(u64, usize)], buf: &mut Vec<u8>) -> io::Result<usize> {
         buf.clear();
         let mut chunk = Vec::new();
@@ -132,7 +132,7 @@ impl Snapshot {
         Ok(buf.len())
     }
 
-    /// Like `kernel::read_cstr`: the string copied at `addr`, at most `max` bytes;
+    /// Like `os::read_cstr`: the string copied at `addr`, at most `max` bytes;
     /// Ok(true) when it ended within them.
     pub fn cstr(&self, addr: u64, max: usize, out: &mut Vec<u8>) -> io::Result<bool> {
         out.clear();

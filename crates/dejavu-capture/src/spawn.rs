@@ -6,7 +6,7 @@
 //! inherits at a fixed descriptor number (the agents' channel), passed in by the tracer.
 
 use crate::error::RecordError;
-use crate::kernel::{self, Tid};
+use crate::os::{self, Tid};
 use std::ffi::{CString, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -140,17 +140,6 @@ pub fn fork_child(
     env: &[(OsString, OsString)],
     inherit: Option<Inherit>,
 ) -> Result<Child, RecordError> {
-    // The agents' writes on their descriptor are let through before the traced set.
-    let with_prelude: Option<Vec<libc::sock_filter>> = match (&inherit, filter) {
-        (Some(i), Some(f)) => Some(crate::seccomp::allow_on_fd(
-            f,
-            crate::arch::AUDIT_ARCH,
-            i.at as u32,
-            &i.untraced,
-        )),
-        _ => None,
-    };
-    let filter = with_prelude.as_deref().or(filter);
     let pass = inherit.as_ref().map(|i| (i.fd.as_raw_fd(), i.at));
     // Built before fork: the child may only make raw syscalls.
     let envp_owned: Option<Vec<CString>> = (!env.is_empty()).then(|| {
@@ -319,7 +308,7 @@ unsafe fn child(
 /// exited instead.
 pub fn wait_stopped(child: &Child, program: &Path) -> Result<(), RecordError> {
     loop {
-        match kernel::wait_one(child.pid, libc::WUNTRACED | libc::__WALL) {
+        match os::wait_one(child.pid, libc::WUNTRACED | libc::__WALL) {
             Ok((_, st)) if libc::WIFSTOPPED(st) => return Ok(()),
             Ok(_) => {
                 return Err(match child.failure() {

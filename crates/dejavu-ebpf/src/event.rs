@@ -2,7 +2,7 @@
 //! keep the two in step). Parsing never trusts a length: a record that does not fit
 //! what it claims is reported as malformed, never read past its end.
 
-use dejavu_ptrace::snapshot::{FdFacts, Snapshot};
+use dejavu_capture::snapshot::{FdFacts, Snapshot};
 use dejavu_trace::FileStat;
 
 pub const EV_CALL: u32 = 1;

@@ -1,7 +1,7 @@
 //! dejavu's eBPF capture backend. A BPF program in the kernel (bpf/dejavu.bpf.c) follows
 //! the traced program's process tree, filters the traced syscalls, and copies at each
 //! call's exit what decoding needs; this crate loads it (aya), starts or attaches to the
-//! program, reads the ring buffer, and feeds the records to dejavu-ptrace's decoder, so
+//! program, reads the ring buffer, and feeds the records to dejavu-capture's decoder, so
 //! both backends write the same trace. docs/ebpf-backend.md has the design, the
 //! differences from ptrace, and the measurements.
 
@@ -10,7 +10,7 @@ pub mod event;
 #[cfg(dejavu_bpf)]
 mod recorder;
 
-pub use dejavu_ptrace::{Outcome, RecordError, RecordOptions, Target};
+pub use dejavu_capture::{Outcome, RecordError, RecordOptions, Target};
 use dejavu_trace::{Meta, TraceError, TraceWriter};
 use std::io::Write;
 

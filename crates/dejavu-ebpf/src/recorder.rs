@@ -5,10 +5,10 @@ use crate::{unavailable, Options};
 use aya::maps::{Array, HashMap, MapData, PerCpuArray, RingBuf};
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader};
-use dejavu_ptrace::feed::{Feed, NewTask, RawCall};
-use dejavu_ptrace::kernel;
-use dejavu_ptrace::stacks::{native::Deps, NativeStack};
-use dejavu_ptrace::{arch, signals, spawn, Outcome, RecordError, RecordOptions, Target};
+use dejavu_capture::feed::{Feed, NewTask, RawCall};
+use dejavu_capture::os as kernel;
+use dejavu_capture::stacks::{native::Deps, NativeStack};
+use dejavu_capture::{arch, signals, spawn, Outcome, RecordError, RecordOptions, Target};
 use dejavu_trace::{ExitStatus, Meta, StackId, TraceError, TraceWriter};
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd};
@@ -479,7 +479,7 @@ fn configure(
     let c = Config {
         payload_bytes: opts.payload_bytes.min(PAYLOAD_MAX),
         agent_fd: agent_fd.unwrap_or(-1),
-        stacks: if opts.stacks == dejavu_ptrace::StackMode::On {
+        stacks: if opts.stacks == dejavu_capture::StackMode::On {
             std::env::var("DEJAVU_EBPF_STACK_BYTES")
                 .ok()
                 .and_then(|v| v.parse().ok())
@@ -518,13 +518,13 @@ pub fn record<W: Write>(
     make_writer: impl FnOnce(&Meta) -> Result<TraceWriter<W>, TraceError>,
 ) -> Result<(Outcome, W), RecordError> {
     let payload = opts.payload_bytes.min(PAYLOAD_MAX);
-    let (t0, cwd, mut meta) = dejavu_ptrace::start("ebpf", payload);
+    let (t0, cwd, mut meta) = dejavu_capture::start("ebpf", payload);
     meta.notes
         .push("eBPF: calls recorded in the kernel; the program never stops".into());
     // Caught from the start (loading takes a while): a SIGTERM meanwhile is forwarded to
     // the program once it runs, not the death of dejavu.
     let _sig = signals::install(matches!(target, Target::Command(_)));
-    let mut l = load(eopts, opts.stacks == dejavu_ptrace::StackMode::On)?;
+    let mut l = load(eopts, opts.stacks == dejavu_capture::StackMode::On)?;
     let capped = opts.payload_bytes > PAYLOAD_MAX;
     let mut opts = opts.clone();
     opts.payload_bytes = payload;
@@ -532,7 +532,7 @@ pub fn record<W: Write>(
         Target::Command(argv) => {
             let (path, command) = spawn::command(&argv)?;
             meta.command = command;
-            let mut stacks = dejavu_ptrace::stacks::Stacks::new(opts.stacks);
+            let mut stacks = dejavu_capture::stacks::Stacks::new(opts.stacks);
             let (env, inherit) = stacks.program_env();
             configure(&mut l, &opts, inherit.as_ref().map(|i| i.at))?;
             let child = spawn::fork_child(&path, &argv, None, &env, inherit)?;
@@ -572,9 +572,9 @@ pub fn record<W: Write>(
                 if !std::path::Path::new(&format!("/proc/{p}")).exists() {
                     return Err(RecordError::NoSuchProcess(p));
                 }
-                if dejavu_ptrace::is_zombie(p) {
+                if dejavu_capture::is_zombie(p) {
                     return Err(RecordError::Unattachable(
-                        dejavu_ptrace::unattachable(p).unwrap_or_default(),
+                        dejavu_capture::unattachable(p).unwrap_or_default(),
                     ));
                 }
             }
@@ -590,7 +590,7 @@ pub fn record<W: Write>(
                                     "recording process {p} ({}) needs the permission to ptrace it, \
                                      which this user does not have (it runs as another user, or \
                                      runs a set-user-ID or otherwise privileged program)",
-                                    dejavu_ptrace::proc_cmdline(p).join(" ")
+                                    dejavu_capture::proc_cmdline(p).join(" ")
                                 ),
                                 advice: "Record your own processes, or run dejavu as root \
                                          (sudo). CAP_BPF and CAP_PERFMON let dejavu load its \
@@ -606,7 +606,7 @@ pub fn record<W: Write>(
             meta.attached = pids.iter().map(|&p| p as u32).collect();
             meta.command = pids
                 .first()
-                .map(|&p| dejavu_ptrace::proc_cmdline(p))
+                .map(|&p| dejavu_capture::proc_cmdline(p))
                 .unwrap_or_default();
             if let Some(&p) = pids.first() {
                 if let Ok(c) = kernel::readlink(format!("/proc/{p}/cwd").as_bytes()) {
@@ -624,7 +624,7 @@ pub fn record<W: Write>(
                 w,
                 t0,
                 opts.clone(),
-                dejavu_ptrace::stacks::Stacks::new(dejavu_ptrace::StackMode::Off),
+                dejavu_capture::stacks::Stacks::new(dejavu_capture::StackMode::Off),
             );
             if capped {
                 feed.warn_once("payload", payload_capped());
@@ -747,7 +747,7 @@ impl<W: Write> Reader<W> {
                             }
                             signals::Action::Stop => {
                                 self.drain();
-                                let left = dejavu_ptrace::process_names(&self.feed.processes());
+                                let left = dejavu_capture::process_names(&self.feed.processes());
                                 eprintln!(
                                     "dejavu: {}: stopped recording; {} running, unrecorded",
                                     if ended {
@@ -808,13 +808,13 @@ impl<W: Write> Reader<W> {
             if let (Some(t), false) = (self.root_ended_at, self.orphans_said) {
                 if t.elapsed() >= Duration::from_secs(1) && self.feed.tasks() > 0 {
                     self.orphans_said = true;
-                    let left = dejavu_ptrace::process_names(&self.feed.processes());
+                    let left = dejavu_capture::process_names(&self.feed.processes());
                     eprintln!(
                         "dejavu: the program exited ({}) and left running: {}. Recording goes \
                          on until they end; Ctrl-C (or SIGTERM) stops it and leaves them \
                          running, unrecorded",
                         self.root_status
-                            .map_or_else(String::new, |e| dejavu_ptrace::exit_text(&e)),
+                            .map_or_else(String::new, |e| dejavu_capture::exit_text(&e)),
                         left.join(", ")
                     );
                 }
@@ -979,7 +979,7 @@ impl<W: Write> Reader<W> {
         }
         // Detach the programs before the trace is closed.
         drop(self.l);
-        self.feed.finish(detached)
+        Ok(self.feed.finish(detached))
     }
 }
 

@@ -3,26 +3,15 @@
 //!
 //! Launched programs get a seccomp-bpf filter so only traced calls stop them (two stops
 //! per traced call, none for the rest); attached processes cannot get a filter and stop
-//! at every call, as with strace -p.
+//! at every call, as with strace -p. What this crate holds is what only ptrace needs: the
+//! waitpid loop, ptrace requests, the seccomp filter and CPU placement. Decoding calls,
+//! the process and descriptor state and stacks are dejavu-capture's, shared with the
+//! eBPF backend.
 
-pub mod arch;
-mod decode;
-mod error;
-pub mod feed;
 pub mod kernel;
 mod pin;
+pub mod regs;
 pub mod seccomp;
-pub mod signals;
-pub mod snapshot;
-pub mod spawn;
-pub mod stacks;
-pub mod state;
 mod tracer;
 
-pub use decode::proc_cmdline;
-pub use error::{denied_advice, RecordError};
-pub use stacks::StackMode;
-pub use tracer::{
-    exit_text, is_zombie, process_names, record, start, unattachable, Outcome, RecordOptions,
-    Target,
-};
+pub use tracer::record;

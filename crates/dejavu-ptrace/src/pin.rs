@@ -15,7 +15,7 @@
 //! thread that sets its own affinity is left alone from then on. (`/proc/self/status`
 //! would still show the pin while it lasts.)
 
-use crate::kernel::Tid;
+use dejavu_capture::os::Tid;
 use rustc_hash::FxHashMap;
 use std::io;
 

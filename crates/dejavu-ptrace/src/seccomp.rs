@@ -241,7 +241,10 @@ mod tests {
     #[test]
     fn traces_exactly_the_set_and_nothing_else() {
         let sets: Vec<Vec<u32>> = vec![
-            crate::arch::table().iter().map(|&(n, _)| n).collect(),
+            dejavu_capture::arch::table()
+                .iter()
+                .map(|&(n, _)| n)
+                .collect(),
             vec![0],
             vec![0, 1, 2, 5, 6, 9],
             vec![7],
@@ -273,7 +276,10 @@ mod tests {
     #[test]
     fn the_agent_prelude_lets_calls_on_its_descriptor_through_and_nothing_else() {
         const ARCH: u32 = 0xc000_003e;
-        let set: Vec<u32> = crate::arch::table().iter().map(|&(n, _)| n).collect();
+        let set: Vec<u32> = dejavu_capture::arch::table()
+            .iter()
+            .map(|&(n, _)| n)
+            .collect();
         let base = build_filter(ARCH, &set);
         let (write, writev, fstat) = (1u32, 20u32, 5u32);
         let prog = allow_on_fd(&base, ARCH, 1021, &[write, writev, fstat]);
@@ -316,9 +322,12 @@ mod tests {
 
     #[test]
     fn mmap_stops_the_program_only_for_a_file() {
-        let arch = crate::arch::AUDIT_ARCH;
-        let set: Vec<u32> = crate::arch::table().iter().map(|&(n, _)| n).collect();
-        let checks = crate::arch::seccomp_arg_checks();
+        let arch = dejavu_capture::arch::AUDIT_ARCH;
+        let set: Vec<u32> = dejavu_capture::arch::table()
+            .iter()
+            .map(|&(n, _)| n)
+            .collect();
+        let checks = dejavu_capture::arch::seccomp_arg_checks();
         let prog = build_filter_checked(arch, &set, &checks);
         let base = build_filter(arch, &set);
         let mmap = libc::SYS_mmap as u32;
@@ -374,8 +383,15 @@ mod tests {
 
     #[test]
     fn an_untraced_call_costs_a_handful_of_instructions() {
-        let set: Vec<u32> = crate::arch::table().iter().map(|&(n, _)| n).collect();
-        let prog = build_filter_checked(0xc000_003e, &set, &crate::arch::seccomp_arg_checks());
+        let set: Vec<u32> = dejavu_capture::arch::table()
+            .iter()
+            .map(|&(n, _)| n)
+            .collect();
+        let prog = build_filter_checked(
+            0xc000_003e,
+            &set,
+            &dejavu_capture::arch::seccomp_arg_checks(),
+        );
         // Depth of the search tree: log2(runs) + the 4-instruction prologue.
         let mut max_steps = 0;
         for nr in 0..500u32 {

@@ -1,7 +1,7 @@
 //! The traced system call set, independent of architecture.
 //!
 //! `Sys` names a system call by what it does, not by its number: the per-architecture
-//! number tables live in the capture backends (see `dejavu-ptrace`'s `arch` module).
+//! number tables live in the capture backends (see `dejavu-capture`'s `arch` module).
 //! The discriminants are part of the trace format: never renumber, only append.
 
 use std::fmt;

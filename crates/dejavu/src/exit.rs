@@ -1,6 +1,6 @@
 //! Exit codes and the one place errors become messages for the user (docs/cli.md).
 
-use dejavu_ptrace::RecordError;
+use dejavu_capture::RecordError;
 
 /// Success.
 pub const OK: i32 = 0;

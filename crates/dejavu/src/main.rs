@@ -31,7 +31,7 @@ extern "C" fn read_closed_std_fds() {
 static READ_CLOSED_STD_FDS: extern "C" fn() = read_closed_std_fds;
 
 fn main() {
-    dejavu_ptrace::spawn::set_closed_std_fds(
+    dejavu_capture::spawn::set_closed_std_fds(
         CLOSED_STD_FDS.load(std::sync::atomic::Ordering::Relaxed),
     );
     let args = cli::Cli::parse();

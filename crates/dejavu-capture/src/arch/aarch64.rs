@@ -100,37 +100,6 @@ pub const NR_VFORK: u64 = u64::MAX - 1;
 /// On aarch64 x0 carries both the first argument and the result: decode at entry.
 pub const ARGS_AT_EXIT: bool = false;
 
-/// Registers of a stopped task at a syscall stop (`ret` is x0).
-pub fn syscall_regs(tid: i32) -> std::io::Result<super::SyscallRegs> {
-    // SAFETY: zeroed POD; PTRACE_GETREGSET writes at most iov_len bytes.
-    let mut r: libc::user_regs_struct = unsafe { std::mem::zeroed() };
-    let mut iov = libc::iovec {
-        iov_base: &mut r as *mut _ as *mut libc::c_void,
-        iov_len: std::mem::size_of::<libc::user_regs_struct>(),
-    };
-    let rc = unsafe {
-        libc::ptrace(
-            libc::PTRACE_GETREGSET,
-            tid,
-            libc::NT_PRSTATUS as usize as *mut libc::c_void,
-            &mut iov as *mut _ as *mut libc::c_void,
-        )
-    };
-    if rc == -1 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(super::SyscallRegs {
-        nr: r.regs[8],
-        args: [
-            r.regs[0], r.regs[1], r.regs[2], r.regs[3], r.regs[4], r.regs[5],
-        ],
-        ret: r.regs[0] as i64,
-        ip: r.pc,
-        sp: r.sp,
-        fp: r.regs[29],
-    })
-}
-
 /// sched_getaffinity(2) (pinning is not used on aarch64: arguments are decoded at entry).
 pub const NR_SCHED_GETAFFINITY: u64 = libc::SYS_sched_getaffinity as u64;
 /// sched_setaffinity(2).

@@ -86,31 +86,6 @@ pub const NR_VFORK: u64 = libc::SYS_vfork as u64;
 /// whole call at its exit stop and skip PTRACE_GET_SYSCALL_INFO at the entry stop.
 pub const ARGS_AT_EXIT: bool = true;
 
-/// Registers of a stopped task at a syscall stop.
-pub fn syscall_regs(tid: i32) -> std::io::Result<super::SyscallRegs> {
-    // SAFETY: zeroed POD; PTRACE_GETREGS writes exactly one user_regs_struct.
-    let mut r: libc::user_regs_struct = unsafe { std::mem::zeroed() };
-    let rc = unsafe {
-        libc::ptrace(
-            libc::PTRACE_GETREGS,
-            tid,
-            std::ptr::null_mut::<libc::c_void>(),
-            &mut r as *mut _ as *mut libc::c_void,
-        )
-    };
-    if rc == -1 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(super::SyscallRegs {
-        nr: r.orig_rax,
-        args: [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9],
-        ret: r.rax as i64,
-        ip: r.rip,
-        sp: r.rsp,
-        fp: r.rbp,
-    })
-}
-
 /// sched_getaffinity(2): intercepted while a thread is pinned (see `pin.rs`).
 pub const NR_SCHED_GETAFFINITY: u64 = libc::SYS_sched_getaffinity as u64;
 /// sched_setaffinity(2): a thread that sets its own affinity is left alone.

@@ -9,7 +9,7 @@ mod protocol;
 
 pub use protocol::{AgentMark, CallRef, Counters};
 
-use crate::kernel::Tid;
+use crate::os::Tid;
 use dejavu_trace::{StackId, TraceWriter};
 use std::ffi::OsString;
 use std::io::Write;

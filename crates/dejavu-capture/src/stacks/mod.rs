@@ -8,7 +8,7 @@ pub mod native;
 pub use agent::CallRef;
 
 use crate::arch::SyscallRegs;
-use crate::kernel::Tid;
+use crate::os::Tid;
 use dejavu_trace::{StackId, TraceWriter};
 use std::ffi::OsString;
 use std::io::Write;

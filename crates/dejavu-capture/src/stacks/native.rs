@@ -20,7 +20,7 @@ mod layout;
 mod maps;
 
 use crate::arch::SyscallRegs;
-use crate::kernel::{self, Tid};
+use crate::os::{self, Tid};
 use dejavu_trace::{Frame, FrameKind, StackId, StrId, TraceWriter};
 use elf::{Bytes, ElfModule, FileKey, SourceFrame};
 use framehop::{FrameAddress, Unwinder};
@@ -152,7 +152,7 @@ impl StackCopy {
         if want <= self.have {
             return;
         }
-        let n = kernel::read_mem(
+        let n = os::read_mem(
             self.pid,
             self.base + self.have as u64,
             &mut self.buf[self.have..want],
@@ -987,7 +987,7 @@ mod tests {
     ) -> (Option<StackId>, Vec<u8>, u64) {
         let (ip, sp, fp) = registers_here!();
         let mut copy = vec![0u8; 16 * 1024];
-        let got = kernel::read_mem(me(), sp, &mut copy).unwrap_or(0);
+        let got = os::read_mem(me(), sp, &mut copy).unwrap_or(0);
         copy.truncate(got);
         let regs = SyscallRegs {
             ip,

@@ -6,7 +6,7 @@ use crate::budget::{self, Budget};
 use crate::cli::CheckArgs;
 use crate::counts::Counts;
 use anyhow::Context;
-use dejavu_ptrace::Target;
+use dejavu_capture::Target;
 use serde_json::json;
 
 /// Within budget.

@@ -1,7 +1,7 @@
 //! `dejavu record`: run or attach, write the trace, exit with the program's status.
 
 use crate::cli::{Backend, CaptureFlags, RecordArgs};
-use dejavu_ptrace::{Outcome, RecordOptions, Target};
+use dejavu_capture::{Outcome, RecordOptions, Target};
 use dejavu_trace::{ExitStatus, TraceWriter, WriterOptions};
 use std::path::Path;
 
@@ -61,8 +61,8 @@ pub fn capture(
         follow_cpu: !flags.no_pin,
         verbose,
         stacks: match flags.stacks {
-            crate::cli::StacksWhen::On => dejavu_ptrace::StackMode::On,
-            crate::cli::StacksWhen::Off => dejavu_ptrace::StackMode::Off,
+            crate::cli::StacksWhen::On => dejavu_capture::StackMode::On,
+            crate::cli::StacksWhen::Off => dejavu_capture::StackMode::Off,
         },
     };
     let make =
@@ -77,7 +77,7 @@ pub fn capture(
             Ok(()) => {
                 eprintln!("dejavu: recording with eBPF (--backend auto)");
                 match dejavu_ebpf::record(target.clone(), &opts, &eopts, make) {
-                    Err(dejavu_ptrace::RecordError::Unavailable { what, .. }) => {
+                    Err(dejavu_capture::RecordError::Unavailable { what, .. }) => {
                         eprintln!("dejavu: recording with ptrace instead: eBPF failed: {what}");
                         dejavu_ptrace::record(target, &opts, make)
                     }
@@ -86,7 +86,7 @@ pub fn capture(
             }
             Err(e) => {
                 let why = match &e {
-                    dejavu_ptrace::RecordError::Unavailable { what, .. } => what.clone(),
+                    dejavu_capture::RecordError::Unavailable { what, .. } => what.clone(),
                     e => e.to_string(),
                 };
                 eprintln!("dejavu: recording with ptrace (--backend auto; eBPF: {why})");
@@ -96,7 +96,7 @@ pub fn capture(
     };
     let (outcome, _file) = result.map_err(|e| match e {
         // Only trace-writing errors need the path; the others say all there is.
-        dejavu_ptrace::RecordError::Trace(_) => {
+        dejavu_capture::RecordError::Trace(_) => {
             anyhow::Error::from(e).context(format!("recording to {}", path.display()))
         }
         e => anyhow::Error::from(e),

@@ -5,7 +5,7 @@
 use super::{record, report};
 use crate::cli::{FailOn, ReportTo, RunArgs};
 use anyhow::Context;
-use dejavu_ptrace::Target;
+use dejavu_capture::Target;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::PathBuf;

@@ -62,7 +62,7 @@ impl Shared {
             }
             if !self.external.load(Ordering::Relaxed) {
                 // Read now, so written before now: the marks' time.
-                st.feed(&buf[..n as usize], crate::kernel::now_ns());
+                st.feed(&buf[..n as usize], crate::os::now_ns());
                 if st.has_marks() {
                     self.marks.store(true, Ordering::Relaxed);
                 }
@@ -476,7 +476,7 @@ mod tests {
         assert_eq!(n as usize, msg.len());
         assert_eq!(ch.state().counters.agents, 1);
         // Its hello is a mark, timed when it was read.
-        let before = crate::kernel::now_ns();
+        let before = crate::os::now_ns();
         let marks = ch.take_marks(false);
         assert_eq!(marks.len(), 1);
         assert_eq!(marks[0].kind, dejavu_trace::MarkKind::AgentReady);
