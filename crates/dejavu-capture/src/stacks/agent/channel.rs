@@ -190,7 +190,9 @@ impl Channel {
             .name("dejavu-agents".into())
             .spawn(move || {
                 while !bg.stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(DRAIN_EVERY);
+                    // Parked, not asleep: the end of the recording unparks it, so dejavu
+                    // does not wait out the rest of a period before it can exit.
+                    std::thread::park_timeout(DRAIN_EVERY);
                     drop(bg.drained());
                 }
             })?;
@@ -282,6 +284,7 @@ impl Drop for Channel {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
         if let Some(r) = self.reader.take() {
+            r.thread().unpark();
             let _ = r.join();
         }
         // The directory goes with `dir`: every program that loaded an agent has exited
