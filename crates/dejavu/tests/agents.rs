@@ -866,7 +866,11 @@ fn assert_repeats(lang: Lang, script: &str, phases: (usize, usize), price: usize
     let phase = calls_by_marked_line(&calls, "phase", script, STATS);
     let (f, e) = (phase.get("F").copied(), phase.get("E").copied());
     assert_eq!(phase.len(), 2, "{phase:?}");
-    assert_eq!(f.unwrap_or(0) + e.unwrap_or(0), phases.0 + phases.1, "{phase:?}");
+    assert_eq!(
+        f.unwrap_or(0) + e.unwrap_or(0),
+        phases.0 + phases.1,
+        "{phase:?}"
+    );
     assert!(
         (phases.0..=phases.0 + price).contains(&f.unwrap_or(0)),
         "at most {price} of E's calls given to F: {phase:?}"

@@ -50,9 +50,27 @@ struct Shared {
 impl Shared {
     /// Locks the state after reading everything the pipe holds into it. The lock is held
     /// while reading, so whoever holds it next sees every message written before.
+    ///
+    /// When the reports arrive another way (`external`), the pipe holds nothing the state
+    /// needs: it is only locked (the background thread keeps the pipe drained, with
+    /// `drain_pipe`). Reading it at every call cost the eBPF reader a system call and the
+    /// zeroing of a 16 KiB buffer per recorded call.
     fn drained(&self) -> MutexGuard<'_, State> {
+        if self.external.load(Ordering::Relaxed) {
+            return self.state.lock().unwrap_or_else(|e| e.into_inner());
+        }
+        self.drain_pipe()
+    }
+
+    /// Locks the state after reading everything the pipe holds (applied to the state, or
+    /// dropped when the reports arrive another way).
+    fn drain_pipe(&self) -> MutexGuard<'_, State> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let mut buf = [0u8; 16 << 10];
+        // The state's buffer, allocated once (not a zeroed array on the stack per read).
+        let mut buf = std::mem::take(&mut st.read_buf);
+        if buf.len() != 16 << 10 {
+            buf = vec![0u8; 16 << 10];
+        }
         loop {
             // SAFETY: reading into a local buffer from our own non-blocking pipe.
             let n =
@@ -71,6 +89,7 @@ impl Shared {
                 break;
             }
         }
+        st.read_buf = buf;
         st
     }
 }
@@ -193,7 +212,7 @@ impl Channel {
                     // Parked, not asleep: the end of the recording unparks it, so dejavu
                     // does not wait out the rest of a period before it can exit.
                     std::thread::park_timeout(DRAIN_EVERY);
-                    drop(bg.drained());
+                    drop(bg.drain_pipe());
                 }
             })?;
         Ok(Setup {

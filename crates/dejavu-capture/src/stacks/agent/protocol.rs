@@ -191,6 +191,8 @@ struct Sticky {
 pub struct State {
     /// Bytes of a message whose end has not been read yet.
     partial: Vec<u8>,
+    /// The channel's buffer for reads of the pipe (kept here, under the same lock).
+    pub(crate) read_buf: Vec<u8>,
     sites: FxHashMap<SiteKey, Site>,
     threads: FxHashMap<u32, Thread>,
     pending: FxHashMap<u32, Vec<Pending>>,
