@@ -20,9 +20,9 @@ pub struct Cx<'a> {
     pub strings: &'a Strings,
     /// The analysis settings.
     pub config: &'a Config,
-    stats: &'a dyn Fn(StatId) -> FileStat,
-    marks: &'a RefCell<Marks>,
-    stacks: &'a dyn Fn(StackId) -> Vec<Frame>,
+    pub(crate) stats: &'a dyn Fn(StatId) -> FileStat,
+    pub(crate) marks: &'a RefCell<Marks>,
+    pub(crate) stacks: &'a dyn Fn(StackId) -> Vec<Frame>,
     pub(crate) programs: &'a RefCell<Programs>,
     pub(crate) site_memo: &'a RefCell<SiteMemo>,
 }

@@ -14,6 +14,7 @@ pub mod program;
 mod sequence;
 #[doc(hidden)]
 pub mod testkit;
+pub mod whatif;
 
 pub use config::Config;
 pub use engine::{analyze, Analysis, Cx};

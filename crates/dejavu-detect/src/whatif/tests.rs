@@ -1,0 +1,289 @@
+//! Unit tests of the what-if evaluator on synthetic traces: each policy's counts, stale
+//! answers with their causes, invalidation points and verdicts.
+
+use super::policy::{parse, Flags};
+use super::{evaluate, own_fix, Outcome, Verdict};
+use crate::testkit::{dir, file, TraceBuilder};
+use dejavu_trace::{FrameKind, TraceReader};
+
+fn run(b: TraceBuilder, f: Flags) -> Vec<Outcome> {
+    let policies = parse(&f).expect("policy");
+    let bytes = b.finish();
+    let mut r = TraceReader::new(&bytes[..]).expect("reader");
+    evaluate(&mut r, &policies, |_| {})
+        .expect("evaluation")
+        .outcomes
+}
+
+fn cache(spec: &str) -> Flags {
+    Flags {
+        cache: vec![spec.into()],
+        ..Flags::default()
+    }
+}
+
+#[test]
+fn a_stat_cache_removes_repeats_and_is_safe_when_nothing_changes() {
+    let mut b = TraceBuilder::new();
+    for _ in 0..5 {
+        b.stat("/srv/app/config.json", Ok(file(7, 100, 1)));
+    }
+    b.stat("/etc/other", Ok(file(8, 1, 1)));
+    b.stat("/etc/other", Ok(file(8, 1, 1)));
+    let o = &run(b, cache("stat:/srv/app/**"))[0];
+    assert_eq!((o.calls_before, o.calls_after, o.removed_calls), (5, 1, 4));
+    assert_eq!(
+        o.removed_ns,
+        4 * 500,
+        "the removed calls' recorded durations"
+    );
+    assert_eq!(o.stale_answers, 0);
+    assert_eq!(o.verdict, Verdict::Safe);
+    // Per syscall: every newfstatat of the trace (7) before, 3 after.
+    assert_eq!(o.by_syscall[0].name, "newfstatat");
+    assert_eq!((o.by_syscall[0].before, o.by_syscall[0].after), (7, 3));
+}
+
+#[test]
+fn the_programs_own_write_is_an_invalidation_point_at_its_line() {
+    let mut b = TraceBuilder::new();
+    let reader = b.stack(&[(FrameKind::Python, "serve", "/app/serve.py", 10)]);
+    let writer = b.stack(&[(FrameKind::Python, "save", "/app/serve.py", 42)]);
+    b.stack = Some(reader);
+    b.stat("/app/data.json", Ok(file(7, 100, 1)));
+    b.stat("/app/data.json", Ok(file(7, 100, 1)));
+    b.stack = Some(writer);
+    b.open("/app/data.json", 0o1, 3, Some(file(7, 100, 1)));
+    b.write(3, "/app/data.json", "more", false);
+    b.close(3, "/app/data.json");
+    b.stack = Some(reader);
+    b.stat("/app/data.json", Ok(file(7, 104, 2)));
+    b.stat("/app/data.json", Ok(file(7, 104, 2)));
+    let o = &run(b, cache("stat:/app/**"))[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (2, 0));
+    assert_eq!(
+        o.verdict,
+        Verdict::SafeWithInvalidation,
+        "{}",
+        o.verdict_text
+    );
+    assert_eq!(o.invalidation_points.len(), 1);
+    assert_eq!(
+        o.invalidation_points[0].at,
+        "write at save@/app/serve.py:42"
+    );
+    // Never invalidating: the stat after the write is served the old answer, and the cause
+    // is the program's own write.
+    let mut b = TraceBuilder::new();
+    b.stat("/app/data.json", Ok(file(7, 100, 1)));
+    b.open("/app/data.json", 0o1, 3, Some(file(7, 100, 1)));
+    b.write(3, "/app/data.json", "more", false);
+    b.stat("/app/data.json", Ok(file(7, 104, 2)));
+    let f = Flags {
+        invalidate: Some("never".into()),
+        ..cache("stat")
+    };
+    let o = &run(b, f)[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (1, 1));
+    assert_eq!(o.verdict, Verdict::Unsafe);
+    assert_eq!(o.stale_examples[0].cause.kind, "own_change");
+}
+
+#[test]
+fn a_change_by_another_process_makes_an_on_write_cache_unsafe_and_is_named() {
+    let mut b = TraceBuilder::new();
+    b.stat("/app/data.json", Ok(file(7, 100, 1)));
+    b.fork(200);
+    b.pid = 200;
+    b.tid = 200;
+    b.exec("/usr/bin/rewriter", &["rewriter", "/app/data.json"]);
+    b.open("/app/data.json", 0o1 | 0o1000, 3, Some(file(7, 0, 1)));
+    b.write(3, "/app/data.json", "new content", false);
+    b.pid = 100;
+    b.tid = 100;
+    b.stat("/app/data.json", Ok(file(7, 11, 5)));
+    b.stat("/app/data.json", Ok(file(7, 11, 5)));
+    let o = &run(b, cache("stat:/app/**"))[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (2, 2));
+    assert_eq!(o.verdict, Verdict::Unsafe);
+    let c = &o.stale_examples[0].cause;
+    assert_eq!(
+        (c.kind, c.pid, c.call),
+        ("other_process", Some(200), Some("write"))
+    );
+    assert_eq!(c.command.as_deref(), Some("rewriter /app/data.json"));
+    assert!(o.verdict_text.contains("pid 200"), "{}", o.verdict_text);
+}
+
+#[test]
+fn an_answer_that_changed_with_no_traced_change_says_the_recording_cannot_rule_out_more() {
+    let mut b = TraceBuilder::new();
+    b.stat("/x", Ok(file(7, 100, 1)));
+    b.stat("/x", Ok(file(7, 250, 9)));
+    let o = &run(b, cache("stat"))[0];
+    assert_eq!(o.stale_answers, 1);
+    assert_eq!(o.stale_examples[0].cause.kind, "untraced");
+    assert!(o.stale_examples[0].cause.text.contains("cannot rule out"));
+}
+
+#[test]
+fn a_ttl_bounds_how_long_a_stale_answer_is_served() {
+    let build = || {
+        let mut b = TraceBuilder::new();
+        b.stat("/x", Ok(file(7, 100, 1))); // t=0: filled
+        b.stat("/x", Ok(file(7, 200, 2))); // changed outside: stale within the TTL
+        b.stat("/x", Ok(file(7, 200, 2))); // stale
+        b.wait(1_000_000_000);
+        b.stat("/x", Ok(file(7, 200, 2))); // expired: asked again
+        b.stat("/x", Ok(file(7, 200, 2))); // fresh hit
+        b
+    };
+    let f = Flags {
+        ttl: Some(500_000_000),
+        ..cache("stat")
+    };
+    let o = &run(build(), f)[0];
+    assert_eq!(
+        (o.calls_before, o.removed_calls, o.stale_answers),
+        (5, 3, 2)
+    );
+    let o = &run(build(), cache("stat"))[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (4, 4), "without a TTL");
+}
+
+#[test]
+fn a_negative_cache_is_invalidated_by_a_create_in_the_directory_by_the_process() {
+    let mut b = TraceBuilder::new();
+    b.stat("/d/opt.json", Err(2));
+    b.stat("/d/opt.json", Err(2));
+    b.open("/d/opt.json", 0o101, 3, Some(file(9, 0, 1))); // O_CREAT by the program
+    b.stat("/d/opt.json", Ok(file(9, 0, 1)));
+    b.stat("/d/opt.json", Err(2)); // a positive answer is not cached
+    let f = Flags {
+        negative_cache: vec!["/d/**".into()],
+        ..Flags::default()
+    };
+    let o = &run(b, f)[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (1, 0));
+    assert_eq!(
+        o.verdict,
+        Verdict::SafeWithInvalidation,
+        "{}",
+        o.verdict_text
+    );
+}
+
+#[test]
+fn keep_open_removes_reopens_and_closes_and_counts_the_bytes_at_risk() {
+    let mut b = TraceBuilder::new();
+    for _ in 0..4 {
+        b.open("/data/t.tdb", 0o101, 3, Some(file(5, 0, 1)));
+        b.call(dejavu_trace::Sys::Pwrite64, |c, b| {
+            c.fd = Some(3);
+            c.path = Some(b.s("/data/t.tdb"));
+            c.ev = dejavu_trace::ev::PATH_FROM_FD;
+            c.count = 8;
+            c.ret = 8;
+            c.offset = Some(0);
+        });
+        b.close(3, "/data/t.tdb");
+    }
+    let f = Flags {
+        keep_open: vec!["/data/**/*.tdb".into(), "/other/*.tdb".into()],
+        ..Flags::default()
+    };
+    let out = run(b, f);
+    let o = &out[0];
+    // 4 opens + 4 closes; 3 opens and 3 closes go.
+    assert_eq!((o.calls_before, o.removed_calls), (8, 6));
+    let k = o.keep_open.as_ref().expect("keep-open risk");
+    assert_eq!((k.bytes_at_risk, k.records_at_risk), (32, 4));
+    assert_eq!(o.verdict, Verdict::Safe, "{}", o.verdict_text);
+    assert_eq!(out[1].calls_before, 0, "another glob covers nothing here");
+}
+
+#[test]
+fn ensure_dir_once_reports_the_moment_another_process_removed_the_directory() {
+    let mut b = TraceBuilder::new();
+    b.access("/h/chats", 0, 0);
+    b.mkdir("/h/chats", -17);
+    b.access("/h/chats", 0, 0);
+    b.mkdir("/h/chats", -17);
+    b.stat("/h/chats", Ok(dir(3)));
+    b.fork(300);
+    b.pid = 300;
+    b.tid = 300;
+    b.exec("/bin/rm", &["rm", "-r", "/h/chats"]);
+    b.call(dejavu_trace::Sys::Rmdir, |c, b| {
+        c.path = Some(b.s("/h/chats"))
+    });
+    b.pid = 100;
+    b.tid = 100;
+    b.access("/h/chats", 0, -2);
+    b.mkdir("/h/chats", 0);
+    let f = Flags {
+        ensure_dir_once: vec!["**/chats".into()],
+        ..Flags::default()
+    };
+    let o = &run(b, f)[0];
+    // access + mkdir + stat after the first mkdir, then access + mkdir again.
+    assert_eq!(o.removed_calls, 5);
+    assert_eq!(
+        o.stale_answers, 1,
+        "mkdir created the directory the flag said exists"
+    );
+    assert_eq!(o.moments.len(), 1);
+    assert_eq!((o.moments[0].pid, o.moments[0].call), (300, "rmdir"));
+    assert_eq!(o.verdict, Verdict::Unsafe);
+}
+
+#[test]
+fn log_once_removes_repeated_lines_per_output() {
+    let mut b = TraceBuilder::new();
+    for i in 0..5 {
+        b.write(
+            2,
+            "/dev/pts/0",
+            &format!("warning: slow request {i}\n"),
+            true,
+        );
+    }
+    b.write(2, "/dev/pts/0", "done\n", true);
+    let f = Flags {
+        log_once: true,
+        ..Flags::default()
+    };
+    let o = &run(b, f)[0];
+    assert_eq!((o.calls_before, o.removed_calls), (6, 4));
+}
+
+#[test]
+fn a_findings_own_fix_saves_what_the_finding_says() {
+    let build = || {
+        let mut b = TraceBuilder::new();
+        for _ in 0..6 {
+            b.stat("/etc/app.conf", Ok(file(7, 100, 1)));
+            b.stat("/etc/missing.conf", Err(2));
+        }
+        b
+    };
+    let a = build().analyze_with(&crate::Config {
+        min_calls: 1,
+        ..crate::Config::default()
+    });
+    let bytes = build().finish();
+    let mut checked = 0;
+    for f in a.rows() {
+        let Some(p) = own_fix(f) else { continue };
+        let mut r = TraceReader::new(&bytes[..]).expect("reader");
+        let o = &evaluate(&mut r, &[p], |_| {}).expect("eval").outcomes[0];
+        assert_eq!(
+            o.removed_calls - o.stale_answers,
+            f.redundant_calls,
+            "{}",
+            f.detector
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 2);
+}

@@ -1,0 +1,304 @@
+//! `dejavu whatif`: replay a trace under a fix before writing it. With policies given as
+//! flags, replays them; with none, replays each finding's own fix (the finding's number
+//! and what it says it saves beside the replay's count). Terminal text or one JSON object
+//! (docs/whatif.md).
+
+use super::report::{analyse, usage_error, warn};
+use crate::cli::{parse_duration, WhatifArgs};
+use anyhow::Context;
+use dejavu_detect::whatif::{evaluate, own_fix, policy, Evaluation, Flags, Outcome, Policy};
+use dejavu_detect::whatif::{FindingRef, MODELLED};
+use dejavu_detect::Config;
+use dejavu_report::text::fmt_duration;
+use dejavu_report::Progress;
+use dejavu_trace::TraceReader;
+use serde::Serialize;
+use std::io::{self, Write};
+
+/// A finding whose fix no policy models yet: listed, not replayed.
+#[derive(Debug, Serialize)]
+struct NotReplayed {
+    number: usize,
+    detector: &'static str,
+    key: String,
+    redundant_calls: u64,
+    why: String,
+}
+
+/// The JSON object `--json` prints.
+#[derive(Debug, Serialize)]
+struct Json<'a> {
+    version: u32,
+    trace: String,
+    syscalls: u64,
+    syscall_ns: u64,
+    lost_events: u64,
+    outcomes: &'a [Outcome],
+    not_replayed: &'a [NotReplayed],
+}
+
+/// Runs the command; bad policy strings are usage errors (2) that show the syntax.
+pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
+    let ttl = a.ttl.as_deref().map(|t| {
+        parse_duration(t)
+            .unwrap_or_else(|e| usage_error("whatif", &format!("--ttl: {e}\n\n{}", policy::SYNTAX)))
+    });
+    let flags = Flags {
+        cache: a.cache.clone(),
+        negative_cache: a.negative_cache.clone(),
+        invalidate: a.invalidate.clone(),
+        ttl,
+        keep_open: a.keep_open.clone(),
+        flush: a.flush.clone(),
+        ensure_dir_once: a.ensure_dir_once.clone(),
+        log_once: a.log_once,
+    };
+    let given = policy::parse(&flags).unwrap_or_else(|e| usage_error("whatif", &e.to_string()));
+    if a.finding.is_some() && !given.is_empty() {
+        usage_error(
+            "whatif",
+            "--finding replays that finding's own fix: give either --finding N or policies \
+             (--cache, --negative-cache, --keep-open, --ensure-dir-once, --log-once)",
+        );
+    }
+    let mut refs: Vec<Option<FindingRef>> = vec![None; given.len()];
+    let mut policies: Vec<Policy> = given;
+    let mut skipped = Vec::new();
+    if policies.is_empty() {
+        let analysis = analyse(&a.trace, &Config::default())?;
+        warn(&a.trace, &analysis);
+        let rows = analysis.rows();
+        if let Some(n) = a.finding {
+            if n == 0 || n > rows.len() {
+                usage_error(
+                    "whatif",
+                    &format!(
+                        "--finding {n}: the trace has {} finding{} (numbered from 1, as `dejavu report --all` lists them)",
+                        rows.len(),
+                        if rows.len() == 1 { "" } else { "s" }
+                    ),
+                );
+            }
+        }
+        for (i, f) in rows.iter().enumerate() {
+            let number = i + 1;
+            if a.finding.is_some_and(|n| n != number) {
+                continue;
+            }
+            let fref = FindingRef {
+                number,
+                detector: f.detector,
+                key: f.key.clone(),
+                redundant_calls: f.redundant_calls,
+            };
+            match own_fix(f) {
+                Some(p) => {
+                    policies.push(p);
+                    refs.push(Some(fref));
+                }
+                None => skipped.push(NotReplayed {
+                    number,
+                    detector: f.detector,
+                    key: f.key.clone(),
+                    redundant_calls: f.redundant_calls,
+                    why: format!(
+                        "no policy models {}'s fix yet (modelled: {})",
+                        f.detector,
+                        MODELLED.join(", ")
+                    ),
+                }),
+            }
+        }
+    }
+    let eval = replay(&a.trace, &policies)?;
+    let mut outcomes = eval.outcomes.clone();
+    for (o, r) in outcomes.iter_mut().zip(refs) {
+        o.finding = r;
+    }
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if a.json {
+        let j = Json {
+            version: 1,
+            trace: a.trace.display().to_string(),
+            syscalls: eval.syscalls,
+            syscall_ns: eval.syscall_ns,
+            lost_events: eval.lost_events,
+            outcomes: &outcomes,
+            not_replayed: &skipped,
+        };
+        serde_json::to_writer_pretty(&mut out, &j)?;
+        writeln!(out)?;
+    } else {
+        text(&a, &eval, &outcomes, &skipped, &mut out)?;
+    }
+    out.flush()?;
+    Ok(crate::exit::OK)
+}
+
+/// The evaluation pass, with a progress bar on stderr when it takes a while.
+fn replay(path: &std::path::Path, policies: &[Policy]) -> anyhow::Result<Evaluation> {
+    let mut reader =
+        TraceReader::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let total = std::fs::metadata(path).map_or(0, |m| m.len());
+    let mut bar = Progress::new("replaying", total);
+    let eval = evaluate(&mut reader, policies, |n| bar.update(n))
+        .with_context(|| format!("reading {}", path.display()))?;
+    bar.finish();
+    Ok(eval)
+}
+
+fn count(n: u64) -> String {
+    dejavu_detect::group::count(n)
+}
+
+fn text(
+    a: &WhatifArgs,
+    eval: &Evaluation,
+    outcomes: &[Outcome],
+    skipped: &[NotReplayed],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "whatif {}: {} polic{} replayed over {} syscalls ({} traced)",
+        a.trace.display(),
+        outcomes.len(),
+        if outcomes.len() == 1 { "y" } else { "ies" },
+        count(eval.syscalls),
+        fmt_duration(eval.syscall_ns)
+    )?;
+    if eval.lost_events > 0 {
+        writeln!(
+            out,
+            "the recorder lost {} events: every count below is a lower bound",
+            count(eval.lost_events)
+        )?;
+    }
+    if outcomes.is_empty() && skipped.is_empty() {
+        writeln!(
+            out,
+            "\nno findings: nothing to replay (give a policy, e.g. --cache stat)"
+        )?;
+    }
+    for (i, o) in outcomes.iter().enumerate() {
+        writeln!(out)?;
+        write!(out, "{}. {}", i + 1, o.policy)?;
+        if let Some(f) = &o.finding {
+            write!(
+                out,
+                "   [finding {}: {}, which says {} calls]",
+                f.number,
+                f.detector,
+                count(f.redundant_calls)
+            )?;
+        }
+        writeln!(out)?;
+        writeln!(
+            out,
+            "   calls: {} -> {} ({} removed; they took {} in this recording)",
+            count(o.calls_before),
+            count(o.calls_after),
+            count(o.removed_calls),
+            fmt_duration(o.removed_ns)
+        )?;
+        let rows = |title: &str, rows: &[dejavu_detect::whatif::Row], out: &mut dyn Write| {
+            let shown: Vec<String> = rows
+                .iter()
+                .take(5)
+                .map(|r| format!("{} {} -> {}", r.name, count(r.before), count(r.after)))
+                .collect();
+            if shown.is_empty() {
+                return Ok(());
+            }
+            writeln!(out, "   {title}: {}", shown.join(", "))
+        };
+        rows("per syscall", &o.by_syscall, out)?;
+        rows("per program", &o.by_program, out)?;
+        rows("per call site", &o.by_callsite, out)?;
+        writeln!(out, "   stale answers: {}", count(o.stale_answers))?;
+        for s in &o.stale_examples {
+            writeln!(
+                out,
+                "     at {} pid {}: {} {} from {}: served {}, the call returned {}; {}",
+                fmt_duration(s.ts),
+                s.pid,
+                s.call,
+                s.path,
+                s.site,
+                s.served,
+                s.actual,
+                s.cause.text
+            )?;
+        }
+        if !o.invalidation_points.is_empty() {
+            writeln!(out, "   invalidation points:")?;
+            for p in &o.invalidation_points {
+                writeln!(out, "     {} ({}x)", p.at, count(p.times))?;
+            }
+        }
+        if let Some(k) = &o.keep_open {
+            if k.bytes_at_risk > 0 {
+                writeln!(
+                    out,
+                    "   at risk: {} bytes in {} writes buffered before the final flush{}",
+                    count(k.bytes_at_risk),
+                    count(k.records_at_risk),
+                    match (&k.worst_path, k.worst_ts) {
+                        (Some(p), Some(ts)) => format!(" (at {}, {p})", fmt_duration(ts)),
+                        _ => String::new(),
+                    }
+                )?;
+            } else {
+                writeln!(out, "   at risk: nothing (writes go through at once)")?;
+            }
+            for w in &k.writers {
+                writeln!(
+                    out,
+                    "     writer of {}: pid {} tid {} ({}): {} writes, {} bytes{}",
+                    w.path,
+                    w.pid,
+                    w.tid,
+                    w.command,
+                    count(w.writes),
+                    count(w.bytes),
+                    if w.holder { "" } else { " (another process)" }
+                )?;
+            }
+            for pid in &k.killed {
+                writeln!(
+                    out,
+                    "     pid {pid} was killed by a signal: its buffer would have been lost"
+                )?;
+            }
+        }
+        if o.moments_total > 0 {
+            writeln!(
+                out,
+                "   moments the policy was wrong: {}",
+                count(o.moments_total)
+            )?;
+            for m in &o.moments {
+                if m.ts > 0 {
+                    writeln!(out, "     at {}: {}", fmt_duration(m.ts), m.text)?;
+                } else {
+                    writeln!(out, "     {}", m.text)?;
+                }
+            }
+        }
+        writeln!(out, "   verdict: {}", o.verdict_text)?;
+    }
+    if !skipped.is_empty() {
+        writeln!(out, "\nnot replayed:")?;
+        for s in skipped {
+            writeln!(
+                out,
+                "  finding {} ({}, {} calls): {}",
+                s.number,
+                s.detector,
+                count(s.redundant_calls),
+                s.why
+            )?;
+        }
+    }
+    Ok(())
+}
