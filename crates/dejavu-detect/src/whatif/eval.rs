@@ -586,13 +586,20 @@ fn step(
             if !crate::group::is_write(s.sys) || s.ret <= 0 {
                 return;
             }
-            let out = match c.v.fd {
-                Some(f) => {
-                    matches!(s.fd, Some(1) | Some(2))
-                        || matches!(f.kind, FdKind::Tty)
-                        || (f.kind == FdKind::File && f.append)
+            // With globs, the outputs they name (a finding's log file); without, the
+            // standard streams, terminals and append-mode files: where log lines go.
+            let out = if p.scope.globs.is_empty() {
+                match c.v.fd {
+                    Some(f) => {
+                        matches!(s.fd, Some(1) | Some(2))
+                            || matches!(f.kind, FdKind::Tty)
+                            || (f.kind == FdKind::File && f.append)
+                    }
+                    None => matches!(s.fd, Some(1) | Some(2)),
                 }
-                None => matches!(s.fd, Some(1) | Some(2)),
+            } else {
+                c.v.path
+                    .is_some_and(|k| p.scope.matches(c.cx.replay.paths.bytes(k)))
             };
             if !out {
                 return;
@@ -721,7 +728,9 @@ fn keep_open(
                 c.cx.replay.paths.bytes(path),
                 s.stat.map(|i| c.cx.stat(i)).as_ref(),
             );
-            if kind != FdKind::File {
+            // Files, directories (kept for openat) and devices such as /dev/urandom; a
+            // terminal, /dev/null, pipes and sockets are not reopened per use.
+            if !matches!(kind, FdKind::File | FdKind::Dir | FdKind::Other) {
                 return;
             }
             match k.held.get_mut(&(image, path)) {
@@ -775,10 +784,10 @@ fn keep_open(
             }
         }
         Sys::Close => {
-            let (Some(fd), Some(path)) = (c.v.fd, c.v.path) else {
+            let (Some(_), Some(path)) = (c.v.fd, c.v.path) else {
                 return;
             };
-            if fd.kind != FdKind::File || !k.held.contains_key(&(image, path)) {
+            if !k.held.contains_key(&(image, path)) {
                 return;
             }
             t.governed(c);

@@ -206,13 +206,15 @@ pub struct Outcome {
     pub verdict_text: String,
 }
 
-/// The detectors whose fix a policy models.
-pub const MODELLED: [&str; 5] = [
+/// The detectors whose fix a policy models, so that the replay saves what the finding
+/// says. repeated-output is not one of them: it counts masked lines (several per write, a
+/// line cut across writes joined), and `--log-once` counts write calls by their recorded
+/// fingerprint; they differ by a line or more, so its findings are listed as not replayed.
+pub const MODELLED: [&str; 4] = [
     "repeated-lookup",
     "negative-probe",
     "ensure-dir",
     "open-close-churn",
-    "repeated-output",
 ];
 
 /// A path or pattern from a finding as a glob: the finding's `*` stays a wildcard of one
@@ -232,6 +234,19 @@ fn glob_of(path: &str) -> String {
     out
 }
 
+/// The globs that cover a path as a finding shows it: the path, its `*` pattern, or for a
+/// walk of a tree (`X and 12 more under /usr/lib`) the tree.
+fn globs_of(shown: &str) -> Vec<String> {
+    if let Some((_, rest)) = shown.split_once(" and ") {
+        if let Some((n, top)) = rest.split_once(" more under ") {
+            if n.bytes().all(|b| b.is_ascii_digit()) {
+                return vec![glob_of(top), format!("{}/**", glob_of(top))];
+            }
+        }
+    }
+    vec![glob_of(shown)]
+}
+
 /// The policy a finding proposes (its own fix), for the detectors in [`MODELLED`]: the
 /// fix applied to the finding's program and paths.
 pub fn own_fix(f: &Finding) -> Option<Policy> {
@@ -249,14 +264,9 @@ pub fn own_fix(f: &Finding) -> Option<Policy> {
         "open-close-churn" => Kind::KeepOpen {
             flush: Flush::OnExit,
         },
-        "repeated-output" => Kind::LogOnce,
         _ => return None,
     };
-    let globs: Vec<String> = if kind == Kind::LogOnce {
-        Vec::new()
-    } else {
-        f.paths.iter().map(|p| glob_of(p)).collect()
-    };
+    let globs: Vec<String> = f.paths.iter().flat_map(|p| globs_of(p)).collect();
     let mut scope = Scope::paths(kind.flag(), &globs).ok()?;
     scope.programs = vec![f.program.clone()];
     Some(Policy { kind, scope })

@@ -301,7 +301,9 @@ impl Policy {
                 "--ensure-dir-once {}",
                 quoted(if globs.is_empty() { "/**" } else { &globs })
             ),
-            Kind::LogOnce => "--log-once".to_string(),
+            Kind::LogOnce if globs.is_empty() => "--log-once".to_string(),
+            // A finding's own fix: the outputs it names.
+            Kind::LogOnce => format!("--log-once (output {globs})"),
         };
         if !self.scope.programs.is_empty() {
             s += &format!(" (program {})", self.scope.programs.join(", "));
