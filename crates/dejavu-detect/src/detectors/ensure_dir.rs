@@ -221,8 +221,12 @@ impl EnsureDir {
             .or(cur.check)
             .filter(|c| is_ancestor(cx, path, c.path));
         // mkdir -p's verification of the entry a redundant mkdir ran into.
-        let after =
-            cur.after == Some(path) && matches!(q, Question::Stat { .. }) && cx.config.counts(s.ts);
+        // A stat that fails (the directory was removed meanwhile) verifies nothing: it is
+        // news, not a repeat.
+        let after = cur.after == Some(path)
+            && matches!(q, Question::Stat { .. })
+            && s.ret >= 0
+            && cx.config.counts(s.ts);
         self.set(
             s.tid,
             Thread {
@@ -466,6 +470,31 @@ mod tests {
         let f = b.findings("ensure-dir");
         assert_eq!(f.len(), 1);
         assert_eq!((f[0].calls, f[0].redundant_calls), (20, 18));
+    }
+
+    #[test]
+    fn a_failing_stat_after_a_redundant_mkdir_verifies_nothing() {
+        // Another process removes the directory right after a redundant mkdir: the stat
+        // that follows finds it missing, and the mkdir after it creates it again.
+        let mut b = TraceBuilder::new();
+        b.stat(D, Err(2));
+        b.mkdir(D, 0);
+        b.stat(D, Ok(dir(4)));
+        b.mkdir(D, -17);
+        b.fork(300);
+        b.pid = 300;
+        b.tid = 300;
+        b.call(Sys::Rmdir, |c, b| c.path = Some(b.s(D)));
+        b.pid = 100;
+        b.tid = 100;
+        b.stat(D, Err(2));
+        b.mkdir(D, 0);
+        let f = b.findings("ensure-dir");
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            f[0].redundant_calls, 2,
+            "the second mkdir and its check only"
+        );
     }
 
     #[test]

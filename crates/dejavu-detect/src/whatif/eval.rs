@@ -132,6 +132,8 @@ struct Pending {
     path: PathKey,
     sys: Sys,
     dur: u64,
+    ts: u64,
+    ret: i64,
     program: String,
     site: String,
 }
@@ -525,14 +527,20 @@ fn cause(
     }
 }
 
-/// An answer for people: `ENOENT`, `size 14, ino 5`, `0`.
-fn describe(cx: &Cx<'_>, ret: i64, stat: Option<StatId>) -> String {
+/// An answer for people: `ENOENT`, `size 14, inode 5`, `0`; with `other`, the answer it
+/// is compared with, the mtime too when size and inode do not tell them apart.
+fn describe(cx: &Cx<'_>, ret: i64, stat: Option<StatId>, other: Option<StatId>) -> String {
     if ret < 0 {
         return errno_label((-ret) as i32).into_owned();
     }
     match stat.map(|id| cx.stat(id)) {
         Some(st) if st.known & stat_known::SIZE != 0 => {
-            format!("size {}, inode {}, mtime {}", st.size, st.ino, st.mtime_ns)
+            let o = other.map(|id| cx.stat(id));
+            if o.is_some_and(|o| o.size == st.size && o.ino == st.ino) {
+                format!("size {}, inode {}, mtime {}", st.size, st.ino, st.mtime_ns)
+            } else {
+                format!("size {}, inode {}", st.size, st.ino)
+            }
         }
         _ => format!("{ret}"),
     }
@@ -654,8 +662,8 @@ fn lookup(
                     path: c.cx.path(path),
                     call: s.sys.name(),
                     site: c.site(),
-                    served: describe(c.cx, e.ret, e.stat),
-                    actual: describe(c.cx, s.ret, s.stat),
+                    served: describe(c.cx, e.ret, e.stat, s.stat),
+                    actual: describe(c.cx, s.ret, s.stat, e.stat),
                     cause,
                 };
                 t.stale(st);
@@ -861,6 +869,20 @@ fn ensure_dir(
                 t.removed(c);
                 for ch in pending.iter().filter(|x| x.path == path) {
                     t.count_at(&ch.program, &ch.site, true, ch.sys, ch.dur);
+                    if ch.ret < 0 {
+                        // The check the flag answered "exists" found it missing.
+                        let cz = cause(c.cx, image, path, false, 0, changes);
+                        t.stale(Stale {
+                            ts: ch.ts,
+                            pid: s.pid,
+                            path: c.cx.path(path),
+                            call: ch.sys.name(),
+                            site: ch.site.clone(),
+                            served: "exists".into(),
+                            actual: errno_label((-ch.ret) as i32).into_owned(),
+                            cause: cz,
+                        });
+                    }
                 }
                 e.after.insert(tid, path);
                 if s.ret == 0 {
@@ -894,6 +916,20 @@ fn ensure_dir(
                 if e.after.remove(&tid) == Some(path) && matches!(q, Some(Question::Stat { .. })) {
                     // mkdir -p's verifying stat of the directory it did not need to make.
                     t.removed(c);
+                    if s.ret < 0 {
+                        let cz = cause(c.cx, image, path, false, 0, changes);
+                        let site = c.site();
+                        t.stale(Stale {
+                            ts: s.ts,
+                            pid: s.pid,
+                            path: c.cx.path(path),
+                            call: s.sys.name(),
+                            site,
+                            served: "exists".into(),
+                            actual: errno_label((-s.ret) as i32).into_owned(),
+                            cause: cz,
+                        });
+                    }
                     return;
                 }
                 let pending = e.pending.entry(tid).or_default();
@@ -911,6 +947,8 @@ fn ensure_dir(
                         path,
                         sys: s.sys,
                         dur: s.dur,
+                        ts: s.ts,
+                        ret: s.ret,
                         program,
                         site,
                     });

@@ -214,7 +214,18 @@ fn text(
         };
         rows("per syscall", &o.by_syscall, out)?;
         rows("per program", &o.by_program, out)?;
-        rows("per call site", &o.by_callsite, out)?;
+        if !o.by_callsite.is_empty() {
+            writeln!(out, "   per call site:")?;
+            for r in o.by_callsite.iter().take(5) {
+                writeln!(
+                    out,
+                    "     {} -> {}  {}",
+                    count(r.before),
+                    count(r.after),
+                    r.name
+                )?;
+            }
+        }
         writeln!(out, "   stale answers: {}", count(o.stale_answers))?;
         for s in &o.stale_examples {
             writeln!(
