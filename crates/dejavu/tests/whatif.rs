@@ -468,3 +468,28 @@ fn finding_n_replays_that_findings_fix_only_and_a_number_out_of_range_is_a_usage
         "{err}"
     );
 }
+
+#[test]
+fn the_help_explains_every_policy_flag() {
+    let out = Command::new(common::dejavu())
+        .args(["whatif", "--help"])
+        .output()
+        .expect("dejavu runs");
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--cache <CALLS[:GLOB]>",
+        "--negative-cache <GLOB>",
+        "--invalidate <WHEN>",
+        "--ttl <DURATION>",
+        "--keep-open <GLOB>",
+        "--flush <WHEN>",
+        "--ensure-dir-once <GLOB>",
+        "--log-once",
+        "--finding <N>",
+        "--json",
+        "docs/whatif.md",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from:\n{help}");
+    }
+}

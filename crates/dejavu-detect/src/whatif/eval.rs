@@ -105,8 +105,8 @@ struct KeepOpen {
     killed: Vec<u32>,
 }
 
-/// (writes, bytes) per (pid, tid).
-type Writes = BTreeMap<(u32, u32), (u64, u64)>;
+/// (writes, bytes, first write's ts) per (pid, tid).
+type Writes = BTreeMap<(u32, u32), (u64, u64, u64)>;
 
 struct Held {
     pid: u32,
@@ -825,7 +825,7 @@ fn keep_open(
                 .entry(path)
                 .or_default()
                 .entry((s.pid, s.tid))
-                .or_default();
+                .or_insert((0, 0, s.ts));
             w.0 += 1;
             w.1 += s.ret as u64;
             if let Some(h) = k.held.get_mut(&(image, path)) {
@@ -1133,7 +1133,50 @@ fn outcome(
             if ws.len() < 2 {
                 continue;
             }
-            for (&(pid, tid), &(writes, bytes)) in ws {
+            // Two processes writing one kept file: each holds its own buffer, so their
+            // writes reach the file in another order than recorded (seed 004's question).
+            let lead = ws
+                .keys()
+                .map(|k| k.0)
+                .find(|p| holders.contains(p))
+                .unwrap_or(0);
+            if let Some((&(pid, _), &(writes, bytes, first))) =
+                ws.iter().find(|((p, _), _)| *p != lead)
+            {
+                let command = cx
+                    .replay
+                    .image_of(pid)
+                    .map(|i| cx.replay.image_command(i, cx.strings))
+                    .unwrap_or_default();
+                t.moment(
+                    Moment {
+                        ts: first,
+                        pid,
+                        path: cx.path(*path),
+                        call: "write",
+                        text: format!(
+                            "pid {pid} ({command}) wrote {} too ({writes} writes, {bytes} bytes) while pid {lead} \
+                             kept it open: buffered writes would reach it in another order",
+                            cx.path(*path)
+                        ),
+                    },
+                    true,
+                );
+            }
+            // Threads of one process sharing the kept handle need a lock around it.
+            let mut by_pid: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+            for &(pid, tid) in ws.keys() {
+                by_pid.entry(pid).or_default().push(tid);
+            }
+            for (pid, tids) in by_pid.iter().filter(|(_, t)| t.len() > 1) {
+                let tids: Vec<String> = tids.iter().map(|t| t.to_string()).collect();
+                t.point(format!(
+                    "a lock around the kept handle of {}: threads {} of pid {pid} write it",
+                    cx.path(*path),
+                    tids.join(", ")
+                ));
+            }
+            for (&(pid, tid), &(writes, bytes, _)) in ws {
                 let image = cx.replay.image_of(pid);
                 writers.push(Writer {
                     path: cx.path(*path),
@@ -1147,38 +1190,6 @@ fn outcome(
                     holder: holders.contains(&pid),
                 });
             }
-        }
-        let other_process = writers.iter().any(|w| !w.holder);
-        let threads = writers.iter().filter(|w| w.holder).count() > 1;
-        if other_process {
-            let w = writers.iter().find(|w| !w.holder).cloned();
-            if let Some(w) = w {
-                t.moment(
-                    Moment {
-                        ts: 0,
-                        pid: w.pid,
-                        path: w.path.clone(),
-                        call: "write",
-                        text: format!(
-                            "pid {} ({}) wrote the same file ({} writes, {} bytes) while it was kept open: \
-                             buffered writes would reach it in another order",
-                            w.pid, w.command, w.writes, w.bytes
-                        ),
-                    },
-                    true,
-                );
-            }
-        }
-        if threads {
-            let tids: Vec<String> = writers
-                .iter()
-                .filter(|w| w.holder)
-                .map(|w| w.tid.to_string())
-                .collect();
-            t.point(format!(
-                "a lock around the shared handle: threads {} of one process write it",
-                tids.join(", ")
-            ));
         }
         keep = Some(RiskKeepOpen {
             bytes_at_risk: k.bytes_at_risk,

@@ -286,3 +286,125 @@ fn a_findings_own_fix_saves_what_the_finding_says() {
     }
     assert_eq!(checked, 2);
 }
+
+/// open + pwrite(8 bytes) + close of `path` as fd `fd`, by the builder's current thread.
+fn cycle(b: &mut TraceBuilder, path: &str, fd: i32, ino: u64) {
+    b.open(path, 0o101, fd as i64, Some(file(ino, 0, 1)));
+    b.call(dejavu_trace::Sys::Pwrite64, |c, b| {
+        c.fd = Some(fd);
+        c.path = Some(b.s(path));
+        c.ev = dejavu_trace::ev::PATH_FROM_FD;
+        c.count = 8;
+        c.ret = 8;
+        c.offset = Some(0);
+    });
+    b.close(fd, path);
+}
+
+fn keep(glob: &str) -> Flags {
+    Flags {
+        keep_open: vec![glob.into()],
+        ..Flags::default()
+    }
+}
+
+#[test]
+fn two_threads_writing_a_kept_file_need_a_lock() {
+    let mut b = TraceBuilder::new();
+    cycle(&mut b, "/data/t.tdb", 3, 5);
+    b.tid = 101;
+    cycle(&mut b, "/data/t.tdb", 3, 5);
+    b.tid = 100;
+    cycle(&mut b, "/data/t.tdb", 3, 5);
+    let o = &run(b, keep("/data/*.tdb"))[0];
+    assert_eq!(o.removed_calls, 4);
+    assert_eq!(
+        o.verdict,
+        Verdict::SafeWithInvalidation,
+        "{}",
+        o.verdict_text
+    );
+    assert!(
+        o.invalidation_points[0]
+            .at
+            .contains("threads 100, 101 of pid 100"),
+        "{:?}",
+        o.invalidation_points
+    );
+    assert_eq!(o.keep_open.as_ref().unwrap().writers.len(), 2);
+}
+
+#[test]
+fn another_process_writing_a_kept_file_makes_keep_open_unsafe() {
+    let mut b = TraceBuilder::new();
+    cycle(&mut b, "/data/t.tdb", 3, 5);
+    b.fork(200);
+    b.pid = 200;
+    b.tid = 200;
+    b.exec("/usr/bin/ingest", &["ingest"]);
+    cycle(&mut b, "/data/t.tdb", 4, 5);
+    b.pid = 100;
+    b.tid = 100;
+    cycle(&mut b, "/data/t.tdb", 3, 5);
+    let o = &run(b, keep("/data/*.tdb"))[0];
+    assert_eq!(o.verdict, Verdict::Unsafe, "{}", o.verdict_text);
+    assert_eq!(o.moments_total, 1);
+    assert_eq!(o.moments[0].pid, 200);
+    assert!(
+        o.moments[0].text.contains("ingest"),
+        "{}",
+        o.moments[0].text
+    );
+}
+
+#[test]
+fn a_rotation_by_another_process_is_a_rename_the_kept_handle_would_miss() {
+    let mut b = TraceBuilder::new();
+    cycle(&mut b, "/var/log/app.log", 3, 5);
+    b.fork(300);
+    b.pid = 300;
+    b.tid = 300;
+    b.exec("/usr/sbin/logrotate", &["logrotate"]);
+    b.call(dejavu_trace::Sys::Rename, |c, b| {
+        c.path = Some(b.s("/var/log/app.log"));
+        c.path2 = Some(b.s("/var/log/app.log.1"));
+    });
+    b.pid = 100;
+    b.tid = 100;
+    cycle(&mut b, "/var/log/app.log", 3, 6); // a new inode has the name
+    let o = &run(b, keep("/var/log/*.log"))[0];
+    assert_eq!(o.verdict, Verdict::Unsafe);
+    // The rename itself, and the reopen that found another file.
+    assert_eq!(o.moments_total, 2, "{:#?}", o.moments);
+    assert_eq!((o.moments[0].pid, o.moments[0].call), (300, "rename"));
+    assert!(
+        o.moments[1].text.contains("logrotate"),
+        "{}",
+        o.moments[1].text
+    );
+    assert_eq!(o.removed_calls, 0, "the reopen was needed");
+}
+
+#[test]
+fn a_negative_cache_misses_a_create_by_another_process() {
+    let mut b = TraceBuilder::new();
+    b.stat("/d/opt.json", Err(2));
+    b.stat("/d/opt.json", Err(2));
+    b.fork(200);
+    b.pid = 200;
+    b.tid = 200;
+    b.exec("/usr/bin/touch", &["touch", "/d/opt.json"]);
+    b.open("/d/opt.json", 0o101, 3, Some(file(9, 0, 1)));
+    b.pid = 100;
+    b.tid = 100;
+    b.stat("/d/opt.json", Ok(file(9, 0, 1)));
+    let f = Flags {
+        negative_cache: vec!["/d/**".into()],
+        ..Flags::default()
+    };
+    let o = &run(b, f)[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (2, 1));
+    let c = &o.stale_examples[0].cause;
+    assert_eq!((c.kind, c.pid), ("other_process", Some(200)));
+    assert_eq!(o.stale_examples[0].served, "ENOENT");
+}
