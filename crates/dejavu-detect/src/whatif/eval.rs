@@ -39,9 +39,7 @@ pub struct Evaluation {
 
 const O_CREAT: u64 = 0o100;
 const O_TRUNC: u64 = 0o1000;
-const O_APPEND: u64 = 0o2000;
 const O_ACCMODE: u64 = 3;
-const AT_REMOVEDIR: u64 = 0x200;
 
 /// A change of a path someone made, as the replay saw it.
 #[derive(Clone, Copy, Debug)]
@@ -52,6 +50,9 @@ struct Change {
     image: u32,
     sys: Sys,
     stack: Option<StackId>,
+    /// The path the call named (a change of a directory's entry is also recorded as a
+    /// change of the directory).
+    path: PathKey,
 }
 
 /// Counts of one policy, filled during the pass.
@@ -73,6 +74,8 @@ struct Tally {
     moments_total: u64,
     /// A moment a kept handle or a flag was wrong about: makes the policy unsafe.
     wrong_moments: u64,
+    /// Whether the policy's globs match a path, per path.
+    scope: FxHashMap<PathKey, bool>,
 }
 
 /// Per-policy state.
@@ -197,7 +200,7 @@ pub fn evaluate<R: Read>(
                         &own,
                     );
                 }
-                let muts = mutations(&s, &v, &cx);
+                let muts = mutations(&s, &v);
                 for (path, entry) in muts {
                     let c = Change {
                         seq: v.seq,
@@ -206,9 +209,10 @@ pub fn evaluate<R: Read>(
                         image: v.image,
                         sys: s.sys,
                         stack: s.stack,
+                        path,
                     };
-                    for (i, p) in policies.iter().enumerate() {
-                        on_change(p, &mut states[i], &mut tallies[i], path, c, &cx);
+                    for (st, t) in states.iter_mut().zip(tallies.iter_mut()) {
+                        on_change(st, t, path, c, &cx);
                     }
                     changes.insert(path, c);
                     let e = own.entry((v.image, path)).or_insert((0, c));
@@ -318,17 +322,40 @@ impl Call<'_, '_> {
         self.v.path
     }
 
-    fn in_scope(&mut self, p: &Policy) -> bool {
+    /// Whether the policy covers this call's path (the glob match remembered per path in
+    /// `memo`: a path is asked about again and again) and program.
+    fn in_scope(&mut self, p: &Policy, memo: &mut FxHashMap<PathKey, bool>) -> bool {
         let Some(path) = self.v.path else {
             return false;
         };
-        if !p.scope.matches(self.cx.replay.paths.bytes(path)) {
+        let paths = &self.cx.replay.paths;
+        if !*memo
+            .entry(path)
+            .or_insert_with(|| p.scope.matches(paths.bytes(path)))
+        {
             return false;
         }
         p.scope.programs.is_empty() || {
             let prog = self.program();
             p.scope.covers_program(&prog)
         }
+    }
+}
+
+/// An invalidation point: `write at save@/app/serve.py:42`, or without a stack the call
+/// and its path.
+fn change_label(cx: &Cx<'_>, ch: &Change) -> String {
+    match ch.stack {
+        Some(_) => format!(
+            "{} at {}",
+            ch.sys.name(),
+            site_label(cx, ch.stack, ch.image, ch.sys)
+        ),
+        None => format!(
+            "{} of {} (no stack recorded)",
+            ch.sys.name(),
+            cx.path(ch.path)
+        ),
     }
 }
 
@@ -492,9 +519,9 @@ fn cause(
             site: Some(site_label(cx, c.stack, c.image, c.sys)),
             ts: Some(c.ts),
             text: format!(
-                "the process itself changed it ({} at {}) and the policy did not drop the entry there",
-                c.sys.name(),
-                site_label(cx, c.stack, c.image, c.sys)
+                "the process itself changed {} ({}) and the policy did not drop the entry there",
+                what(cx, path, &c),
+                change_label(cx, &c)
             ),
         },
         Some(c) => {
@@ -507,7 +534,8 @@ fn cause(
                 site: None,
                 ts: Some(c.ts),
                 text: format!(
-                    "another traced process changed it: pid {} ({command}), {}",
+                    "another traced process changed {}: pid {} ({command}), {}",
+                    what(cx, path, &c),
                     c.pid,
                     c.sys.name()
                 ),
@@ -520,10 +548,20 @@ fn cause(
             call: None,
             site: None,
             ts: None,
-            text: "the answer changed with no change dejavu saw (a program outside the recording): \
+            text:
+                "the answer changed with no change dejavu saw (a program outside the recording): \
                    the recording cannot rule out more such changes"
-                .to_string(),
+                    .to_string(),
         },
+    }
+}
+
+/// What a change touched, seen from `path`: `it`, or `its directory (create of X)`.
+fn what(cx: &Cx<'_>, path: PathKey, c: &Change) -> String {
+    if c.path == path {
+        "it".to_string()
+    } else {
+        format!("its directory ({} of {})", c.sys.name(), cx.path(c.path))
     }
 }
 
@@ -574,7 +612,7 @@ fn step(
                 Question::Readlink => calls.readlink,
                 Question::Open => false,
             };
-            if !asked || !c.in_scope(p) {
+            if !asked || !c.in_scope(p, &mut t.scope) {
                 return;
             }
             let path = c.path().unwrap_or(PathKey(0));
@@ -582,7 +620,7 @@ fn step(
         }
         (Kind::NegativeCache { invalidate, ttl }, State::Negative(map)) => {
             let Some(q) = question(s) else { return };
-            if !c.in_scope(p) {
+            if !c.in_scope(p, &mut t.scope) {
                 return;
             }
             let path = c.path().unwrap_or(PathKey(0));
@@ -683,11 +721,7 @@ fn lookup(
                         c.cx.replay,
                         own,
                     ) {
-                        t.point(format!(
-                            "{} at {}",
-                            ch.sys.name(),
-                            site_label(c.cx, ch.stack, ch.image, ch.sys)
-                        ));
+                        t.point(change_label(c.cx, &ch));
                     }
                 }
             }
@@ -727,7 +761,7 @@ fn keep_open(
     let image = c.v.image;
     match s.sys {
         Sys::Open | Sys::Openat | Sys::Openat2 | Sys::Creat if s.ret >= 0 => {
-            if !c.in_scope(p) {
+            if !c.in_scope(p, &mut t.scope) {
                 return;
             }
             let path = c.path().unwrap_or(PathKey(0));
@@ -857,9 +891,8 @@ fn ensure_dir(
     let tid = s.tid;
     match s.sys {
         Sys::Mkdir | Sys::Mkdirat => {
-            let after = e.after.remove(&tid);
-            let _ = after;
-            if !c.in_scope(p) {
+            e.after.remove(&tid);
+            if !c.in_scope(p, &mut t.scope) {
                 e.pending.remove(&tid);
                 return;
             }
@@ -911,7 +944,7 @@ fn ensure_dir(
         _ => {
             let q = question(s);
             let check = matches!(q, Some(Question::Stat { .. } | Question::Access { .. }));
-            if check && c.in_scope(p) {
+            if check && c.in_scope(p, &mut t.scope) {
                 let path = c.path().unwrap_or(PathKey(0));
                 if e.after.remove(&tid) == Some(path) && matches!(q, Some(Question::Stat { .. })) {
                     // mkdir -p's verifying stat of the directory it did not need to make.
@@ -976,7 +1009,7 @@ fn is_ancestor(cx: &Cx<'_>, a: PathKey, p: PathKey) -> bool {
 }
 
 /// A change of `path` (made by call `c`): kept handles and ensure-once flags learn of it.
-fn on_change(p: &Policy, st: &mut State, t: &mut Tally, path: PathKey, c: Change, cx: &Cx<'_>) {
+fn on_change(st: &mut State, t: &mut Tally, path: PathKey, c: Change, cx: &Cx<'_>) {
     let removal = matches!(
         c.sys,
         Sys::Rmdir | Sys::Unlink | Sys::Unlinkat | Sys::Rename | Sys::Renameat | Sys::Renameat2
@@ -1023,7 +1056,6 @@ fn on_change(p: &Policy, st: &mut State, t: &mut Tally, path: PathKey, c: Change
             }
         }
         State::KeepOpen(k) => {
-            let _ = p;
             let held: Vec<(u32, u32)> = k
                 .held
                 .iter()
@@ -1062,7 +1094,7 @@ fn on_change(p: &Policy, st: &mut State, t: &mut Tally, path: PathKey, c: Change
 
 /// The paths `s` changed if it succeeded, each with whether an entry appeared or
 /// disappeared (so its directory changed too).
-fn mutations(s: &Syscall, v: &View, cx: &Cx<'_>) -> Vec<(PathKey, bool)> {
+fn mutations(s: &Syscall, v: &View) -> Vec<(PathKey, bool)> {
     use Sys::*;
     if s.ret < 0 || s.ev & ev::UNFINISHED != 0 {
         return Vec::new();
@@ -1108,7 +1140,6 @@ fn mutations(s: &Syscall, v: &View, cx: &Cx<'_>) -> Vec<(PathKey, bool)> {
         }
         _ => {}
     }
-    let _ = (cx, AT_REMOVEDIR, O_APPEND);
     out
 }
 
