@@ -106,6 +106,44 @@ struct KeepOpen {
     records_at_risk: u64,
     worst: Option<(u64, u32, PathKey)>,
     killed: Vec<u32>,
+    /// Who holds each path: (image, pid).
+    by_path: FxHashMap<PathKey, Vec<(u32, u32)>>,
+    /// What each process holds: (image, path).
+    by_pid: FxHashMap<u32, Vec<(u32, PathKey)>>,
+    /// Bytes and writes buffered now, over every handle.
+    live_bytes: u64,
+    live_records: u64,
+}
+
+impl KeepOpen {
+    fn hold(&mut self, image: u32, path: PathKey, h: Held) {
+        self.by_path.entry(path).or_default().push((image, h.pid));
+        self.by_pid.entry(h.pid).or_default().push((image, path));
+        self.held.insert((image, path), h);
+    }
+
+    /// The (image, pid) pairs keeping `path` open.
+    fn holders(&self, path: PathKey) -> &[(u32, u32)] {
+        self.by_path.get(&path).map_or(&[], |v| v.as_slice())
+    }
+
+    /// Process `pid` ended: its buffers are flushed (or, killed, lost).
+    fn exit(&mut self, pid: u32, killed: bool) {
+        let Some(keys) = self.by_pid.get(&pid) else {
+            return;
+        };
+        if killed {
+            self.killed.push(pid);
+        }
+        for k in keys {
+            if let Some(h) = self.held.get_mut(k) {
+                self.live_bytes -= h.bytes;
+                self.live_records -= h.records;
+                h.bytes = 0;
+                h.records = 0;
+            }
+        }
+    }
 }
 
 /// (writes, bytes, first write's ts) per (pid, tid).
@@ -124,6 +162,8 @@ struct Held {
 struct EnsureDir {
     /// (image, dir) -> the flag is set.
     flags: FxHashSet<(u32, PathKey)>,
+    /// The images whose flag for a directory is set.
+    by_dir: FxHashMap<PathKey, Vec<u32>>,
     /// Per thread, the checks of a directory made right before its next call.
     pending: FxHashMap<u32, Vec<Pending>>,
     /// Per thread, the directory whose removed mkdir's verifying stat may come next.
@@ -235,11 +275,9 @@ pub fn evaluate<R: Read>(
                     if e.tid == e.pid {
                         for st in &mut states {
                             if let State::KeepOpen(k) = st {
-                                if matches!(e.status, dejavu_trace::ExitStatus::Signal { .. })
-                                    && k.held.values().any(|h| h.pid == e.pid)
-                                {
-                                    k.killed.push(e.pid);
-                                }
+                                let killed =
+                                    matches!(e.status, dejavu_trace::ExitStatus::Signal { .. });
+                                k.exit(e.pid, killed);
                             }
                         }
                     }
@@ -778,8 +816,9 @@ fn keep_open(
             match k.held.get_mut(&(image, path)) {
                 None => {
                     t.governed(c);
-                    k.held.insert(
-                        (image, path),
+                    k.hold(
+                        image,
+                        path,
                         Held {
                             pid: s.pid,
                             ident,
@@ -845,13 +884,7 @@ fn keep_open(
             else {
                 return;
             };
-            let holders: Vec<u32> = k
-                .held
-                .iter()
-                .filter(|((_, p), _)| *p == path)
-                .map(|(_, h)| h.pid)
-                .collect();
-            if holders.is_empty() {
+            if k.holders(path).is_empty() {
                 return;
             }
             let w = k
@@ -866,10 +899,11 @@ fn keep_open(
                 if flush == Flush::OnExit {
                     h.bytes += s.ret as u64;
                     h.records += 1;
-                    let total: u64 = k.held.values().map(|h| h.bytes).sum();
-                    if total > k.bytes_at_risk {
-                        k.bytes_at_risk = total;
-                        k.records_at_risk = k.held.values().map(|h| h.records).sum();
+                    k.live_bytes += s.ret as u64;
+                    k.live_records += 1;
+                    if k.live_bytes > k.bytes_at_risk {
+                        k.bytes_at_risk = k.live_bytes;
+                        k.records_at_risk = k.live_records;
                         k.worst = Some((s.ts, s.pid, path));
                     }
                 }
@@ -936,8 +970,8 @@ fn ensure_dir(
                 for ch in pending.iter().filter(|x| x.path == path) {
                     t.count_at(&ch.program, &ch.site, false, ch.sys, ch.dur);
                 }
-                if s.ret == 0 || s.ret == -17 {
-                    e.flags.insert((image, path));
+                if (s.ret == 0 || s.ret == -17) && e.flags.insert((image, path)) {
+                    e.by_dir.entry(path).or_default().push(image);
                 }
             }
         }
@@ -1019,16 +1053,14 @@ fn on_change(st: &mut State, t: &mut Tally, path: PathKey, c: Change, cx: &Cx<'_
     }
     match st {
         State::EnsureDir(e) => {
-            let flagged: Vec<u32> = e
-                .flags
-                .iter()
-                .filter(|(_, d)| *d == path)
-                .map(|(i, _)| *i)
-                .collect();
+            let flagged: Vec<u32> = e.by_dir.get(&path).cloned().unwrap_or_default();
             for image in flagged {
                 if image == c.image {
                     // The program removed it itself: the flag must be cleared there.
                     e.flags.remove(&(image, path));
+                    if let Some(v) = e.by_dir.get_mut(&path) {
+                        v.retain(|&i| i != image);
+                    }
                     t.point(format!(
                         "clear the flag at {} ({})",
                         site_label(cx, c.stack, c.image, c.sys),
@@ -1056,12 +1088,7 @@ fn on_change(st: &mut State, t: &mut Tally, path: PathKey, c: Change, cx: &Cx<'_
             }
         }
         State::KeepOpen(k) => {
-            let held: Vec<(u32, u32)> = k
-                .held
-                .iter()
-                .filter(|((_, q), _)| *q == path)
-                .map(|((i, _), h)| (*i, h.pid))
-                .collect();
+            let held: Vec<(u32, u32)> = k.holders(path).to_vec();
             for (image, pid) in held {
                 if image == c.image {
                     continue; // its own rename: the reopen that follows is the point
@@ -1155,12 +1182,7 @@ fn outcome(
     if let State::KeepOpen(k) = &st {
         let mut writers = Vec::new();
         for (path, ws) in &k.writers {
-            let holders: FxHashSet<u32> = k
-                .held
-                .iter()
-                .filter(|((_, q), _)| q == path)
-                .map(|(_, h)| h.pid)
-                .collect();
+            let holders: FxHashSet<u32> = k.holders(*path).iter().map(|h| h.1).collect();
             if ws.len() < 2 {
                 continue;
             }

@@ -408,3 +408,31 @@ fn a_negative_cache_misses_a_create_by_another_process() {
     assert_eq!((c.kind, c.pid), ("other_process", Some(200)));
     assert_eq!(o.stale_examples[0].served, "ENOENT");
 }
+
+#[test]
+fn bytes_at_risk_are_those_buffered_at_one_moment_not_over_the_whole_recording() {
+    let mut b = TraceBuilder::new();
+    b.fork(200);
+    b.pid = 200;
+    b.tid = 200;
+    for _ in 0..3 {
+        cycle(&mut b, "/data/a.tdb", 3, 5);
+    }
+    // Its exit flushes its buffer: 24 bytes were at risk until then.
+    b.push(dejavu_trace::Record::Exit(dejavu_trace::Exit {
+        ts: 50_000,
+        pid: 200,
+        tid: 200,
+        status: dejavu_trace::ExitStatus::Code(0),
+    }));
+    b.pid = 100;
+    b.tid = 100;
+    for _ in 0..2 {
+        cycle(&mut b, "/data/b.tdb", 3, 6);
+    }
+    let o = &run(b, keep("/data/*.tdb"))[0];
+    let k = o.keep_open.as_ref().unwrap();
+    assert_eq!((k.bytes_at_risk, k.records_at_risk), (24, 3));
+    assert_eq!(k.worst_path.as_deref(), Some("/data/a.tdb"));
+    assert_eq!(o.removed_calls, 2 * 2 + 2);
+}

@@ -201,6 +201,24 @@ fn text(
             count(o.removed_calls),
             fmt_duration(o.removed_ns)
         )?;
+        if let Some(f) = &o.finding {
+            // The replay counts on its own; say whether it agrees with the finding.
+            let saves = o.removed_calls - o.stale_answers;
+            if saves == f.redundant_calls {
+                writeln!(
+                    out,
+                    "   the finding says its fix saves {}: the replay agrees",
+                    count(f.redundant_calls)
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "   the finding says its fix saves {}, the replay {} (removed less stale): see docs/whatif.md",
+                    count(f.redundant_calls),
+                    count(saves)
+                )?;
+            }
+        }
         let rows = |title: &str, rows: &[dejavu_detect::whatif::Row], out: &mut dyn Write| {
             let shown: Vec<String> = rows
                 .iter()
