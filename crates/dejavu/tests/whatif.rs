@@ -367,6 +367,23 @@ fn every_dirty_twins_findings_replayed_under_their_own_fix_save_what_they_say() 
     } else {
         common::skip("node", "node is not installed: Node.js twins left out");
     }
+    // A real tool: git log -p reads the repository (nothing written), probing for
+    // .gitattributes in every directory of the diff.
+    if common::have("git") {
+        let repo = common::repo();
+        cases.push((
+            "git log -p".to_string(),
+            vec![
+                "git".to_string(),
+                "-C".to_string(),
+                repo.to_str().unwrap().to_string(),
+                "log".to_string(),
+                "-p".to_string(),
+                "-n".to_string(),
+                "20".to_string(),
+            ],
+        ));
+    }
     let mut replayed: std::collections::BTreeMap<String, u64> = Default::default();
     let mut report = String::new();
     for (rel, cmd) in &cases {

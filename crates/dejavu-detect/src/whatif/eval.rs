@@ -74,8 +74,8 @@ struct Tally {
     moments_total: u64,
     /// A moment a kept handle or a flag was wrong about: makes the policy unsafe.
     wrong_moments: u64,
-    /// Whether the policy's globs match a path, per path.
-    scope: FxHashMap<PathKey, bool>,
+    /// Whether the policy covers a path, per process image and path.
+    scope: FxHashMap<(u32, PathKey), bool>,
 }
 
 /// Per-policy state.
@@ -222,6 +222,7 @@ pub fn evaluate<R: Read>(
                     stacks: &stack_of,
                     programs: &programs,
                     site_memo: &site_memo,
+                    coverage: None,
                 };
                 let mut call = Call {
                     s: &s,
@@ -297,6 +298,7 @@ pub fn evaluate<R: Read>(
         stacks: &stack_of,
         programs: &programs,
         site_memo: &site_memo,
+        coverage: None,
     };
     let mut sys_names: FxHashMap<u16, u64> = FxHashMap::default();
     for (k, v) in &sys_total {
@@ -362,14 +364,14 @@ impl Call<'_, '_> {
 
     /// Whether the policy covers this call's path (the glob match remembered per path in
     /// `memo`: a path is asked about again and again) and program.
-    fn in_scope(&mut self, p: &Policy, memo: &mut FxHashMap<PathKey, bool>) -> bool {
+    fn in_scope(&mut self, p: &Policy, memo: &mut FxHashMap<(u32, PathKey), bool>) -> bool {
         let Some(path) = self.v.path else {
             return false;
         };
-        let paths = &self.cx.replay.paths;
+        let (paths, image) = (&self.cx.replay.paths, self.v.image);
         if !*memo
-            .entry(path)
-            .or_insert_with(|| p.scope.matches(paths.bytes(path)))
+            .entry((image, path))
+            .or_insert_with(|| p.scope.covers(image, paths.bytes(path)))
         {
             return false;
         }

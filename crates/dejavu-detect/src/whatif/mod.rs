@@ -217,6 +217,22 @@ pub const MODELLED: [&str; 4] = [
     "open-close-churn",
 ];
 
+/// Why a finding of `detector` is not replayed under its own fix.
+pub fn not_modelled(detector: &str) -> String {
+    match detector {
+        "repeated-output" => {
+            "its count is of masked lines (several per write, a line cut across writes \
+joined); --log-once replays the fix by write call, so the two numbers could differ: run it with \
+--log-once to see"
+                .to_string()
+        }
+        d => format!(
+            "no policy models {d}'s fix yet (modelled: {})",
+            MODELLED.join(", ")
+        ),
+    }
+}
+
 /// A path or pattern from a finding as a glob: the finding's `*` stays a wildcard of one
 /// segment, anything else glob syntax would read (`?`, `[`, `{`) is escaped.
 fn glob_of(path: &str) -> String {
@@ -248,8 +264,10 @@ fn globs_of(shown: &str) -> Vec<String> {
 }
 
 /// The policy a finding proposes (its own fix), for the detectors in [`MODELLED`]: the
-/// fix applied to the finding's program and paths.
-pub fn own_fix(f: &Finding) -> Option<Policy> {
+/// fix applied to the finding's program and paths; to exactly the (process image, path)
+/// pairs behind it when `covered` says which (see [`crate::analyze_covered`]), else to the
+/// paths and patterns it shows.
+pub fn own_fix(f: &Finding, covered: Option<&[(u32, String)]>) -> Option<Policy> {
     let kind = match f.detector {
         "repeated-lookup" => Kind::Cache {
             calls: Calls::ALL,
@@ -269,6 +287,7 @@ pub fn own_fix(f: &Finding) -> Option<Policy> {
     let globs: Vec<String> = f.paths.iter().flat_map(|p| globs_of(p)).collect();
     let mut scope = Scope::paths(kind.flag(), &globs).ok()?;
     scope.programs = vec![f.program.clone()];
+    scope.exact = covered.map(|c| c.iter().cloned().collect());
     Some(Policy { kind, scope })
 }
 

@@ -194,11 +194,14 @@ pub struct Scope {
     set: Option<GlobSet>,
     /// Program names (as the report names them); empty: every program.
     pub programs: Vec<String>,
+    /// A finding's own fix: exactly the (process image, path) pairs behind the finding,
+    /// instead of the globs (which then only say what it shows).
+    pub exact: Option<rustc_hash::FxHashSet<(u32, String)>>,
 }
 
 impl PartialEq for Scope {
     fn eq(&self, o: &Scope) -> bool {
-        self.globs == o.globs && self.programs == o.programs
+        self.globs == o.globs && self.programs == o.programs && self.exact == o.exact
     }
 }
 impl Eq for Scope {}
@@ -227,10 +230,19 @@ impl Scope {
             globs: globs.to_vec(),
             set: Some(set),
             programs: Vec::new(),
+            exact: None,
         })
     }
 
-    /// Whether `path` is covered.
+    /// Whether `path`, asked about by process image `image`, is covered.
+    pub fn covers(&self, image: u32, path: &[u8]) -> bool {
+        match &self.exact {
+            Some(set) => set.contains(&(image, String::from_utf8_lossy(path).into_owned())),
+            None => self.matches(path),
+        }
+    }
+
+    /// Whether `path` matches the globs.
     pub fn matches(&self, path: &[u8]) -> bool {
         match &self.set {
             None => true,
@@ -259,7 +271,18 @@ pub struct Policy {
 impl Policy {
     /// How a user would spell it on the command line.
     pub fn spelling(&self) -> String {
-        let globs = self.scope.globs.join(",");
+        let globs = match &self.scope.exact {
+            Some(set) => {
+                let mut paths: Vec<&str> = set.iter().map(|(_, p)| p.as_str()).collect();
+                paths.sort_unstable();
+                paths.dedup();
+                match paths.as_slice() {
+                    [one] => one.to_string(),
+                    _ => format!("{{the finding's {} paths}}", paths.len()),
+                }
+            }
+            None => self.scope.globs.join(","),
+        };
         let quoted = |s: &str| format!("'{s}'");
         let mut s = match &self.kind {
             Kind::Cache {

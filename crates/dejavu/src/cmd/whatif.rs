@@ -3,12 +3,12 @@
 //! and what it says it saves beside the replay's count). Terminal text or one JSON object
 //! (docs/whatif.md).
 
-use super::report::{analyse, usage_error, warn};
+use super::report::{usage_error, warn};
 use crate::cli::{parse_duration, WhatifArgs};
 use anyhow::Context;
 use dejavu_detect::whatif::{evaluate, own_fix, policy, Evaluation, Flags, Outcome, Policy};
-use dejavu_detect::whatif::{FindingRef, MODELLED};
-use dejavu_detect::Config;
+use dejavu_detect::whatif::{not_modelled, FindingRef};
+use dejavu_detect::{analyze_covered, Analysis, Config, Covered};
 use dejavu_report::text::fmt_duration;
 use dejavu_report::Progress;
 use dejavu_trace::TraceReader;
@@ -65,7 +65,7 @@ pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
     let mut policies: Vec<Policy> = given;
     let mut skipped = Vec::new();
     if policies.is_empty() {
-        let analysis = analyse(&a.trace, &Config::default())?;
+        let (analysis, covered) = analyse_covered(&a.trace)?;
         warn(&a.trace, &analysis);
         let rows = analysis.rows();
         if let Some(n) = a.finding {
@@ -91,7 +91,7 @@ pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
                 key: f.key.clone(),
                 redundant_calls: f.redundant_calls,
             };
-            match own_fix(f) {
+            match own_fix(f, covered.get(&f.key).map(|v| v.as_slice())) {
                 Some(p) => {
                     policies.push(p);
                     refs.push(Some(fref));
@@ -101,11 +101,7 @@ pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
                     detector: f.detector,
                     key: f.key.clone(),
                     redundant_calls: f.redundant_calls,
-                    why: format!(
-                        "no policy models {}'s fix yet (modelled: {})",
-                        f.detector,
-                        MODELLED.join(", ")
-                    ),
+                    why: not_modelled(f.detector),
                 }),
             }
         }
@@ -133,6 +129,18 @@ pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
     }
     out.flush()?;
     Ok(crate::exit::OK)
+}
+
+/// The analysis `dejavu report` makes (default settings), and what each finding covers.
+fn analyse_covered(path: &std::path::Path) -> anyhow::Result<(Analysis, Covered)> {
+    let mut reader =
+        TraceReader::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let total = std::fs::metadata(path).map_or(0, |m| m.len());
+    let mut bar = Progress::new("analysing", total);
+    let out = analyze_covered(&mut reader, &Config::default(), |n| bar.update(n))
+        .with_context(|| format!("reading {}", path.display()))?;
+    bar.finish();
+    Ok(out)
 }
 
 /// The evaluation pass, with a progress bar on stderr when it takes a while.
