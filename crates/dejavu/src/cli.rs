@@ -468,9 +468,18 @@ pub struct WhatifArgs {
     /// later mkdirs and their existence checks go. Repeatable.
     #[arg(long, value_name = "GLOB", help_heading = "Policies")]
     pub ensure_dir_once: Vec<String>,
-    /// Write each line (numbers and ids masked) to the same output only once per process.
-    #[arg(long, help_heading = "Policies")]
-    pub log_once: bool,
+    /// Write each line (numbers and ids masked) to the same output only once per process;
+    /// outputs: the standard streams, terminals and append-mode files, or with
+    /// --log-once=GLOB the files matching GLOB.
+    #[arg(
+        long,
+        value_name = "GLOB",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "",
+        help_heading = "Policies"
+    )]
+    pub log_once: Option<String>,
     /// Replay only the own fix of finding N (numbered as `dejavu report --all` lists
     /// them).
     #[arg(long, value_name = "N")]

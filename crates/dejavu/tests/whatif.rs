@@ -502,11 +502,39 @@ fn the_help_explains_every_policy_flag() {
         "--keep-open <GLOB>",
         "--flush <WHEN>",
         "--ensure-dir-once <GLOB>",
-        "--log-once",
+        "--log-once[=<GLOB>]",
         "--finding <N>",
         "--json",
         "docs/whatif.md",
     ] {
         assert!(help.contains(flag), "{flag} missing from:\n{help}");
     }
+}
+
+#[test]
+fn log_once_on_a_daemon_logging_the_same_notice_per_job_keeps_one_line_of_each() {
+    require!("gcc");
+    let w = Work::new();
+    let exe = common::c_workload_at(&workload("detectors/repeated-output/log_dirty.c"));
+    let log = format!("{}/worker.txt", w.p());
+    record(&w, &[exe.to_str().unwrap(), &log, "50"]);
+    // fopen("w"): not an append-mode file, so only a glob makes it an output; without
+    // one, the only output is the sum printed on stdout.
+    let j = whatif_json(&w.trace(), &["--log-once"]);
+    let o = &j["outcomes"][0];
+    assert_eq!(
+        (n(&o["calls_before"]), n(&o["removed_calls"])),
+        (1, 0),
+        "{o:#}"
+    );
+    let glob = format!("--log-once={}/*.txt", w.p());
+    let j = whatif_json(&w.trace(), &[&glob]);
+    let o = &j["outcomes"][0];
+    // 50 notices and the summary line, one write each: 49 notices go.
+    assert_eq!(
+        (n(&o["calls_before"]), n(&o["removed_calls"])),
+        (51, 49),
+        "{o:#}"
+    );
+    assert_eq!(o["verdict"], "safe");
 }

@@ -18,7 +18,8 @@ accepted policies:
   --keep-open GLOB              open each matching file once per process and keep the handle
   --flush on-exit|each-write    with --keep-open: writes are buffered until exit, or written through at once
   --ensure-dir-once GLOB        remember per process that a matching directory exists once mkdir said so
-  --log-once                    write each line (numbers and ids masked) to the same output only once
+  --log-once[=GLOB]             write each line (numbers and ids masked) to the same output only once; outputs:
+                                the standard streams, terminals and append-mode files, or the files matching GLOB
 GLOB: absolute-path glob; * matches within one path segment, ** across segments ('/data/**/*.tdb', '**/chats')";
 
 /// A policy string that cannot be read.
@@ -325,8 +326,7 @@ impl Policy {
                 quoted(if globs.is_empty() { "/**" } else { &globs })
             ),
             Kind::LogOnce if globs.is_empty() => "--log-once".to_string(),
-            // A finding's own fix: the outputs it names.
-            Kind::LogOnce => format!("--log-once (output {globs})"),
+            Kind::LogOnce => format!("--log-once={}", quoted(&globs)),
         };
         if !self.scope.programs.is_empty() {
             s += &format!(" (program {})", self.scope.programs.join(", "));
@@ -365,8 +365,8 @@ pub struct Flags {
     pub flush: Option<String>,
     /// `--ensure-dir-once GLOB`, repeatable.
     pub ensure_dir_once: Vec<String>,
-    /// `--log-once`.
-    pub log_once: bool,
+    /// `--log-once` (`Some("")`) or `--log-once=GLOB`.
+    pub log_once: Option<String>,
 }
 
 impl Flags {
@@ -376,7 +376,7 @@ impl Flags {
             && self.negative_cache.is_empty()
             && self.keep_open.is_empty()
             && self.ensure_dir_once.is_empty()
-            && !self.log_once
+            && self.log_once.is_none()
     }
 }
 
@@ -487,11 +487,16 @@ pub fn parse(f: &Flags) -> Result<Vec<Policy>, PolicyError> {
             scope: Scope::paths("--ensure-dir-once", std::slice::from_ref(g))?,
         });
     }
-    if f.log_once {
-        out.push(Policy {
+    match f.log_once.as_deref() {
+        None => {}
+        Some("") => out.push(Policy {
             kind: Kind::LogOnce,
             scope: Scope::default(),
-        });
+        }),
+        Some(g) => out.push(Policy {
+            kind: Kind::LogOnce,
+            scope: Scope::paths("--log-once", &[g.to_string()])?,
+        }),
     }
     Ok(out)
 }
@@ -655,6 +660,32 @@ mod tests {
             assert!(text.contains("accepted policies:"), "{text}");
             assert!(text.contains("--negative-cache GLOB"), "{text}");
         }
+    }
+
+    #[test]
+    fn log_once_takes_an_optional_glob() {
+        let p = parse(&Flags {
+            log_once: Some(String::new()),
+            ..flags()
+        })
+        .unwrap();
+        assert_eq!(
+            (p[0].kind.clone(), p[0].spelling()),
+            (Kind::LogOnce, "--log-once".to_string())
+        );
+        let p = parse(&Flags {
+            log_once: Some("/var/log/*.txt".into()),
+            ..flags()
+        })
+        .unwrap();
+        assert!(p[0].scope.matches(b"/var/log/app.txt"));
+        assert_eq!(p[0].spelling(), "--log-once='/var/log/*.txt'");
+        let e = parse(&Flags {
+            log_once: Some("/x/[".into()),
+            ..flags()
+        })
+        .expect_err("bad glob");
+        assert_eq!(e.flag, "--log-once");
     }
 
     #[test]

@@ -249,7 +249,7 @@ fn log_once_removes_repeated_lines_per_output() {
     }
     b.write(2, "/dev/pts/0", "done\n", true);
     let f = Flags {
-        log_once: true,
+        log_once: Some(String::new()),
         ..Flags::default()
     };
     let o = &run(b, f)[0];

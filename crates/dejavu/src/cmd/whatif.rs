@@ -51,7 +51,7 @@ pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
         keep_open: a.keep_open.clone(),
         flush: a.flush.clone(),
         ensure_dir_once: a.ensure_dir_once.clone(),
-        log_once: a.log_once,
+        log_once: a.log_once.clone(),
     };
     let given = policy::parse(&flags).unwrap_or_else(|e| usage_error("whatif", &e.to_string()));
     if a.finding.is_some() && !given.is_empty() {
