@@ -326,21 +326,18 @@ fn every_dirty_twins_findings_replayed_under_their_own_fix_save_what_they_say() 
     match &py {
         Some(py) => {
             for (rel, args) in [
-                ("check-then-act/dirty.py", vec![]),
-                ("ensure-dir/makedirs_dirty.py", vec![]),
-                ("negative-probe/dirty.py", vec!["."]),
-                ("repeated-exec/dirty.py", vec![]),
-                ("repeated-output/log_dirty.py", vec!["app.log"]),
-                ("reread-unchanged/dirty.py", vec![]),
-                ("small-writes/dirty.py", vec![]),
+                ("detectors/check-then-act/dirty.py", vec![]),
+                ("detectors/ensure-dir/makedirs_dirty.py", vec![]),
+                ("detectors/negative-probe/dirty.py", vec!["."]),
+                ("detectors/repeated-exec/dirty.py", vec![]),
+                ("detectors/repeated-output/log_dirty.py", vec!["app.log"]),
+                ("detectors/repeated-output/filter_dirty.py", vec!["1000"]),
+                ("detectors/reread-unchanged/dirty.py", vec![]),
+                ("detectors/small-writes/dirty.py", vec![]),
+                ("agents/logging_dirty.py", vec!["."]),
+                ("agents/spawns_dirty.py", vec![]),
             ] {
-                let mut cmd = vec![
-                    py.clone(),
-                    workload(&format!("detectors/{rel}"))
-                        .to_str()
-                        .unwrap()
-                        .to_string(),
-                ];
+                let mut cmd = vec![py.clone(), workload(rel).to_str().unwrap().to_string()];
                 cmd.extend(args.iter().map(|s| s.to_string()));
                 cases.push((rel.to_string(), cmd));
             }
@@ -349,17 +346,16 @@ fn every_dirty_twins_findings_replayed_under_their_own_fix_save_what_they_say() 
     }
     if node {
         for (rel, args) in [
-            ("ensure-dir/dirty.js", vec![]),
-            ("repeated-lookup/dirty.js", vec!["."]),
-            ("repeated-output/dirty.js", vec![]),
-            ("sync-io-main-thread/dirty.js", vec![]),
+            ("detectors/ensure-dir/dirty.js", vec![]),
+            ("detectors/repeated-lookup/dirty.js", vec!["."]),
+            ("detectors/repeated-output/dirty.js", vec![]),
+            ("detectors/sync-io-main-thread/dirty.js", vec![]),
+            ("agents/console_dirty.js", vec![]),
+            ("agents/spawns_dirty.js", vec![]),
         ] {
             let mut cmd = vec![
                 "node".to_string(),
-                workload(&format!("detectors/{rel}"))
-                    .to_str()
-                    .unwrap()
-                    .to_string(),
+                workload(rel).to_str().unwrap().to_string(),
             ];
             cmd.extend(args.iter().map(|s| s.to_string()));
             cases.push((rel.to_string(), cmd));
