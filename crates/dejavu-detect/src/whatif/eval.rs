@@ -35,6 +35,8 @@ pub struct Evaluation {
     pub syscall_ns: u64,
     /// Events the recorder lost (when not 0, every count is a lower bound).
     pub lost_events: u64,
+    /// The backend that recorded the trace (what its durations measure).
+    pub backend: String,
 }
 
 const O_CREAT: u64 = 0o100;
@@ -315,6 +317,7 @@ pub fn evaluate<R: Read>(
         .map(|((p, st), t)| outcome(p, st, t, &sys_names, &prog_calls, &cx))
         .collect();
     Ok(Evaluation {
+        backend: reader.meta().backend.clone(),
         outcomes,
         syscalls: replay.syscalls,
         syscall_ns: replay.syscall_ns,

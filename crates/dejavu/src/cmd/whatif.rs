@@ -324,6 +324,21 @@ fn text(
         }
         writeln!(out, "   verdict: {}", o.verdict_text)?;
     }
+    if !outcomes.is_empty() {
+        // What "they took" measures, as the report says it.
+        let note = match eval.backend.as_str() {
+            "ebpf" => "The removed calls' times are their own time in the kernel, measured by eBPF.",
+            "ptrace" => {
+                "The removed calls' times were measured under ptrace: each includes the tracer's \
+                 stop, most of it for a fast call; counts are exact, times are not what a fix saves."
+            }
+            _ => "The removed calls' times are the durations the trace recorded.",
+        };
+        writeln!(out)?;
+        for line in dejavu_report::text::wrap(note, 100, "", "") {
+            writeln!(out, "{line}")?;
+        }
+    }
     if !skipped.is_empty() {
         writeln!(out, "\nnot replayed:")?;
         for s in skipped {
