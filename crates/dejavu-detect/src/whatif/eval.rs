@@ -27,7 +27,7 @@ const MOMENTS: usize = 10;
 /// Every policy's outcome over one trace.
 #[derive(Debug)]
 pub struct Evaluation {
-    /// One per policy, in the order given.
+    /// One per policy, in the order of the policies given.
     pub outcomes: Vec<Outcome>,
     /// Syscall records in the trace.
     pub syscalls: u64,
