@@ -37,6 +37,8 @@ pub struct Evaluation {
     pub lost_events: u64,
     /// The backend that recorded the trace (what its durations measure).
     pub backend: String,
+    /// Set when the trace was cut off: what was read, for a warning.
+    pub truncated: Option<String>,
 }
 
 const O_CREAT: u64 = 0o100;
@@ -318,6 +320,7 @@ pub fn evaluate<R: Read>(
         .collect();
     Ok(Evaluation {
         backend: reader.meta().backend.clone(),
+        truncated: reader.truncation().map(|t| t.warning()),
         outcomes,
         syscalls: replay.syscalls,
         syscall_ns: replay.syscall_ns,

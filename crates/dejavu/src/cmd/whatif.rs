@@ -33,6 +33,8 @@ struct Json<'a> {
     syscalls: u64,
     syscall_ns: u64,
     lost_events: u64,
+    /// Set when the trace was cut off.
+    truncated: Option<&'a str>,
     outcomes: &'a [Outcome],
     not_replayed: &'a [NotReplayed],
 }
@@ -61,6 +63,7 @@ pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
              (--cache, --negative-cache, --keep-open, --ensure-dir-once, --log-once)",
         );
     }
+    let given_policies = !given.is_empty();
     let mut refs: Vec<Option<FindingRef>> = vec![None; given.len()];
     let mut policies: Vec<Policy> = given;
     let mut skipped = Vec::new();
@@ -107,6 +110,19 @@ pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
         }
     }
     let eval = replay(&a.trace, &policies)?;
+    if given_policies {
+        // The analysis warned already in the no-policy mode.
+        if let Some(w) = &eval.truncated {
+            eprintln!("dejavu: warning: {}: {w}", a.trace.display());
+        }
+        if eval.lost_events > 0 {
+            eprintln!(
+                "dejavu: warning: {}: the recorder lost {} events: every count is a lower bound",
+                a.trace.display(),
+                eval.lost_events
+            );
+        }
+    }
     let mut outcomes = eval.outcomes.clone();
     for (o, r) in outcomes.iter_mut().zip(refs) {
         o.finding = r;
@@ -119,6 +135,7 @@ pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
             syscalls: eval.syscalls,
             syscall_ns: eval.syscall_ns,
             lost_events: eval.lost_events,
+            truncated: eval.truncated.as_deref(),
             outcomes: &outcomes,
             not_replayed: &skipped,
         };
