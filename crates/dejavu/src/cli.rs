@@ -93,6 +93,7 @@ Examples:
   dejavu whatif t.dvt --keep-open '/data/**/*.tdb' --flush on-exit
   dejavu whatif t.dvt --ensure-dir-once '**/chats' --log-once
   dejavu whatif t.dvt --finding 3 --json
+  dejavu whatif t.dvt --ttl 2s                           # the findings' own caches, with a TTL
 
 Policies, answers and JSON fields: docs/whatif.md. Exit status: 0 when the trace was
 replayed (whatever the verdicts); 1 if the trace cannot be read; 2 for bad flags or policy
@@ -454,7 +455,8 @@ pub struct WhatifArgs {
     /// --negative-cache), never.
     #[arg(long, value_name = "WHEN", help_heading = "Policies")]
     pub invalidate: Option<String>,
-    /// Cache entries expire after DURATION (500ms, 2s).
+    /// Cache entries expire after DURATION (500ms, 2s). Without a policy, --ttl,
+    /// --invalidate and --flush change each finding's own fix.
     #[arg(long, value_name = "DURATION", help_heading = "Policies")]
     pub ttl: Option<String>,
     /// Open each file matching GLOB once per process and keep the handle. Repeatable.

@@ -442,7 +442,9 @@ fn bad_policy_strings_are_usage_errors_that_show_the_accepted_syntax() {
         ),
         (vec!["--cache", "stat", "--ttl", "5"], "--ttl"),
         (vec!["--keep-open", "/x", "--flush", "never"], "--flush"),
-        (vec!["--flush", "on-exit"], "--flush"),
+        (vec!["--cache", "stat", "--flush", "on-exit"], "--flush"),
+        (vec!["--keep-open", "/x", "--ttl", "2s"], "--ttl"),
+        (vec!["--ttl", "0s"], "--ttl"),
         (vec!["--ensure-dir-once", ""], "--ensure-dir-once"),
     ] {
         let out = whatif(t, &args);
@@ -533,4 +535,25 @@ fn log_once_on_a_daemon_logging_the_same_notice_per_job_keeps_one_line_of_each()
         "{o:#}"
     );
     assert_eq!(o["verdict"], "safe");
+}
+
+#[test]
+fn without_a_policy_ttl_and_invalidate_change_each_findings_own_fix() {
+    require!("gcc");
+    let w = Work::new();
+    let exe = common::c_workload_at(&workload("detectors/negative-probe/failures_dirty.c"));
+    record(&w, &[exe.to_str().unwrap()]);
+    let own = whatif_json(&w.trace(), &[]);
+    let o = &own["outcomes"][0];
+    assert_eq!(o["finding"]["detector"], "negative-probe");
+    let says = n(&o["finding"]["redundant_calls"]);
+    assert_eq!(n(&o["removed_calls"]), says);
+    // Entries that expire after 1 ns answer nothing: every call is asked again.
+    let j = whatif_json(&w.trace(), &["--ttl", "1ns"]);
+    let o = &j["outcomes"][0];
+    assert!(o["policy"].as_str().unwrap().contains("--ttl 1ns"), "{o:#}");
+    assert_eq!(n(&o["removed_calls"]), 0, "{o:#}");
+    // Never invalidating removes at least as much as invalidating on the directory.
+    let j = whatif_json(&w.trace(), &["--invalidate", "never"]);
+    assert!(n(&j["outcomes"][0]["removed_calls"]) >= says);
 }

@@ -20,6 +20,7 @@ accepted policies:
   --ensure-dir-once GLOB        remember per process that a matching directory exists once mkdir said so
   --log-once[=GLOB]             write each line (numbers and ids masked) to the same output only once; outputs:
                                 the standard streams, terminals and append-mode files, or the files matching GLOB
+Without a policy, --invalidate, --ttl and --flush change each finding's own fix.
 GLOB: absolute-path glob; * matches within one path segment, ** across segments ('/data/**/*.tdb', '**/chats')";
 
 /// A policy string that cannot be read.
@@ -416,10 +417,49 @@ pub fn parse_cache(spec: &str) -> Result<(Calls, Scope), PolicyError> {
     Ok((out, Scope::paths("--cache", &globs)?))
 }
 
+/// Applies `--invalidate`, `--ttl` and `--flush` to a finding's own fix (given without
+/// policies, they change what each finding proposes: "and with a 2 s TTL?").
+pub fn modify(p: &mut Policy, f: &Flags) -> Result<(), PolicyError> {
+    let inv = f.invalidate.as_deref().map(Invalidate::parse).transpose()?;
+    let fl = f.flush.as_deref().map(Flush::parse).transpose()?;
+    match &mut p.kind {
+        Kind::Cache {
+            invalidate, ttl, ..
+        }
+        | Kind::NegativeCache { invalidate, ttl } => {
+            if let Some(i) = inv {
+                *invalidate = i;
+            }
+            if f.ttl.is_some() {
+                *ttl = f.ttl;
+            }
+        }
+        Kind::KeepOpen { flush } => {
+            if let Some(x) = fl {
+                *flush = x;
+            }
+        }
+        Kind::EnsureDirOnce | Kind::LogOnce => {}
+    }
+    Ok(())
+}
+
 /// Turns the flags into policies; errors name the flag and show the accepted syntax.
 pub fn parse(f: &Flags) -> Result<Vec<Policy>, PolicyError> {
     let invalidate = f.invalidate.as_deref().map(Invalidate::parse).transpose()?;
     let flush = f.flush.as_deref().map(Flush::parse).transpose()?;
+    if f.ttl == Some(0) {
+        return Err(err(
+            "--ttl",
+            "0",
+            "a TTL of 0 caches nothing: give 500ms, 2s ...",
+        ));
+    }
+    if f.is_empty() {
+        // No policy: --invalidate, --ttl and --flush change the findings' own fixes
+        // (see `modify`).
+        return Ok(Vec::new());
+    }
     if f.cache.is_empty() && f.negative_cache.is_empty() {
         if let Some(i) = &f.invalidate {
             return Err(err(
@@ -444,13 +484,6 @@ pub fn parse(f: &Flags) -> Result<Vec<Policy>, PolicyError> {
                 "it says when a kept-open handle's writes reach the file: give --keep-open with it",
             ));
         }
-    }
-    if f.ttl == Some(0) {
-        return Err(err(
-            "--ttl",
-            "0",
-            "a TTL of 0 caches nothing: give 500ms, 2s ...",
-        ));
     }
     let mut out = Vec::new();
     for spec in &f.cache {
@@ -629,6 +662,7 @@ mod tests {
             ),
             (
                 Flags {
+                    cache: vec!["stat".into()],
                     flush: Some("on-exit".into()),
                     ..flags()
                 },
@@ -637,6 +671,7 @@ mod tests {
             ),
             (
                 Flags {
+                    keep_open: vec!["/x".into()],
                     ttl: Some(5),
                     ..flags()
                 },
@@ -686,6 +721,47 @@ mod tests {
         })
         .expect_err("bad glob");
         assert_eq!(e.flag, "--log-once");
+    }
+
+    #[test]
+    fn without_policies_the_modifiers_change_the_findings_own_fixes() {
+        let f = Flags {
+            invalidate: Some("never".into()),
+            ttl: Some(2_000_000_000),
+            flush: Some("each-write".into()),
+            ..flags()
+        };
+        assert_eq!(parse(&f).unwrap(), Vec::new());
+        let mut c = parse(&Flags {
+            cache: vec!["stat".into()],
+            ..flags()
+        })
+        .unwrap()
+        .remove(0);
+        modify(&mut c, &f).unwrap();
+        assert_eq!(
+            c.spelling(),
+            "--cache stat --invalidate never --ttl 2s",
+            "{c:?}"
+        );
+        let mut k = parse(&Flags {
+            keep_open: vec!["/x".into()],
+            ..flags()
+        })
+        .unwrap()
+        .remove(0);
+        modify(&mut k, &f).unwrap();
+        assert_eq!(
+            k.kind,
+            Kind::KeepOpen {
+                flush: Flush::EachWrite
+            }
+        );
+        let bad = Flags {
+            invalidate: Some("sometimes".into()),
+            ..flags()
+        };
+        assert_eq!(parse(&bad).expect_err("bad").flag, "--invalidate");
     }
 
     #[test]

@@ -95,7 +95,10 @@ pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
                 redundant_calls: f.redundant_calls,
             };
             match own_fix(f, covered.get(&f.key).map(|v| v.as_slice())) {
-                Some(p) => {
+                Some(mut p) => {
+                    // --invalidate, --ttl, --flush without a policy: "and with this?"
+                    policy::modify(&mut p, &flags)
+                        .unwrap_or_else(|e| usage_error("whatif", &e.to_string()));
                     policies.push(p);
                     refs.push(Some(fref));
                 }
