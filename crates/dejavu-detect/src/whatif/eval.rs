@@ -6,6 +6,7 @@
 use super::policy::{Flush, Invalidate, Kind, Policy};
 use super::{Cause, Moment, Outcome, Point, RiskKeepOpen, Row, Stale, Verdict, Writer};
 use crate::detectors::lookup::{is_negative, is_plumbing, question, Question};
+use crate::detectors::negative_probe::{ask, Ask};
 use crate::engine::{Marks, SiteMemo};
 use crate::program::Programs;
 use crate::{Config, Cx};
@@ -85,7 +86,9 @@ struct Tally {
 /// Per-policy state.
 enum State {
     Cache(FxHashMap<(u32, PathKey, Question), Entry>),
-    Negative(FxHashMap<(u32, PathKey, Question), Entry>),
+    /// Keyed by the call whose failure repeats, as negative-probe asks: a lookup, or a
+    /// change of one path (unlink, rmdir, mkdir, chmod ...).
+    Negative(FxHashMap<(u32, PathKey, Ask), Entry>),
     KeepOpen(KeepOpen),
     EnsureDir(EnsureDir),
     LogOnce(FxHashSet<(u32, u64, u64)>),
@@ -665,7 +668,7 @@ fn step(
             lookup(c, t, map, (path, q), *invalidate, *ttl, false, changes, own);
         }
         (Kind::NegativeCache { invalidate, ttl }, State::Negative(map)) => {
-            let Some(q) = question(s) else { return };
+            let Some(q) = ask(s) else { return };
             if !c.in_scope(p, &mut t.scope) {
                 return;
             }
@@ -717,11 +720,11 @@ fn step(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn lookup(
+fn lookup<Q: Copy + Eq + std::hash::Hash>(
     c: &mut Call<'_, '_>,
     t: &mut Tally,
-    map: &mut FxHashMap<(u32, PathKey, Question), Entry>,
-    (path, q): (PathKey, Question),
+    map: &mut FxHashMap<(u32, PathKey, Q), Entry>,
+    (path, q): (PathKey, Q),
     inv: Invalidate,
     ttl: Option<u64>,
     negative: bool,

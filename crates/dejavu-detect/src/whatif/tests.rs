@@ -448,3 +448,25 @@ fn bytes_at_risk_are_those_buffered_at_one_moment_not_over_the_whole_recording()
     assert_eq!(k.worst_path.as_deref(), Some("/data/a.tdb"));
     assert_eq!(o.removed_calls, 2 * 2 + 2);
 }
+
+#[test]
+fn a_negative_cache_also_remembers_a_change_that_keeps_failing() {
+    // rm of a file that is long gone, per request: negative-probe's other kind.
+    let mut b = TraceBuilder::new();
+    for _ in 0..4 {
+        b.call(dejavu_trace::Sys::Unlink, |c, b| {
+            c.path = Some(b.s("/run/app.lock"));
+            c.ret = -2;
+        });
+    }
+    let f = Flags {
+        negative_cache: vec!["/run/*".into()],
+        ..Flags::default()
+    };
+    let o = &run(b, f)[0];
+    assert_eq!(
+        (o.calls_before, o.removed_calls, o.stale_answers),
+        (4, 3, 0)
+    );
+    assert_eq!(o.by_syscall[0].name, "unlink");
+}
