@@ -41,20 +41,7 @@ struct Json<'a> {
 
 /// Runs the command; bad policy strings are usage errors (2) that show the syntax.
 pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
-    let ttl = a.ttl.as_deref().map(|t| {
-        parse_duration(t)
-            .unwrap_or_else(|e| usage_error("whatif", &format!("--ttl: {e}\n\n{}", policy::SYNTAX)))
-    });
-    let flags = Flags {
-        cache: a.cache.clone(),
-        negative_cache: a.negative_cache.clone(),
-        invalidate: a.invalidate.clone(),
-        ttl,
-        keep_open: a.keep_open.clone(),
-        flush: a.flush.clone(),
-        ensure_dir_once: a.ensure_dir_once.clone(),
-        log_once: a.log_once.clone(),
-    };
+    let flags = flags(&a);
     let given = policy::parse(&flags).unwrap_or_else(|e| usage_error("whatif", &e.to_string()));
     if a.finding.is_some() && !given.is_empty() {
         usage_error(
@@ -63,68 +50,16 @@ pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
              (--cache, --negative-cache, --keep-open, --ensure-dir-once, --log-once)",
         );
     }
-    let given_policies = !given.is_empty();
-    let mut refs: Vec<Option<FindingRef>> = vec![None; given.len()];
-    let mut policies: Vec<Policy> = given;
-    let mut skipped = Vec::new();
-    if policies.is_empty() {
-        let (analysis, covered) = analyse_covered(&a.trace)?;
-        warn(&a.trace, &analysis);
-        let rows = analysis.rows();
-        if let Some(n) = a.finding {
-            if n == 0 || n > rows.len() {
-                usage_error(
-                    "whatif",
-                    &format!(
-                        "--finding {n}: the trace has {} finding{} (numbered from 1, as `dejavu report --all` lists them)",
-                        rows.len(),
-                        if rows.len() == 1 { "" } else { "s" }
-                    ),
-                );
-            }
-        }
-        for (i, f) in rows.iter().enumerate() {
-            let number = i + 1;
-            if a.finding.is_some_and(|n| n != number) {
-                continue;
-            }
-            let fref = FindingRef {
-                number,
-                detector: f.detector,
-                key: f.key.clone(),
-                redundant_calls: f.redundant_calls,
-            };
-            match own_fix(f, covered.get(&f.key).map(|v| v.as_slice())) {
-                Some(mut p) => {
-                    // --invalidate, --ttl, --flush without a policy: "and with this?"
-                    policy::modify(&mut p, &flags)
-                        .unwrap_or_else(|e| usage_error("whatif", &e.to_string()));
-                    policies.push(p);
-                    refs.push(Some(fref));
-                }
-                None => skipped.push(NotReplayed {
-                    number,
-                    detector: f.detector,
-                    key: f.key.clone(),
-                    redundant_calls: f.redundant_calls,
-                    why: not_modelled(f.detector),
-                }),
-            }
-        }
-    }
+    let own = given.is_empty();
+    let (policies, refs, skipped) = if own {
+        own_fixes(&a, &flags)?
+    } else {
+        let n = given.len();
+        (given, vec![None; n], Vec::new())
+    };
     let eval = replay(&a.trace, &policies)?;
-    if given_policies {
-        // The analysis warned already in the no-policy mode.
-        if let Some(w) = &eval.truncated {
-            eprintln!("dejavu: warning: {}: {w}", a.trace.display());
-        }
-        if eval.lost_events > 0 {
-            eprintln!(
-                "dejavu: warning: {}: the recorder lost {} events: every count is a lower bound",
-                a.trace.display(),
-                eval.lost_events
-            );
-        }
+    if !own {
+        warn_cut(&a, &eval);
     }
     let mut outcomes = eval.outcomes.clone();
     for (o, r) in outcomes.iter_mut().zip(refs) {
@@ -149,6 +84,90 @@ pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
     }
     out.flush()?;
     Ok(crate::exit::OK)
+}
+
+/// The policy flags as given (`--ttl` read as a duration).
+fn flags(a: &WhatifArgs) -> Flags {
+    let ttl = a.ttl.as_deref().map(|t| {
+        parse_duration(t)
+            .unwrap_or_else(|e| usage_error("whatif", &format!("--ttl: {e}\n\n{}", policy::SYNTAX)))
+    });
+    Flags {
+        cache: a.cache.clone(),
+        negative_cache: a.negative_cache.clone(),
+        invalidate: a.invalidate.clone(),
+        ttl,
+        keep_open: a.keep_open.clone(),
+        flush: a.flush.clone(),
+        ensure_dir_once: a.ensure_dir_once.clone(),
+        log_once: a.log_once.clone(),
+    }
+}
+
+/// Each finding's own fix (or finding `--finding`'s), changed by --invalidate, --ttl and
+/// --flush; the findings whose fix no policy models, apart.
+type OwnFixes = (Vec<Policy>, Vec<Option<FindingRef>>, Vec<NotReplayed>);
+
+fn own_fixes(a: &WhatifArgs, flags: &Flags) -> anyhow::Result<OwnFixes> {
+    let (analysis, covered) = analyse_covered(&a.trace)?;
+    warn(&a.trace, &analysis);
+    let rows = analysis.rows();
+    if let Some(n) = a.finding {
+        if n == 0 || n > rows.len() {
+            usage_error(
+                "whatif",
+                &format!(
+                    "--finding {n}: the trace has {} finding{} (numbered from 1, as `dejavu report --all` lists them)",
+                    rows.len(),
+                    if rows.len() == 1 { "" } else { "s" }
+                ),
+            );
+        }
+    }
+    let (mut policies, mut refs, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, f) in rows.iter().enumerate() {
+        let number = i + 1;
+        if a.finding.is_some_and(|n| n != number) {
+            continue;
+        }
+        match own_fix(f, covered.get(&f.key).map(|v| v.as_slice())) {
+            Some(mut p) => {
+                // --invalidate, --ttl, --flush without a policy: "and with this?"
+                policy::modify(&mut p, flags)
+                    .unwrap_or_else(|e| usage_error("whatif", &e.to_string()));
+                policies.push(p);
+                refs.push(Some(FindingRef {
+                    number,
+                    detector: f.detector,
+                    key: f.key.clone(),
+                    redundant_calls: f.redundant_calls,
+                }));
+            }
+            None => skipped.push(NotReplayed {
+                number,
+                detector: f.detector,
+                key: f.key.clone(),
+                redundant_calls: f.redundant_calls,
+                why: not_modelled(f.detector),
+            }),
+        }
+    }
+    Ok((policies, refs, skipped))
+}
+
+/// A cut-off trace and lost events, on stderr (in the no-policy mode the analysis said it
+/// already).
+fn warn_cut(a: &WhatifArgs, eval: &Evaluation) {
+    if let Some(w) = &eval.truncated {
+        eprintln!("dejavu: warning: {}: {w}", a.trace.display());
+    }
+    if eval.lost_events > 0 {
+        eprintln!(
+            "dejavu: warning: {}: the recorder lost {} events: every count is a lower bound",
+            a.trace.display(),
+            eval.lost_events
+        );
+    }
 }
 
 /// The analysis `dejavu report` makes (default settings), and what each finding covers.
