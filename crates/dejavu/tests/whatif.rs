@@ -420,7 +420,12 @@ fn every_dirty_twins_findings_replayed_under_their_own_fix_save_what_they_say() 
     }
     eprintln!("{report}");
     // Each modelled detector's fix was replayed on some twin (C twins always run).
-    for d in ["negative-probe", "open-close-churn", "repeated-lookup"] {
+    for d in [
+        "negative-probe",
+        "open-close-churn",
+        "repeated-lookup",
+        "reread-unchanged",
+    ] {
         assert!(replayed.contains_key(d), "{d} not replayed:\n{report}");
     }
     if node || py.is_some() {

@@ -210,11 +210,12 @@ pub struct Outcome {
 /// says. repeated-output is not one of them: it counts masked lines (several per write, a
 /// line cut across writes joined), and `--log-once` counts write calls by their recorded
 /// fingerprint; they differ by a line or more, so its findings are listed as not replayed.
-pub const MODELLED: [&str; 4] = [
+pub const MODELLED: [&str; 5] = [
     "repeated-lookup",
     "negative-probe",
     "ensure-dir",
     "open-close-churn",
+    "reread-unchanged",
 ];
 
 /// Why a finding of `detector` is not replayed under its own fix.
@@ -270,7 +271,7 @@ fn globs_of(shown: &str) -> Vec<String> {
 pub fn own_fix(f: &Finding, covered: Option<&[(u32, String)]>) -> Option<Policy> {
     let kind = match f.detector {
         "repeated-lookup" => Kind::Cache {
-            calls: Calls::ALL,
+            calls: Calls::LOOKUPS,
             invalidate: Invalidate::OnWrite,
             ttl: None,
         },
@@ -281,6 +282,14 @@ pub fn own_fix(f: &Finding, covered: Option<&[(u32, String)]>) -> Option<Policy>
         "ensure-dir" => Kind::EnsureDirOnce,
         "open-close-churn" => Kind::KeepOpen {
             flush: Flush::OnExit,
+        },
+        "reread-unchanged" => Kind::Cache {
+            calls: Calls {
+                read: true,
+                ..Calls::default()
+            },
+            invalidate: Invalidate::OnWrite,
+            ttl: None,
         },
         _ => return None,
     };

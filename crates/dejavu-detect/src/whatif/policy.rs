@@ -9,7 +9,8 @@ use thiserror::Error;
 /// The accepted syntax, shown with every parse error.
 pub const SYNTAX: &str = "\
 accepted policies:
-  --cache CALLS[:GLOB]          CALLS: stat, access, readlink, comma-separated (e.g. 'stat,access:/srv/app/**')
+  --cache CALLS[:GLOB]          CALLS: stat, access, readlink, read (a file's content), comma-separated, or all
+                                (e.g. 'stat,access:/srv/app/**', 'read:/etc/app/*.json')
   --negative-cache GLOB         remember failed lookups (ENOENT, ENOTDIR, EACCES ...) of paths matching GLOB
   --invalidate on-write|on-dir-change|never   when the caches drop an entry (default: on-write for --cache,
                                 on-dir-change for --negative-cache): on the program's own change of the path,
@@ -43,7 +44,7 @@ fn err(flag: &'static str, value: &str, why: impl Into<String>) -> PolicyError {
     }
 }
 
-/// Which lookups a cache answers.
+/// Which calls a cache answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Calls {
     /// stat, lstat, statx, newfstatat.
@@ -52,14 +53,25 @@ pub struct Calls {
     pub access: bool,
     /// readlink, readlinkat.
     pub readlink: bool,
+    /// Full reads of a file (or listings of a directory): the content kept in memory.
+    pub read: bool,
 }
 
 impl Calls {
-    /// Every lookup.
+    /// Every lookup (a finding's repeated-lookup fix).
+    pub const LOOKUPS: Calls = Calls {
+        stat: true,
+        access: true,
+        readlink: true,
+        read: false,
+    };
+
+    /// Lookups and content.
     pub const ALL: Calls = Calls {
         stat: true,
         access: true,
         readlink: true,
+        read: true,
     };
 
     /// `stat,access` as the user wrote it.
@@ -73,6 +85,9 @@ impl Calls {
         }
         if self.readlink {
             v.push("readlink");
+        }
+        if self.read {
+            v.push("read");
         }
         v.join(",")
     }
@@ -400,6 +415,7 @@ pub fn parse_cache(spec: &str) -> Result<(Calls, Scope), PolicyError> {
             "stat" | "lstat" | "statx" | "newfstatat" | "fstatat" => out.stat = true,
             "access" | "faccessat" | "faccessat2" => out.access = true,
             "readlink" | "readlinkat" => out.readlink = true,
+            "read" => out.read = true,
             "all" => out = Calls::ALL,
             "" => return Err(err("--cache", spec, "no call named before ':'")),
             other => {
@@ -407,7 +423,7 @@ pub fn parse_cache(spec: &str) -> Result<(Calls, Scope), PolicyError> {
                     "--cache",
                     spec,
                     format!(
-                        "`{other}` is not a lookup a cache can answer: stat, access or readlink"
+                        "`{other}` is not a call a cache can answer: stat, access, readlink or read"
                     ),
                 ))
             }
@@ -556,7 +572,8 @@ mod tests {
                 calls: Calls {
                     stat: true,
                     access: true,
-                    readlink: false
+                    readlink: false,
+                    read: false
                 },
                 invalidate: Invalidate::OnWrite,
                 ttl: None
@@ -595,7 +612,8 @@ mod tests {
                 calls: Calls {
                     stat: true,
                     access: false,
-                    readlink: false
+                    readlink: false,
+                    read: false
                 },
                 invalidate: Invalidate::OnWrite,
                 ttl: Some(500_000_000)
@@ -624,7 +642,7 @@ mod tests {
                     ..flags()
                 },
                 "--cache",
-                "`open` is not a lookup",
+                "`open` is not a call a cache can answer",
             ),
             (
                 Flags {

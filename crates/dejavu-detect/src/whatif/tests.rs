@@ -470,3 +470,70 @@ fn a_negative_cache_also_remembers_a_change_that_keeps_failing() {
     );
     assert_eq!(o.by_syscall[0].name, "unlink");
 }
+
+const CFG: &str = "/srv/app/config.json";
+
+/// Python's way of reading a file: open, fstat, read(size+1), read -> 0, close.
+fn read_config(b: &mut TraceBuilder, st: dejavu_trace::FileStat) {
+    let size = st.size;
+    b.open(CFG, 0o2000000, 3, Some(st));
+    b.call(dejavu_trace::Sys::Fstat, |c, b| {
+        c.fd = Some(3);
+        c.path = Some(b.s(CFG));
+        c.ev = dejavu_trace::ev::PATH_FROM_FD;
+        c.stat = Some(b.st(st));
+    });
+    b.read(3, CFG, size as u64 + 1, size);
+    b.read(3, CFG, 1, 0);
+    b.close(3, CFG);
+}
+
+#[test]
+fn a_content_cache_removes_every_call_of_a_full_reread() {
+    let mut b = TraceBuilder::new();
+    for _ in 0..4 {
+        read_config(&mut b, file(7, 120, 1));
+    }
+    // A partial read is no read of the content: not governed.
+    b.open(CFG, 0, 3, Some(file(7, 120, 1)));
+    b.read(3, CFG, 10, 10);
+    b.close(3, CFG);
+    let o = &run(b, cache("read:/srv/**"))[0];
+    assert_eq!(
+        (o.calls_before, o.removed_calls, o.stale_answers),
+        (20, 15, 0)
+    );
+    assert_eq!(o.verdict, Verdict::Safe);
+    let rows: Vec<(&str, u64, u64)> = o
+        .by_syscall
+        .iter()
+        .map(|r| (r.name.as_str(), r.before, r.after))
+        .collect();
+    assert!(rows.contains(&("read", 9, 3)), "{rows:?}");
+}
+
+#[test]
+fn a_content_cache_serves_stale_content_after_another_process_rewrites_the_file() {
+    let mut b = TraceBuilder::new();
+    read_config(&mut b, file(7, 120, 1));
+    read_config(&mut b, file(7, 120, 1));
+    b.fork(200);
+    b.pid = 200;
+    b.tid = 200;
+    b.exec("/usr/bin/deploy", &["deploy"]);
+    b.open(CFG, 0o1 | 0o1000, 4, Some(file(7, 0, 1)));
+    b.write(4, CFG, "{\"port\": 1}", false);
+    b.close(4, CFG);
+    b.pid = 100;
+    b.tid = 100;
+    read_config(&mut b, file(7, 11, 5));
+    read_config(&mut b, file(7, 11, 5));
+    let o = &run(b, cache("read:/srv/**"))[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (15, 2));
+    assert_eq!(o.verdict, Verdict::Unsafe);
+    let c = &o.stale_examples[0].cause;
+    assert_eq!(
+        (c.kind, c.pid, c.call),
+        ("other_process", Some(200), Some("write"))
+    );
+}
