@@ -441,8 +441,9 @@ pub enum FailOn {
 pub struct WhatifArgs {
     /// The trace to replay.
     pub trace: PathBuf,
-    /// Cache successful lookups: CALLS[:GLOB], CALLS among stat, access, readlink
-    /// (comma-separated), e.g. 'stat,access:/srv/app/**'; without a glob, every path.
+    /// Cache successful lookups, or with `read` files' content once read in full:
+    /// CALLS[:GLOB], CALLS among stat, access, readlink, read (comma-separated) or all, e.g.
+    /// 'stat,access:/srv/app/**', 'read:/etc/app/*.json'; without a glob, every path.
     /// Repeatable.
     #[arg(long, value_name = "CALLS[:GLOB]", help_heading = "Policies")]
     pub cache: Vec<String>,

@@ -1,6 +1,6 @@
 //! `dejavu whatif`: replay a trace under a fix before writing it. [`policy`] reads the
-//! policies (a lookup cache, a negative cache, a kept-open handle, an ensure-once flag,
-//! log-once), [`evaluate`] plays them all in one pass over the trace, and
+//! policies (a lookup or content cache, a negative cache, a kept-open handle, an
+//! ensure-once flag, log-once), [`evaluate`] plays them all in one pass over the trace, and
 //! [`own_fix`] names the policy a finding proposes. The JSON form of an [`Outcome`] is
 //! documented field by field in docs/whatif.md.
 
