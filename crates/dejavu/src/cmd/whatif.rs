@@ -194,6 +194,18 @@ fn replay(path: &std::path::Path, policies: &[Policy]) -> anyhow::Result<Evaluat
     Ok(eval)
 }
 
+/// `text` wrapped at the report's width, `first` before its first line and `rest` before
+/// the others.
+fn wrapped(out: &mut dyn Write, text: &str, first: &str, rest: &str) -> io::Result<()> {
+    for line in dejavu_report::text::wrap(text, WIDTH, first, rest) {
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+/// Columns of the terminal text, as `dejavu explain` wraps.
+const WIDTH: usize = 100;
+
 fn count(n: u64) -> String {
     dejavu_detect::group::count(n)
 }
@@ -293,9 +305,8 @@ fn text(
         }
         writeln!(out, "   stale answers: {}", count(o.stale_answers))?;
         for s in &o.stale_examples {
-            writeln!(
-                out,
-                "     at {} pid {}: {} {} from {}: served {}, the call returned {}; {}",
+            let line = format!(
+                "at {} pid {}: {} {} from {}: served {}, the call returned {}; {}",
                 fmt_duration(s.ts),
                 s.pid,
                 s.call,
@@ -304,7 +315,8 @@ fn text(
                 s.served,
                 s.actual,
                 s.cause.text
-            )?;
+            );
+            wrapped(out, &line, "     ", "       ")?;
         }
         if !o.invalidation_points.is_empty() {
             writeln!(out, "   invalidation points:")?;
@@ -354,14 +366,15 @@ fn text(
                 count(o.moments_total)
             )?;
             for m in &o.moments {
-                if m.ts > 0 {
-                    writeln!(out, "     at {}: {}", fmt_duration(m.ts), m.text)?;
+                let line = if m.ts > 0 {
+                    format!("at {}: {}", fmt_duration(m.ts), m.text)
                 } else {
-                    writeln!(out, "     {}", m.text)?;
-                }
+                    m.text.clone()
+                };
+                wrapped(out, &line, "     ", "       ")?;
             }
         }
-        writeln!(out, "   verdict: {}", o.verdict_text)?;
+        wrapped(out, &format!("verdict: {}", o.verdict_text), "   ", "     ")?;
     }
     if !outcomes.is_empty() {
         // What "they took" measures, as the report says it.
@@ -374,9 +387,7 @@ fn text(
             _ => "The removed calls' times are the durations the trace recorded.",
         };
         writeln!(out)?;
-        for line in dejavu_report::text::wrap(note, 100, "", "") {
-            writeln!(out, "{line}")?;
-        }
+        wrapped(out, note, "", "")?;
     }
     if !skipped.is_empty() {
         writeln!(out, "\nnot replayed:")?;
