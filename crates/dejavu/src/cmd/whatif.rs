@@ -80,7 +80,7 @@ pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
         serde_json::to_writer_pretty(&mut out, &j)?;
         writeln!(out)?;
     } else {
-        text(&a, &eval, &outcomes, &skipped, &mut out)?;
+        text(&a.trace, &eval, &outcomes, &skipped, &mut out)?;
     }
     out.flush()?;
     Ok(crate::exit::OK)
@@ -211,7 +211,7 @@ fn count(n: u64) -> String {
 }
 
 fn text(
-    a: &WhatifArgs,
+    trace: &std::path::Path,
     eval: &Evaluation,
     outcomes: &[Outcome],
     skipped: &[NotReplayed],
@@ -220,7 +220,7 @@ fn text(
     writeln!(
         out,
         "whatif {}: {} polic{} replayed over {} syscalls ({} traced)",
-        a.trace.display(),
+        trace.display(),
         outcomes.len(),
         if outcomes.len() == 1 { "y" } else { "ies" },
         count(eval.syscalls),
@@ -403,4 +403,130 @@ fn text(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dejavu_detect::whatif::{Cause, Point, RiskKeepOpen, Row, Stale, Verdict};
+
+    fn outcome() -> Outcome {
+        Outcome {
+            policy: "--cache 'stat:/srv/app/**' --invalidate on-write".into(),
+            kind: "cache",
+            finding: Some(FindingRef {
+                number: 2,
+                detector: "repeated-lookup",
+                key: "k".into(),
+                redundant_calls: 4,
+            }),
+            calls_before: 6,
+            calls_after: 1,
+            removed_calls: 5,
+            removed_ns: 34_000,
+            by_syscall: vec![Row {
+                name: "newfstatat".into(),
+                before: 11,
+                after: 6,
+            }],
+            by_program: vec![Row {
+                name: "app".into(),
+                before: 46,
+                after: 41,
+            }],
+            by_callsite: vec![Row {
+                name: "stats@app.c:29".into(),
+                before: 6,
+                after: 1,
+            }],
+            stale_answers: 1,
+            stale_examples: vec![Stale {
+                ts: 28_880_000,
+                pid: 10,
+                path: "/srv/app/config.json".into(),
+                call: "newfstatat",
+                site: "stats@app.c:29".into(),
+                served: "size 3, inode 9".into(),
+                actual: "size 34, inode 9".into(),
+                cause: Cause {
+                    kind: "other_process",
+                    pid: Some(11),
+                    command: Some("app --rewrite".into()),
+                    call: Some("write"),
+                    site: None,
+                    ts: Some(28_000_000),
+                    text: "another traced process changed it: pid 11 (app --rewrite), write".into(),
+                },
+            }],
+            invalidation_points: vec![Point {
+                at: "write at save@app.c:21".into(),
+                times: 1,
+            }],
+            moments: Vec::new(),
+            moments_total: 0,
+            keep_open: Some(RiskKeepOpen {
+                bytes_at_risk: 400,
+                records_at_risk: 50,
+                worst_ts: Some(11_380_000),
+                worst_path: Some("/data/t.tdb".into()),
+                writers: Vec::new(),
+                killed: Vec::new(),
+            }),
+            verdict: Verdict::Unsafe,
+            verdict_text: "unsafe: the counter-example".into(),
+        }
+    }
+
+    #[test]
+    fn the_terminal_text_says_each_answer_in_its_place() {
+        let eval = Evaluation {
+            outcomes: vec![outcome()],
+            syscalls: 46,
+            syscall_ns: 1_900_000,
+            lost_events: 0,
+            backend: "ebpf".into(),
+            truncated: None,
+        };
+        let skipped = vec![NotReplayed {
+            number: 3,
+            detector: "small-writes",
+            key: "k3".into(),
+            redundant_calls: 7,
+            why: "no policy models small-writes's fix yet".into(),
+        }];
+        let mut out = Vec::new();
+        text(
+            std::path::Path::new("t.dvt"),
+            &eval,
+            &eval.outcomes,
+            &skipped,
+            &mut out,
+        )
+        .unwrap();
+        let want = "\
+whatif t.dvt: 1 policy replayed over 46 syscalls (1.90ms traced)
+
+1. --cache 'stat:/srv/app/**' --invalidate on-write   [finding 2: repeated-lookup, which says 4 calls]
+   calls: 6 -> 1 (5 removed; they took 34.0µs in this recording)
+   the finding says its fix saves 4: the replay agrees
+   per syscall: newfstatat 11 -> 6
+   per program: app 46 -> 41
+   per call site:
+     6 -> 1  stats@app.c:29
+   stale answers: 1
+     at 28.88ms pid 10: newfstatat /srv/app/config.json from stats@app.c:29: served size 3, inode 9,
+       the call returned size 34, inode 9; another traced process changed it: pid 11 (app
+       --rewrite), write
+   invalidation points:
+     write at save@app.c:21 (1x)
+   at risk: 400 bytes in 50 writes buffered before the final flush (at 11.38ms, /data/t.tdb)
+   verdict: unsafe: the counter-example
+
+The removed calls' times are their own time in the kernel, measured by eBPF.
+
+not replayed:
+  finding 3 (small-writes, 7 calls): no policy models small-writes's fix yet
+";
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
 }
