@@ -537,3 +537,65 @@ fn a_content_cache_serves_stale_content_after_another_process_rewrites_the_file(
         ("other_process", Some(200), Some("write"))
     );
 }
+
+#[test]
+fn the_programs_own_rmdir_is_where_an_ensure_once_flag_must_be_cleared() {
+    let mut b = TraceBuilder::new();
+    let cleanup = b.stack(&[(FrameKind::Native, "cleanup", "/app/main.c", 70)]);
+    b.mkdir("/h/chats", 0);
+    b.mkdir("/h/chats", -17);
+    b.stack = Some(cleanup);
+    b.call(dejavu_trace::Sys::Rmdir, |c, b| {
+        c.path = Some(b.s("/h/chats"))
+    });
+    b.stack = None;
+    b.mkdir("/h/chats", 0); // the program recreates it: the cleared flag asks again
+    b.mkdir("/h/chats", -17);
+    let f = Flags {
+        ensure_dir_once: vec!["**/chats".into()],
+        ..Flags::default()
+    };
+    let o = &run(b, f)[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (2, 0));
+    assert_eq!(
+        o.verdict,
+        Verdict::SafeWithInvalidation,
+        "{}",
+        o.verdict_text
+    );
+    assert_eq!(
+        o.invalidation_points[0].at,
+        "clear the flag at cleanup@/app/main.c:70 (rmdir)"
+    );
+}
+
+#[test]
+fn the_programs_own_rotation_is_where_a_kept_handle_must_be_reopened() {
+    let mut b = TraceBuilder::new();
+    let rotate = b.stack(&[(FrameKind::Native, "rotate", "/app/log.c", 12)]);
+    cycle(&mut b, "/var/log/app.log", 3, 5);
+    cycle(&mut b, "/var/log/app.log", 3, 5);
+    b.stack = Some(rotate);
+    b.call(dejavu_trace::Sys::Rename, |c, b| {
+        c.path = Some(b.s("/var/log/app.log"));
+        c.path2 = Some(b.s("/var/log/app.log.1"));
+    });
+    b.stack = None;
+    cycle(&mut b, "/var/log/app.log", 3, 6);
+    let o = &run(b, keep("/var/log/*.log"))[0];
+    assert_eq!(
+        o.verdict,
+        Verdict::SafeWithInvalidation,
+        "{}",
+        o.verdict_text
+    );
+    assert_eq!(o.moments_total, 0);
+    assert_eq!(
+        o.invalidation_points[0].at,
+        "reopen after rename at rotate@/app/log.c:12"
+    );
+    assert_eq!(
+        o.removed_calls, 2,
+        "the second cycle's open and the first's close"
+    );
+}
