@@ -20,12 +20,22 @@ pub struct Cx<'a> {
     pub strings: &'a Strings,
     /// The analysis settings.
     pub config: &'a Config,
-    stats: &'a dyn Fn(StatId) -> FileStat,
-    marks: &'a RefCell<Marks>,
-    stacks: &'a dyn Fn(StackId) -> Vec<Frame>,
+    pub(crate) stats: &'a dyn Fn(StatId) -> FileStat,
+    pub(crate) marks: &'a RefCell<Marks>,
+    pub(crate) stacks: &'a dyn Fn(StackId) -> Vec<Frame>,
     pub(crate) programs: &'a RefCell<Programs>,
     pub(crate) site_memo: &'a RefCell<SiteMemo>,
+    /// When asked (`dejavu whatif`), the (image, path) pairs each finding made with
+    /// [`crate::group`] covers, by finding key.
+    pub(crate) coverage: Option<&'a RefCell<Coverage>>,
 }
+
+/// The (image, path) pairs behind each finding, by finding key.
+pub(crate) type Coverage = FxHashMap<String, Vec<(u32, dejavu_replay::PathKey)>>;
+
+/// The (image, path) pairs behind each finding, by finding key, paths spelt out: what a
+/// finding covers beyond the few paths and patterns it shows.
+pub type Covered = FxHashMap<String, Vec<(u32, String)>>;
 
 /// What each (stack, image) says about its call, worked out once.
 pub(crate) type SiteMemo = FxHashMap<(StackId, u32), SiteInfo>;
@@ -266,8 +276,32 @@ impl Analysis {
 pub fn analyze<R: Read>(
     reader: &mut TraceReader<R>,
     cfg: &Config,
-    mut progress: impl FnMut(u64),
+    progress: impl FnMut(u64),
 ) -> Result<Analysis, TraceError> {
+    analyze_inner(reader, cfg, progress, None)
+}
+
+/// As [`analyze`], and also what each finding covers: every (process image, path) behind
+/// it, for findings grouped by [`crate::group`] (`dejavu whatif` scopes a finding's own fix
+/// with it).
+pub fn analyze_covered<R: Read>(
+    reader: &mut TraceReader<R>,
+    cfg: &Config,
+    progress: impl FnMut(u64),
+) -> Result<(Analysis, Covered), TraceError> {
+    let mut covered = Covered::default();
+    let a = analyze_inner(reader, cfg, progress, Some(&mut covered))?;
+    Ok((a, covered))
+}
+
+fn analyze_inner<R: Read>(
+    reader: &mut TraceReader<R>,
+    cfg: &Config,
+    mut progress: impl FnMut(u64),
+    covered: Option<&mut Covered>,
+) -> Result<Analysis, TraceError> {
+    let cov_cell = RefCell::new(Coverage::default());
+    let coverage = covered.is_some().then_some(&cov_cell);
     let infos: Vec<_> = registry()
         .iter()
         .filter(|d| {
@@ -309,6 +343,7 @@ pub fn analyze<R: Read>(
                     stacks: &stack_of,
                     programs: &programs,
                     site_memo: &site_memo,
+                    coverage,
                 };
                 for &i in targets {
                     marks.borrow_mut().cur = i as u8 + 1;
@@ -336,6 +371,7 @@ pub fn analyze<R: Read>(
                     stacks: &stack_of,
                     programs: &programs,
                     site_memo: &site_memo,
+                    coverage,
                 };
                 for (i, d) in dets.iter_mut().enumerate() {
                     marks.borrow_mut().cur = i as u8 + 1;
@@ -357,6 +393,7 @@ pub fn analyze<R: Read>(
         stacks: &stack_of,
         programs: &programs,
         site_memo: &site_memo,
+        coverage,
     };
     let mut all: Vec<Finding> = Vec::new();
     for (i, d) in dets.iter_mut().enumerate() {
@@ -422,6 +459,12 @@ pub fn analyze<R: Read>(
             .then(a.detector.cmp(b.detector))
             .then(a.key.cmp(&b.key))
     });
+    if let Some(out) = covered {
+        for (key, pairs) in cov_cell.borrow().iter() {
+            let v = out.entry(key.clone()).or_default();
+            v.extend(pairs.iter().map(|&(i, p)| (i, replay.paths.display(p))));
+        }
+    }
     Ok(Analysis {
         findings: all,
         hidden,

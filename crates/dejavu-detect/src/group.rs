@@ -488,6 +488,12 @@ fn make(
     };
     let covered: Vec<(u32, PathKey)> = members.iter().map(|m| (m.image, m.path)).collect();
     each(&mut f, &covered);
+    if let Some(c) = cx.coverage {
+        c.borrow_mut()
+            .entry(f.key.clone())
+            .or_default()
+            .extend_from_slice(&covered);
+    }
     f
 }
 

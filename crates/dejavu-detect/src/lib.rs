@@ -14,9 +14,10 @@ pub mod program;
 mod sequence;
 #[doc(hidden)]
 pub mod testkit;
+pub mod whatif;
 
 pub use config::Config;
-pub use engine::{analyze, Analysis, Cx};
+pub use engine::{analyze, analyze_covered, Analysis, Covered, Cx};
 pub use finding::{
     Aspect, CacheVerdict, CallFrame, Callsite, Finding, PathCount, Sequence, Severity,
 };

@@ -82,6 +82,23 @@ Exit status: the program's own (128+N if killed by signal N). With --fail-on fin
     /// What a detector finds, an example, the fix, the hazards and its options.
     #[command(after_help = "`dejavu report --list-detectors` lists the detectors.")]
     Explain(ExplainArgs),
+    /// Replay a trace under a fix before writing it: calls removed, stale answers served,
+    /// what a kept-open handle or an ensure-once flag would risk, and a verdict.
+    #[command(after_help = "\
+Examples:
+  dejavu whatif t.dvt                                    # every finding's own fix, replayed
+  dejavu whatif t.dvt --cache 'stat,access:/srv/app/**' --invalidate on-write
+  dejavu whatif t.dvt --cache 'stat:/srv/app/**' --ttl 500ms
+  dejavu whatif t.dvt --negative-cache '/usr/lib/**' --invalidate on-dir-change
+  dejavu whatif t.dvt --keep-open '/data/**/*.tdb' --flush on-exit
+  dejavu whatif t.dvt --ensure-dir-once '**/chats' --log-once
+  dejavu whatif t.dvt --finding 3 --json
+  dejavu whatif t.dvt --ttl 2s                           # the findings' own caches, with a TTL
+
+Policies, answers and JSON fields: docs/whatif.md. Exit status: 0 when the trace was
+replayed (whatever the verdicts); 1 if the trace cannot be read; 2 for bad flags or policy
+strings (the message shows the accepted syntax).")]
+    Whatif(WhatifArgs),
     /// Per-syscall and per-path counts, errors and time (like strace -c, per path too).
     Summary(SummaryArgs),
     /// Convert a trace to another format (jsonl: one JSON object per event).
@@ -418,6 +435,61 @@ pub enum FailOn {
     Finding,
     /// Exit with the program's status whatever the findings.
     Never,
+}
+
+#[derive(Args, Debug)]
+pub struct WhatifArgs {
+    /// The trace to replay.
+    pub trace: PathBuf,
+    /// Cache successful lookups, or with `read` files' content once read in full:
+    /// CALLS[:GLOB], CALLS among stat, access, readlink, read (comma-separated) or all, e.g.
+    /// 'stat,access:/srv/app/**', 'read:/etc/app/*.json'; without a glob, every path.
+    /// Repeatable.
+    #[arg(long, value_name = "CALLS[:GLOB]", help_heading = "Policies")]
+    pub cache: Vec<String>,
+    /// Cache failed lookups (ENOENT, ENOTDIR, EACCES ...) of paths matching GLOB.
+    /// Repeatable.
+    #[arg(long, value_name = "GLOB", help_heading = "Policies")]
+    pub negative_cache: Vec<String>,
+    /// When the caches drop an entry: on-write (the process's own change of the path;
+    /// default for --cache), on-dir-change (of the path or its directory; default for
+    /// --negative-cache), never.
+    #[arg(long, value_name = "WHEN", help_heading = "Policies")]
+    pub invalidate: Option<String>,
+    /// Cache entries expire after DURATION (500ms, 2s). Without a policy, --ttl,
+    /// --invalidate and --flush change each finding's own fix.
+    #[arg(long, value_name = "DURATION", help_heading = "Policies")]
+    pub ttl: Option<String>,
+    /// Open each file matching GLOB once per process and keep the handle. Repeatable.
+    #[arg(long, value_name = "GLOB", help_heading = "Policies")]
+    pub keep_open: Vec<String>,
+    /// With --keep-open: on-exit (writes buffered until the process exits; default) or
+    /// each-write (written through: nothing at risk).
+    #[arg(long, value_name = "WHEN", help_heading = "Policies")]
+    pub flush: Option<String>,
+    /// Remember per process that a directory matching GLOB exists once mkdir said so; its
+    /// later mkdirs and their existence checks go. Repeatable.
+    #[arg(long, value_name = "GLOB", help_heading = "Policies")]
+    pub ensure_dir_once: Vec<String>,
+    /// Write each line (numbers and ids masked) to the same output only once per process;
+    /// outputs: the standard streams, terminals and append-mode files, or with
+    /// --log-once=GLOB the files matching GLOB.
+    #[arg(
+        long,
+        value_name = "GLOB",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "",
+        help_heading = "Policies"
+    )]
+    pub log_once: Option<String>,
+    /// Replay only the own fix of finding N (numbered as `dejavu report --all` lists
+    /// them).
+    #[arg(long, value_name = "N")]
+    pub finding: Option<usize>,
+    /// Machine-readable output: one JSON object (docs/whatif.md).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]

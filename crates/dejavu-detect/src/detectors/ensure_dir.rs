@@ -56,6 +56,9 @@ struct Check {
     ts: u64,
     dur: u64,
     sys: Sys,
+    /// Already counted, as the verifying stat of the redundant mkdir before it: a loop of
+    /// check + mkdir makes one call both, and it is removed once.
+    counted: bool,
 }
 
 /// What the thread's last call leaves pending.
@@ -167,7 +170,7 @@ impl EnsureDir {
         }
         let removed = known.and_then(|since| self.removed_since(cx, d, since));
         let t = self.tallies.get(v.image, d);
-        t.calls += 1 + check.is_some() as u64;
+        t.calls += 1 + check.is_some_and(|c| !c.counted) as u64;
         if known.is_none() {
             return;
         }
@@ -178,7 +181,7 @@ impl EnsureDir {
                 let e = self.extra.entry(key).or_default();
                 e.redundant += 1;
                 e.mkdirs += 1;
-                if let Some(c) = check {
+                if let Some(c) = check.filter(|c| !c.counted) {
                     t.redundant(c.ts, c.dur, c.stack);
                     cx.mark(c.call, c.dur, c.stack);
                     e.redundant += 1;
@@ -217,7 +220,14 @@ impl EnsureDir {
             .held
             .or(cur.check)
             .filter(|c| is_ancestor(cx, path, c.path));
-        let prev = self.set(
+        // mkdir -p's verification of the entry a redundant mkdir ran into.
+        // A stat that fails (the directory was removed meanwhile) verifies nothing: it is
+        // news, not a repeat.
+        let after = cur.after == Some(path)
+            && matches!(q, Question::Stat { .. })
+            && s.ret >= 0
+            && cx.config.counts(s.ts);
+        self.set(
             s.tid,
             Thread {
                 check: Some(Check {
@@ -227,14 +237,13 @@ impl EnsureDir {
                     ts: s.ts,
                     dur: s.dur,
                     sys: s.sys,
+                    counted: after,
                 }),
                 held,
                 after: None,
             },
         );
-        // mkdir -p's verification of the entry a redundant mkdir ran into.
-        if prev.after == Some(path) && matches!(q, Question::Stat { .. }) && cx.config.counts(s.ts)
-        {
+        if after {
             let t = self.tallies.get(v.image, path);
             t.calls += 1;
             t.redundant(s.ts, s.dur, s.stack);
@@ -442,6 +451,49 @@ mod tests {
                 "9 mkdir calls failed with EEXIST on a directory the process already knew existed, \
                  with 9 access checks before them and 9 statx checks after them"
             )
+        );
+    }
+
+    #[test]
+    fn a_stat_that_verifies_one_mkdir_and_checks_the_next_counts_once() {
+        // for each record: stat(d); mkdir(d): from the second record on, each stat comes
+        // right after a redundant mkdir (its verification) and right before the next one
+        // (its check). Found by `dejavu whatif`, whose ensure-once flag removed 18 calls
+        // where the finding said 23.
+        let mut b = TraceBuilder::new();
+        b.stat(D, Err(2));
+        b.mkdir(D, 0);
+        for _ in 0..9 {
+            b.stat(D, Ok(dir(4)));
+            b.mkdir(D, -17);
+        }
+        let f = b.findings("ensure-dir");
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].calls, f[0].redundant_calls), (20, 18));
+    }
+
+    #[test]
+    fn a_failing_stat_after_a_redundant_mkdir_verifies_nothing() {
+        // Another process removes the directory right after a redundant mkdir: the stat
+        // that follows finds it missing, and the mkdir after it creates it again.
+        let mut b = TraceBuilder::new();
+        b.stat(D, Err(2));
+        b.mkdir(D, 0);
+        b.stat(D, Ok(dir(4)));
+        b.mkdir(D, -17);
+        b.fork(300);
+        b.pid = 300;
+        b.tid = 300;
+        b.call(Sys::Rmdir, |c, b| c.path = Some(b.s(D)));
+        b.pid = 100;
+        b.tid = 100;
+        b.stat(D, Err(2));
+        b.mkdir(D, 0);
+        let f = b.findings("ensure-dir");
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            f[0].redundant_calls, 2,
+            "the second mkdir and its check only"
         );
     }
 

@@ -51,7 +51,7 @@ const EEXIST: i64 = -17;
 /// The call whose failure repeats: a lookup (by the question it asks) or a change of one
 /// path (by the call, its `*at` spellings folded in).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-enum Ask {
+pub(crate) enum Ask {
     Lookup(Question),
     Change(Sys),
 }
@@ -66,7 +66,7 @@ impl Ask {
 }
 
 /// The call `s` makes on its path, when it is one this detector follows.
-fn ask(s: &Syscall) -> Option<Ask> {
+pub(crate) fn ask(s: &Syscall) -> Option<Ask> {
     if let Some(q) = question(s) {
         return Some(Ask::Lookup(q));
     }

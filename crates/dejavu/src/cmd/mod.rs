@@ -9,6 +9,7 @@ mod record;
 mod report;
 mod run;
 mod summary;
+mod whatif;
 
 use crate::cli::{Cli, Command};
 
@@ -24,5 +25,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Export(a) => export::run(a),
         Command::Summary(a) => summary::run(a),
         Command::Import(c) => import::run(c),
+        Command::Whatif(a) => whatif::run(a),
     }
 }

@@ -1,0 +1,601 @@
+//! Unit tests of the what-if evaluator on synthetic traces: each policy's counts, stale
+//! answers with their causes, invalidation points and verdicts.
+
+use super::policy::{parse, Flags};
+use super::{evaluate, own_fix, Outcome, Verdict};
+use crate::testkit::{dir, file, TraceBuilder};
+use dejavu_trace::{FrameKind, TraceReader};
+
+fn run(b: TraceBuilder, f: Flags) -> Vec<Outcome> {
+    let policies = parse(&f).expect("policy");
+    let bytes = b.finish();
+    let mut r = TraceReader::new(&bytes[..]).expect("reader");
+    evaluate(&mut r, &policies, |_| {})
+        .expect("evaluation")
+        .outcomes
+}
+
+fn cache(spec: &str) -> Flags {
+    Flags {
+        cache: vec![spec.into()],
+        ..Flags::default()
+    }
+}
+
+#[test]
+fn a_stat_cache_removes_repeats_and_is_safe_when_nothing_changes() {
+    let mut b = TraceBuilder::new();
+    for _ in 0..5 {
+        b.stat("/srv/app/config.json", Ok(file(7, 100, 1)));
+    }
+    b.stat("/etc/other", Ok(file(8, 1, 1)));
+    b.stat("/etc/other", Ok(file(8, 1, 1)));
+    let o = &run(b, cache("stat:/srv/app/**"))[0];
+    assert_eq!((o.calls_before, o.calls_after, o.removed_calls), (5, 1, 4));
+    assert_eq!(
+        o.removed_ns,
+        4 * 500,
+        "the removed calls' recorded durations"
+    );
+    assert_eq!(o.stale_answers, 0);
+    assert_eq!(o.verdict, Verdict::Safe);
+    // Per syscall: every newfstatat of the trace (7) before, 3 after.
+    assert_eq!(o.by_syscall[0].name, "newfstatat");
+    assert_eq!((o.by_syscall[0].before, o.by_syscall[0].after), (7, 3));
+}
+
+#[test]
+fn the_programs_own_write_is_an_invalidation_point_at_its_line() {
+    let mut b = TraceBuilder::new();
+    let reader = b.stack(&[(FrameKind::Python, "serve", "/app/serve.py", 10)]);
+    let writer = b.stack(&[(FrameKind::Python, "save", "/app/serve.py", 42)]);
+    b.stack = Some(reader);
+    b.stat("/app/data.json", Ok(file(7, 100, 1)));
+    b.stat("/app/data.json", Ok(file(7, 100, 1)));
+    b.stack = Some(writer);
+    b.open("/app/data.json", 0o1, 3, Some(file(7, 100, 1)));
+    b.write(3, "/app/data.json", "more", false);
+    b.close(3, "/app/data.json");
+    b.stack = Some(reader);
+    b.stat("/app/data.json", Ok(file(7, 104, 2)));
+    b.stat("/app/data.json", Ok(file(7, 104, 2)));
+    let o = &run(b, cache("stat:/app/**"))[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (2, 0));
+    assert_eq!(
+        o.verdict,
+        Verdict::SafeWithInvalidation,
+        "{}",
+        o.verdict_text
+    );
+    assert_eq!(o.invalidation_points.len(), 1);
+    assert_eq!(
+        o.invalidation_points[0].at,
+        "write at save@/app/serve.py:42"
+    );
+    // Never invalidating: the stat after the write is served the old answer, and the cause
+    // is the program's own write.
+    let mut b = TraceBuilder::new();
+    b.stat("/app/data.json", Ok(file(7, 100, 1)));
+    b.open("/app/data.json", 0o1, 3, Some(file(7, 100, 1)));
+    b.write(3, "/app/data.json", "more", false);
+    b.stat("/app/data.json", Ok(file(7, 104, 2)));
+    let f = Flags {
+        invalidate: Some("never".into()),
+        ..cache("stat")
+    };
+    let o = &run(b, f)[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (1, 1));
+    assert_eq!(o.verdict, Verdict::Unsafe);
+    assert_eq!(o.stale_examples[0].cause.kind, "own_change");
+}
+
+#[test]
+fn a_change_by_another_process_makes_an_on_write_cache_unsafe_and_is_named() {
+    let mut b = TraceBuilder::new();
+    b.stat("/app/data.json", Ok(file(7, 100, 1)));
+    b.fork(200);
+    b.pid = 200;
+    b.tid = 200;
+    b.exec("/usr/bin/rewriter", &["rewriter", "/app/data.json"]);
+    b.open("/app/data.json", 0o1 | 0o1000, 3, Some(file(7, 0, 1)));
+    b.write(3, "/app/data.json", "new content", false);
+    b.pid = 100;
+    b.tid = 100;
+    b.stat("/app/data.json", Ok(file(7, 11, 5)));
+    b.stat("/app/data.json", Ok(file(7, 11, 5)));
+    let o = &run(b, cache("stat:/app/**"))[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (2, 2));
+    assert_eq!(o.verdict, Verdict::Unsafe);
+    let c = &o.stale_examples[0].cause;
+    assert_eq!(
+        (c.kind, c.pid, c.call),
+        ("other_process", Some(200), Some("write"))
+    );
+    assert_eq!(c.command.as_deref(), Some("rewriter /app/data.json"));
+    assert!(o.verdict_text.contains("pid 200"), "{}", o.verdict_text);
+}
+
+#[test]
+fn an_answer_that_changed_with_no_traced_change_says_the_recording_cannot_rule_out_more() {
+    let mut b = TraceBuilder::new();
+    b.stat("/x", Ok(file(7, 100, 1)));
+    b.stat("/x", Ok(file(7, 250, 9)));
+    let o = &run(b, cache("stat"))[0];
+    assert_eq!(o.stale_answers, 1);
+    assert_eq!(o.stale_examples[0].cause.kind, "untraced");
+    assert!(o.stale_examples[0].cause.text.contains("cannot rule out"));
+}
+
+#[test]
+fn a_ttl_bounds_how_long_a_stale_answer_is_served() {
+    let build = || {
+        let mut b = TraceBuilder::new();
+        b.stat("/x", Ok(file(7, 100, 1))); // t=0: filled
+        b.stat("/x", Ok(file(7, 200, 2))); // changed outside: stale within the TTL
+        b.stat("/x", Ok(file(7, 200, 2))); // stale
+        b.wait(1_000_000_000);
+        b.stat("/x", Ok(file(7, 200, 2))); // expired: asked again
+        b.stat("/x", Ok(file(7, 200, 2))); // fresh hit
+        b
+    };
+    let f = Flags {
+        ttl: Some(500_000_000),
+        ..cache("stat")
+    };
+    let o = &run(build(), f)[0];
+    assert_eq!(
+        (o.calls_before, o.removed_calls, o.stale_answers),
+        (5, 3, 2)
+    );
+    let o = &run(build(), cache("stat"))[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (4, 4), "without a TTL");
+}
+
+#[test]
+fn a_negative_cache_is_invalidated_by_a_create_in_the_directory_by_the_process() {
+    let mut b = TraceBuilder::new();
+    b.stat("/d/opt.json", Err(2));
+    b.stat("/d/opt.json", Err(2));
+    b.open("/d/opt.json", 0o101, 3, Some(file(9, 0, 1))); // O_CREAT by the program
+    b.stat("/d/opt.json", Ok(file(9, 0, 1)));
+    b.stat("/d/opt.json", Err(2)); // a positive answer is not cached
+    let f = Flags {
+        negative_cache: vec!["/d/**".into()],
+        ..Flags::default()
+    };
+    let o = &run(b, f)[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (1, 0));
+    assert_eq!(
+        o.verdict,
+        Verdict::SafeWithInvalidation,
+        "{}",
+        o.verdict_text
+    );
+}
+
+#[test]
+fn keep_open_removes_reopens_and_closes_and_counts_the_bytes_at_risk() {
+    let mut b = TraceBuilder::new();
+    for _ in 0..4 {
+        b.open("/data/t.tdb", 0o101, 3, Some(file(5, 0, 1)));
+        b.call(dejavu_trace::Sys::Pwrite64, |c, b| {
+            c.fd = Some(3);
+            c.path = Some(b.s("/data/t.tdb"));
+            c.ev = dejavu_trace::ev::PATH_FROM_FD;
+            c.count = 8;
+            c.ret = 8;
+            c.offset = Some(0);
+        });
+        b.close(3, "/data/t.tdb");
+    }
+    let f = Flags {
+        keep_open: vec!["/data/**/*.tdb".into(), "/other/*.tdb".into()],
+        ..Flags::default()
+    };
+    let out = run(b, f);
+    let o = &out[0];
+    // 4 opens + 4 closes; 3 opens and 3 closes go.
+    assert_eq!((o.calls_before, o.removed_calls), (8, 6));
+    let k = o.keep_open.as_ref().expect("keep-open risk");
+    assert_eq!((k.bytes_at_risk, k.records_at_risk), (32, 4));
+    assert_eq!(o.verdict, Verdict::Safe, "{}", o.verdict_text);
+    assert_eq!(out[1].calls_before, 0, "another glob covers nothing here");
+}
+
+#[test]
+fn ensure_dir_once_reports_the_moment_another_process_removed_the_directory() {
+    let mut b = TraceBuilder::new();
+    b.access("/h/chats", 0, 0);
+    b.mkdir("/h/chats", -17);
+    b.access("/h/chats", 0, 0);
+    b.mkdir("/h/chats", -17);
+    b.stat("/h/chats", Ok(dir(3)));
+    b.fork(300);
+    b.pid = 300;
+    b.tid = 300;
+    b.exec("/bin/rm", &["rm", "-r", "/h/chats"]);
+    b.call(dejavu_trace::Sys::Rmdir, |c, b| {
+        c.path = Some(b.s("/h/chats"))
+    });
+    b.pid = 100;
+    b.tid = 100;
+    b.access("/h/chats", 0, -2);
+    b.mkdir("/h/chats", 0);
+    let f = Flags {
+        ensure_dir_once: vec!["**/chats".into()],
+        ..Flags::default()
+    };
+    let o = &run(b, f)[0];
+    // access + mkdir + stat after the first mkdir, then access + mkdir again.
+    assert_eq!(o.removed_calls, 5);
+    // The check found it missing and mkdir created it again: two answers the flag got
+    // wrong.
+    assert_eq!(o.stale_answers, 2);
+    assert_eq!(o.moments.len(), 1);
+    assert_eq!((o.moments[0].pid, o.moments[0].call), (300, "rmdir"));
+    assert_eq!(o.verdict, Verdict::Unsafe);
+}
+
+#[test]
+fn log_once_removes_repeated_lines_per_output() {
+    let mut b = TraceBuilder::new();
+    for i in 0..5 {
+        b.write(
+            2,
+            "/dev/pts/0",
+            &format!("warning: slow request {i}\n"),
+            true,
+        );
+    }
+    b.write(2, "/dev/pts/0", "done\n", true);
+    let f = Flags {
+        log_once: Some(String::new()),
+        ..Flags::default()
+    };
+    let o = &run(b, f)[0];
+    assert_eq!((o.calls_before, o.removed_calls), (6, 4));
+}
+
+#[test]
+fn a_findings_own_fix_saves_what_the_finding_says() {
+    let build = || {
+        let mut b = TraceBuilder::new();
+        for _ in 0..6 {
+            b.stat("/etc/app.conf", Ok(file(7, 100, 1)));
+            b.stat("/etc/missing.conf", Err(2));
+        }
+        // Many paths, each repeated: the finding shows a pattern, covers them all.
+        for round in 0..3 {
+            for m in 0..8 {
+                let _ = round;
+                b.stat(&format!("/srv/m{m}/x/package.json"), Ok(file(20 + m, 1, 1)));
+            }
+        }
+        b
+    };
+    let cfg = crate::Config {
+        min_calls: 1,
+        ..crate::Config::default()
+    };
+    let bytes = build().finish();
+    let mut r = TraceReader::new(&bytes[..]).expect("reader");
+    let (a, covered) = crate::analyze_covered(&mut r, &cfg, |_| {}).expect("analysis");
+    let mut checked = 0;
+    for f in a.rows() {
+        let cov = covered.get(&f.key).map(|v| v.as_slice());
+        assert!(cov.is_some(), "{} covers nothing?", f.key);
+        let Some(p) = own_fix(f, cov) else { continue };
+        let mut r = TraceReader::new(&bytes[..]).expect("reader");
+        let o = &evaluate(&mut r, &[p], |_| {}).expect("eval").outcomes[0];
+        assert_eq!(
+            o.removed_calls - o.stale_answers,
+            f.redundant_calls,
+            "{} {:?}",
+            f.detector,
+            f.paths
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 3);
+}
+
+/// open + pwrite(8 bytes) + close of `path` as fd `fd`, by the builder's current thread.
+fn cycle(b: &mut TraceBuilder, path: &str, fd: i32, ino: u64) {
+    b.open(path, 0o101, fd as i64, Some(file(ino, 0, 1)));
+    b.call(dejavu_trace::Sys::Pwrite64, |c, b| {
+        c.fd = Some(fd);
+        c.path = Some(b.s(path));
+        c.ev = dejavu_trace::ev::PATH_FROM_FD;
+        c.count = 8;
+        c.ret = 8;
+        c.offset = Some(0);
+    });
+    b.close(fd, path);
+}
+
+fn keep(glob: &str) -> Flags {
+    Flags {
+        keep_open: vec![glob.into()],
+        ..Flags::default()
+    }
+}
+
+#[test]
+fn two_threads_writing_a_kept_file_need_a_lock() {
+    let mut b = TraceBuilder::new();
+    cycle(&mut b, "/data/t.tdb", 3, 5);
+    b.tid = 101;
+    cycle(&mut b, "/data/t.tdb", 3, 5);
+    b.tid = 100;
+    cycle(&mut b, "/data/t.tdb", 3, 5);
+    let o = &run(b, keep("/data/*.tdb"))[0];
+    assert_eq!(o.removed_calls, 4);
+    assert_eq!(
+        o.verdict,
+        Verdict::SafeWithInvalidation,
+        "{}",
+        o.verdict_text
+    );
+    assert!(
+        o.invalidation_points[0]
+            .at
+            .contains("threads 100, 101 of pid 100"),
+        "{:?}",
+        o.invalidation_points
+    );
+    assert_eq!(o.keep_open.as_ref().unwrap().writers.len(), 2);
+}
+
+#[test]
+fn another_process_writing_a_kept_file_makes_keep_open_unsafe() {
+    let mut b = TraceBuilder::new();
+    cycle(&mut b, "/data/t.tdb", 3, 5);
+    b.fork(200);
+    b.pid = 200;
+    b.tid = 200;
+    b.exec("/usr/bin/ingest", &["ingest"]);
+    cycle(&mut b, "/data/t.tdb", 4, 5);
+    b.pid = 100;
+    b.tid = 100;
+    cycle(&mut b, "/data/t.tdb", 3, 5);
+    let o = &run(b, keep("/data/*.tdb"))[0];
+    assert_eq!(o.verdict, Verdict::Unsafe, "{}", o.verdict_text);
+    assert_eq!(o.moments_total, 1);
+    assert_eq!(o.moments[0].pid, 200);
+    assert!(
+        o.moments[0].text.contains("ingest"),
+        "{}",
+        o.moments[0].text
+    );
+}
+
+#[test]
+fn a_rotation_by_another_process_is_a_rename_the_kept_handle_would_miss() {
+    let mut b = TraceBuilder::new();
+    cycle(&mut b, "/var/log/app.log", 3, 5);
+    b.fork(300);
+    b.pid = 300;
+    b.tid = 300;
+    b.exec("/usr/sbin/logrotate", &["logrotate"]);
+    b.call(dejavu_trace::Sys::Rename, |c, b| {
+        c.path = Some(b.s("/var/log/app.log"));
+        c.path2 = Some(b.s("/var/log/app.log.1"));
+    });
+    b.pid = 100;
+    b.tid = 100;
+    cycle(&mut b, "/var/log/app.log", 3, 6); // a new inode has the name
+    let o = &run(b, keep("/var/log/*.log"))[0];
+    assert_eq!(o.verdict, Verdict::Unsafe);
+    // The rename itself, and the reopen that found another file.
+    assert_eq!(o.moments_total, 2, "{:#?}", o.moments);
+    assert_eq!((o.moments[0].pid, o.moments[0].call), (300, "rename"));
+    assert!(
+        o.moments[1].text.contains("logrotate"),
+        "{}",
+        o.moments[1].text
+    );
+    assert_eq!(o.removed_calls, 0, "the reopen was needed");
+}
+
+#[test]
+fn a_negative_cache_misses_a_create_by_another_process() {
+    let mut b = TraceBuilder::new();
+    b.stat("/d/opt.json", Err(2));
+    b.stat("/d/opt.json", Err(2));
+    b.fork(200);
+    b.pid = 200;
+    b.tid = 200;
+    b.exec("/usr/bin/touch", &["touch", "/d/opt.json"]);
+    b.open("/d/opt.json", 0o101, 3, Some(file(9, 0, 1)));
+    b.pid = 100;
+    b.tid = 100;
+    b.stat("/d/opt.json", Ok(file(9, 0, 1)));
+    let f = Flags {
+        negative_cache: vec!["/d/**".into()],
+        ..Flags::default()
+    };
+    let o = &run(b, f)[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (2, 1));
+    let c = &o.stale_examples[0].cause;
+    assert_eq!((c.kind, c.pid), ("other_process", Some(200)));
+    assert_eq!(o.stale_examples[0].served, "ENOENT");
+}
+
+#[test]
+fn bytes_at_risk_are_those_buffered_at_one_moment_not_over_the_whole_recording() {
+    let mut b = TraceBuilder::new();
+    b.fork(200);
+    b.pid = 200;
+    b.tid = 200;
+    for _ in 0..3 {
+        cycle(&mut b, "/data/a.tdb", 3, 5);
+    }
+    // Its exit flushes its buffer: 24 bytes were at risk until then.
+    b.push(dejavu_trace::Record::Exit(dejavu_trace::Exit {
+        ts: 50_000,
+        pid: 200,
+        tid: 200,
+        status: dejavu_trace::ExitStatus::Code(0),
+    }));
+    b.pid = 100;
+    b.tid = 100;
+    for _ in 0..2 {
+        cycle(&mut b, "/data/b.tdb", 3, 6);
+    }
+    let o = &run(b, keep("/data/*.tdb"))[0];
+    let k = o.keep_open.as_ref().unwrap();
+    assert_eq!((k.bytes_at_risk, k.records_at_risk), (24, 3));
+    assert_eq!(k.worst_path.as_deref(), Some("/data/a.tdb"));
+    assert_eq!(o.removed_calls, 2 * 2 + 2);
+}
+
+#[test]
+fn a_negative_cache_also_remembers_a_change_that_keeps_failing() {
+    // rm of a file that is long gone, per request: negative-probe's other kind.
+    let mut b = TraceBuilder::new();
+    for _ in 0..4 {
+        b.call(dejavu_trace::Sys::Unlink, |c, b| {
+            c.path = Some(b.s("/run/app.lock"));
+            c.ret = -2;
+        });
+    }
+    let f = Flags {
+        negative_cache: vec!["/run/*".into()],
+        ..Flags::default()
+    };
+    let o = &run(b, f)[0];
+    assert_eq!(
+        (o.calls_before, o.removed_calls, o.stale_answers),
+        (4, 3, 0)
+    );
+    assert_eq!(o.by_syscall[0].name, "unlink");
+}
+
+const CFG: &str = "/srv/app/config.json";
+
+/// Python's way of reading a file: open, fstat, read(size+1), read -> 0, close.
+fn read_config(b: &mut TraceBuilder, st: dejavu_trace::FileStat) {
+    let size = st.size;
+    b.open(CFG, 0o2000000, 3, Some(st));
+    b.call(dejavu_trace::Sys::Fstat, |c, b| {
+        c.fd = Some(3);
+        c.path = Some(b.s(CFG));
+        c.ev = dejavu_trace::ev::PATH_FROM_FD;
+        c.stat = Some(b.st(st));
+    });
+    b.read(3, CFG, size as u64 + 1, size);
+    b.read(3, CFG, 1, 0);
+    b.close(3, CFG);
+}
+
+#[test]
+fn a_content_cache_removes_every_call_of_a_full_reread() {
+    let mut b = TraceBuilder::new();
+    for _ in 0..4 {
+        read_config(&mut b, file(7, 120, 1));
+    }
+    // A partial read is no read of the content: not governed.
+    b.open(CFG, 0, 3, Some(file(7, 120, 1)));
+    b.read(3, CFG, 10, 10);
+    b.close(3, CFG);
+    let o = &run(b, cache("read:/srv/**"))[0];
+    assert_eq!(
+        (o.calls_before, o.removed_calls, o.stale_answers),
+        (20, 15, 0)
+    );
+    assert_eq!(o.verdict, Verdict::Safe);
+    let rows: Vec<(&str, u64, u64)> = o
+        .by_syscall
+        .iter()
+        .map(|r| (r.name.as_str(), r.before, r.after))
+        .collect();
+    assert!(rows.contains(&("read", 9, 3)), "{rows:?}");
+}
+
+#[test]
+fn a_content_cache_serves_stale_content_after_another_process_rewrites_the_file() {
+    let mut b = TraceBuilder::new();
+    read_config(&mut b, file(7, 120, 1));
+    read_config(&mut b, file(7, 120, 1));
+    b.fork(200);
+    b.pid = 200;
+    b.tid = 200;
+    b.exec("/usr/bin/deploy", &["deploy"]);
+    b.open(CFG, 0o1 | 0o1000, 4, Some(file(7, 0, 1)));
+    b.write(4, CFG, "{\"port\": 1}", false);
+    b.close(4, CFG);
+    b.pid = 100;
+    b.tid = 100;
+    read_config(&mut b, file(7, 11, 5));
+    read_config(&mut b, file(7, 11, 5));
+    let o = &run(b, cache("read:/srv/**"))[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (15, 2));
+    assert_eq!(o.verdict, Verdict::Unsafe);
+    let c = &o.stale_examples[0].cause;
+    assert_eq!(
+        (c.kind, c.pid, c.call),
+        ("other_process", Some(200), Some("write"))
+    );
+}
+
+#[test]
+fn the_programs_own_rmdir_is_where_an_ensure_once_flag_must_be_cleared() {
+    let mut b = TraceBuilder::new();
+    let cleanup = b.stack(&[(FrameKind::Native, "cleanup", "/app/main.c", 70)]);
+    b.mkdir("/h/chats", 0);
+    b.mkdir("/h/chats", -17);
+    b.stack = Some(cleanup);
+    b.call(dejavu_trace::Sys::Rmdir, |c, b| {
+        c.path = Some(b.s("/h/chats"))
+    });
+    b.stack = None;
+    b.mkdir("/h/chats", 0); // the program recreates it: the cleared flag asks again
+    b.mkdir("/h/chats", -17);
+    let f = Flags {
+        ensure_dir_once: vec!["**/chats".into()],
+        ..Flags::default()
+    };
+    let o = &run(b, f)[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (2, 0));
+    assert_eq!(
+        o.verdict,
+        Verdict::SafeWithInvalidation,
+        "{}",
+        o.verdict_text
+    );
+    assert_eq!(
+        o.invalidation_points[0].at,
+        "clear the flag at cleanup@/app/main.c:70 (rmdir)"
+    );
+}
+
+#[test]
+fn the_programs_own_rotation_is_where_a_kept_handle_must_be_reopened() {
+    let mut b = TraceBuilder::new();
+    let rotate = b.stack(&[(FrameKind::Native, "rotate", "/app/log.c", 12)]);
+    cycle(&mut b, "/var/log/app.log", 3, 5);
+    cycle(&mut b, "/var/log/app.log", 3, 5);
+    b.stack = Some(rotate);
+    b.call(dejavu_trace::Sys::Rename, |c, b| {
+        c.path = Some(b.s("/var/log/app.log"));
+        c.path2 = Some(b.s("/var/log/app.log.1"));
+    });
+    b.stack = None;
+    cycle(&mut b, "/var/log/app.log", 3, 6);
+    let o = &run(b, keep("/var/log/*.log"))[0];
+    assert_eq!(
+        o.verdict,
+        Verdict::SafeWithInvalidation,
+        "{}",
+        o.verdict_text
+    );
+    assert_eq!(o.moments_total, 0);
+    assert_eq!(
+        o.invalidation_points[0].at,
+        "reopen after rename at rotate@/app/log.c:12"
+    );
+    assert_eq!(
+        o.removed_calls, 2,
+        "the second cycle's open and the first's close"
+    );
+}

@@ -1,0 +1,532 @@
+//! `dejavu whatif`: replay a trace under a fix before writing it. With policies given as
+//! flags, replays them; with none, replays each finding's own fix (the finding's number
+//! and what it says it saves beside the replay's count). Terminal text or one JSON object
+//! (docs/whatif.md).
+
+use super::report::{usage_error, warn};
+use crate::cli::{parse_duration, WhatifArgs};
+use anyhow::Context;
+use dejavu_detect::whatif::{evaluate, own_fix, policy, Evaluation, Flags, Outcome, Policy};
+use dejavu_detect::whatif::{not_modelled, FindingRef};
+use dejavu_detect::{analyze_covered, Analysis, Config, Covered};
+use dejavu_report::text::fmt_duration;
+use dejavu_report::Progress;
+use dejavu_trace::TraceReader;
+use serde::Serialize;
+use std::io::{self, Write};
+
+/// A finding whose fix no policy models yet: listed, not replayed.
+#[derive(Debug, Serialize)]
+struct NotReplayed {
+    number: usize,
+    detector: &'static str,
+    key: String,
+    redundant_calls: u64,
+    why: String,
+}
+
+/// The JSON object `--json` prints.
+#[derive(Debug, Serialize)]
+struct Json<'a> {
+    version: u32,
+    trace: String,
+    syscalls: u64,
+    syscall_ns: u64,
+    lost_events: u64,
+    /// Set when the trace was cut off.
+    truncated: Option<&'a str>,
+    outcomes: &'a [Outcome],
+    not_replayed: &'a [NotReplayed],
+}
+
+/// Runs the command; bad policy strings are usage errors (2) that show the syntax.
+pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
+    let flags = flags(&a);
+    let given = policy::parse(&flags).unwrap_or_else(|e| usage_error("whatif", &e.to_string()));
+    if a.finding.is_some() && !given.is_empty() {
+        usage_error(
+            "whatif",
+            "--finding replays that finding's own fix: give either --finding N or policies \
+             (--cache, --negative-cache, --keep-open, --ensure-dir-once, --log-once)",
+        );
+    }
+    let own = given.is_empty();
+    let (policies, refs, skipped) = if own {
+        own_fixes(&a, &flags)?
+    } else {
+        let n = given.len();
+        (given, vec![None; n], Vec::new())
+    };
+    let eval = replay(&a.trace, &policies)?;
+    if !own {
+        warn_cut(&a, &eval);
+    }
+    let mut outcomes = eval.outcomes.clone();
+    for (o, r) in outcomes.iter_mut().zip(refs) {
+        o.finding = r;
+    }
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if a.json {
+        let j = Json {
+            version: 1,
+            trace: a.trace.display().to_string(),
+            syscalls: eval.syscalls,
+            syscall_ns: eval.syscall_ns,
+            lost_events: eval.lost_events,
+            truncated: eval.truncated.as_deref(),
+            outcomes: &outcomes,
+            not_replayed: &skipped,
+        };
+        serde_json::to_writer_pretty(&mut out, &j)?;
+        writeln!(out)?;
+    } else {
+        text(&a.trace, &eval, &outcomes, &skipped, &mut out)?;
+    }
+    out.flush()?;
+    Ok(crate::exit::OK)
+}
+
+/// The policy flags as given (`--ttl` read as a duration).
+fn flags(a: &WhatifArgs) -> Flags {
+    let ttl = a.ttl.as_deref().map(|t| {
+        parse_duration(t)
+            .unwrap_or_else(|e| usage_error("whatif", &format!("--ttl: {e}\n\n{}", policy::SYNTAX)))
+    });
+    Flags {
+        cache: a.cache.clone(),
+        negative_cache: a.negative_cache.clone(),
+        invalidate: a.invalidate.clone(),
+        ttl,
+        keep_open: a.keep_open.clone(),
+        flush: a.flush.clone(),
+        ensure_dir_once: a.ensure_dir_once.clone(),
+        log_once: a.log_once.clone(),
+    }
+}
+
+/// Each finding's own fix (or finding `--finding`'s), changed by --invalidate, --ttl and
+/// --flush; the findings whose fix no policy models, apart.
+type OwnFixes = (Vec<Policy>, Vec<Option<FindingRef>>, Vec<NotReplayed>);
+
+fn own_fixes(a: &WhatifArgs, flags: &Flags) -> anyhow::Result<OwnFixes> {
+    let (analysis, covered) = analyse_covered(&a.trace)?;
+    warn(&a.trace, &analysis);
+    let rows = analysis.rows();
+    if let Some(n) = a.finding {
+        if n == 0 || n > rows.len() {
+            usage_error(
+                "whatif",
+                &format!(
+                    "--finding {n}: the trace has {} finding{} (numbered from 1, as `dejavu report --all` lists them)",
+                    rows.len(),
+                    if rows.len() == 1 { "" } else { "s" }
+                ),
+            );
+        }
+    }
+    let (mut policies, mut refs, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, f) in rows.iter().enumerate() {
+        let number = i + 1;
+        if a.finding.is_some_and(|n| n != number) {
+            continue;
+        }
+        match own_fix(f, covered.get(&f.key).map(|v| v.as_slice())) {
+            Some(mut p) => {
+                // --invalidate, --ttl, --flush without a policy: "and with this?"
+                policy::modify(&mut p, flags)
+                    .unwrap_or_else(|e| usage_error("whatif", &e.to_string()));
+                policies.push(p);
+                refs.push(Some(FindingRef {
+                    number,
+                    detector: f.detector,
+                    key: f.key.clone(),
+                    redundant_calls: f.redundant_calls,
+                }));
+            }
+            None => skipped.push(NotReplayed {
+                number,
+                detector: f.detector,
+                key: f.key.clone(),
+                redundant_calls: f.redundant_calls,
+                why: not_modelled(f.detector),
+            }),
+        }
+    }
+    Ok((policies, refs, skipped))
+}
+
+/// A cut-off trace and lost events, on stderr (in the no-policy mode the analysis said it
+/// already).
+fn warn_cut(a: &WhatifArgs, eval: &Evaluation) {
+    if let Some(w) = &eval.truncated {
+        eprintln!("dejavu: warning: {}: {w}", a.trace.display());
+    }
+    if eval.lost_events > 0 {
+        eprintln!(
+            "dejavu: warning: {}: the recorder lost {} events: every count is a lower bound",
+            a.trace.display(),
+            eval.lost_events
+        );
+    }
+}
+
+/// The analysis `dejavu report` makes (default settings), and what each finding covers.
+fn analyse_covered(path: &std::path::Path) -> anyhow::Result<(Analysis, Covered)> {
+    let mut reader =
+        TraceReader::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let total = std::fs::metadata(path).map_or(0, |m| m.len());
+    let mut bar = Progress::new("analysing", total);
+    let out = analyze_covered(&mut reader, &Config::default(), |n| bar.update(n))
+        .with_context(|| format!("reading {}", path.display()))?;
+    bar.finish();
+    Ok(out)
+}
+
+/// The evaluation pass, with a progress bar on stderr when it takes a while.
+fn replay(path: &std::path::Path, policies: &[Policy]) -> anyhow::Result<Evaluation> {
+    let mut reader =
+        TraceReader::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let total = std::fs::metadata(path).map_or(0, |m| m.len());
+    let mut bar = Progress::new("replaying", total);
+    let eval = evaluate(&mut reader, policies, |n| bar.update(n))
+        .with_context(|| format!("reading {}", path.display()))?;
+    bar.finish();
+    Ok(eval)
+}
+
+/// `text` wrapped at the report's width, `first` before its first line and `rest` before
+/// the others.
+fn wrapped(out: &mut dyn Write, text: &str, first: &str, rest: &str) -> io::Result<()> {
+    for line in dejavu_report::text::wrap(text, WIDTH, first, rest) {
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+/// Columns of the terminal text, as `dejavu explain` wraps.
+const WIDTH: usize = 100;
+
+fn count(n: u64) -> String {
+    dejavu_detect::group::count(n)
+}
+
+fn text(
+    trace: &std::path::Path,
+    eval: &Evaluation,
+    outcomes: &[Outcome],
+    skipped: &[NotReplayed],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "whatif {}: {} polic{} replayed over {} syscalls ({} traced)",
+        trace.display(),
+        outcomes.len(),
+        if outcomes.len() == 1 { "y" } else { "ies" },
+        count(eval.syscalls),
+        fmt_duration(eval.syscall_ns)
+    )?;
+    if eval.lost_events > 0 {
+        writeln!(
+            out,
+            "the recorder lost {} events: every count below is a lower bound",
+            count(eval.lost_events)
+        )?;
+    }
+    if outcomes.is_empty() && skipped.is_empty() {
+        writeln!(
+            out,
+            "\nno findings: nothing to replay (give a policy, e.g. --cache stat)"
+        )?;
+    }
+    for (i, o) in outcomes.iter().enumerate() {
+        writeln!(out)?;
+        write!(out, "{}. {}", i + 1, o.policy)?;
+        if let Some(f) = &o.finding {
+            write!(
+                out,
+                "   [finding {}: {}, which says {} calls]",
+                f.number,
+                f.detector,
+                count(f.redundant_calls)
+            )?;
+        }
+        writeln!(out)?;
+        writeln!(
+            out,
+            "   calls: {} -> {} ({} removed; they took {} in this recording)",
+            count(o.calls_before),
+            count(o.calls_after),
+            count(o.removed_calls),
+            fmt_duration(o.removed_ns)
+        )?;
+        if let Some(f) = &o.finding {
+            // The replay counts on its own; say whether it agrees with the finding.
+            let saves = o.removed_calls - o.stale_answers;
+            if saves == f.redundant_calls {
+                writeln!(
+                    out,
+                    "   the finding says its fix saves {}: the replay agrees",
+                    count(f.redundant_calls)
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "   the finding says its fix saves {}, the replay {} (removed less stale): see docs/whatif.md",
+                    count(f.redundant_calls),
+                    count(saves)
+                )?;
+            }
+        }
+        let rows = |title: &str, rows: &[dejavu_detect::whatif::Row], out: &mut dyn Write| {
+            let shown: Vec<String> = rows
+                .iter()
+                .take(5)
+                .map(|r| format!("{} {} -> {}", r.name, count(r.before), count(r.after)))
+                .collect();
+            if shown.is_empty() {
+                return Ok(());
+            }
+            writeln!(out, "   {title}: {}", shown.join(", "))
+        };
+        rows("per syscall", &o.by_syscall, out)?;
+        rows("per program", &o.by_program, out)?;
+        if !o.by_callsite.is_empty() {
+            writeln!(out, "   per call site:")?;
+            for r in o.by_callsite.iter().take(5) {
+                writeln!(
+                    out,
+                    "     {} -> {}  {}",
+                    count(r.before),
+                    count(r.after),
+                    r.name
+                )?;
+            }
+        }
+        writeln!(out, "   stale answers: {}", count(o.stale_answers))?;
+        for s in &o.stale_examples {
+            let line = format!(
+                "at {} pid {}: {} {} from {}: served {}, the call returned {}; {}",
+                fmt_duration(s.ts),
+                s.pid,
+                s.call,
+                s.path,
+                s.site,
+                s.served,
+                s.actual,
+                s.cause.text
+            );
+            wrapped(out, &line, "     ", "       ")?;
+        }
+        if !o.invalidation_points.is_empty() {
+            writeln!(out, "   invalidation points:")?;
+            for p in &o.invalidation_points {
+                writeln!(out, "     {} ({}x)", p.at, count(p.times))?;
+            }
+        }
+        if let Some(k) = &o.keep_open {
+            if k.bytes_at_risk > 0 {
+                writeln!(
+                    out,
+                    "   at risk: {} bytes in {} writes buffered before the final flush{}",
+                    count(k.bytes_at_risk),
+                    count(k.records_at_risk),
+                    match (&k.worst_path, k.worst_ts) {
+                        (Some(p), Some(ts)) => format!(" (at {}, {p})", fmt_duration(ts)),
+                        _ => String::new(),
+                    }
+                )?;
+            } else {
+                writeln!(out, "   at risk: nothing (writes go through at once)")?;
+            }
+            for w in &k.writers {
+                writeln!(
+                    out,
+                    "     writer of {}: pid {} tid {} ({}): {} writes, {} bytes{}",
+                    w.path,
+                    w.pid,
+                    w.tid,
+                    w.command,
+                    count(w.writes),
+                    count(w.bytes),
+                    if w.holder { "" } else { " (another process)" }
+                )?;
+            }
+            for pid in &k.killed {
+                writeln!(
+                    out,
+                    "     pid {pid} was killed by a signal: its buffer would have been lost"
+                )?;
+            }
+        }
+        if o.moments_total > 0 {
+            writeln!(
+                out,
+                "   moments the policy was wrong: {}",
+                count(o.moments_total)
+            )?;
+            for m in &o.moments {
+                let line = if m.ts > 0 {
+                    format!("at {}: {}", fmt_duration(m.ts), m.text)
+                } else {
+                    m.text.clone()
+                };
+                wrapped(out, &line, "     ", "       ")?;
+            }
+        }
+        wrapped(out, &format!("verdict: {}", o.verdict_text), "   ", "     ")?;
+    }
+    if !outcomes.is_empty() {
+        // What "they took" measures, as the report says it.
+        let note = match eval.backend.as_str() {
+            "ebpf" => "The removed calls' times are their own time in the kernel, measured by eBPF.",
+            "ptrace" => {
+                "The removed calls' times were measured under ptrace: each includes the tracer's \
+                 stop, most of it for a fast call; counts are exact, times are not what a fix saves."
+            }
+            _ => "The removed calls' times are the durations the trace recorded.",
+        };
+        writeln!(out)?;
+        wrapped(out, note, "", "")?;
+    }
+    if !skipped.is_empty() {
+        writeln!(out, "\nnot replayed:")?;
+        for s in skipped {
+            writeln!(
+                out,
+                "  finding {} ({}, {} calls): {}",
+                s.number,
+                s.detector,
+                count(s.redundant_calls),
+                s.why
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dejavu_detect::whatif::{Cause, Point, RiskKeepOpen, Row, Stale, Verdict};
+
+    fn outcome() -> Outcome {
+        Outcome {
+            policy: "--cache 'stat:/srv/app/**' --invalidate on-write".into(),
+            kind: "cache",
+            finding: Some(FindingRef {
+                number: 2,
+                detector: "repeated-lookup",
+                key: "k".into(),
+                redundant_calls: 4,
+            }),
+            calls_before: 6,
+            calls_after: 1,
+            removed_calls: 5,
+            removed_ns: 34_000,
+            by_syscall: vec![Row {
+                name: "newfstatat".into(),
+                before: 11,
+                after: 6,
+            }],
+            by_program: vec![Row {
+                name: "app".into(),
+                before: 46,
+                after: 41,
+            }],
+            by_callsite: vec![Row {
+                name: "stats@app.c:29".into(),
+                before: 6,
+                after: 1,
+            }],
+            stale_answers: 1,
+            stale_examples: vec![Stale {
+                ts: 28_880_000,
+                pid: 10,
+                path: "/srv/app/config.json".into(),
+                call: "newfstatat",
+                site: "stats@app.c:29".into(),
+                served: "size 3, inode 9".into(),
+                actual: "size 34, inode 9".into(),
+                cause: Cause {
+                    kind: "other_process",
+                    pid: Some(11),
+                    command: Some("app --rewrite".into()),
+                    call: Some("write"),
+                    site: None,
+                    ts: Some(28_000_000),
+                    text: "another traced process changed it: pid 11 (app --rewrite), write".into(),
+                },
+            }],
+            invalidation_points: vec![Point {
+                at: "write at save@app.c:21".into(),
+                times: 1,
+            }],
+            moments: Vec::new(),
+            moments_total: 0,
+            keep_open: Some(RiskKeepOpen {
+                bytes_at_risk: 400,
+                records_at_risk: 50,
+                worst_ts: Some(11_380_000),
+                worst_path: Some("/data/t.tdb".into()),
+                writers: Vec::new(),
+                killed: Vec::new(),
+            }),
+            verdict: Verdict::Unsafe,
+            verdict_text: "unsafe: the counter-example".into(),
+        }
+    }
+
+    #[test]
+    fn the_terminal_text_says_each_answer_in_its_place() {
+        let eval = Evaluation {
+            outcomes: vec![outcome()],
+            syscalls: 46,
+            syscall_ns: 1_900_000,
+            lost_events: 0,
+            backend: "ebpf".into(),
+            truncated: None,
+        };
+        let skipped = vec![NotReplayed {
+            number: 3,
+            detector: "small-writes",
+            key: "k3".into(),
+            redundant_calls: 7,
+            why: "no policy models small-writes's fix yet".into(),
+        }];
+        let mut out = Vec::new();
+        text(
+            std::path::Path::new("t.dvt"),
+            &eval,
+            &eval.outcomes,
+            &skipped,
+            &mut out,
+        )
+        .unwrap();
+        let want = "\
+whatif t.dvt: 1 policy replayed over 46 syscalls (1.90ms traced)
+
+1. --cache 'stat:/srv/app/**' --invalidate on-write   [finding 2: repeated-lookup, which says 4 calls]
+   calls: 6 -> 1 (5 removed; they took 34.0µs in this recording)
+   the finding says its fix saves 4: the replay agrees
+   per syscall: newfstatat 11 -> 6
+   per program: app 46 -> 41
+   per call site:
+     6 -> 1  stats@app.c:29
+   stale answers: 1
+     at 28.88ms pid 10: newfstatat /srv/app/config.json from stats@app.c:29: served size 3, inode 9,
+       the call returned size 34, inode 9; another traced process changed it: pid 11 (app
+       --rewrite), write
+   invalidation points:
+     write at save@app.c:21 (1x)
+   at risk: 400 bytes in 50 writes buffered before the final flush (at 11.38ms, /data/t.tdb)
+   verdict: unsafe: the counter-example
+
+The removed calls' times are their own time in the kernel, measured by eBPF.
+
+not replayed:
+  finding 3 (small-writes, 7 calls): no policy models small-writes's fix yet
+";
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+}
