@@ -24,6 +24,61 @@ fn identity(path: &Path) -> Option<((u32, u32), u64)> {
     Some(((libc::major(dev), libc::minor(dev)), m.ino()))
 }
 
+/// Bytes read first from a program's file: its ELF header, program headers and
+/// interpreter path are nearly always within them.
+const HEAD: usize = 16 << 10;
+/// Most bytes read for those (a file that puts them further in is not laid out).
+const MAX_HEAD: usize = 4 << 20;
+
+/// The start of the ELF file at `path`, as far as its program headers and interpreter
+/// path go: never the whole file, which this read at every exec before (95 MB for node,
+/// 33 MB for each cc1 of a build).
+fn head(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut data = Vec::with_capacity(HEAD);
+    (&mut f).take(HEAD as u64).read_to_end(&mut data).ok()?;
+    // Twice at most: the program headers, then the interpreter path they point at.
+    for _ in 0..2 {
+        let need = headers_end(&data)?;
+        if need <= data.len() {
+            return Some(data);
+        }
+        if need > MAX_HEAD {
+            return None;
+        }
+        let more = (need - data.len()) as u64;
+        let had = data.len();
+        (&mut f).take(more).read_to_end(&mut data).ok()?;
+        if data.len() == had {
+            return None; // the file is shorter than its headers say
+        }
+    }
+    (headers_end(&data)? <= data.len()).then_some(data)
+}
+
+/// How many bytes from the start of an ELF file hold its program headers and interpreter
+/// path, as far as `data` (its start) tells; None if it is not a 64-bit ELF file.
+fn headers_end(data: &[u8]) -> Option<usize> {
+    let hdr = elf::FileHeader64::<object::Endianness>::parse(data).ok()?;
+    let endian = hdr.endian().ok()?;
+    let ph_end = hdr
+        .e_phoff(endian)
+        .checked_add(u64::from(hdr.e_phnum(endian)) * u64::from(hdr.e_phentsize(endian)))?;
+    let ph_end = usize::try_from(ph_end).ok()?;
+    if ph_end > data.len() {
+        return Some(ph_end);
+    }
+    let phdrs = hdr.program_headers(endian, data).ok()?;
+    let interp_end = phdrs
+        .iter()
+        .filter(|p| p.p_type(endian) == elf::PT_INTERP)
+        .filter_map(|p| p.p_offset(endian).checked_add(p.p_filesz(endian)))
+        .max()
+        .unwrap_or(0);
+    Some(ph_end.max(usize::try_from(interp_end).ok()?))
+}
+
 /// The executable PT_LOAD segments of the ELF file at `path` loaded with `bias` (memory
 /// address = file address + bias), as mappings; and its interpreter (PT_INTERP), if any.
 /// `at_phdr`, when given, says where its program headers are in memory and so decides the
@@ -33,7 +88,7 @@ fn load(
     bias: Option<u64>,
     at_phdr: Option<u64>,
 ) -> Option<(Vec<Mapping>, Option<Vec<u8>>)> {
-    let data = std::fs::read(path).ok()?;
+    let data = head(path)?;
     let data = data.as_slice();
     let hdr = elf::FileHeader64::<object::Endianness>::parse(data).ok()?;
     let endian = hdr.endian().ok()?;
@@ -164,6 +219,46 @@ pub fn unmapped(maps: &mut Vec<Mapping>, start: u64, len: u64) {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// The headers are read, not the file: a few KiB of a test binary of megabytes; and a
+    /// file whose program headers lie past the first read is read as far as they go.
+    #[test]
+    fn only_the_headers_of_a_program_are_read() {
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        let whole = std::fs::read(&exe).unwrap();
+        let h = head(&exe).unwrap();
+        assert!(
+            h.len() <= HEAD && h.len() < whole.len(),
+            "{} of {}",
+            h.len(),
+            whole.len()
+        );
+        assert_eq!(&h[..], &whole[..h.len()]);
+
+        // The same headers with the program header table moved to 20 KiB in.
+        let hdr = elf::FileHeader64::<object::Endianness>::parse(&whole[..]).unwrap();
+        let endian = hdr.endian().unwrap();
+        let (off, n) = (hdr.e_phoff(endian) as usize, hdr.e_phnum(endian) as usize);
+        let size = n * hdr.e_phentsize(endian) as usize;
+        let mut moved = whole[..HEAD].to_vec();
+        moved.resize(20 << 10, 0);
+        moved.extend_from_slice(&whole[off..off + size]);
+        moved.extend_from_slice(&[0; 4096]);
+        moved[32..40].copy_from_slice(&(20u64 << 10).to_le_bytes()); // e_phoff
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("moved");
+        std::fs::write(&f, &moved).unwrap();
+        let h = head(&f).unwrap();
+        assert!(
+            h.len() >= (20 << 10) + size && h.len() < moved.len(),
+            "{}",
+            h.len()
+        );
+        assert_eq!(headers_end(&h), headers_end(&moved));
+        // Cut short inside its program headers: no layout, and no panic.
+        std::fs::write(&f, &moved[..(20 << 10) + size / 2]).unwrap();
+        assert!(head(&f).is_none());
+    }
 
     /// Our own process: the layout built from the auxiliary vector (read from /proc here)
     /// holds the same code mappings for the program and ld.so as /proc/self/maps.
