@@ -239,6 +239,10 @@ pub struct Analysis {
     /// Which syscall records (by their number among the trace's syscall records, from 0)
     /// some detector found redundant: one bit each (see [`Analysis::is_redundant`]).
     pub redundant_bits: Vec<u64>,
+    /// Redundant calls by the stack that made them (the HTML report's flame graph).
+    pub stacks: crate::profile::Stacks,
+    /// Each thread's calls and redundant calls over time (the HTML report's timeline).
+    pub timeline: crate::profile::Timeline,
 }
 
 impl Analysis {
@@ -287,6 +291,7 @@ pub fn analyze<R: Read>(
     let programs = RefCell::new(Programs::default());
     let site_memo = RefCell::new(SiteMemo::default());
     let mut sequences = crate::sequence::Tracker::default();
+    let mut times = crate::profile::TimeIndex::default();
     let mut n: u64 = 0;
     while let Some(rec) = reader.next_record()? {
         n += 1;
@@ -299,6 +304,7 @@ pub fn analyze<R: Read>(
         match rec {
             Record::Syscall(s) => {
                 let v: View = replay.view(&s, strings);
+                times.call(v.seq, s.ts, s.dur, s.pid, s.tid, v.image);
                 let targets = &dispatch[s.sys as usize];
                 let cx = Cx {
                     replay: &replay,
@@ -383,6 +389,15 @@ pub fn analyze<R: Read>(
             f.sequence = Some(seq.clone());
         }
     }
+    let (stacks, timeline) = {
+        let m = marks.borrow();
+        let timeline = times.finish(
+            replay.syscalls,
+            |lo, hi| crate::profile::count_bits(&m.bits, lo, hi),
+            |image| cx.program_name(image).0,
+        );
+        (stacks_of(&m, &cx), timeline)
+    };
     let (redundant_calls, redundant_ns, callsites, redundant_bits) = {
         let m = marks.borrow();
         let sites = m
@@ -438,7 +453,54 @@ pub fn analyze<R: Read>(
         redundant_ns,
         callsites,
         redundant_bits,
+        stacks,
+        timeline,
     })
+}
+
+/// Redundant calls by stack, the heaviest [`crate::profile::MAX_STACKS`], each frame
+/// classified for the program of the process that first made a call from it.
+fn stacks_of(m: &Marks, cx: &Cx<'_>) -> crate::profile::Stacks {
+    let mut v: Vec<(StackId, u64, u64)> = m
+        .by_stack
+        .iter()
+        .map(|(&st, &(n, ns))| (st, n, ns))
+        .collect();
+    v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(b.2.cmp(&a.2)).then(a.0.cmp(&b.0)));
+    let stacked: u64 = v.iter().map(|x| x.1).sum();
+    let other_calls = v.iter().skip(crate::profile::MAX_STACKS).map(|x| x.1).sum();
+    v.truncate(crate::profile::MAX_STACKS);
+    let stacks = v
+        .into_iter()
+        .map(|(st, calls, ns)| {
+            let image = m.stack_image.get(&st).copied().unwrap_or(0);
+            let frames = cx.stack(st);
+            let mut progs = cx.programs.borrow_mut();
+            let prog = progs.get(cx.replay, cx.strings, image);
+            let frames = frames
+                .iter()
+                .map(|f| {
+                    crate::callsite::frame_out(
+                        f,
+                        cx.strings,
+                        crate::owner::classify(f, cx.strings, prog),
+                    )
+                })
+                .collect();
+            let program = prog.name.clone();
+            crate::profile::StackCost {
+                program,
+                frames,
+                calls,
+                ns,
+            }
+        })
+        .collect();
+    crate::profile::Stacks {
+        stacks,
+        other_calls,
+        unstacked_calls: m.calls.saturating_sub(stacked),
+    }
 }
 
 /// When two findings flag (mostly) the same calls, the one whose detector names the more

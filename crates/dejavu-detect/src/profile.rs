@@ -1,0 +1,287 @@
+//! What pictures of an analysis need, gathered in the analysis's one pass over the trace:
+//! redundant calls by the stack that made them (a flame graph) and each thread's calls
+//! and redundant calls over time (a timeline). Nothing here reads the trace again.
+//!
+//! The timeline is built without keeping a timestamp per call: while the trace is read,
+//! [`TimeIndex`] notes a checkpoint (call number, time, thread) whenever the thread
+//! changes or the clock passes into the next tick. Calls between two checkpoints are one
+//! thread's, made within one tick, so once the detectors have marked the redundant calls
+//! (some only at the end of the trace), each stretch's redundant calls are the marked bits
+//! in its range of call numbers.
+
+use crate::CallFrame;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+/// Redundant calls made from one recorded stack.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct StackCost {
+    /// The program of the process that first made a call from it.
+    pub program: String,
+    /// The stack, innermost frame first; `internal` marks runtime and library plumbing.
+    pub frames: Vec<CallFrame>,
+    /// Redundant calls made from it (each counted once, however many findings name it).
+    pub calls: u64,
+    /// Their time, ns.
+    pub ns: u64,
+}
+
+/// Redundant calls by stack: the flame graph's data.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Stacks {
+    /// The stacks with the most redundant calls (at most [`MAX_STACKS`]), most first.
+    pub stacks: Vec<StackCost>,
+    /// Redundant calls from stacks left out of `stacks` (over the limit).
+    pub other_calls: u64,
+    /// Redundant calls recorded without a stack.
+    pub unstacked_calls: u64,
+}
+
+/// Most stacks kept for the flame graph: enough for every stack of real programs we have
+/// seen, and a bound on the report's size.
+pub const MAX_STACKS: usize = 2000;
+
+/// One thread's calls over time.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ThreadLine {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// The program it ran: the last it exec'd, `first -> last` when it exec'd another
+    /// (a launcher that became the program).
+    pub program: String,
+    /// All its traced calls.
+    pub calls: u64,
+    /// Of them, redundant.
+    pub redundant_calls: u64,
+    /// Non-empty buckets: (bucket index, calls, redundant calls).
+    pub buckets: Vec<(u32, u32, u32)>,
+}
+
+/// Calls over time, per thread.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Timeline {
+    /// The trace's length as seen: the end of its last call, ns since the start.
+    pub end_ns: u64,
+    /// Width of a bucket, ns.
+    pub bucket_ns: u64,
+    /// Number of buckets.
+    pub buckets: u32,
+    /// How finely calls were placed in time, ns: a call is in the bucket of a time at
+    /// most this much before it.
+    pub resolution_ns: u64,
+    /// Threads, most redundant calls first (at most [`MAX_THREADS`]).
+    pub threads: Vec<ThreadLine>,
+    /// Threads left out.
+    pub other_threads: usize,
+}
+
+/// Buckets of the timeline.
+pub const BUCKETS: u32 = 1500;
+/// Most threads drawn.
+pub const MAX_THREADS: usize = 64;
+/// Most checkpoints held before the tick doubles (24 bytes each).
+const MAX_CHECKPOINTS: usize = 1 << 20;
+
+/// Where each call is in time and which thread made it, in a few checkpoints.
+#[derive(Debug)]
+pub(crate) struct TimeIndex {
+    /// (first call number, its time, thread index).
+    points: Vec<(u64, u64, u32)>,
+    tick_ns: u64,
+    /// Thread index by tid; the threads: (pid, tid, first image, last image).
+    index: FxHashMap<u32, u32>,
+    threads: Vec<(u32, u32, u32, u32)>,
+    end_ns: u64,
+}
+
+impl Default for TimeIndex {
+    fn default() -> Self {
+        TimeIndex {
+            points: Vec::new(),
+            // 100 µs: finer than a bucket of any trace longer than 0.2 s.
+            tick_ns: 100_000,
+            index: FxHashMap::default(),
+            threads: Vec::new(),
+            end_ns: 0,
+        }
+    }
+}
+
+impl TimeIndex {
+    /// Call number `seq` at `ts` by thread `tid` of `pid`, running `image`.
+    #[inline]
+    pub(crate) fn call(&mut self, seq: u64, ts: u64, dur: u64, pid: u32, tid: u32, image: u32) {
+        self.end_ns = self.end_ns.max(ts.saturating_add(dur));
+        let next = self.threads.len() as u32;
+        let t = *self.index.entry(tid).or_insert(next);
+        if t == next {
+            self.threads.push((pid, tid, image, image));
+        } else {
+            self.threads[t as usize].3 = image;
+        }
+        let new = match self.points.last() {
+            None => true,
+            Some(&(_, pts, pt)) => pt != t || ts / self.tick_ns != pts / self.tick_ns,
+        };
+        if new {
+            self.points.push((seq, ts, t));
+            if self.points.len() > MAX_CHECKPOINTS {
+                self.coarsen();
+            }
+        }
+    }
+
+    /// Doubles the tick and drops the checkpoints it no longer needs.
+    fn coarsen(&mut self) {
+        self.tick_ns *= 2;
+        let tick = self.tick_ns;
+        let mut last: Option<(u64, u32)> = None;
+        self.points.retain(|&(_, ts, t)| {
+            let keep = last.is_none_or(|(lt, lthread)| lthread != t || lt != ts / tick);
+            if keep {
+                last = Some((ts / tick, t));
+            }
+            keep
+        });
+    }
+
+    /// The timeline of `calls` calls, `redundant(lo, hi)` counting the redundant ones among
+    /// call numbers lo..hi; `program(image)` names a thread's program.
+    pub(crate) fn finish(
+        &self,
+        calls: u64,
+        redundant: impl Fn(u64, u64) -> u64,
+        program: impl Fn(u32) -> String,
+    ) -> Timeline {
+        let bucket_ns = (self.end_ns / BUCKETS as u64 + 1).max(1);
+        let mut per: Vec<FxHashMap<u32, (u32, u32)>> =
+            vec![FxHashMap::default(); self.threads.len()];
+        let mut totals = vec![(0u64, 0u64); self.threads.len()];
+        for (i, &(seq, ts, t)) in self.points.iter().enumerate() {
+            let end = self.points.get(i + 1).map_or(calls, |p| p.0);
+            let n = end.saturating_sub(seq);
+            let r = redundant(seq, end);
+            let b = ((ts / bucket_ns) as u32).min(BUCKETS - 1);
+            let e = per[t as usize].entry(b).or_default();
+            e.0 = e.0.saturating_add(n as u32);
+            e.1 = e.1.saturating_add(r as u32);
+            totals[t as usize].0 += n;
+            totals[t as usize].1 += r;
+        }
+        let mut threads: Vec<ThreadLine> = self
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(i, &(pid, tid, first, last))| {
+                let mut buckets: Vec<(u32, u32, u32)> =
+                    per[i].iter().map(|(&b, &(n, r))| (b, n, r)).collect();
+                buckets.sort_unstable();
+                ThreadLine {
+                    pid,
+                    tid,
+                    program: if first == last || program(first) == program(last) {
+                        program(last)
+                    } else {
+                        format!("{} -> {}", program(first), program(last))
+                    },
+                    calls: totals[i].0,
+                    redundant_calls: totals[i].1,
+                    buckets,
+                }
+            })
+            .filter(|t| t.calls > 0)
+            .collect();
+        // Most redundant calls first, then busiest; processes then threads in order.
+        threads.sort_by(|a, b| {
+            b.redundant_calls
+                .cmp(&a.redundant_calls)
+                .then(b.calls.cmp(&a.calls))
+                .then((a.pid, a.tid).cmp(&(b.pid, b.tid)))
+        });
+        let other_threads = threads.len().saturating_sub(MAX_THREADS);
+        threads.truncate(MAX_THREADS);
+        Timeline {
+            end_ns: self.end_ns,
+            bucket_ns,
+            buckets: BUCKETS,
+            resolution_ns: self.tick_ns,
+            threads,
+            other_threads,
+        }
+    }
+}
+
+/// Set bits among bits lo..hi of `bits`.
+pub(crate) fn count_bits(bits: &[u64], lo: u64, hi: u64) -> u64 {
+    let mut n = 0u64;
+    let mut i = lo;
+    while i < hi {
+        let w = (i / 64) as usize;
+        let Some(&word) = bits.get(w) else { break };
+        let b = i % 64;
+        let take = (64 - b).min(hi - i);
+        let mask = if take == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << take) - 1) << b
+        };
+        n += (word & mask).count_ones() as u64;
+        i += take;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn count_bits_counts_a_range_across_words() {
+        let bits = [u64::MAX, 0b1011, 1 << 63];
+        assert_eq!(count_bits(&bits, 0, 64), 64);
+        assert_eq!(count_bits(&bits, 60, 68), 4 + 3);
+        assert_eq!(count_bits(&bits, 64, 66), 2);
+        assert_eq!(count_bits(&bits, 127, 192), 1);
+        assert_eq!(count_bits(&bits, 130, 500), 1);
+        assert_eq!(count_bits(&bits, 5, 5), 0);
+    }
+
+    #[test]
+    fn the_timeline_puts_each_threads_calls_in_their_buckets() {
+        let mut ix = TimeIndex::default();
+        // Thread 1: calls 0..10 at t=0..; thread 2: calls 10..15 at the end.
+        for i in 0..10 {
+            ix.call(i, i * 1_000, 10, 1, 1, 0);
+        }
+        for i in 10..15 {
+            ix.call(i, 2_000_000_000, 10, 1, 2, 0);
+        }
+        // Calls 2, 3 and 12 are redundant.
+        let bits = [0b1_0000_0000_1100u64];
+        let t = ix.finish(15, |lo, hi| count_bits(&bits, lo, hi), |_| "p".into());
+        assert_eq!(t.threads.len(), 2);
+        let by = |tid| t.threads.iter().find(|x| x.tid == tid).unwrap();
+        assert_eq!((by(1).calls, by(1).redundant_calls), (10, 2));
+        assert_eq!((by(2).calls, by(2).redundant_calls), (5, 1));
+        assert_eq!(by(1).buckets, vec![(0, 10, 2)]);
+        assert_eq!(by(2).buckets, vec![(BUCKETS - 1, 5, 1)]);
+        // Most redundant calls first.
+        assert_eq!(t.threads[0].tid, 1);
+    }
+
+    #[test]
+    fn coarsening_keeps_thread_changes() {
+        let mut ix = TimeIndex::default();
+        for i in 0..(MAX_CHECKPOINTS as u64 + 10) {
+            ix.call(i, i * 100_000, 1, 1, 1 + (i / 1000 % 2) as u32, 0);
+        }
+        assert!(ix.points.len() <= MAX_CHECKPOINTS);
+        assert_eq!(ix.tick_ns, 200_000);
+        let t = ix.finish(MAX_CHECKPOINTS as u64 + 10, |_, _| 0, |_| String::new());
+        let total: u64 = t.threads.iter().map(|x| x.calls).sum();
+        assert_eq!(total, MAX_CHECKPOINTS as u64 + 10);
+        assert_eq!(t.threads.len(), 2);
+    }
+}
