@@ -1,14 +1,17 @@
-//! dejavu's reports: an [`Analysis`] rendered for people ([`TerminalReporter`]) and for
+//! dejavu's reports: an [`Analysis`] rendered for people ([`TerminalReporter`], and
+//! [`HtmlReporter`]: one self-contained page with a flame graph and a timeline) and for
 //! programs ([`JsonReporter`], documented field by field in docs/report-format.md), one
 //! file per format behind the [`Reporter`] trait; plus the progress bar the CLI shows
 //! while a long analysis runs.
 
+pub mod html;
 mod json;
 mod progress;
 pub mod sarif;
 mod terminal;
 pub mod text;
 
+pub use html::HtmlReporter;
 pub use json::{JsonReporter, FORMAT_VERSION};
 pub use progress::Progress;
 pub use terminal::TerminalReporter;

@@ -5,10 +5,12 @@
 //! program gives the same diff every time. JSON schema: docs/report-format.md ("dejavu
 //! diff --json").
 
-use crate::cli::DiffArgs;
+use crate::cli::{DiffArgs, DiffFormat};
 use crate::counts::Counts;
+use anyhow::Context;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
 
 /// A finding's identity across runs: its key (`Finding::key`).
 type Key = String;
@@ -227,7 +229,79 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
     );
     let (tb, ta) = (before.analysis.syscalls, after.analysis.syscalls);
 
-    if a.json {
+    let format = match (a.json, a.format) {
+        (true, _) => DiffFormat::Json,
+        (false, f) => f.unwrap_or(DiffFormat::Terminal),
+    };
+    let mut out: Box<dyn Write> = match &a.output {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p)
+                .with_context(|| format!("creating {} (-o/--output)", p.display()))?,
+        )),
+        None => {
+            if format == DiffFormat::Html && std::io::stdout().is_terminal() {
+                crate::cmd::report::usage_error(
+                    "diff",
+                    "--format html writes a web page: give it a file with -o (dejavu diff --format html -o diff.html BEFORE AFTER)",
+                );
+            }
+            Box::new(std::io::BufWriter::new(std::io::stdout().lock()))
+        }
+    };
+    if format == DiffFormat::Html {
+        use dejavu_report::html::{Diff, DiffCount, DiffFinding, DiffSide};
+        let d = Diff {
+            before: DiffSide {
+                trace: a.before.display().to_string(),
+                syscalls: tb,
+                redundant_calls: rb,
+            },
+            after: DiffSide {
+                trace: a.after.display().to_string(),
+                syscalls: ta,
+                redundant_calls: ra,
+            },
+            findings: rows
+                .iter()
+                .map(|r| DiffFinding {
+                    status: r.status(),
+                    detector: r.label.detector.clone(),
+                    program: r.label.program.clone(),
+                    owner: r.label.owner.clone(),
+                    callsite: r.label.site.clone(),
+                    paths: r.label.paths.clone(),
+                    before: r.before.map(|s| s.redundant),
+                    after: r.after.map(|s| s.redundant),
+                })
+                .collect(),
+            syscalls: sys
+                .iter()
+                .map(|(k, b, af)| DiffCount {
+                    name: k.clone(),
+                    before: *b,
+                    after: *af,
+                })
+                .collect(),
+            callsites: sites
+                .iter()
+                .map(|(k, f, b, af)| DiffCount {
+                    name: if k == f || f.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{k} {f}")
+                    },
+                    before: *b,
+                    after: *af,
+                })
+                .collect(),
+        };
+        dejavu_report::html::render_diff(&d, &mut out)
+            .and_then(|()| out.flush())
+            .context("writing the diff")?;
+        return Ok(0);
+    }
+
+    if format == DiffFormat::Json {
         let side = |s: Option<Side>| match s {
             Some(s) => json!({"calls": s.calls, "redundant_calls": s.redundant}),
             None => Value::Null,
@@ -255,10 +329,12 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
                 "callsite": k, "function": f, "before": b, "after": a, "delta": *a as i64 - *b as i64,
             })).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        out.flush()?;
         return Ok(0);
     }
 
+    let mut w = out;
     let mut out = String::new();
     out.push_str(&format!(
         "dejavu diff: {} -> {}\nredundant calls {} -> {} ({}); traced calls {} -> {} ({})\n",
@@ -331,6 +407,7 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
             ));
         }
     }
-    print!("{out}");
+    write!(w, "{out}")?;
+    w.flush()?;
     Ok(0)
 }

@@ -5,7 +5,9 @@
 use crate::cli::{ColorWhen, ReportArgs, ReportFlags, ReportFormat};
 use anyhow::Context;
 use dejavu_detect::{registry, validate_options, Analysis, Config};
-use dejavu_report::{JsonReporter, Progress, RenderOptions, Reporter, TerminalReporter};
+use dejavu_report::{
+    HtmlReporter, JsonReporter, Progress, RenderOptions, Reporter, TerminalReporter,
+};
 use dejavu_trace::TraceReader;
 use std::collections::BTreeMap;
 use std::io::{self, IsTerminal, Write};
@@ -28,15 +30,33 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
     let config = config(&a.report).unwrap_or_else(|msg| usage_error("report", &msg));
     let analysis = analyse(&trace, &config)?;
     warn(&trace, &analysis);
+    if let Some(path) = &a.output {
+        let file = std::fs::File::create(path)
+            .with_context(|| format!("creating {} (-o/--output)", path.display()))?;
+        let mut opts = render_options(&a.report, config, &file);
+        opts.stacks = a.stacks;
+        let mut out = io::BufWriter::new(file);
+        render(&a.report, &trace, &analysis, &mut out, &opts)
+            .and_then(|()| out.flush())
+            .with_context(|| format!("writing {} (-o/--output)", path.display()))?;
+        return Ok(crate::exit::OK);
+    }
     let stdout = io::stdout();
     let mut opts = render_options(&a.report, config, &stdout);
     opts.stacks = a.stacks;
     let mut out = io::BufWriter::new(stdout.lock());
-    if a.report.output() == ReportFormat::Pprof && stdout.is_terminal() {
-        usage_error(
-            "report",
-            "--format pprof writes gzipped binary data: redirect it to a file (dejavu report --format pprof TRACE > profile.pb.gz)",
-        );
+    if stdout.is_terminal() {
+        match a.report.output() {
+            ReportFormat::Pprof => usage_error(
+                "report",
+                "--format pprof writes gzipped binary data: redirect it to a file (dejavu report --format pprof TRACE > profile.pb.gz)",
+            ),
+            ReportFormat::Html => usage_error(
+                "report",
+                "--format html writes a web page: give it a file with -o (dejavu report --format html -o report.html TRACE)",
+            ),
+            _ => {}
+        }
     }
     render(&a.report, &trace, &analysis, &mut out, &opts)?;
     out.flush()?;
@@ -167,6 +187,7 @@ pub fn render(
         ReportFormat::Pprof => crate::pprof::write(trace, analysis, out).map_err(io::Error::other),
         ReportFormat::Json => JsonReporter.render(analysis, out, opts),
         ReportFormat::Terminal => TerminalReporter.render(analysis, out, opts),
+        ReportFormat::Html => html_reporter(trace).render(analysis, out, opts),
         ReportFormat::Sarif => {
             let root = match &f.source_root {
                 Some(r) => r.clone(),
@@ -177,6 +198,16 @@ pub fn render(
             serde_json::to_writer_pretty(&mut *out, &v)?;
             writeln!(out)
         }
+    }
+}
+
+/// The HTML report of `trace`, titled with its file name.
+pub fn html_reporter(trace: &Path) -> HtmlReporter {
+    HtmlReporter {
+        title: trace.file_name().map_or_else(
+            || trace.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
     }
 }
 
