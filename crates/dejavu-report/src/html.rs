@@ -355,10 +355,12 @@ fn finding(
     let _ = write!(
         b,
         "<li class=\"finding sev-{sev}\" id=\"finding-{rank}\" data-detector=\"{det}\" data-program=\"{program}\" data-frames=\"{frames}\">\n\
-         <details><summary><span class=\"rank\">#{rank}</span> \
+         <details{open}><summary><span class=\"rank\">#{rank}</span> \
          <span class=\"sev\">{sev}</span> <span class=\"detector\">{det}</span> \
          <span class=\"program\">{prog}</span> <span class=\"paths\">{paths}</span> \
          <span class=\"nums\"><b>{red}</b> of {calls} calls redundant, {time}, {share}</span></summary>\n",
+        // The top finding opens with the page.
+        open = if rank == 1 { " open" } else { "" },
         sev = f.severity.name(),
         det = esc(f.detector),
         program = esc(&f.program),

@@ -229,7 +229,18 @@
     }
     t.buckets = out;
   });
-  var view = [0, T.buckets || 1];
+  // The recording often starts well before the program's first call (loading the
+  // tracer): open on the span that has calls; "Whole recording" shows all of it.
+  var first = T.buckets || 1, last = 0;
+  T.threads.forEach(function (t) {
+    if (t.buckets.length) {
+      first = Math.min(first, t.buckets[0][0]);
+      last = Math.max(last, t.buckets[t.buckets.length - 1][0] + 1);
+    }
+  });
+  if (last <= first) { first = 0; last = T.buckets || 1; }
+  if (last - first < 10) { last = Math.min(T.buckets || 1, first + 10); first = Math.max(0, last - 10); }
+  var view = [first, last];
   var ROWS = 12, showAll = false;
   var rangeEl = document.getElementById("tl-range");
   var SVGNS = "http://www.w3.org/2000/svg";
