@@ -1,6 +1,7 @@
 //! dejavu's reports: an [`Analysis`] rendered for people ([`TerminalReporter`], and
 //! [`HtmlReporter`]: one self-contained page with a flame graph and a timeline) and for
-//! programs ([`JsonReporter`], documented field by field in docs/report-format.md), one
+//! programs ([`JsonReporter`], documented field by field in docs/report-format.md;
+//! [`SarifReporter`] for code scanning), one
 //! file per format behind the [`Reporter`] trait; plus the progress bar the CLI shows
 //! while a long analysis runs.
 
@@ -14,6 +15,7 @@ pub mod text;
 pub use html::HtmlReporter;
 pub use json::{JsonReporter, FORMAT_VERSION};
 pub use progress::Progress;
+pub use sarif::SarifReporter;
 pub use terminal::TerminalReporter;
 
 use dejavu_detect::{Analysis, Config};

@@ -6,7 +6,7 @@ use crate::cli::{ColorWhen, ReportArgs, ReportFlags, ReportFormat};
 use anyhow::Context;
 use dejavu_detect::{registry, validate_options, Analysis, Config};
 use dejavu_report::{
-    HtmlReporter, JsonReporter, Progress, RenderOptions, Reporter, TerminalReporter,
+    HtmlReporter, JsonReporter, Progress, RenderOptions, Reporter, SarifReporter, TerminalReporter,
 };
 use dejavu_trace::TraceReader;
 use std::collections::BTreeMap;
@@ -193,10 +193,11 @@ pub fn render(
                 Some(r) => r.clone(),
                 None => std::env::current_dir()?,
             };
-            let root = root.canonicalize().unwrap_or(root);
-            let v = dejavu_report::sarif::sarif(analysis, &root, env!("CARGO_PKG_VERSION"));
-            serde_json::to_writer_pretty(&mut *out, &v)?;
-            writeln!(out)
+            SarifReporter {
+                root: root.canonicalize().unwrap_or(root),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+            }
+            .render(analysis, out, opts)
         }
     }
 }
