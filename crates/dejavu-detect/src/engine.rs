@@ -243,6 +243,8 @@ pub struct Analysis {
     pub stacks: crate::profile::Stacks,
     /// Each thread's calls and redundant calls over time (the HTML report's timeline).
     pub timeline: crate::profile::Timeline,
+    /// Every call by (stack, syscall), when asked for ([`crate::profile::Collect`]).
+    pub samples: Option<crate::profile::Samples>,
 }
 
 impl Analysis {
@@ -270,6 +272,16 @@ impl Analysis {
 pub fn analyze<R: Read>(
     reader: &mut TraceReader<R>,
     cfg: &Config,
+    progress: impl FnMut(u64),
+) -> Result<Analysis, TraceError> {
+    analyze_collecting(reader, cfg, crate::profile::Collect::default(), progress)
+}
+
+/// [`analyze`], gathering in the same pass what `collect` asks for.
+pub fn analyze_collecting<R: Read>(
+    reader: &mut TraceReader<R>,
+    cfg: &Config,
+    collect: crate::profile::Collect,
     mut progress: impl FnMut(u64),
 ) -> Result<Analysis, TraceError> {
     let infos: Vec<_> = registry()
@@ -292,6 +304,7 @@ pub fn analyze<R: Read>(
     let site_memo = RefCell::new(SiteMemo::default());
     let mut sequences = crate::sequence::Tracker::default();
     let mut times = crate::profile::TimeIndex::default();
+    let mut samples = collect.samples.then(crate::profile::SampleIndex::default);
     let mut n: u64 = 0;
     while let Some(rec) = reader.next_record()? {
         n += 1;
@@ -305,6 +318,9 @@ pub fn analyze<R: Read>(
             Record::Syscall(s) => {
                 let v: View = replay.view(&s, strings);
                 times.call(v.seq, s.ts, s.dur, s.pid, s.tid, v.image);
+                if let Some(si) = &mut samples {
+                    si.call(v.seq, s.sys, s.stack, v.image, s.dur);
+                }
                 let targets = &dispatch[s.sys as usize];
                 let cx = Cx {
                     replay: &replay,
@@ -398,6 +414,13 @@ pub fn analyze<R: Read>(
         );
         (stacks_of(&m, &cx), timeline)
     };
+    let samples = samples.map(|si| {
+        si.finish(
+            &marks.borrow().bits,
+            |st| sample_frames(&cx.stack(st), cx.strings),
+            |image| cx.program_name(image).0,
+        )
+    });
     let (redundant_calls, redundant_ns, callsites, redundant_bits) = {
         let m = marks.borrow();
         let sites = m
@@ -455,7 +478,30 @@ pub fn analyze<R: Read>(
         redundant_bits,
         stacks,
         timeline,
+        samples,
     })
+}
+
+/// A stack's frames as profilers name them.
+fn sample_frames(frames: &[Frame], strings: &Strings) -> Vec<crate::profile::SampleFrame> {
+    frames
+        .iter()
+        .map(|f| {
+            let function = match (f.function, f.module) {
+                (Some(s), _) => strings.lossy(s).into_owned(),
+                (None, Some(m)) => format!("{}+{:#x}", strings.lossy(m), f.addr),
+                (None, None) => format!("{:#x}", f.addr),
+            };
+            crate::profile::SampleFrame {
+                function,
+                file: f
+                    .file
+                    .map(|s| strings.lossy(s).into_owned())
+                    .unwrap_or_default(),
+                line: f.line,
+            }
+        })
+        .collect()
 }
 
 /// Redundant calls by stack, the heaviest [`crate::profile::MAX_STACKS`], each frame

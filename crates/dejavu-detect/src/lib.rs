@@ -17,7 +17,7 @@ mod sequence;
 pub mod testkit;
 
 pub use config::Config;
-pub use engine::{analyze, Analysis, Cx};
+pub use engine::{analyze, analyze_collecting, Analysis, Cx};
 pub use finding::{
     Aspect, CacheVerdict, CallFrame, Callsite, Finding, PathCount, Sequence, Severity,
 };

@@ -213,6 +213,145 @@ impl TimeIndex {
     }
 }
 
+/// What the analysis's one pass gathers beyond findings, stacks and the timeline.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Collect {
+    /// Every call counted by (stack, syscall), with how many were redundant and their
+    /// time: a profile's samples (`--format pprof`). Costs 4 bytes per call while the
+    /// trace is read.
+    pub samples: bool,
+}
+
+/// One frame of a sample's stack, named as profilers name frames: the function, else
+/// `module+0xoffset`, else `0xoffset`.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct SampleFrame {
+    /// Function name.
+    pub function: String,
+    /// Source file ("" when unknown).
+    pub file: String,
+    /// Line (0 when unknown).
+    pub line: u32,
+}
+
+/// Calls of one syscall from one stack (or, without a stack, by one program).
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Sample {
+    /// Index into [`Samples::stacks`]; None: recorded without a stack.
+    pub stack: Option<u32>,
+    /// The syscall.
+    pub syscall: &'static str,
+    /// Without a stack: the program that made the calls ("" with one).
+    pub program: String,
+    /// Calls.
+    pub calls: u64,
+    /// Of them, redundant.
+    pub redundant: u64,
+    /// Their time, ns.
+    pub ns: u64,
+}
+
+/// Every call by (stack, syscall): what a pprof profile holds.
+#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct Samples {
+    /// The samples, in a stable order (stack, syscall, program).
+    pub samples: Vec<Sample>,
+    /// The stacks they name, innermost frame first.
+    pub stacks: Vec<Vec<SampleFrame>>,
+}
+
+/// Which sample each call belongs to, while the trace is read.
+#[derive(Debug, Default)]
+pub(crate) struct SampleIndex {
+    index: FxHashMap<(Option<dejavu_trace::StackId>, dejavu_trace::Sys, u32), u32>,
+    keys: Vec<(Option<dejavu_trace::StackId>, dejavu_trace::Sys, u32)>,
+    totals: Vec<(u64, u64)>,
+    /// The sample of each call, by call number.
+    of_call: Vec<u32>,
+}
+
+impl SampleIndex {
+    /// Call number `seq` of `sys` from `stack` (or, without one, by a process running
+    /// `image`) took `dur` ns.
+    #[inline]
+    pub(crate) fn call(
+        &mut self,
+        seq: u64,
+        sys: dejavu_trace::Sys,
+        stack: Option<dejavu_trace::StackId>,
+        image: u32,
+        dur: u64,
+    ) {
+        let key = (stack, sys, if stack.is_some() { u32::MAX } else { image });
+        let next = self.keys.len() as u32;
+        let i = *self.index.entry(key).or_insert(next);
+        if i == next {
+            self.keys.push(key);
+            self.totals.push((0, 0));
+        }
+        let t = &mut self.totals[i as usize];
+        t.0 += 1;
+        t.1 += dur;
+        let seq = seq as usize;
+        if self.of_call.len() <= seq {
+            self.of_call.resize(seq + 1, u32::MAX);
+        }
+        self.of_call[seq] = i;
+    }
+
+    /// The samples, redundant calls counted from `bits` (one per call number), stacks
+    /// named by `frames`, stackless programs by `program(image)`.
+    pub(crate) fn finish(
+        &self,
+        bits: &[u64],
+        frames: impl Fn(dejavu_trace::StackId) -> Vec<SampleFrame>,
+        program: impl Fn(u32) -> String,
+    ) -> Samples {
+        let mut redundant = vec![0u64; self.keys.len()];
+        for (w, &word) in bits.iter().enumerate() {
+            let mut word = word;
+            while word != 0 {
+                let b = word.trailing_zeros() as usize;
+                word &= word - 1;
+                if let Some(&i) = self.of_call.get(w * 64 + b) {
+                    if let Some(r) = redundant.get_mut(i as usize) {
+                        *r += 1;
+                    }
+                }
+            }
+        }
+        let mut stack_ix: FxHashMap<dejavu_trace::StackId, u32> = FxHashMap::default();
+        let mut out = Samples::default();
+        let mut order: Vec<usize> = (0..self.keys.len()).collect();
+        order.sort_by_key(|&i| {
+            let (st, sys, image) = self.keys[i];
+            (st.map(|s| s.0), sys.name(), image)
+        });
+        for i in order {
+            let (st, sys, image) = self.keys[i];
+            let stack = st.map(|s| {
+                *stack_ix.entry(s).or_insert_with(|| {
+                    out.stacks.push(frames(s));
+                    out.stacks.len() as u32 - 1
+                })
+            });
+            out.samples.push(Sample {
+                stack,
+                syscall: sys.name(),
+                program: if st.is_none() {
+                    program(image)
+                } else {
+                    String::new()
+                },
+                calls: self.totals[i].0,
+                redundant: redundant[i],
+                ns: self.totals[i].1,
+            });
+        }
+        out
+    }
+}
+
 /// Set bits among bits lo..hi of `bits`.
 pub(crate) fn count_bits(bits: &[u64], lo: u64, hi: u64) -> u64 {
     let mut n = 0u64;
@@ -269,6 +408,40 @@ mod tests {
         assert_eq!(by(2).buckets, vec![(BUCKETS - 1, 5, 1)]);
         // Most redundant calls first.
         assert_eq!(t.threads[0].tid, 1);
+    }
+
+    #[test]
+    fn samples_count_calls_by_stack_and_syscall_and_their_redundant_ones() {
+        use dejavu_trace::{StackId, Sys};
+        let mut ix = SampleIndex::default();
+        // Calls 0..4: statx from stack 7; 4..6: write without a stack, image 2; 6: statx
+        // from stack 7 again.
+        for seq in 0..4 {
+            ix.call(seq, Sys::Statx, Some(StackId(7)), 1, 10);
+        }
+        ix.call(4, Sys::Write, None, 2, 5);
+        ix.call(5, Sys::Write, None, 2, 5);
+        ix.call(6, Sys::Statx, Some(StackId(7)), 1, 10);
+        // Redundant: 1, 2, 3, 6 (the stats after the first) and 5.
+        let bits = [0b110_1110u64];
+        let s = ix.finish(
+            &bits,
+            |st| {
+                vec![SampleFrame {
+                    function: format!("f{}", st.0),
+                    file: String::new(),
+                    line: 0,
+                }]
+            },
+            |image| format!("prog{image}"),
+        );
+        assert_eq!(s.samples.len(), 2);
+        let stat = s.samples.iter().find(|x| x.syscall == "statx").unwrap();
+        assert_eq!((stat.calls, stat.redundant, stat.ns), (5, 4, 50));
+        assert_eq!(s.stacks[stat.stack.unwrap() as usize][0].function, "f7");
+        let write = s.samples.iter().find(|x| x.syscall == "write").unwrap();
+        assert_eq!((write.calls, write.redundant, write.stack), (2, 1, None));
+        assert_eq!(write.program, "prog2");
     }
 
     #[test]

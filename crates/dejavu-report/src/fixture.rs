@@ -343,6 +343,7 @@ pub fn analysis() -> Analysis {
         redundant_bits: Vec::new(),
         stacks: Default::default(),
         timeline: Default::default(),
+        samples: None,
     }
 }
 

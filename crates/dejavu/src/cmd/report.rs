@@ -6,7 +6,8 @@ use crate::cli::{ColorWhen, ReportArgs, ReportFlags, ReportFormat};
 use anyhow::Context;
 use dejavu_detect::{registry, validate_options, Analysis, Config};
 use dejavu_report::{
-    HtmlReporter, JsonReporter, Progress, RenderOptions, Reporter, SarifReporter, TerminalReporter,
+    HtmlReporter, JsonReporter, PprofReporter, Progress, RenderOptions, Reporter, SarifReporter,
+    TerminalReporter,
 };
 use dejavu_trace::TraceReader;
 use std::collections::BTreeMap;
@@ -28,7 +29,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
         usage_error("report", "give the trace to report on: dejavu report TRACE");
     };
     let config = config(&a.report).unwrap_or_else(|msg| usage_error("report", &msg));
-    let analysis = analyse(&trace, &config)?;
+    let analysis = analyse(&trace, &config, a.report.output())?;
     warn(&trace, &analysis);
     if let Some(path) = &a.output {
         let file = std::fs::File::create(path)
@@ -108,14 +109,19 @@ pub fn config(f: &ReportFlags) -> Result<Config, String> {
     Ok(cfg)
 }
 
-/// Analyses the trace at `path`, with a progress bar on stderr when it takes a while.
-pub fn analyse(path: &Path, config: &Config) -> anyhow::Result<Analysis> {
+/// Analyses the trace at `path` for a report in `format`, with a progress bar on stderr
+/// when it takes a while. One pass over the trace gives every format what it needs.
+pub fn analyse(path: &Path, config: &Config, format: ReportFormat) -> anyhow::Result<Analysis> {
     let mut reader =
         TraceReader::open(path).with_context(|| format!("reading {}", path.display()))?;
     let total = std::fs::metadata(path).map_or(0, |m| m.len());
     let mut bar = Progress::new("analysing", total);
-    let analysis = dejavu_detect::analyze(&mut reader, config, |n| bar.update(n))
-        .with_context(|| format!("reading {}", path.display()))?;
+    let collect = dejavu_detect::profile::Collect {
+        samples: format == ReportFormat::Pprof,
+    };
+    let analysis =
+        dejavu_detect::analyze_collecting(&mut reader, config, collect, |n| bar.update(n))
+            .with_context(|| format!("reading {}", path.display()))?;
     bar.finish();
     Ok(analysis)
 }
@@ -184,7 +190,7 @@ pub fn render(
     opts: &RenderOptions,
 ) -> io::Result<()> {
     match f.output() {
-        ReportFormat::Pprof => crate::pprof::write(trace, analysis, out).map_err(io::Error::other),
+        ReportFormat::Pprof => PprofReporter.render(analysis, out, opts),
         ReportFormat::Json => JsonReporter.render(analysis, out, opts),
         ReportFormat::Terminal => TerminalReporter.render(analysis, out, opts),
         ReportFormat::Html => html_reporter(trace).render(analysis, out, opts),

@@ -80,7 +80,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             DEJAVU_FAILED
         }
     };
-    let analysis = match report::analyse(&trace, &config) {
+    let analysis = match report::analyse(&trace, &config, a.report.output()) {
         Ok(an) => an,
         Err(e) => return Ok(ours(e)),
     };
