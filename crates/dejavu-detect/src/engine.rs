@@ -245,6 +245,8 @@ pub struct Analysis {
     pub timeline: crate::profile::Timeline,
     /// Every call by (stack, syscall), when asked for ([`crate::profile::Collect`]).
     pub samples: Option<crate::profile::Samples>,
+    /// Calls per (program, syscall) and (program, path), when asked for.
+    pub counts: Option<crate::profile::Counts>,
 }
 
 impl Analysis {
@@ -305,6 +307,9 @@ pub fn analyze_collecting<R: Read>(
     let mut sequences = crate::sequence::Tracker::default();
     let mut times = crate::profile::TimeIndex::default();
     let mut samples = collect.samples.then(crate::profile::SampleIndex::default);
+    let mut counts = collect
+        .counts
+        .then(|| crate::profile::CountIndex::new(reader.meta()));
     let mut n: u64 = 0;
     while let Some(rec) = reader.next_record()? {
         n += 1;
@@ -320,6 +325,9 @@ pub fn analyze_collecting<R: Read>(
                 times.call(v.seq, s.ts, s.dur, s.pid, s.tid, v.image);
                 if let Some(si) = &mut samples {
                     si.call(v.seq, s.sys, s.stack, v.image, s.dur);
+                }
+                if let Some(ci) = &mut counts {
+                    ci.call(&s);
                 }
                 let targets = &dispatch[s.sys as usize];
                 let cx = Cx {
@@ -348,6 +356,9 @@ pub fn analyze_collecting<R: Read>(
                 replay.apply(&s, &v, strings, &stat_of);
             }
             other => {
+                if let Some(ci) = &mut counts {
+                    ci.record(&other, strings);
+                }
                 replay.apply_record(&other, strings);
                 let cx = Cx {
                     replay: &replay,
@@ -421,6 +432,7 @@ pub fn analyze_collecting<R: Read>(
             |image| cx.program_name(image).0,
         )
     });
+    let counts = counts.map(|ci| ci.finish(strings));
     let (redundant_calls, redundant_ns, callsites, redundant_bits) = {
         let m = marks.borrow();
         let sites = m
@@ -479,6 +491,7 @@ pub fn analyze_collecting<R: Read>(
         stacks,
         timeline,
         samples,
+        counts,
     })
 }
 

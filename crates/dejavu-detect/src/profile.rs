@@ -220,6 +220,108 @@ pub struct Collect {
     /// time: a profile's samples (`--format pprof`). Costs 4 bytes per call while the
     /// trace is read.
     pub samples: bool,
+    /// Calls per (program, syscall) and per (program, path), programs named by
+    /// [`crate::program::ExecNames`]: what `dejavu diff` and `dejavu check` compare.
+    pub counts: bool,
+}
+
+/// Calls per (program, syscall) and per (program, path).
+#[derive(Clone, Debug, Default)]
+pub struct Counts {
+    /// (program, syscall) -> calls.
+    pub syscalls: std::collections::BTreeMap<(String, String), u64>,
+    /// (program, path) -> calls naming it (its path argument or its descriptor's).
+    pub paths: FxHashMap<(String, String), u64>,
+}
+
+/// [`Counts`] while the trace is read: programs and paths by number, named at the end.
+#[derive(Debug)]
+pub(crate) struct CountIndex {
+    names: crate::program::ExecNames,
+    ids: FxHashMap<String, u32>,
+    programs: Vec<String>,
+    /// Each process's program number, until its next spawn or exec record.
+    of_pid: FxHashMap<u32, u32>,
+    /// Calls by program number * syscalls + syscall.
+    sys: Vec<u64>,
+    paths: FxHashMap<(u32, dejavu_trace::StrId), u64>,
+}
+
+impl CountIndex {
+    pub(crate) fn new(meta: &dejavu_trace::Meta) -> CountIndex {
+        CountIndex {
+            names: crate::program::ExecNames::new(meta),
+            ids: FxHashMap::default(),
+            programs: Vec::new(),
+            of_pid: FxHashMap::default(),
+            sys: Vec::new(),
+            paths: FxHashMap::default(),
+        }
+    }
+
+    /// A spawn or exec record.
+    pub(crate) fn record(&mut self, rec: &dejavu_trace::Record, strings: &dejavu_trace::Strings) {
+        self.names.record(rec, strings);
+        match rec {
+            dejavu_trace::Record::Spawn(s) => {
+                self.of_pid.remove(&s.pid);
+            }
+            dejavu_trace::Record::Exec(e) => {
+                self.of_pid.remove(&e.pid);
+            }
+            _ => {}
+        }
+    }
+
+    /// One call.
+    #[inline]
+    pub(crate) fn call(&mut self, s: &dejavu_trace::Syscall) {
+        let prog = match self.of_pid.get(&s.pid) {
+            Some(&p) => p,
+            None => {
+                let name = self.names.of(s.pid);
+                let p = match self.ids.get(name) {
+                    Some(&p) => p,
+                    None => {
+                        let p = self.programs.len() as u32;
+                        self.programs.push(name.to_string());
+                        self.ids.insert(name.to_string(), p);
+                        self.sys
+                            .resize(self.programs.len() * dejavu_trace::Sys::ALL.len(), 0);
+                        p
+                    }
+                };
+                self.of_pid.insert(s.pid, p);
+                p
+            }
+        };
+        self.sys[prog as usize * dejavu_trace::Sys::ALL.len() + s.sys as usize] += 1;
+        if let Some(path) = s.path {
+            *self.paths.entry((prog, path)).or_default() += 1;
+        }
+    }
+
+    pub(crate) fn finish(self, strings: &dejavu_trace::Strings) -> Counts {
+        let n = dejavu_trace::Sys::ALL.len();
+        let mut c = Counts::default();
+        for (i, &calls) in self.sys.iter().enumerate() {
+            if calls > 0 {
+                let prog = self.programs[i / n].clone();
+                c.syscalls.insert(
+                    (prog, dejavu_trace::Sys::ALL[i % n].name().to_string()),
+                    calls,
+                );
+            }
+        }
+        for ((prog, path), calls) in self.paths {
+            let key = (
+                self.programs[prog as usize].clone(),
+                strings.lossy(path).into_owned(),
+            );
+            *c.paths.entry(key).or_default() += calls;
+        }
+        c
+    }
 }
 
 /// One frame of a sample's stack, named as profilers name frames: the function, else

@@ -344,6 +344,7 @@ pub fn analysis() -> Analysis {
         stacks: Default::default(),
         timeline: Default::default(),
         samples: None,
+        counts: None,
     }
 }
 

@@ -118,6 +118,7 @@ pub fn analyse(path: &Path, config: &Config, format: ReportFormat) -> anyhow::Re
     let mut bar = Progress::new("analysing", total);
     let collect = dejavu_detect::profile::Collect {
         samples: format == ReportFormat::Pprof,
+        ..Default::default()
     };
     let analysis =
         dejavu_detect::analyze_collecting(&mut reader, config, collect, |n| bar.update(n))
