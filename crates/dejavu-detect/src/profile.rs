@@ -114,13 +114,19 @@ impl TimeIndex {
     #[inline]
     pub(crate) fn call(&mut self, seq: u64, ts: u64, dur: u64, pid: u32, tid: u32, image: u32) {
         self.end_ns = self.end_ns.max(ts.saturating_add(dur));
-        let next = self.threads.len() as u32;
-        let t = *self.index.entry(tid).or_insert(next);
-        if t == next {
-            self.threads.push((pid, tid, image, image));
-        } else {
-            self.threads[t as usize].3 = image;
-        }
+        // Most calls come from the thread of the call before: no lookup then.
+        let t = match self.points.last() {
+            Some(&(_, _, pt)) if self.threads[pt as usize].1 == tid => pt,
+            _ => {
+                let next = self.threads.len() as u32;
+                let t = *self.index.entry(tid).or_insert(next);
+                if t == next {
+                    self.threads.push((pid, tid, image, image));
+                }
+                t
+            }
+        };
+        self.threads[t as usize].3 = image;
         let new = match self.points.last() {
             None => true,
             Some(&(_, pts, pt)) => pt != t || ts / self.tick_ns != pts / self.tick_ns,

@@ -64,8 +64,15 @@
     status.textContent = "Showing " + shown + " of " + findings.length + " findings whose calls pass through " +
       node.title + ".";
     clear.hidden = false;
+    // A match among the folded findings (runtime, launchers) must be seen too.
+    document.querySelectorAll("details.folded").forEach(function (d) {
+      if (d.querySelector("li.finding:not([hidden])")) d.open = true;
+    });
   }
   clear.addEventListener("click", function () { filter(null); });
+  document.addEventListener("keydown", function (e) {
+    if (e.key === "Escape" && selected) filter(null);
+  });
 
   // ---- Flame graph (icicle) --------------------------------------------------------
   var frames = D.frames;
