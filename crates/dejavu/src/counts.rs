@@ -23,19 +23,6 @@ pub struct Counts {
 
 pub use dejavu_detect::program::program_of;
 
-/// `1234567` -> `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
 /// A finding key with the line of an anonymous function's site dropped
 /// (`...|<module>@app.py:12` -> `...|<module>@app.py`): a rebuilt bundle moves lines, so
 /// `diff` and `check` match what is left over on it.

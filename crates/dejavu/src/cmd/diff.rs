@@ -8,6 +8,7 @@
 use crate::cli::{DiffArgs, DiffFormat};
 use crate::counts::Counts;
 use anyhow::Context;
+use dejavu_report::text::fmt_count;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -145,8 +146,8 @@ fn callsites(c: &Counts) -> BTreeMap<String, (u64, String)> {
 fn fmt_delta(d: i64) -> String {
     match d {
         0 => "0".into(),
-        d if d > 0 => format!("+{}", crate::counts::thousands(d as u64)),
-        d => format!("-{}", crate::counts::thousands(d.unsigned_abs())),
+        d if d > 0 => format!("+{}", fmt_count(d as u64)),
+        d => format!("-{}", fmt_count(d.unsigned_abs())),
     }
 }
 
@@ -340,11 +341,11 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
         "dejavu diff: {} -> {}\nredundant calls {} -> {} ({}); traced calls {} -> {} ({})\n",
         a.before.display(),
         a.after.display(),
-        crate::counts::thousands(rb),
-        crate::counts::thousands(ra),
+        fmt_count(rb),
+        fmt_count(ra),
         fmt_delta(ra as i64 - rb as i64),
-        crate::counts::thousands(tb),
-        crate::counts::thousands(ta),
+        fmt_count(tb),
+        fmt_count(ta),
         fmt_delta(ta as i64 - tb as i64),
     ));
     out.push_str("\nFindings (redundant calls)\n");
@@ -368,10 +369,8 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
             r.label.detector,
             clip(&r.label.program, 14),
             clip(&where_, 30),
-            r.before
-                .map_or("-".into(), |s| crate::counts::thousands(s.redundant)),
-            r.after
-                .map_or("-".into(), |s| crate::counts::thousands(s.redundant)),
+            r.before.map_or("-".into(), |s| fmt_count(s.redundant)),
+            r.after.map_or("-".into(), |s| fmt_count(s.redundant)),
             fmt_delta(r.delta()),
         ));
     }
@@ -380,8 +379,8 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
         out.push_str(&format!(
             "  {:<20} {:>9} -> {:>9} {:>9}\n",
             k,
-            crate::counts::thousands(*b),
-            crate::counts::thousands(*af),
+            fmt_count(*b),
+            fmt_count(*af),
             fmt_delta(*af as i64 - *b as i64)
         ));
     }
@@ -401,8 +400,8 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
                     },
                     44,
                 ),
-                crate::counts::thousands(*b),
-                crate::counts::thousands(*af),
+                fmt_count(*b),
+                fmt_count(*af),
                 fmt_delta(*af as i64 - *b as i64)
             ));
         }
