@@ -81,15 +81,22 @@ pub struct Timeline {
 pub const BUCKETS: u32 = 1500;
 /// Most threads drawn.
 pub const MAX_THREADS: usize = 64;
-/// Most checkpoints held before the tick doubles (24 bytes each).
-const MAX_CHECKPOINTS: usize = 1 << 20;
+/// Checkpoints held before the tick first doubles (16 bytes each).
+const MAX_CHECKPOINTS: usize = 1 << 19;
+/// The finest tick, ns: checkpoints keep time in these units.
+const BASE_TICK_NS: u64 = 100_000;
 
 /// Where each call is in time and which thread made it, in a few checkpoints.
 #[derive(Debug)]
 pub(crate) struct TimeIndex {
     /// (first call number, its time, thread index).
-    points: Vec<(u64, u64, u32)>,
+    /// (first call number, its time in [`BASE_TICK_NS`] units, thread index).
+    points: Vec<(u64, u32, u32)>,
     tick_ns: u64,
+    /// Checkpoints held before the tick doubles: [`MAX_CHECKPOINTS`], doubled when thread
+    /// switches alone fill it (coarsening cannot drop those), so each coarsening pass is
+    /// paid for by as many new checkpoints.
+    limit: usize,
     /// Thread index by tid; the threads: (pid, tid, first image, last image).
     index: FxHashMap<u32, u32>,
     threads: Vec<(u32, u32, u32, u32)>,
@@ -100,8 +107,9 @@ impl Default for TimeIndex {
     fn default() -> Self {
         TimeIndex {
             points: Vec::new(),
-            // 100 µs: finer than a bucket of any trace longer than 0.2 s.
-            tick_ns: 100_000,
+            // 100 µs: finer than a bucket of any trace longer than 0.15 s.
+            tick_ns: BASE_TICK_NS,
+            limit: MAX_CHECKPOINTS,
             index: FxHashMap::default(),
             threads: Vec::new(),
             end_ns: 0,
@@ -127,14 +135,19 @@ impl TimeIndex {
             }
         };
         self.threads[t as usize].3 = image;
+        let q = (ts / BASE_TICK_NS).min(u32::MAX as u64) as u32;
+        let f = (self.tick_ns / BASE_TICK_NS) as u32;
         let new = match self.points.last() {
             None => true,
-            Some(&(_, pts, pt)) => pt != t || ts / self.tick_ns != pts / self.tick_ns,
+            Some(&(_, pq, pt)) => pt != t || q / f != pq / f,
         };
         if new {
-            self.points.push((seq, ts, t));
-            if self.points.len() > MAX_CHECKPOINTS {
+            self.points.push((seq, q, t));
+            if self.points.len() > self.limit {
                 self.coarsen();
+                if self.points.len() > self.limit / 2 {
+                    self.limit *= 2;
+                }
             }
         }
     }
@@ -142,12 +155,12 @@ impl TimeIndex {
     /// Doubles the tick and drops the checkpoints it no longer needs.
     fn coarsen(&mut self) {
         self.tick_ns *= 2;
-        let tick = self.tick_ns;
-        let mut last: Option<(u64, u32)> = None;
-        self.points.retain(|&(_, ts, t)| {
-            let keep = last.is_none_or(|(lt, lthread)| lthread != t || lt != ts / tick);
+        let f = (self.tick_ns / BASE_TICK_NS) as u32;
+        let mut last: Option<(u32, u32)> = None;
+        self.points.retain(|&(_, q, t)| {
+            let keep = last.is_none_or(|(lq, lthread)| lthread != t || lq != q / f);
             if keep {
-                last = Some((ts / tick, t));
+                last = Some((q / f, t));
             }
             keep
         });
@@ -165,7 +178,8 @@ impl TimeIndex {
         let mut per: Vec<FxHashMap<u32, (u32, u32)>> =
             vec![FxHashMap::default(); self.threads.len()];
         let mut totals = vec![(0u64, 0u64); self.threads.len()];
-        for (i, &(seq, ts, t)) in self.points.iter().enumerate() {
+        for (i, &(seq, q, t)) in self.points.iter().enumerate() {
+            let ts = q as u64 * BASE_TICK_NS;
             let end = self.points.get(i + 1).map_or(calls, |p| p.0);
             let n = end.saturating_sub(seq);
             let r = redundant(seq, end);
@@ -550,6 +564,20 @@ mod tests {
         let write = s.samples.iter().find(|x| x.syscall == "write").unwrap();
         assert_eq!((write.calls, write.redundant, write.stack), (2, 1, None));
         assert_eq!(write.program, "prog2");
+    }
+
+    #[test]
+    fn thread_switches_that_fill_the_index_raise_its_limit_instead_of_coarsening_per_call() {
+        let mut ix = TimeIndex::default();
+        // Every call on another thread, all in one tick: no checkpoint can be dropped.
+        let n = MAX_CHECKPOINTS as u64 * 3;
+        for i in 0..n {
+            ix.call(i, 0, 1, 1, 1 + (i % 2) as u32, 0);
+        }
+        assert_eq!(ix.points.len() as u64, n);
+        assert_eq!(ix.limit, MAX_CHECKPOINTS * 4);
+        let t = ix.finish(n, |_, _| 0, |_| String::new());
+        assert_eq!(t.threads.iter().map(|x| x.calls).sum::<u64>(), n);
     }
 
     #[test]
