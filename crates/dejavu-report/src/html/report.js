@@ -88,7 +88,9 @@
   }
   function framePlace(i) {
     var f = frames[i];
-    if (f[1]) return base(f[1]) + (f[2] ? ":" + f[2] : "");
+    // A named function is one box for all its lines: its file only.
+    var named = f[0] && f[0].charAt(0) !== "<";
+    if (f[1]) return base(f[1]) + (f[2] && !named ? ":" + f[2] : "");
     if (f[3]) return base(f[3]);
     return "";
   }
@@ -159,12 +161,22 @@
       var kids = Array.from(node.kids.values()).sort(function (a, b) { return b.calls - a.calls; });
       var cx = x;
       kids.forEach(function (k) {
+        k.parent = node;
         var kw = w * k.calls / node.calls;
         place(k, depth + 1, cx, kw);
         cx += kw;
       });
     }
     place(root, 0, 0, root.calls / root.total);
+    // Arrow keys move between frames: up to the caller, down to the heaviest callee,
+    // left and right along the row.
+    rows.forEach(function (row, d) {
+      row.forEach(function (p, i) { p.node.row = d; p.node.col = i; });
+    });
+    function focusAt(d, i) {
+      var r = rows[d];
+      if (r && r[i]) r[i].node.button.focus();
+    }
     rows.forEach(function (row) {
       var r = el("div", "fl-row");
       row.forEach(function (p) {
@@ -189,6 +201,17 @@
         byKey.push(n);
         b.addEventListener("click", function () {
           if (n.root || selected === n) filter(null); else filter(n);
+        });
+        b.addEventListener("keydown", function (e) {
+          var d = n.row, i = n.col;
+          if (e.key === "ArrowLeft") focusAt(d, i - 1);
+          else if (e.key === "ArrowRight") focusAt(d, i + 1);
+          else if (e.key === "ArrowUp" && n.parent) n.parent.button.focus();
+          else if (e.key === "ArrowDown") {
+            var kid = rows[d + 1] && rows[d + 1].filter(function (q) { return q.node.parent === n; })[0];
+            if (kid) kid.node.button.focus();
+          } else return;
+          e.preventDefault();
         });
         r.appendChild(b);
       });
