@@ -43,13 +43,9 @@ impl Reporter for HtmlReporter {
         let mut body = String::new();
         header(&mut body, a, opts);
         body.push_str(PICTURES);
+        // The terminal's rows first (a prefix of the rows), the rest folded below them.
         let shown = crate::terminal::shown(a, opts);
-        let rest: Vec<&Finding> = a
-            .rows()
-            .iter()
-            .skip(shown.len())
-            .filter(|f| !shown.iter().any(|s| std::ptr::eq(*f, s)))
-            .collect();
+        let rest: Vec<&Finding> = a.rows().iter().skip(shown.len()).collect();
         body.push_str(
             "<section id=\"findings-section\" aria-labelledby=\"findings-h\">\n\
              <h2 id=\"findings-h\">Findings</h2>\n\
@@ -61,7 +57,7 @@ impl Reporter for HtmlReporter {
             body.push_str("<li class=\"none\">No findings over the thresholds.</li>\n");
         }
         for (i, f) in shown.iter().enumerate() {
-            finding(&mut body, a, f, i + 1, &mut frames, &mut sources);
+            finding(&mut body, f, i + 1, &mut frames, &mut sources);
         }
         body.push_str("</ol>\n");
         if !rest.is_empty() {
@@ -76,14 +72,7 @@ impl Reporter for HtmlReporter {
                 shown.len() + 1
             );
             for (i, f) in rest.iter().enumerate() {
-                finding(
-                    &mut body,
-                    a,
-                    f,
-                    shown.len() + i + 1,
-                    &mut frames,
-                    &mut sources,
-                );
+                finding(&mut body, f, shown.len() + i + 1, &mut frames, &mut sources);
             }
             body.push_str("</ol></details>\n");
         }
@@ -336,7 +325,6 @@ fn header(b: &mut String, a: &Analysis, opts: &RenderOptions) {
 /// One finding: a summary line, and under it everything about it.
 fn finding(
     b: &mut String,
-    a: &Analysis,
     f: &Finding,
     rank: usize,
     frames: &mut FrameTable,
@@ -480,7 +468,7 @@ fn finding(
     if !f.callsites.is_empty() {
         b.push_str("<dt>call sites</dt><dd><ol class=\"callsites\">\n");
         for c in f.callsites.iter().take(CALLSITES) {
-            callsite(b, a, c, sources);
+            callsite(b, c, sources);
         }
         b.push_str("</ol></dd>\n");
     }
@@ -495,7 +483,7 @@ fn finding(
     b.push_str("</dl></details></li>\n");
 }
 
-fn callsite(b: &mut String, _a: &Analysis, c: &Callsite, sources: &mut Sources) {
+fn callsite(b: &mut String, c: &Callsite, sources: &mut Sources) {
     let _ = write!(
         b,
         "<li class=\"callsite\"><code class=\"site\">{}</code> <span class=\"dim\">({} {}, {})</span>",
