@@ -2,7 +2,8 @@
 //! (the backend `DEJAVU_BACKEND` picks), rendered with `dejavu report --format html`,
 //! `dejavu run --html` and `dejavu diff --format html`, then loaded from file:// by
 //! headless Chromium: the DOM it builds must hold the findings, detector names, the call
-//! site with its source line and a flame graph; selecting a frame filters the findings;
+//! site with its source line, a flame graph and a timeline row with the redundant calls
+//! marked; selecting a frame filters the findings;
 //! the page makes no network request (Chromium's own network log says so); a screenshot
 //! goes to target/html-report.png for a person to look at.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -200,6 +201,14 @@ fn the_html_report_shows_findings_source_and_a_flame_graph_that_filters_them() {
         dom.contains("class=\"fr own\"") && dom.contains("data-frame=\"check_config\""),
         "check_config is not an own frame of the flame graph"
     );
+    // A timeline row for the program's thread, with its redundant calls marked.
+    let row = dom
+        .split("<div class=\"tl-row\">")
+        .skip(1)
+        .find(|r| r.contains("stat_loop.py"))
+        .expect("no timeline row for stat_loop.py");
+    assert!(row.contains("<path class=\"tl-red\""), "{row}");
+    assert!(dom.contains("id=\"tl-in\"") && dom.contains("id=\"tl-out\""));
     // Nothing filtered yet.
     let all = finding_tags(&dom);
     assert!(all.len() >= 2, "{all:?}");
