@@ -3,9 +3,9 @@
 //! `dejavu run --html` and `dejavu diff --format html`, then loaded from file:// by
 //! headless Chromium: the DOM it builds must hold the findings, detector names, the call
 //! site with its source line, a flame graph and a timeline row with the redundant calls
-//! marked; selecting a frame filters the findings;
-//! the page makes no network request (Chromium's own network log says so); a screenshot
-//! goes to target/html-report.png for a person to look at.
+//! marked; selecting a frame filters the findings; the page makes no network request
+//! (Chromium's own network log says so); a screenshot goes to target/html-report.png for
+//! a person to look at.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
