@@ -877,6 +877,32 @@ mod tests {
     }
 
     #[test]
+    fn a_trace_without_findings_says_so() {
+        let html = render(&fixture::empty());
+        assert!(html.contains("No findings over the thresholds."));
+        assert_eq!(finding_count(&html), 0);
+        assert!(html.contains("id=\"headline\">"));
+    }
+
+    fn finding_count(html: &str) -> usize {
+        html.matches("<li class=\"finding ").count()
+    }
+
+    #[test]
+    fn runtime_findings_are_folded_below_the_programs_own() {
+        let a = fixture::analysis();
+        let html = render(&a);
+        assert_eq!(finding_count(&html), a.rows().len());
+        // The fixture has a launcher's and a runtime's finding among its rows.
+        let shown = crate::terminal::shown(&a, &RenderOptions::default()).len();
+        assert!(shown < a.rows().len());
+        let at = html
+            .find("<details class=\"folded\">")
+            .expect("a folded group");
+        assert_eq!(finding_count(&html[..at]), shown);
+    }
+
+    #[test]
     fn a_source_excerpt_marks_the_call_sites_line() {
         let dir = tempfile_dir();
         let src = dir.join("app.py");
