@@ -321,3 +321,25 @@ fn run_html_and_diff_html_write_pages_a_browser_reads() {
     );
     assert!(dom.contains("<b>149</b> of 150 calls redundant"));
 }
+
+#[test]
+fn html_to_a_terminal_is_refused_with_the_flag_that_fixes_it() {
+    require!("script");
+    let dir = tempfile::tempdir().unwrap();
+    let trace = record(dir.path(), "t", 1);
+    // script(1) gives dejavu a terminal for its stdout.
+    let cmd = format!(
+        "{} report --format html {}",
+        common::dejavu().display(),
+        trace.display()
+    );
+    let out = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("give it a file with -o"), "{text}");
+    assert!(!text.contains("<html"), "{text}");
+}
