@@ -7,7 +7,7 @@ pub mod export;
 pub use dejavu_trace::names;
 pub mod parquet_export;
 pub mod summary;
-mod text;
+pub mod text;
 
 pub use export::{export_jsonl, ExportError, ExportStats};
 pub use summary::{Summary, SummaryBuilder, TextOptions};

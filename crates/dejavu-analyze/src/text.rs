@@ -1,4 +1,5 @@
-//! Small helpers for text reports: number and duration formats, fitting text to columns.
+//! Small helpers for text reports, shared by `dejavu summary` and the reports (dejavu-report
+//! re-exports them): number and duration formats, fitting text to columns.
 //!
 //! Widths count characters, not bytes: paths are often UTF-8, and an ellipsis must not
 //! split a character. (East Asian wide characters still count as one column; reports stay

@@ -249,6 +249,14 @@ pub struct Analysis {
     /// Which syscall records (by their number among the trace's syscall records, from 0)
     /// some detector found redundant: one bit each (see [`Analysis::is_redundant`]).
     pub redundant_bits: Vec<u64>,
+    /// Redundant calls by the stack that made them (the HTML report's flame graph).
+    pub stacks: crate::profile::Stacks,
+    /// Each thread's calls and redundant calls over time (the HTML report's timeline).
+    pub timeline: crate::profile::Timeline,
+    /// Every call by (stack, syscall), when asked for ([`crate::profile::Collect`]).
+    pub samples: Option<crate::profile::Samples>,
+    /// Calls per (program, syscall) and (program, path), when asked for.
+    pub counts: Option<crate::profile::Counts>,
 }
 
 impl Analysis {
@@ -278,7 +286,23 @@ pub fn analyze<R: Read>(
     cfg: &Config,
     progress: impl FnMut(u64),
 ) -> Result<Analysis, TraceError> {
-    analyze_inner(reader, cfg, progress, None)
+    analyze_inner(
+        reader,
+        cfg,
+        crate::profile::Collect::default(),
+        progress,
+        None,
+    )
+}
+
+/// [`analyze`], gathering in the same pass what `collect` asks for.
+pub fn analyze_collecting<R: Read>(
+    reader: &mut TraceReader<R>,
+    cfg: &Config,
+    collect: crate::profile::Collect,
+    progress: impl FnMut(u64),
+) -> Result<Analysis, TraceError> {
+    analyze_inner(reader, cfg, collect, progress, None)
 }
 
 /// As [`analyze`], and also what each finding covers: every (process image, path) behind
@@ -290,13 +314,20 @@ pub fn analyze_covered<R: Read>(
     progress: impl FnMut(u64),
 ) -> Result<(Analysis, Covered), TraceError> {
     let mut covered = Covered::default();
-    let a = analyze_inner(reader, cfg, progress, Some(&mut covered))?;
+    let a = analyze_inner(
+        reader,
+        cfg,
+        crate::profile::Collect::default(),
+        progress,
+        Some(&mut covered),
+    )?;
     Ok((a, covered))
 }
 
 fn analyze_inner<R: Read>(
     reader: &mut TraceReader<R>,
     cfg: &Config,
+    collect: crate::profile::Collect,
     mut progress: impl FnMut(u64),
     covered: Option<&mut Covered>,
 ) -> Result<Analysis, TraceError> {
@@ -321,6 +352,11 @@ fn analyze_inner<R: Read>(
     let programs = RefCell::new(Programs::default());
     let site_memo = RefCell::new(SiteMemo::default());
     let mut sequences = crate::sequence::Tracker::default();
+    let mut times = crate::profile::TimeIndex::default();
+    let mut samples = collect.samples.then(crate::profile::SampleIndex::default);
+    let mut counts = collect
+        .counts
+        .then(|| crate::profile::CountIndex::new(reader.meta()));
     let mut n: u64 = 0;
     while let Some(rec) = reader.next_record()? {
         n += 1;
@@ -333,6 +369,13 @@ fn analyze_inner<R: Read>(
         match rec {
             Record::Syscall(s) => {
                 let v: View = replay.view(&s, strings);
+                times.call(v.seq, s.ts, s.dur, s.pid, s.tid, v.image);
+                if let Some(si) = &mut samples {
+                    si.call(v.seq, s.sys, s.stack, v.image, s.dur);
+                }
+                if let Some(ci) = &mut counts {
+                    ci.call(&s);
+                }
                 let targets = &dispatch[s.sys as usize];
                 let cx = Cx {
                     replay: &replay,
@@ -361,6 +404,9 @@ fn analyze_inner<R: Read>(
                 replay.apply(&s, &v, strings, &stat_of);
             }
             other => {
+                if let Some(ci) = &mut counts {
+                    ci.record(&other, strings);
+                }
                 replay.apply_record(&other, strings);
                 let cx = Cx {
                     replay: &replay,
@@ -420,6 +466,23 @@ fn analyze_inner<R: Read>(
             f.sequence = Some(seq.clone());
         }
     }
+    let (stacks, timeline) = {
+        let m = marks.borrow();
+        let timeline = times.finish(
+            replay.syscalls,
+            |lo, hi| crate::profile::count_bits(&m.bits, lo, hi),
+            |image| cx.program_name(image).0,
+        );
+        (stacks_of(&m, &cx), timeline)
+    };
+    let samples = samples.map(|si| {
+        si.finish(
+            &marks.borrow().bits,
+            |st| sample_frames(&cx.stack(st), cx.strings),
+            |image| cx.program_name(image).0,
+        )
+    });
+    let counts = counts.map(|ci| ci.finish(strings));
     let (redundant_calls, redundant_ns, callsites, redundant_bits) = {
         let m = marks.borrow();
         let sites = m
@@ -481,7 +544,78 @@ fn analyze_inner<R: Read>(
         redundant_ns,
         callsites,
         redundant_bits,
+        stacks,
+        timeline,
+        samples,
+        counts,
     })
+}
+
+/// A stack's frames as profilers name them.
+fn sample_frames(frames: &[Frame], strings: &Strings) -> Vec<crate::profile::SampleFrame> {
+    frames
+        .iter()
+        .map(|f| {
+            let function = match (f.function, f.module) {
+                (Some(s), _) => strings.lossy(s).into_owned(),
+                (None, Some(m)) => format!("{}+{:#x}", strings.lossy(m), f.addr),
+                (None, None) => format!("{:#x}", f.addr),
+            };
+            crate::profile::SampleFrame {
+                function,
+                file: f
+                    .file
+                    .map(|s| strings.lossy(s).into_owned())
+                    .unwrap_or_default(),
+                line: f.line,
+            }
+        })
+        .collect()
+}
+
+/// Redundant calls by stack, the heaviest [`crate::profile::MAX_STACKS`], each frame
+/// classified for the program of the process that first made a call from it.
+fn stacks_of(m: &Marks, cx: &Cx<'_>) -> crate::profile::Stacks {
+    let mut v: Vec<(StackId, u64, u64)> = m
+        .by_stack
+        .iter()
+        .map(|(&st, &(n, ns))| (st, n, ns))
+        .collect();
+    v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(b.2.cmp(&a.2)).then(a.0.cmp(&b.0)));
+    let stacked: u64 = v.iter().map(|x| x.1).sum();
+    let other_calls = v.iter().skip(crate::profile::MAX_STACKS).map(|x| x.1).sum();
+    v.truncate(crate::profile::MAX_STACKS);
+    let stacks = v
+        .into_iter()
+        .map(|(st, calls, ns)| {
+            let image = m.stack_image.get(&st).copied().unwrap_or(0);
+            let frames = cx.stack(st);
+            let mut progs = cx.programs.borrow_mut();
+            let prog = progs.get(cx.replay, cx.strings, image);
+            let frames = frames
+                .iter()
+                .map(|f| {
+                    crate::callsite::frame_out(
+                        f,
+                        cx.strings,
+                        crate::owner::classify(f, cx.strings, prog),
+                    )
+                })
+                .collect();
+            let program = prog.name.clone();
+            crate::profile::StackCost {
+                program,
+                frames,
+                calls,
+                ns,
+            }
+        })
+        .collect();
+    crate::profile::Stacks {
+        stacks,
+        other_calls,
+        unstacked_calls: m.calls.saturating_sub(stacked),
+    }
 }
 
 /// When two findings flag (mostly) the same calls, the one whose detector names the more

@@ -10,6 +10,7 @@ mod finding;
 pub mod group;
 pub mod owner;
 pub mod pattern;
+pub mod profile;
 pub mod program;
 mod sequence;
 #[doc(hidden)]
@@ -17,7 +18,7 @@ pub mod testkit;
 pub mod whatif;
 
 pub use config::Config;
-pub use engine::{analyze, analyze_covered, Analysis, Covered, Cx};
+pub use engine::{analyze, analyze_collecting, analyze_covered, Analysis, Covered, Cx};
 pub use finding::{
     Aspect, CacheVerdict, CallFrame, Callsite, Finding, PathCount, Sequence, Severity,
 };

@@ -359,6 +359,64 @@ fn node_package_root(script: &[u8]) -> Option<Vec<u8>> {
     Some(script[..at + NM.len() + len + 1].to_vec())
 }
 
+/// The program name of a command line or an executable's path: its first word's
+/// basename. The name `dejavu diff`, `dejavu check` and budgets count calls by.
+pub fn program_of(command: &str) -> String {
+    let first = command.split_whitespace().next().unwrap_or("");
+    first.rsplit('/').next().unwrap_or(first).to_string()
+}
+
+/// Which program each process runs by what it exec'd, followed through a trace's spawn and
+/// exec records: the basename of its argv[0] (else of the executable), else its parent's,
+/// else the recorded command's. Simpler than [`Programs`] (no script or launcher is looked
+/// through): the names budgets and `dejavu diff` count by, stable across dejavu versions.
+#[derive(Debug, Default)]
+pub struct ExecNames {
+    root: String,
+    by_pid: rustc_hash::FxHashMap<u32, String>,
+}
+
+impl ExecNames {
+    /// For a trace of `meta`.
+    pub fn new(meta: &dejavu_trace::Meta) -> ExecNames {
+        ExecNames {
+            root: meta
+                .command
+                .first()
+                .map(|c| program_of(c))
+                .unwrap_or_default(),
+            by_pid: rustc_hash::FxHashMap::default(),
+        }
+    }
+
+    /// Takes note of a spawn or an exec.
+    pub fn record(&mut self, rec: &dejavu_trace::Record, strings: &Strings) {
+        match rec {
+            dejavu_trace::Record::Spawn(s) => {
+                let p = self.of(s.parent_pid).to_string();
+                self.by_pid.insert(s.pid, p);
+            }
+            dejavu_trace::Record::Exec(e) => {
+                let argv = strings.get(e.argv);
+                let first = argv.split(|&b| b == 0).next().unwrap_or(b"");
+                let name = if first.is_empty() {
+                    strings.get(e.exe)
+                } else {
+                    first
+                };
+                self.by_pid
+                    .insert(e.pid, program_of(&String::from_utf8_lossy(name)));
+            }
+            _ => {}
+        }
+    }
+
+    /// The program of `pid`.
+    pub fn of(&self, pid: u32) -> &str {
+        self.by_pid.get(&pid).map_or(&self.root, |s| s.as_str())
+    }
+}
+
 /// The programs of a replay's images, built as images appear; launchers are decided once
 /// the replay is over ([`Programs::decide_launchers`]), when every exec is known.
 #[derive(Debug, Default)]

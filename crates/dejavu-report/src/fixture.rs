@@ -341,6 +341,10 @@ pub fn analysis() -> Analysis {
             site("handleRequest", "/srv/app/server.js", 40, 150),
         ],
         redundant_bits: Vec::new(),
+        stacks: Default::default(),
+        timeline: Default::default(),
+        samples: None,
+        counts: None,
     }
 }
 

@@ -6,9 +6,27 @@
 //! in the source tree (no stacks, or only library frames) is not dropped: it becomes a
 //! run-level notification. docs/report-format.md, "SARIF".
 
+use crate::{RenderOptions, Reporter};
 use dejavu_detect::{registry, Analysis, Finding, Severity};
 use serde_json::{json, Value};
-use std::path::Path;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Renders the analysis as one SARIF log (pretty-printed JSON).
+#[derive(Clone, Debug)]
+pub struct SarifReporter {
+    /// The source tree (the repository's root) result locations are relative to.
+    pub root: PathBuf,
+    /// dejavu's version, for the tool's driver.
+    pub version: String,
+}
+
+impl Reporter for SarifReporter {
+    fn render(&self, a: &Analysis, out: &mut dyn Write, _opts: &RenderOptions) -> io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, &sarif(a, &self.root, &self.version))?;
+        writeln!(out)
+    }
+}
 
 /// The SARIF version written.
 pub const SARIF_VERSION: &str = "2.1.0";

@@ -48,6 +48,31 @@ impl Reporter for TerminalReporter {
     }
 }
 
+/// The terminal report's summary paragraph (unwrapped, no colour) and, when there are
+/// findings, what its times measure: the HTML report's headline says the same.
+pub(crate) fn headline(a: &Analysis, opts: &RenderOptions) -> (String, Option<String>) {
+    let r = Render {
+        a,
+        opts,
+        st: Style(false),
+        width: usize::MAX,
+    };
+    let note = (!a.rows().is_empty()).then(|| times_note(&a.meta.backend));
+    (r.summary_text(), note)
+}
+
+/// The findings the terminal table lists as rows (the program's and its dependencies'
+/// unless `--all`, at most `--top`): the HTML report lists the same.
+pub(crate) fn shown<'a>(a: &'a Analysis, opts: &'a RenderOptions) -> &'a [Finding] {
+    Render {
+        a,
+        opts,
+        st: Style(false),
+        width: 100,
+    }
+    .shown_owned()
+}
+
 struct Render<'a> {
     a: &'a Analysis,
     opts: &'a RenderOptions,
@@ -55,12 +80,27 @@ struct Render<'a> {
     width: usize,
 }
 
-impl Render<'_> {
+impl<'a> Render<'a> {
     /// The paragraph at the top: what was traced, how much of it was redundant and whose
     /// code made it, the top finding (per iteration, when its function repeats a fixed
     /// sequence), and what the times measure; or, with nothing to report, what was
     /// analysed with which thresholds.
     fn summary(&self, out: &mut dyn Write) -> io::Result<()> {
+        let a = self.a;
+        let text = self.summary_text();
+        for line in wrap(&text, self.width, "", "") {
+            writeln!(out, "{line}")?;
+        }
+        if !a.rows().is_empty() {
+            for line in wrap(&times_note(&a.meta.backend), self.width, "", "") {
+                writeln!(out, "{}", self.st.dim(&line))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The summary paragraph, unwrapped.
+    fn summary_text(&self) -> String {
         let a = self.a;
         let mut text = format!(
             "{} ({}, {} {}): ",
@@ -139,15 +179,7 @@ impl Render<'_> {
                 }
             }
         }
-        for line in wrap(&text, self.width, "", "") {
-            writeln!(out, "{line}")?;
-        }
-        if !a.rows().is_empty() {
-            for line in wrap(&times_note(&a.meta.backend), self.width, "", "") {
-                writeln!(out, "{}", self.st.dim(&line))?;
-            }
-        }
-        Ok(())
+        text
     }
 
     /// "with 13 detectors, at least 10 redundant calls per finding, ..." for the
@@ -206,7 +238,11 @@ impl Render<'_> {
 
     /// The rows of the table: the program's own and its dependencies' findings (every
     /// owner with `--all`), at most `--top`.
-    fn shown(&self) -> &[Finding] {
+    fn shown(&self) -> &'a [Finding] {
+        self.shown_owned()
+    }
+
+    fn shown_owned(&self) -> &'a [Finding] {
         let f = self.a.rows();
         // Findings come ranked by owner: own, dependency, runtime, launcher.
         let listed = if self.opts.all_owners {
@@ -634,7 +670,7 @@ fn owner_totals(a: &Analysis, o: Owner) -> (u64, u64) {
 }
 
 /// How the report names an owner.
-fn owner_title(o: Owner) -> &'static str {
+pub(crate) fn owner_title(o: Owner) -> &'static str {
     match o {
         Owner::Own => "the program's own code",
         Owner::Dependency => "its dependencies",
@@ -644,7 +680,7 @@ fn owner_title(o: Owner) -> &'static str {
 }
 
 /// Which part of the runtime a runtime finding is, for the folded line.
-fn runtime_part(f: &Finding) -> &'static str {
+pub(crate) fn runtime_part(f: &Finding) -> &'static str {
     let frames = f
         .callsites
         .first()
@@ -684,7 +720,7 @@ fn runtime_part(f: &Finding) -> &'static str {
 /// "per call of list_directory: 7 calls, 5 redundant"; "per iteration of a loop in main:
 /// ..." for a function that runs once; "per run of app.py:11: ..." for a line of a module's
 /// top level.
-fn per_call(q: &dejavu_detect::Sequence) -> String {
+pub(crate) fn per_call(q: &dejavu_detect::Sequence) -> String {
     let r = if q.redundant.fract() == 0.0 {
         format!("{}", q.redundant as u64)
     } else {
@@ -791,7 +827,7 @@ impl Columns {
 }
 
 /// `stat.py`, or `cc1 ×24` for a finding in 24 processes of cc1.
-fn program_label(f: &Finding) -> String {
+pub(crate) fn program_label(f: &Finding) -> String {
     let name = sanitize(&f.program);
     if f.processes > 1 {
         format!("{name} ×{}", f.processes)
@@ -801,7 +837,7 @@ fn program_label(f: &Finding) -> String {
 }
 
 /// The path or pattern; `first (+2)` when a finding has several.
-fn paths_label(f: &Finding) -> String {
+pub(crate) fn paths_label(f: &Finding) -> String {
     if let Some(s) = &f.stream {
         return sanitize(s);
     }
@@ -812,7 +848,7 @@ fn paths_label(f: &Finding) -> String {
     }
 }
 
-fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
+pub(crate) fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
     if n == 1 {
         one
     } else {
@@ -873,7 +909,7 @@ pub(crate) fn location(c: &dejavu_detect::Callsite) -> String {
     loc
 }
 
-fn frame_location(f: &dejavu_detect::CallFrame) -> String {
+pub(crate) fn frame_location(f: &dejavu_detect::CallFrame) -> String {
     match (f.file.is_empty(), f.line) {
         (false, 0) => sanitize(&f.file),
         (false, l) => format!("{}:{l}", sanitize(&f.file)),

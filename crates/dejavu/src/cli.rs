@@ -235,6 +235,9 @@ pub struct ReportArgs {
     /// --keep-trace and report it.)
     #[arg(long, help_heading = "Report")]
     pub stacks: bool,
+    /// Write the report to FILE instead of stdout (e.g. -o report.html with --format html).
+    #[arg(short, long, value_name = "FILE", help_heading = "Report")]
+    pub output: Option<PathBuf>,
 }
 
 /// What to report and how: shared by `report` and `run`.
@@ -246,8 +249,9 @@ pub struct ReportFlags {
     #[arg(long)]
     pub json: bool,
     /// Output format: terminal (default), json, sarif (SARIF 2.1.0 for GitHub code
-    /// scanning: findings on the source lines of their call sites), or pprof (for go tool
-    /// pprof, Pyroscope: syscalls and redundant syscalls by stack).
+    /// scanning: findings on the source lines of their call sites), pprof (for go tool
+    /// pprof, Pyroscope: syscalls and redundant syscalls by stack), or html (one
+    /// self-contained page with a flame graph and a timeline).
     #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
     pub format: Option<ReportFormat>,
     /// With --format sarif: the directory (the repository's root) that result locations
@@ -322,6 +326,9 @@ pub struct RunArgs {
     /// Write the report to FILE instead of a stream.
     #[arg(short = 'o', long, value_name = "FILE", conflicts_with = "report_to")]
     pub report_file: Option<PathBuf>,
+    /// Also write the HTML report (flame graph, timeline, findings) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Keep the trace in FILE (by default it goes to a temporary file, deleted after the
     /// report).
     #[arg(long, value_name = "FILE")]
@@ -354,9 +361,16 @@ pub struct DiffArgs {
     pub before: PathBuf,
     /// The trace after it.
     pub after: PathBuf,
-    /// Machine-readable output: one JSON object (docs/budgets.md).
+    /// Machine-readable output: one JSON object (docs/budgets.md); the same as --format
+    /// json.
     #[arg(long)]
     pub json: bool,
+    /// Output format: terminal (default), json, or html (one self-contained page).
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+    pub format: Option<DiffFormat>,
+    /// Write the diff to FILE instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Rows shown per section in the terminal.
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub top: usize,
@@ -403,6 +417,20 @@ pub enum ReportFormat {
     /// A gzipped pprof profile: syscalls, redundant syscalls and syscall time by stack
     /// (docs/report-format.md, "pprof"); binary, so redirect it to a file.
     Pprof,
+    /// One self-contained HTML page: findings, a flame graph of redundant calls by stack
+    /// and a timeline (docs/report-format.md, "HTML").
+    Html,
+}
+
+/// `dejavu diff --format` values.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiffFormat {
+    /// Aligned tables.
+    Terminal,
+    /// One JSON object.
+    Json,
+    /// One self-contained HTML page.
+    Html,
 }
 
 impl ReportFlags {

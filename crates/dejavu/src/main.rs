@@ -5,7 +5,6 @@ mod cli;
 mod cmd;
 mod counts;
 mod exit;
-mod pprof;
 
 use clap::Parser;
 

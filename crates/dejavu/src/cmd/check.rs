@@ -7,6 +7,7 @@ use crate::cli::CheckArgs;
 use crate::counts::Counts;
 use anyhow::Context;
 use dejavu_capture::Target;
+use dejavu_report::text::fmt_count;
 use serde_json::json;
 
 /// Within budget.
@@ -149,9 +150,9 @@ pub fn run(a: CheckArgs) -> anyhow::Result<i32> {
                 println!(
                     "  OVER  {:<40} {:>9} > {:<9} (+{}{pct})",
                     e.label(),
-                    crate::counts::thousands(m.count),
-                    crate::counts::thousands(*l),
-                    crate::counts::thousands(m.count - l)
+                    fmt_count(m.count),
+                    fmt_count(*l),
+                    fmt_count(m.count - l)
                 );
                 for w in &m.where_ {
                     println!("          at {w}");
@@ -160,8 +161,8 @@ pub fn run(a: CheckArgs) -> anyhow::Result<i32> {
                 println!(
                     "  ok    {:<40} {:>9} <= {}",
                     e.label(),
-                    crate::counts::thousands(m.count),
-                    crate::counts::thousands(*l)
+                    fmt_count(m.count),
+                    fmt_count(*l)
                 );
             }
         }

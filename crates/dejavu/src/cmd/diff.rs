@@ -5,10 +5,13 @@
 //! program gives the same diff every time. JSON schema: docs/report-format.md ("dejavu
 //! diff --json").
 
-use crate::cli::DiffArgs;
+use crate::cli::{DiffArgs, DiffFormat};
 use crate::counts::Counts;
+use anyhow::Context;
+use dejavu_report::text::fmt_count;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
 
 /// A finding's identity across runs: its key (`Finding::key`).
 type Key = String;
@@ -143,8 +146,8 @@ fn callsites(c: &Counts) -> BTreeMap<String, (u64, String)> {
 fn fmt_delta(d: i64) -> String {
     match d {
         0 => "0".into(),
-        d if d > 0 => format!("+{}", crate::counts::thousands(d as u64)),
-        d => format!("-{}", crate::counts::thousands(d.unsigned_abs())),
+        d if d > 0 => format!("+{}", fmt_count(d as u64)),
+        d => format!("-{}", fmt_count(d.unsigned_abs())),
     }
 }
 
@@ -227,7 +230,79 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
     );
     let (tb, ta) = (before.analysis.syscalls, after.analysis.syscalls);
 
-    if a.json {
+    let format = match (a.json, a.format) {
+        (true, _) => DiffFormat::Json,
+        (false, f) => f.unwrap_or(DiffFormat::Terminal),
+    };
+    let mut out: Box<dyn Write> = match &a.output {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p)
+                .with_context(|| format!("creating {} (-o/--output)", p.display()))?,
+        )),
+        None => {
+            if format == DiffFormat::Html && std::io::stdout().is_terminal() {
+                crate::cmd::report::usage_error(
+                    "diff",
+                    "--format html writes a web page: give it a file with -o (dejavu diff --format html -o diff.html BEFORE AFTER)",
+                );
+            }
+            Box::new(std::io::BufWriter::new(std::io::stdout().lock()))
+        }
+    };
+    if format == DiffFormat::Html {
+        use dejavu_report::html::{Diff, DiffCount, DiffFinding, DiffSide};
+        let d = Diff {
+            before: DiffSide {
+                trace: a.before.display().to_string(),
+                syscalls: tb,
+                redundant_calls: rb,
+            },
+            after: DiffSide {
+                trace: a.after.display().to_string(),
+                syscalls: ta,
+                redundant_calls: ra,
+            },
+            findings: rows
+                .iter()
+                .map(|r| DiffFinding {
+                    status: r.status(),
+                    detector: r.label.detector.clone(),
+                    program: r.label.program.clone(),
+                    owner: r.label.owner.clone(),
+                    callsite: r.label.site.clone(),
+                    paths: r.label.paths.clone(),
+                    before: r.before.map(|s| s.redundant),
+                    after: r.after.map(|s| s.redundant),
+                })
+                .collect(),
+            syscalls: sys
+                .iter()
+                .map(|(k, b, af)| DiffCount {
+                    name: k.clone(),
+                    before: *b,
+                    after: *af,
+                })
+                .collect(),
+            callsites: sites
+                .iter()
+                .map(|(k, f, b, af)| DiffCount {
+                    name: if k == f || f.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{k} {f}")
+                    },
+                    before: *b,
+                    after: *af,
+                })
+                .collect(),
+        };
+        dejavu_report::html::render_diff(&d, &mut out)
+            .and_then(|()| out.flush())
+            .context("writing the diff")?;
+        return Ok(0);
+    }
+
+    if format == DiffFormat::Json {
         let side = |s: Option<Side>| match s {
             Some(s) => json!({"calls": s.calls, "redundant_calls": s.redundant}),
             None => Value::Null,
@@ -255,20 +330,22 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
                 "callsite": k, "function": f, "before": b, "after": a, "delta": *a as i64 - *b as i64,
             })).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        out.flush()?;
         return Ok(0);
     }
 
+    let mut w = out;
     let mut out = String::new();
     out.push_str(&format!(
         "dejavu diff: {} -> {}\nredundant calls {} -> {} ({}); traced calls {} -> {} ({})\n",
         a.before.display(),
         a.after.display(),
-        crate::counts::thousands(rb),
-        crate::counts::thousands(ra),
+        fmt_count(rb),
+        fmt_count(ra),
         fmt_delta(ra as i64 - rb as i64),
-        crate::counts::thousands(tb),
-        crate::counts::thousands(ta),
+        fmt_count(tb),
+        fmt_count(ta),
         fmt_delta(ta as i64 - tb as i64),
     ));
     out.push_str("\nFindings (redundant calls)\n");
@@ -292,10 +369,8 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
             r.label.detector,
             clip(&r.label.program, 14),
             clip(&where_, 30),
-            r.before
-                .map_or("-".into(), |s| crate::counts::thousands(s.redundant)),
-            r.after
-                .map_or("-".into(), |s| crate::counts::thousands(s.redundant)),
+            r.before.map_or("-".into(), |s| fmt_count(s.redundant)),
+            r.after.map_or("-".into(), |s| fmt_count(s.redundant)),
             fmt_delta(r.delta()),
         ));
     }
@@ -304,8 +379,8 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
         out.push_str(&format!(
             "  {:<20} {:>9} -> {:>9} {:>9}\n",
             k,
-            crate::counts::thousands(*b),
-            crate::counts::thousands(*af),
+            fmt_count(*b),
+            fmt_count(*af),
             fmt_delta(*af as i64 - *b as i64)
         ));
     }
@@ -325,12 +400,13 @@ pub fn run(a: DiffArgs) -> anyhow::Result<i32> {
                     },
                     44,
                 ),
-                crate::counts::thousands(*b),
-                crate::counts::thousands(*af),
+                fmt_count(*b),
+                fmt_count(*af),
                 fmt_delta(*af as i64 - *b as i64)
             ));
         }
     }
-    print!("{out}");
+    write!(w, "{out}")?;
+    w.flush()?;
     Ok(0)
 }

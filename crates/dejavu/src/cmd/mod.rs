@@ -6,7 +6,7 @@ mod explain;
 mod export;
 mod import;
 mod record;
-mod report;
+pub(crate) mod report;
 mod run;
 mod summary;
 mod whatif;

@@ -5,7 +5,10 @@
 use crate::cli::{ColorWhen, ReportArgs, ReportFlags, ReportFormat};
 use anyhow::Context;
 use dejavu_detect::{registry, validate_options, Analysis, Config};
-use dejavu_report::{JsonReporter, Progress, RenderOptions, Reporter, TerminalReporter};
+use dejavu_report::{
+    HtmlReporter, JsonReporter, PprofReporter, Progress, RenderOptions, Reporter, SarifReporter,
+    TerminalReporter,
+};
 use dejavu_trace::TraceReader;
 use std::collections::BTreeMap;
 use std::io::{self, IsTerminal, Write};
@@ -26,17 +29,35 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
         usage_error("report", "give the trace to report on: dejavu report TRACE");
     };
     let config = config(&a.report).unwrap_or_else(|msg| usage_error("report", &msg));
-    let analysis = analyse(&trace, &config)?;
+    let analysis = analyse(&trace, &config, a.report.output())?;
     warn(&trace, &analysis);
+    if let Some(path) = &a.output {
+        let file = std::fs::File::create(path)
+            .with_context(|| format!("creating {} (-o/--output)", path.display()))?;
+        let mut opts = render_options(&a.report, config, &file);
+        opts.stacks = a.stacks;
+        let mut out = io::BufWriter::new(file);
+        render(&a.report, &trace, &analysis, &mut out, &opts)
+            .and_then(|()| out.flush())
+            .with_context(|| format!("writing {} (-o/--output)", path.display()))?;
+        return Ok(crate::exit::OK);
+    }
     let stdout = io::stdout();
     let mut opts = render_options(&a.report, config, &stdout);
     opts.stacks = a.stacks;
     let mut out = io::BufWriter::new(stdout.lock());
-    if a.report.output() == ReportFormat::Pprof && stdout.is_terminal() {
-        usage_error(
-            "report",
-            "--format pprof writes gzipped binary data: redirect it to a file (dejavu report --format pprof TRACE > profile.pb.gz)",
-        );
+    if stdout.is_terminal() {
+        match a.report.output() {
+            ReportFormat::Pprof => usage_error(
+                "report",
+                "--format pprof writes gzipped binary data: redirect it to a file (dejavu report --format pprof TRACE > profile.pb.gz)",
+            ),
+            ReportFormat::Html => usage_error(
+                "report",
+                "--format html writes a web page: give it a file with -o (dejavu report --format html -o report.html TRACE)",
+            ),
+            _ => {}
+        }
     }
     render(&a.report, &trace, &analysis, &mut out, &opts)?;
     out.flush()?;
@@ -88,14 +109,20 @@ pub fn config(f: &ReportFlags) -> Result<Config, String> {
     Ok(cfg)
 }
 
-/// Analyses the trace at `path`, with a progress bar on stderr when it takes a while.
-pub fn analyse(path: &Path, config: &Config) -> anyhow::Result<Analysis> {
+/// Analyses the trace at `path` for a report in `format`, with a progress bar on stderr
+/// when it takes a while. One pass over the trace gives every format what it needs.
+pub fn analyse(path: &Path, config: &Config, format: ReportFormat) -> anyhow::Result<Analysis> {
     let mut reader =
         TraceReader::open(path).with_context(|| format!("reading {}", path.display()))?;
     let total = std::fs::metadata(path).map_or(0, |m| m.len());
     let mut bar = Progress::new("analysing", total);
-    let analysis = dejavu_detect::analyze(&mut reader, config, |n| bar.update(n))
-        .with_context(|| format!("reading {}", path.display()))?;
+    let collect = dejavu_detect::profile::Collect {
+        samples: format == ReportFormat::Pprof,
+        ..Default::default()
+    };
+    let analysis =
+        dejavu_detect::analyze_collecting(&mut reader, config, collect, |n| bar.update(n))
+            .with_context(|| format!("reading {}", path.display()))?;
     bar.finish();
     Ok(analysis)
 }
@@ -164,19 +191,31 @@ pub fn render(
     opts: &RenderOptions,
 ) -> io::Result<()> {
     match f.output() {
-        ReportFormat::Pprof => crate::pprof::write(trace, analysis, out).map_err(io::Error::other),
+        ReportFormat::Pprof => PprofReporter.render(analysis, out, opts),
         ReportFormat::Json => JsonReporter.render(analysis, out, opts),
         ReportFormat::Terminal => TerminalReporter.render(analysis, out, opts),
+        ReportFormat::Html => html_reporter(trace).render(analysis, out, opts),
         ReportFormat::Sarif => {
             let root = match &f.source_root {
                 Some(r) => r.clone(),
                 None => std::env::current_dir()?,
             };
-            let root = root.canonicalize().unwrap_or(root);
-            let v = dejavu_report::sarif::sarif(analysis, &root, env!("CARGO_PKG_VERSION"));
-            serde_json::to_writer_pretty(&mut *out, &v)?;
-            writeln!(out)
+            SarifReporter {
+                root: root.canonicalize().unwrap_or(root),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+            }
+            .render(analysis, out, opts)
         }
+    }
+}
+
+/// The HTML report of `trace`, titled with its file name.
+pub fn html_reporter(trace: &Path) -> HtmlReporter {
+    HtmlReporter {
+        title: trace.file_name().map_or_else(
+            || trace.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
     }
 }
 

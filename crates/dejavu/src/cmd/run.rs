@@ -6,6 +6,7 @@ use super::{record, report};
 use crate::cli::{FailOn, ReportTo, RunArgs};
 use anyhow::Context;
 use dejavu_capture::Target;
+use dejavu_report::Reporter;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -79,11 +80,31 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             DEJAVU_FAILED
         }
     };
-    let analysis = match report::analyse(&trace, &config) {
+    let analysis = match report::analyse(&trace, &config, a.report.output()) {
         Ok(an) => an,
         Err(e) => return Ok(ours(e)),
     };
     report::warn(&trace, &analysis);
+    // The HTML page goes beside the report the flags chose, from the same analysis.
+    if let Some(p) = &a.html {
+        let written = File::create(p)
+            .map_err(anyhow::Error::from)
+            .and_then(|f| {
+                let mut opts = report::render_options(&a.report, config.clone(), &f);
+                opts.top = None;
+                opts.color = false;
+                let mut out = io::BufWriter::new(f);
+                report::html_reporter(&trace)
+                    .render(&analysis, &mut out, &opts)
+                    .and_then(|()| out.flush())?;
+                Ok(())
+            })
+            .with_context(|| format!("writing the HTML report to {} (--html)", p.display()));
+        match written {
+            Ok(()) => eprintln!("dejavu: HTML report in {}", p.display()),
+            Err(e) => return Ok(ours(e)),
+        }
+    }
     let written = match dest {
         Dest::Stderr => emit(&a, &trace, &analysis, config, io::stderr()),
         Dest::Stdout => emit(&a, &trace, &analysis, config, io::stdout()),

@@ -46,6 +46,7 @@ pub const PROVIDED_BY_SETUP: &[&str] = &[
     "go",
     "duckdb",
     "jsonschema",
+    "chromium",
 ];
 
 /// Records that the calling test skips, and why: a line on stderr (cargo test shows it only
