@@ -14,6 +14,9 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+mod whatif;
+pub use whatif::{render_whatif, NotReplayedRow, WhatifPage};
+
 const CSS: &str = include_str!("html/report.css");
 const JS: &str = include_str!("html/report.js");
 

@@ -518,6 +518,9 @@ pub struct WhatifArgs {
     /// Machine-readable output: one JSON object (docs/whatif.md).
     #[arg(long)]
     pub json: bool,
+    /// Also write the outcomes as one self-contained HTML page to FILE (docs/whatif.md).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

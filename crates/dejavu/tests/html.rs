@@ -323,6 +323,43 @@ fn run_html_and_diff_html_write_pages_a_browser_reads() {
 }
 
 #[test]
+fn whatif_html_shows_each_finding_s_fix_replayed_with_its_verdict() {
+    // `dejavu whatif --html`: the dirty twin's repeated stat replayed under its own fix (a
+    // stat cache invalidated on write), on a page a browser reads without a request.
+    require!(CHROMIUM);
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let trace = record(dir, "t", 200);
+    let page = dir.join("whatif.html");
+    dejavu_ok(
+        &[
+            "whatif",
+            "--html",
+            page.to_str().unwrap(),
+            trace.to_str().unwrap(),
+        ],
+        dir,
+    );
+    let (dom, requests) = load(dir, &format!("file://{}", page.display()));
+    assert!(requests.is_empty(), "{requests:?}");
+    let section = dom
+        .split("<section class=\"policy\"")
+        .skip(1)
+        .find(|s| s.contains("repeated-lookup") && s.contains("check_config"))
+        .unwrap_or_else(|| panic!("no policy section for the repeated stat: {dom}"));
+    assert!(section.contains("--cache"), "{section}");
+    assert!(
+        section.contains("class=\"verdict safe\""),
+        "the twin's file never changes: {section}"
+    );
+    assert!(section.contains("the replay agrees"), "{section}");
+    assert!(
+        section.contains("199 removed"),
+        "200 stats of one unchanged file, one left: {section}"
+    );
+}
+
+#[test]
 fn html_to_a_terminal_is_refused_with_the_flag_that_fixes_it() {
     require!("script");
     let dir = tempfile::tempdir().unwrap();

@@ -83,6 +83,11 @@ pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
         text(&a.trace, &eval, &outcomes, &skipped, &mut out)?;
     }
     out.flush()?;
+    if let Some(p) = &a.html {
+        html(&a, p, &eval, &outcomes, &skipped)
+            .with_context(|| format!("writing the whatif page to {} (--html)", p.display()))?;
+        eprintln!("dejavu: whatif page in {}", p.display());
+    }
     Ok(crate::exit::OK)
 }
 
@@ -208,6 +213,53 @@ const WIDTH: usize = 100;
 
 fn count(n: u64) -> String {
     dejavu_detect::group::count(n)
+}
+
+/// What the removed calls' times measure, as the report says it.
+fn time_note(backend: &str) -> &'static str {
+    match backend {
+        "ebpf" => "The removed calls' times are their own time in the kernel, measured by eBPF.",
+        "ptrace" => {
+            "The removed calls' times were measured under ptrace: each includes the tracer's \
+             stop, most of it for a fast call; counts are exact, times are not what a fix saves."
+        }
+        _ => "The removed calls' times are the durations the trace recorded.",
+    }
+}
+
+/// Writes the page `--html FILE` asks for: the same outcomes as the text.
+fn html(
+    a: &WhatifArgs,
+    path: &std::path::Path,
+    eval: &Evaluation,
+    outcomes: &[Outcome],
+    skipped: &[NotReplayed],
+) -> anyhow::Result<()> {
+    use dejavu_report::html::{render_whatif, NotReplayedRow, WhatifPage};
+    let rows: Vec<NotReplayedRow> = skipped
+        .iter()
+        .map(|s| NotReplayedRow {
+            number: s.number,
+            detector: s.detector.to_string(),
+            redundant_calls: s.redundant_calls,
+            why: s.why.clone(),
+        })
+        .collect();
+    let trace = a.trace.display().to_string();
+    let page = WhatifPage {
+        trace: &trace,
+        syscalls: eval.syscalls,
+        syscall_ns: eval.syscall_ns,
+        time_note: time_note(&eval.backend),
+        truncated: eval.truncated.as_deref(),
+        outcomes,
+        not_replayed: &rows,
+    };
+    let f = std::fs::File::create(path)?;
+    let mut out = io::BufWriter::new(f);
+    render_whatif(&page, &mut out)?;
+    out.flush()?;
+    Ok(())
 }
 
 fn text(
@@ -378,14 +430,7 @@ fn text(
     }
     if !outcomes.is_empty() {
         // What "they took" measures, as the report says it.
-        let note = match eval.backend.as_str() {
-            "ebpf" => "The removed calls' times are their own time in the kernel, measured by eBPF.",
-            "ptrace" => {
-                "The removed calls' times were measured under ptrace: each includes the tracer's \
-                 stop, most of it for a fast call; counts are exact, times are not what a fix saves."
-            }
-            _ => "The removed calls' times are the durations the trace recorded.",
-        };
+        let note = time_note(&eval.backend);
         writeln!(out)?;
         wrapped(out, note, "", "")?;
     }
