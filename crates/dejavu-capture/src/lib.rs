@@ -18,8 +18,8 @@ pub mod stacks;
 pub mod state;
 
 pub use crate::recording::{
-    exit_text, is_zombie, process_names, signal_name, start, unattachable, CallMemory, Capture,
-    Outcome, RecordOptions, Target, Task,
+    exit_text, is_zombie, process_names, start, unattachable, CallMemory, Capture, Outcome,
+    RecordOptions, Target, Task,
 };
 pub use decode::proc_cmdline;
 pub use error::{denied_advice, RecordError};

@@ -192,49 +192,9 @@ pub fn process_names(pids: &[Tid]) -> Vec<String> {
 pub fn exit_text(e: &ExitStatus) -> String {
     match *e {
         ExitStatus::Code(c) => format!("exit status {c}"),
-        ExitStatus::Signal { signal, .. } => format!("killed by {}", signal_name(signal)),
-    }
-}
-
-/// A signal's name for messages.
-pub fn signal_name(sig: i32) -> String {
-    let names = [
-        "",
-        "SIGHUP",
-        "SIGINT",
-        "SIGQUIT",
-        "SIGILL",
-        "SIGTRAP",
-        "SIGABRT",
-        "SIGBUS",
-        "SIGFPE",
-        "SIGKILL",
-        "SIGUSR1",
-        "SIGSEGV",
-        "SIGUSR2",
-        "SIGPIPE",
-        "SIGALRM",
-        "SIGTERM",
-        "SIGSTKFLT",
-        "SIGCHLD",
-        "SIGCONT",
-        "SIGSTOP",
-        "SIGTSTP",
-        "SIGTTIN",
-        "SIGTTOU",
-        "SIGURG",
-        "SIGXCPU",
-        "SIGXFSZ",
-        "SIGVTALRM",
-        "SIGPROF",
-        "SIGWINCH",
-        "SIGIO",
-        "SIGPWR",
-        "SIGSYS",
-    ];
-    match names.get(sig as usize) {
-        Some(n) if !n.is_empty() => n.to_string(),
-        _ => format!("signal {sig}"),
+        ExitStatus::Signal { signal, .. } => {
+            format!("killed by {}", dejavu_trace::names::signal_label(signal))
+        }
     }
 }
 

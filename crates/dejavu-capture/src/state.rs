@@ -6,52 +6,13 @@
 //! a readlink of /proc/PID/fd/N per event; we pay it once per descriptor, and only for
 //! descriptors we did not see being created.
 
-use dejavu_trace::{FileStat, StatId, StrId};
+use dejavu_trace::{StatId, StrId};
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-/// What a descriptor refers to, as far as payload recording and analysis care.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum FdKind {
-    /// A regular file.
-    File,
-    /// A directory.
-    Dir,
-    /// A terminal.
-    Tty,
-    /// /dev/null.
-    DevNull,
-    /// A pipe or FIFO.
-    Pipe,
-    /// A socket.
-    Socket,
-    /// Anything else (other devices, anon inodes).
-    Other,
-}
-
-impl FdKind {
-    /// Classifies a stat answer.
-    pub fn of(st: &FileStat) -> FdKind {
-        use dejavu_trace::mode::*;
-        match st.file_type() {
-            S_IFREG => FdKind::File,
-            S_IFDIR => FdKind::Dir,
-            S_IFIFO => FdKind::Pipe,
-            S_IFSOCK => FdKind::Socket,
-            S_IFCHR => {
-                let (ma, mi) = (FileStat::major(st.rdev), FileStat::minor(st.rdev));
-                match (ma, mi) {
-                    (1, 3) => FdKind::DevNull,
-                    // tty, console/ptmx, pty slaves (Documentation/admin-guide/devices.txt)
-                    (4, _) | (5, 0..=2) | (136..=143, _) => FdKind::Tty,
-                    _ => FdKind::Other,
-                }
-            }
-            _ => FdKind::Other,
-        }
-    }
-}
+/// What a descriptor refers to (one vocabulary with replay: dejavu-trace).
+pub use dejavu_trace::FdKind;
 
 /// One open descriptor.
 #[derive(Clone, Debug)]
@@ -196,6 +157,7 @@ fn push_components(out: &mut Vec<u8>, p: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dejavu_trace::FileStat;
 
     fn r(base: &str, rel: &str) -> String {
         let mut out = Vec::new();

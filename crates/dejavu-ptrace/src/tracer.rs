@@ -8,9 +8,10 @@ use crate::regs::syscall_regs;
 use crate::seccomp;
 use dejavu_capture::os::{self, Tid};
 use dejavu_capture::{
-    arch, denied_advice, exit_text, process_names, signal_name, signals, spawn, start,
-    unattachable, CallMemory, Capture, Outcome, RecordError, RecordOptions, Target,
+    arch, denied_advice, exit_text, process_names, signals, spawn, start, unattachable, CallMemory,
+    Capture, Outcome, RecordError, RecordOptions, Target,
 };
+use dejavu_trace::names::signal_label;
 use dejavu_trace::*;
 use rustc_hash::FxHashMap;
 use std::io::{self, Write};
@@ -391,7 +392,7 @@ impl<W: Write> Tracer<W> {
             false
         } else {
             if self.core.opts.verbose {
-                eprintln!("dejavu: detaching after {}", signal_name(sig));
+                eprintln!("dejavu: detaching after {}", signal_label(sig));
             }
             self.detach_all();
             true
@@ -413,11 +414,11 @@ impl<W: Write> Tracer<W> {
             "dejavu: {}: stopped recording; ended {} (under ptrace a traced process cannot run \
              on untraced; --backend ebpf leaves it running)",
             if ended {
-                signal_name(sig)
+                signal_label(sig).into_owned()
             } else {
                 format!(
                     "a second {} within {} s",
-                    signal_name(sig),
+                    signal_label(sig),
                     signals::SECOND_SIGNAL.as_secs()
                 )
             },

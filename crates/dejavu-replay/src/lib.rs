@@ -15,61 +15,8 @@ use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-/// What a descriptor refers to.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum FdKind {
-    /// A regular file (or something opened by path whose type is unknown).
-    File,
-    /// A directory.
-    Dir,
-    /// A terminal.
-    Tty,
-    /// /dev/null.
-    DevNull,
-    /// A pipe or FIFO.
-    Pipe,
-    /// A socket.
-    Socket,
-    /// Anything else: other devices, anon inodes, memfds.
-    Other,
-}
-
-impl FdKind {
-    /// Classifies by stat answer when there is one, else by the path's name.
-    pub fn classify(path: &[u8], st: Option<&FileStat>) -> FdKind {
-        if let Some(st) = st.filter(|s| s.known & dejavu_trace::stat_known::MODE != 0) {
-            return match st.file_type() {
-                mode::S_IFREG => FdKind::File,
-                mode::S_IFDIR => FdKind::Dir,
-                mode::S_IFIFO => FdKind::Pipe,
-                mode::S_IFSOCK => FdKind::Socket,
-                mode::S_IFCHR => match (FileStat::major(st.rdev), FileStat::minor(st.rdev)) {
-                    (1, 3) => FdKind::DevNull,
-                    (4, _) | (5, 0..=2) | (136..=143, _) => FdKind::Tty,
-                    _ if path == b"/dev/null" => FdKind::DevNull,
-                    _ => FdKind::Other,
-                },
-                _ => FdKind::Other,
-            };
-        }
-        if path == b"/dev/null" {
-            FdKind::DevNull
-        } else if path.starts_with(b"/dev/pts/")
-            || path.starts_with(b"/dev/tty")
-            || path == b"/dev/console"
-        {
-            FdKind::Tty
-        } else if path.starts_with(b"pipe:") {
-            FdKind::Pipe
-        } else if path.starts_with(b"socket:") {
-            FdKind::Socket
-        } else if path.starts_with(b"anon_inode:") || path.starts_with(b"/memfd:") {
-            FdKind::Other
-        } else {
-            FdKind::File
-        }
-    }
-}
+/// What a descriptor refers to (one vocabulary with the capture core: dejavu-trace).
+pub use dejavu_trace::FdKind;
 
 /// One open descriptor, as replay knows it.
 #[derive(Clone, Copy, Debug)]

@@ -6,6 +6,7 @@
 
 pub mod codec;
 mod error;
+mod fdkind;
 pub mod mask;
 mod model;
 pub mod names;
@@ -16,6 +17,7 @@ pub mod varint;
 mod writer;
 
 pub use error::{Result, TraceError};
+pub use fdkind::FdKind;
 pub use model::*;
 pub use reader::{Strings, TraceReader, Truncation};
 pub use sys::{Sys, SysClass};
