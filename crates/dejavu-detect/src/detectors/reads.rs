@@ -3,6 +3,7 @@
 //! open/close cycle covered the whole file. Shared by reread-unchanged and
 //! open-close-churn.
 
+use dejavu_replay::Fd;
 use dejavu_trace::{Sys, Syscall};
 
 const O_ACCMODE: u64 = 3;
@@ -106,6 +107,22 @@ pub fn read_of(s: &Syscall, opened_readonly: bool) -> Option<Reads> {
             }
         }
         _ => None,
+    }
+}
+
+/// Whether a descriptor still holds the open file its open/close cycle began with:
+/// `open_id` is the cycle's (taken from `seen` the first time), `seen` what replay says the
+/// descriptor is now. False when the number was reused (dup2 onto it, close_range, exec)
+/// or replay no longer knows it: the cycle ends there. (reread-unchanged and whatif's
+/// content cache follow cycles alike.)
+pub fn same_open_file(open_id: &mut Option<u64>, seen: Option<Fd>) -> bool {
+    match (*open_id, seen) {
+        (_, None) => false,
+        (None, Some(f)) => {
+            *open_id = Some(f.open_id);
+            true
+        }
+        (Some(id), Some(f)) => id == f.open_id,
     }
 }
 

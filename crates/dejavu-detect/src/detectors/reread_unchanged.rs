@@ -2,7 +2,7 @@
 //! the same process, with nothing changed in between: what keeping the parsed content in
 //! memory would have saved.
 
-use super::reads::{is_read_call, opens_readonly, read_of, Coverage, Reads};
+use super::reads::{is_read_call, opens_readonly, read_of, same_open_file, Coverage, Reads};
 use crate::group::{cache_hazards, Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
 use dejavu_replay::{PathKey, Version, View};
@@ -289,17 +289,9 @@ impl Detector for RereadUnchanged {
             return;
         };
         // The descriptor number may have been reused (dup2 onto it, close_range, exec).
-        match (c.open_id, seen) {
-            (_, None) => {
-                ps.cycles.remove(&fd);
-                return;
-            }
-            (None, Some(f)) => c.open_id = Some(f.open_id),
-            (Some(id), Some(f)) if id != f.open_id => {
-                ps.cycles.remove(&fd);
-                return;
-            }
-            _ => {}
+        if !same_open_file(&mut c.open_id, seen) {
+            ps.cycles.remove(&fd);
+            return;
         }
         let read = read_of(s, c.readonly);
         c.calls += 1;

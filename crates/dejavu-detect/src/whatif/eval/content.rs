@@ -88,7 +88,7 @@ pub(super) fn content_step(
     changes: &FxHashMap<PathKey, Change>,
     own: &FxHashMap<(u32, PathKey), (u64, Change)>,
 ) {
-    use crate::detectors::reads::{opens_readonly, read_of, Reads};
+    use crate::detectors::reads::{opens_readonly, read_of, same_open_file, Reads};
     let s = c.s;
     if matches!(s.sys, Sys::Open | Sys::Openat | Sys::Openat2) {
         if s.ret < 0 || s.flags & O_ACCMODE == O_WRONLY || !c.in_scope(p, &mut t.scope) {
@@ -149,17 +149,9 @@ pub(super) fn content_step(
         return;
     };
     // The descriptor number may have been reused (dup2 onto it, close_range, exec).
-    match (cy.open_id, seen) {
-        (_, None) => {
-            k.cycles.remove(&key);
-            return;
-        }
-        (None, Some(f)) => cy.open_id = Some(f.open_id),
-        (Some(id), Some(f)) if id != f.open_id => {
-            k.cycles.remove(&key);
-            return;
-        }
-        _ => {}
+    if !same_open_file(&mut cy.open_id, seen) {
+        k.cycles.remove(&key);
+        return;
     }
     let read = read_of(s, cy.readonly);
     let removable = !matches!(read, Some(Reads::Known(r)) if r.transfer);
