@@ -375,19 +375,9 @@ fn finding(
     }
     if let Some(c) = &f.cache {
         let text = if c.safe {
-            format!(
-                "a cache would have saved {} {} and served no stale answers",
-                fmt_count(c.saved_calls),
-                plural(c.saved_calls, "call", "calls")
-            )
+            crate::terminal::cache_text(c)
         } else {
-            format!(
-                "unsafe to cache: a cache would have saved {} {} but served {} stale {}",
-                fmt_count(c.saved_calls),
-                plural(c.saved_calls, "call", "calls"),
-                fmt_count(c.stale_answers),
-                plural(c.stale_answers, "answer", "answers")
-            )
+            format!("unsafe to cache: {}", crate::terminal::cache_text(c))
         };
         dd_class(
             b,

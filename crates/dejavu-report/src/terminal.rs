@@ -515,19 +515,9 @@ impl<'a> Render<'a> {
         }
         if let Some(c) = &f.cache {
             let text = if c.safe {
-                format!(
-                    "a cache would have saved {} {} and served no stale answers",
-                    fmt_count(c.saved_calls),
-                    plural(c.saved_calls, "call", "calls")
-                )
+                cache_text(c)
             } else {
-                format!(
-                    "{UNSAFE} a cache would have saved {} {} but served {} stale {}",
-                    fmt_count(c.saved_calls),
-                    plural(c.saved_calls, "call", "calls"),
-                    fmt_count(c.stale_answers),
-                    plural(c.stale_answers, "answer", "answers")
-                )
+                format!("{UNSAFE} {}", cache_text(c))
             };
             field("cache:", &text, &|s| st.dim(s));
         }
@@ -845,6 +835,26 @@ pub(crate) fn paths_label(f: &Finding) -> String {
         [] => "-".to_string(),
         [one] => sanitize(one),
         [first, rest @ ..] => format!("{} (+{})", sanitize(first), rest.len()),
+    }
+}
+
+/// The sentence of a finding's cache verdict, the same in the terminal and HTML reports
+/// (each marks an unsafe one its own way).
+pub(crate) fn cache_text(c: &dejavu_detect::CacheVerdict) -> String {
+    if c.safe {
+        format!(
+            "a cache would have saved {} {} and served no stale answers",
+            fmt_count(c.saved_calls),
+            plural(c.saved_calls, "call", "calls")
+        )
+    } else {
+        format!(
+            "a cache would have saved {} {} but served {} stale {}",
+            fmt_count(c.saved_calls),
+            plural(c.saved_calls, "call", "calls"),
+            fmt_count(c.stale_answers),
+            plural(c.stale_answers, "answer", "answers")
+        )
     }
 }
 
