@@ -6,6 +6,8 @@
 //! differences from ptrace, and the measurements.
 
 pub mod access;
+#[cfg(dejavu_bpf)]
+mod drainer;
 pub mod event;
 #[cfg(dejavu_bpf)]
 mod recorder;

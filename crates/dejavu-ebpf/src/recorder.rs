@@ -1,5 +1,6 @@
 //! Loading the kernel half, starting or attaching to the program, and the reader loop.
 
+use crate::drainer::{self, Batch, Drainer, Packed, Rings};
 use crate::event::{self, CF_UNFINISHED};
 use crate::{unavailable, Options};
 use aya::maps::{Array, HashMap, MapData, PerCpuArray, RingBuf};
@@ -11,13 +12,13 @@ use dejavu_capture::stacks::{native::Deps, NativeStack};
 use dejavu_capture::{arch, signals, spawn, Outcome, RecordError, RecordOptions, Target};
 use dejavu_trace::{ExitStatus, Meta, StackId, TraceError, TraceWriter};
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::FromRawFd;
 use std::time::{Duration, Instant};
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/dejavu.bpf.o"));
 
-/// How long the reader sleeps between looks at the ring buffer, unless the kernel half
-/// wakes it because the buffer is a quarter full.
+/// How long the reader waits for a batch of records before it looks at signals, the
+/// program's end and the processes left.
 const POLL: Duration = Duration::from_millis(10);
 /// Most bytes of a write payload the kernel half copies.
 pub const PAYLOAD_MAX: u32 = 4096;
@@ -49,8 +50,8 @@ struct StkKey {
 }
 
 const STK_WORDS: usize = 64;
-/// The reader thread's nice value (see `Reader::run`).
-const READER_NICE: i32 = -10;
+/// The reader's and the drainer's nice value (see `Reader::run`).
+pub(crate) const READER_NICE: i32 = -10;
 
 /// Bytes of stack a call's record carries when the copies' ring is full (INLINE_STACK).
 const INLINE_STACK: usize = 256;
@@ -124,7 +125,7 @@ fn cache_entry(bp: u64, id: u32, deps: &Deps, copied: usize) -> Option<StkVal> {
 
 /// A copy of the top of a thread's stack, out of the ring buffer until its call comes.
 struct HeldCopy {
-    /// The `StackCache::read` that read it.
+    /// The batch (`StackCache::take`) that brought it.
     gen: u32,
     mm: u64,
     ip: u64,
@@ -133,16 +134,10 @@ struct HeldCopy {
     bytes: Vec<u8>,
 }
 
-/// Copies held before the oldest are dropped: a copy waits only for its call, which the
-/// same drain reads (one ring buffer's worth); more means calls were lost (the calls'
-/// ring buffer was full) and their copies would wait for ever.
-const MAX_COPIES: usize = 4096;
-
-/// The stack copies' ring buffer, the kernel's stack cache, and counters for
-/// `DEJAVU_NATIVE_STATS=1`.
+/// The copies of stacks whose calls have not come yet, the kernel's stack cache, and
+/// counters for `DEJAVU_NATIVE_STATS=1`.
 struct StackCache {
-    ring: RingBuf<MapData>,
-    /// Copies read from `ring` whose calls have not come yet, by `seq`.
+    /// Copies read from the kernel's ring whose calls have not come yet, by `seq`.
     copies: std::collections::HashMap<u64, HeldCopy>,
     gen: u32,
     /// Where the call being decoded was made, when its stack came as a copy.
@@ -170,17 +165,18 @@ struct StackCache {
 }
 
 impl StackCache {
-    /// Reads the copies waiting in the ring buffer.
-    fn read(&mut self) {
-        if self.copies.len() >= MAX_COPIES {
-            // Keep the copies of the last read (their calls may still be on their way);
-            // older ones lost their calls.
-            let last = self.gen;
+    /// Takes the copies of a batch, before its calls. A copy waits for its call at most
+    /// until the batch after its own (the drainer reads the copies after the calls too, so
+    /// a call is never in a batch before its copy's); one older than that lost its call
+    /// (the calls' ring buffer was full) and would wait for ever.
+    fn take(&mut self, copies: &Packed) {
+        let last = self.gen;
+        if !self.copies.is_empty() {
             self.copies.retain(|_, c| c.gen == last);
         }
         self.gen = self.gen.wrapping_add(1);
-        while let Some(item) = self.ring.next() {
-            let Some(sl) = event::slice(&item) else {
+        for item in copies.iter() {
+            let Some(sl) = event::slice(item) else {
                 continue;
             };
             self.copies.insert(
@@ -206,10 +202,7 @@ impl StackCache {
         tid: i32,
         seq: u64,
     ) -> NativeStack {
-        // Sent before its call: in the ring by now if not read yet.
-        if !self.copies.contains_key(&seq) {
-            self.read();
-        }
+        // Sent before its call: taken with this batch or the one before.
         let Some(c) = self.copies.remove(&seq) else {
             return NativeStack::None;
         };
@@ -306,10 +299,10 @@ const MAX_AGENT_KEYS: usize = 1 << 16;
 
 struct Loaded {
     bpf: Ebpf,
-    ring: RingBuf<MapData>,
+    /// Handed to the drainer when the reader starts.
+    rings: Option<Rings>,
     traced: HashMap<MapData, u32, u8>,
     stacks: StackCache,
-    lost: PerCpuArray<MapData, u64>,
     ring_bytes: u32,
 }
 
@@ -446,10 +439,14 @@ fn load(eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
     .map_err(|e| load_error("stackbuf", e))?;
     Ok(Loaded {
         bpf,
-        ring,
+        rings: Some(Rings {
+            events: ring,
+            stacks: stack_ring,
+            lost,
+            bytes: ring_bytes,
+        }),
         traced,
         stacks: StackCache {
-            ring: stack_ring,
             copies: std::collections::HashMap::new(),
             gen: 0,
             last: None,
@@ -466,7 +463,6 @@ fn load(eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
             cached: 0,
             inline: 0,
         },
-        lost,
         ring_bytes,
     })
 }
@@ -556,7 +552,7 @@ pub fn record<W: Write>(
             }
             feed.launched(pid, &cwd);
             kernel::kill(pid, libc::SIGCONT).map_err(|e| RecordError::os("kill(SIGCONT)", e))?;
-            let mut r = Reader::new(l, feed);
+            let mut r = Reader::new(l, feed, Some(pid))?;
             r.run(Some(pid))?;
             let exit = r.root_status;
             let (out, w) = r.finish(false)?;
@@ -632,7 +628,7 @@ pub fn record<W: Write>(
             for &p in &pids {
                 feed.attached(p, &threads(p));
             }
-            let mut r = Reader::new(l, feed);
+            let mut r = Reader::new(l, feed, None)?;
             r.run(None)?;
             r.finish(true)
         }
@@ -658,6 +654,10 @@ fn threads(pid: i32) -> Vec<i32> {
 struct Reader<W: Write> {
     l: Loaded,
     feed: Feed<W>,
+    /// Takes the records out of the kernel's ring buffers as they come.
+    drainer: Drainer,
+    /// A pause per batch (DEJAVU_EBPF_READER_DELAY_MS).
+    delay: Option<Duration>,
     lost_seen: u64,
     lost_per_cpu: Vec<u64>,
     /// Agent reports the ring buffer had no room for.
@@ -688,10 +688,36 @@ struct Guard {
 }
 
 impl<W: Write> Reader<W> {
-    fn new(l: Loaded, feed: Feed<W>) -> Self {
-        Reader {
+    fn new(mut l: Loaded, feed: Feed<W>, root: Option<i32>) -> Result<Self, RecordError> {
+        // The drainer watches the program's pidfd: its end is noticed at once, not at the
+        // next look. (Linux 5.3+; without it, the reader's wait does.)
+        let pidfd = root.and_then(|pid| {
+            // SAFETY: pidfd_open on our own child; the descriptor is owned below.
+            let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+            (r >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(r as i32) })
+        });
+        let rings = l
+            .rings
+            .take()
+            .ok_or_else(|| load_error("the ring buffers", "already taken"))?;
+        // DEJAVU_EBPF_BACKLOG_MIB: the backlog's limit in MiB instead (tests and
+        // docs/ebpf-backend.md).
+        let limit = std::env::var("DEJAVU_EBPF_BACKLOG_MIB")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .map_or_else(|| drainer::backlog_limit(l.ring_bytes), |m| m << 20);
+        let drainer = Drainer::start(rings, pidfd, limit)
+            .map_err(|e| RecordError::os("starting the drainer thread", e))?;
+        Ok(Reader {
             l,
             feed,
+            drainer,
+            // DEJAVU_EBPF_READER_DELAY_MS: a reader that much slower per batch, as on a
+            // loaded machine (tests: the drainer keeps what a slow reader has not read).
+            delay: std::env::var("DEJAVU_EBPF_READER_DELAY_MS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .map(Duration::from_millis),
             lost_seen: 0,
             lost_per_cpu: Vec::new(),
             lost_agent: 0,
@@ -706,28 +732,19 @@ impl<W: Write> Reader<W> {
                 on: !crate::access::can_ptrace_anything(),
                 ..Guard::default()
             },
-        }
+        })
     }
 
     /// Reads until the program and everything it started has ended (`root`), or, when
     /// attached, until every traced process has ended or dejavu is interrupted.
     fn run(&mut self, root: Option<i32>) -> Result<(), RecordError> {
-        let fd = self.l.ring.as_raw_fd();
         // The reader works only when the program makes calls, and a starved one falls
-        // behind (copies of stacks are not answered from the kernel's cache, the ring
-        // buffers fill): it runs at a higher priority than the program (nice -10; this
-        // thread only, set after the program was started, so the program does not
-        // inherit it). Not permitted without CAP_SYS_NICE: it then stays as it is.
+        // behind (copies of stacks are not answered from the kernel's cache, the backlog
+        // grows): it runs at a higher priority than the program (nice -10; this thread
+        // only, set after the program was started, so the program does not inherit it).
+        // Not permitted without CAP_SYS_NICE: it then stays as it is.
         // SAFETY: setpriority on the calling thread (PRIO_PROCESS with 0 is the thread).
         unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, READER_NICE) };
-        // Readable when the program exits: the loop notices at once, not at the next poll.
-        // (Linux 5.3+; without it, the poll timeout does.)
-        let pidfd = root.and_then(|pid| {
-            // SAFETY: pidfd_open on our own child; the descriptor is owned below.
-            let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-            (r >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(r as i32) })
-        });
-        let mut last_lost_check = Instant::now();
         let mut last_alive_check = Instant::now();
         loop {
             while let Some((sig, from_tty)) = signals::take() {
@@ -779,31 +796,9 @@ impl<W: Write> Reader<W> {
                     }
                 }
             }
-            let mut p = [
-                libc::pollfd {
-                    fd,
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: match (&pidfd, self.root_status) {
-                        (Some(p), None) => p.as_raw_fd(),
-                        _ => -1, // ignored by poll
-                    },
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                // A copy of a stack not seen before wakes the reader when it is idle: the
-                // sooner it is unwound, the sooner the kernel answers from its cache.
-                libc::pollfd {
-                    fd: self.l.stacks.ring.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-            ];
-            // SAFETY: three valid pollfds.
-            unsafe { libc::poll(p.as_mut_ptr(), 3, POLL.as_millis() as i32) };
-            self.drain();
+            if let Some(b) = self.drainer.next(POLL) {
+                self.process(b);
+            }
             self.feed.tick();
             if let (Some(t), false) = (self.root_ended_at, self.orphans_said) {
                 if t.elapsed() >= Duration::from_secs(1) && self.feed.tasks() > 0 {
@@ -819,11 +814,8 @@ impl<W: Write> Reader<W> {
                     );
                 }
             }
-            if last_lost_check.elapsed() >= Duration::from_millis(100) {
-                self.check_lost();
-                last_lost_check = Instant::now();
-            }
             if let (Some(pid), None) = (root, self.root_status) {
+                // Also without a pidfd (and so without the drainer's word), in case.
                 // WNOHANG answers 0 while the program runs (a zero status that would
                 // read as "exited with 0").
                 if let Ok((who, st)) = kernel::wait_one(pid, libc::WNOHANG | libc::__WALL) {
@@ -863,15 +855,27 @@ impl<W: Write> Reader<W> {
         }
     }
 
+    /// Everything the kernel has written by now, decoded.
     fn drain(&mut self) {
-        // Copies of stacks first: each was sent before its call.
-        self.l.stacks.read();
-        while let Some(item) = self.l.ring.next() {
-            let b: &[u8] = &item;
+        let mut got = Vec::new();
+        self.drainer.drain(|b| got.push(b));
+        for b in got {
+            self.process(b);
+        }
+    }
+
+    /// Decodes one batch of records: its copies of stacks first (each was sent before its
+    /// call), then the records, then the kernel's counts of what did not fit.
+    fn process(&mut self, b: Batch) {
+        if let Some(d) = self.delay {
+            std::thread::sleep(d);
+        }
+        self.l.stacks.take(&b.copies);
+        for rec in b.records.iter() {
             self.records += 1;
-            if !handle(&mut self.feed, &mut self.l.stacks, &mut self.guard, b) {
+            if !handle(&mut self.feed, &mut self.l.stacks, &mut self.guard, rec) {
                 if std::env::var_os("DEJAVU_EBPF_DEBUG").is_some() {
-                    eprintln!("malformed: {:02x?}", &b[..b.len().min(400)]);
+                    eprintln!("malformed: {:02x?}", &rec[..rec.len().min(400)]);
                 }
                 self.malformed += 1;
             }
@@ -879,31 +883,48 @@ impl<W: Write> Reader<W> {
         for pid in self.guard.untrace.drain(..) {
             let _ = self.l.traced.remove(&(pid as u32));
         }
-    }
-
-    fn check_lost(&mut self) {
-        // [0]: the program's events (written as Lost records); [1]: the agents' reports,
-        // which are not events of the program (their calls keep native stacks).
-        if let Ok(v) = self.l.lost.get(&0, 0) {
-            let per_cpu: Vec<u64> = v.iter().copied().collect();
-            let total: u64 = per_cpu.iter().sum();
+        if let Some(lost) = &b.lost {
+            // events: the program's (written as Lost records); agent: the agents' reports,
+            // which are not events of the program (their calls keep native stacks).
+            let total: u64 = lost.events.iter().sum();
             if total > self.lost_seen {
-                self.feed.lost(kernel::now_ns(), total - self.lost_seen);
+                self.feed.lost(lost.at, total - self.lost_seen);
                 self.lost_seen = total;
             }
-            self.lost_per_cpu = per_cpu;
+            self.lost_per_cpu.clone_from(&lost.events);
+            self.lost_agent = lost.agent;
+            self.lost_stacks = lost.stacks;
         }
-        if let Ok(v) = self.l.lost.get(&1, 0) {
-            self.lost_agent = v.iter().sum();
-        }
-        if let Ok(v) = self.l.lost.get(&2, 0) {
-            self.lost_stacks = v.iter().sum();
-        }
+        self.drainer.done(b);
     }
 
     fn finish(mut self, detached: bool) -> Result<(Outcome, W), RecordError> {
-        self.drain();
-        self.check_lost();
+        let mut got = Vec::new();
+        self.drainer.stop(|b| got.push(b));
+        for b in got {
+            self.process(b);
+        }
+        let peak = self.drainer.peak();
+        if peak > self.l.ring_bytes as usize {
+            // Not lost, later: said with the recording's notes (`record -v`).
+            self.feed.note(format!(
+                "the reader fell behind the program: up to {} MiB of records waited in memory \
+                 (the ring buffer holds {} MiB)",
+                peak.div_ceil(1 << 20),
+                self.l.ring_bytes >> 20
+            ));
+        }
+        if self.drainer.times_full() > 0 {
+            self.feed.warn_once(
+                "ebpf-backlog",
+                format!(
+                    "the reader fell {} MiB behind the program, the most dejavu keeps in \
+                     memory: records past it waited in the kernel's ring buffer (what did \
+                     not fit there is counted as lost)",
+                    self.drainer.limit() >> 20
+                ),
+            );
+        }
         if let Some(st) = self.root_status {
             self.feed.set_exit(st);
         }
@@ -973,8 +994,16 @@ impl<W: Write> Reader<W> {
             eprintln!(
                 "dejavu: eBPF stacks: {} copies unwound, {} cached in the kernel, {} calls \
                  answered from that cache, {} with a short copy, {} left to the agents \
-                 ({} of them not named: their place copies again)",
-                c.slices, c.cached, c.hits, c.inline, c.agent_skips, c.agent_misses
+                 ({} of them not named: their place copies again); {} batches, at most {} \
+                 KiB waited for the reader",
+                c.slices,
+                c.cached,
+                c.hits,
+                c.inline,
+                c.agent_skips,
+                c.agent_misses,
+                self.drainer.batches(),
+                peak.div_ceil(1024)
             );
         }
         // Detach the programs before the trace is closed.

@@ -421,6 +421,74 @@ fn lost_events_count_the_programs_events_not_the_agents_reports() {
     );
 }
 
+/// A reader that falls behind (a stall at every batch, as a loaded machine or a module
+/// symbolized for the first time gives) loses nothing: the drainer thread takes the
+/// records out of the kernel's ring buffer as they come and keeps them in memory until the
+/// reader gets to them. Past the backlog's limit, records wait in the kernel, whose buffer
+/// then fills: those are counted as lost and said.
+#[test]
+fn a_reader_that_falls_behind_loses_nothing_up_to_the_backlog_limit() {
+    if !ebpf_works() || !common::have("python3") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let target = d.path().join("target.txt");
+    std::fs::write(&target, "x").unwrap();
+    let script = d.path().join("oc.py");
+    std::fs::write(
+        &script,
+        "import os, sys\nfor i in range(10000):\n    os.close(os.open(sys.argv[1], os.O_RDONLY))\n",
+    )
+    .unwrap();
+    let run = |name: &str, env: &[(&str, &str)]| -> (u64, u64, String) {
+        let trace = d.path().join(format!("{name}.dvt"));
+        let out = Command::new(common::dejavu())
+            .args(["record", "--backend", "ebpf", "--buffer-size", "1M", "-o"])
+            .arg(&trace)
+            .args(["--", "python3"])
+            .arg(&script)
+            .arg(&target)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        let mut r = dejavu_trace::TraceReader::open(&trace).unwrap();
+        let want = target.to_string_lossy().into_owned();
+        // Its opens and closes (a close names the path of the descriptor it closed).
+        let mut opens = 0;
+        while let Some(rec) = r.next_record().unwrap() {
+            if let dejavu_trace::Record::Syscall(s) = rec {
+                if s.path.is_some_and(|p| r.str(p) == want.as_bytes()) {
+                    opens += 1;
+                }
+            }
+        }
+        let lost = common::summary_json(&trace)["lost_events"]
+            .as_u64()
+            .unwrap_or(0);
+        (opens, lost, err)
+    };
+    // 20 ms at every batch: without the drainer a 1 MiB ring buffer fills many times over
+    // while the reader sleeps (the loop writes about 30 MB a second).
+    let (opens, lost, err) = run("slow", &[("DEJAVU_EBPF_READER_DELAY_MS", "20")]);
+    assert_eq!((opens, lost), (20000, 0), "{err}");
+    // With the backlog held to 2 MiB, the same reader does lose records, counted and said.
+    let (opens, lost, err) = run(
+        "capped",
+        &[
+            ("DEJAVU_EBPF_READER_DELAY_MS", "20"),
+            ("DEJAVU_EBPF_BACKLOG_MIB", "2"),
+        ],
+    );
+    // (Which records are lost depends on when the reader stalls: the count is what is
+    // certain.)
+    assert!(lost > 0, "{opens} calls, none lost: {err}");
+    assert!(err.contains("fell 2 MiB behind"), "{err}");
+    assert!(err.contains("records were lost"), "{err}");
+}
+
 /// In a process with a language agent, a place whose calls the agent names stops getting
 /// native stacks (the kernel skips them), while a call the agent does not name keeps its
 /// native stack: here os.stat of one file (named at the script's line) and ctypes' call of
@@ -448,8 +516,10 @@ fn an_agents_named_calls_skip_native_stacks_and_the_others_keep_theirs() {
          \x20   libc.stat(p, buf)\n",
     )
     .unwrap();
+    // A large ring buffer: this test is about which calls get which stacks, not about a
+    // loaded machine (a_reader_that_falls_behind_loses_nothing_up_to_the_backlog_limit).
     let out = Command::new(common::dejavu())
-        .args(["record", "--backend", "ebpf", "-o"])
+        .args(["record", "--backend", "ebpf", "--buffer-size", "64M", "-o"])
         .arg(d.path().join("t.dvt"))
         .arg("--")
         .arg("python3")

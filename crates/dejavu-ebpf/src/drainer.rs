@@ -1,0 +1,424 @@
+//! The drainer: a thread that takes the kernel's records out of its ring buffers as they
+//! come, so that the reader, which decodes them, unwinds stacks and writes the trace, can
+//! fall behind for a while (a burst of new stacks, a module symbolized for the first time,
+//! a loaded machine) without the kernel running out of room and losing records. perf
+//! record does the same: it copies the ring buffers out and leaves the work for later.
+
+use aya::maps::{MapData, PerCpuArray, RingBuf};
+use dejavu_capture::os as kernel;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long the drainer sleeps between looks at the ring buffers, unless the kernel half
+/// wakes it (a quarter of the buffer waiting, or a copy of a new stack while idle), the
+/// program exits or the reader asks for a drain.
+const POLL: Duration = Duration::from_millis(10);
+/// Most record bytes in one batch: the reader starts on the first part of a large drain
+/// while the drainer goes on with the rest.
+const BATCH_BYTES: usize = 4 << 20;
+/// After a look that found records, the drainer waits this long before the next one (a
+/// ring buffer is readable as soon as it holds one record: looking at once would hand the
+/// reader a batch per record), unless that look found an eighth of the ring or more.
+const GAP: Duration = Duration::from_millis(1);
+/// The least memory the records waiting for the reader may take; more with a larger ring
+/// buffer (`backlog_limit`).
+const MIN_BACKLOG: usize = 256 << 20;
+
+/// How much may wait in memory for the reader: 256 MiB, or 8 ring buffers where that is
+/// more. Past it the drainer leaves the records in the kernel's buffer, which counts what
+/// does not fit (reported as lost, as without a drainer).
+pub(crate) fn backlog_limit(ring_bytes: u32) -> usize {
+    MIN_BACKLOG.max((ring_bytes as usize).saturating_mul(8))
+}
+
+/// The kernel's ring buffers and its counters of records that did not fit.
+pub(crate) struct Rings {
+    pub events: RingBuf<MapData>,
+    pub stacks: RingBuf<MapData>,
+    pub lost: PerCpuArray<MapData, u64>,
+    /// The size of each ring.
+    pub bytes: u32,
+}
+
+/// Records packed one after another.
+#[derive(Default, Debug)]
+pub(crate) struct Packed {
+    data: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Packed {
+    pub fn push(&mut self, b: &[u8]) {
+        self.data.extend_from_slice(b);
+        self.ends.push(self.data.len());
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let s = &self.data[start..end];
+            start = end;
+            s
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn bytes(&self) -> usize {
+        self.data.len() + self.ends.len() * std::mem::size_of::<usize>()
+    }
+}
+
+/// The kernel's counts of records it had no room for, when a batch was taken.
+#[derive(Debug, Clone)]
+pub(crate) struct Lost {
+    /// When they were read (ns, CLOCK_MONOTONIC, as the records' times).
+    pub at: u64,
+    /// The program's records, per CPU.
+    pub events: Vec<u64>,
+    /// The language agents' reports.
+    pub agent: u64,
+    /// Copies of stacks (the call then carried a short one).
+    pub stacks: u64,
+}
+
+/// What one look at the ring buffers found, in the order the reader must see it.
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    /// Copies of stacks, read before the records and again after them: the kernel sends a
+    /// call's copy before the call, so every call here has its copy in this batch or an
+    /// earlier one.
+    pub copies: Packed,
+    pub records: Packed,
+    pub lost: Option<Lost>,
+    /// The reader's drain requests this batch answers (all up to this number): everything
+    /// the kernel had written when the request was made is in this batch or before it.
+    pub ack: u64,
+    /// The program's pidfd was readable (it has exited) before the records were read.
+    pub root_exited: bool,
+    bytes: usize,
+}
+
+struct Shared {
+    /// An eventfd: the reader's requests and the stop wake the drainer.
+    wake: OwnedFd,
+    requests: AtomicU64,
+    stop: AtomicBool,
+    /// Bytes sent to the reader and not yet done with, and the most there were.
+    backlog: AtomicUsize,
+    peak: AtomicUsize,
+    limit: usize,
+    /// Looks at the ring buffers skipped because the backlog was at its limit.
+    full: AtomicU64,
+    /// Batches sent.
+    batches: AtomicU64,
+}
+
+impl Shared {
+    fn poke(&self) {
+        let one: u64 = 1;
+        // SAFETY: an 8-byte write from a valid u64 to our eventfd.
+        unsafe { libc::write(self.wake.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    }
+}
+
+/// The reader's end: batches in order, drain requests, the stop.
+pub(crate) struct Drainer {
+    rx: mpsc::Receiver<Batch>,
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+    requested: u64,
+    answered: u64,
+    /// The program exited (its pidfd was readable) in a batch already handed out.
+    pub root_exited: bool,
+}
+
+impl std::fmt::Debug for Drainer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Drainer")
+            .field("requested", &self.requested)
+            .field("answered", &self.answered)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drainer {
+    /// Starts the thread. `pidfd`, when given, is the program's: the drainer watches it too,
+    /// so the reader hears of the program's end at once.
+    pub fn start(rings: Rings, pidfd: Option<OwnedFd>, limit: usize) -> std::io::Result<Self> {
+        // SAFETY: eventfd with valid flags; the descriptor is owned below.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: a new descriptor nobody else owns.
+        let wake = unsafe { OwnedFd::from_raw_fd(fd) };
+        let shared = Arc::new(Shared {
+            wake,
+            requests: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            backlog: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+            limit,
+            full: AtomicU64::new(0),
+            batches: AtomicU64::new(0),
+        });
+        let (tx, rx) = mpsc::channel();
+        let s = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("dejavu-drainer".into())
+            .spawn(move || drain_loop(rings, pidfd, &s, &tx))?;
+        Ok(Drainer {
+            rx,
+            shared,
+            thread: Some(thread),
+            requested: 0,
+            answered: 0,
+            root_exited: false,
+        })
+    }
+
+    /// The next batch, waiting at most `timeout`; None when none came (or the drainer is
+    /// gone).
+    pub fn next(&mut self, timeout: Duration) -> Option<Batch> {
+        let b = self.rx.recv_timeout(timeout).ok()?;
+        Some(self.seen(b))
+    }
+
+    fn seen(&mut self, b: Batch) -> Batch {
+        self.answered = self.answered.max(b.ack);
+        self.root_exited |= b.root_exited;
+        b
+    }
+
+    /// Says the reader is done with a batch (its memory no longer waits).
+    pub fn done(&self, b: Batch) {
+        self.shared.backlog.fetch_sub(b.bytes, Ordering::Relaxed);
+    }
+
+    /// Asks for everything the kernel has written by now; `each` gets every batch up to
+    /// the one that answers, in order.
+    pub fn drain(&mut self, mut each: impl FnMut(Batch)) {
+        self.requested += 1;
+        self.shared.requests.store(self.requested, Ordering::SeqCst);
+        self.shared.poke();
+        while self.answered < self.requested {
+            match self.rx.recv() {
+                Ok(b) => {
+                    let b = self.seen(b);
+                    each(b);
+                }
+                Err(_) => return, // the drainer is gone (it never panics; nothing more comes)
+            }
+        }
+    }
+
+    /// Stops the drainer after a last drain; `each` gets every batch left, in order.
+    pub fn stop(&mut self, mut each: impl FnMut(Batch)) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.poke();
+        while let Ok(b) = self.rx.recv() {
+            let b = self.seen(b);
+            each(b);
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
+    /// The most bytes that waited for the reader at once.
+    pub fn peak(&self) -> usize {
+        self.shared.peak.load(Ordering::Relaxed)
+    }
+
+    /// How often the drainer left records in the kernel because the backlog was full.
+    pub fn times_full(&self) -> u64 {
+        self.shared.full.load(Ordering::Relaxed)
+    }
+
+    /// Batches handed to the reader.
+    pub fn batches(&self) -> u64 {
+        self.shared.batches.load(Ordering::Relaxed)
+    }
+
+    pub fn limit(&self) -> usize {
+        self.shared.limit
+    }
+}
+
+impl Drop for Drainer {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            self.stop(|_| {});
+        }
+    }
+}
+
+fn read_lost(lost: &PerCpuArray<MapData, u64>) -> Lost {
+    let get = |i: u32| -> Vec<u64> {
+        lost.get(&i, 0)
+            .map(|v| v.iter().copied().collect())
+            .unwrap_or_default()
+    };
+    Lost {
+        at: kernel::now_ns(),
+        events: get(0),
+        agent: get(1).iter().sum(),
+        stacks: get(2).iter().sum(),
+    }
+}
+
+fn drain_loop(rings: Rings, pidfd: Option<OwnedFd>, s: &Shared, tx: &mpsc::Sender<Batch>) {
+    let Rings {
+        mut events,
+        mut stacks,
+        lost,
+        bytes: ring_bytes,
+    } = rings;
+    // What a look must find for the next to follow at once.
+    let busy = (ring_bytes as usize / 8).max(1);
+    // As the reader (recorder.rs, `Reader::run`): ahead of the program, which keeps its
+    // priority. Not permitted without CAP_SYS_NICE: it then stays as it is.
+    // SAFETY: setpriority on the calling thread (PRIO_PROCESS with 0 is the thread).
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, crate::recorder::READER_NICE) };
+    let mut watch_pid = pidfd.is_some();
+    let mut last_lost = Instant::now();
+    let mut sent_ack = 0;
+    let mut sent_lost: Option<(u64, u64, u64)> = None;
+    // A drain stopped at BATCH_BYTES goes on without waiting; one that found records
+    // waits GAP (on the wake and the program's end only) before the next look.
+    let mut more = false;
+    let mut found = 0;
+    loop {
+        let stopping = s.stop.load(Ordering::SeqCst);
+        let mut exited = false;
+        if !more && !stopping && s.requests.load(Ordering::SeqCst) == sent_ack && found < busy {
+            let idle = found == 0;
+            let ring_fd = |fd: i32| if idle { fd } else { -1 };
+            let mut p = [
+                pollfd(ring_fd(events.as_raw_fd())),
+                pollfd(ring_fd(stacks.as_raw_fd())),
+                pollfd(s.wake.as_raw_fd()),
+                pollfd(match (&pidfd, watch_pid) {
+                    (Some(p), true) => p.as_raw_fd(),
+                    _ => -1, // ignored by poll
+                }),
+            ];
+            let wait = if idle { POLL } else { GAP };
+            // SAFETY: four valid pollfds (a negative fd is ignored).
+            unsafe { libc::poll(p.as_mut_ptr(), 4, wait.as_millis() as i32) };
+            if p[2].revents != 0 {
+                let mut n: u64 = 0;
+                // SAFETY: an 8-byte read into a valid u64 from our eventfd.
+                unsafe { libc::read(s.wake.as_raw_fd(), (&mut n as *mut u64).cast(), 8) };
+            }
+            if watch_pid && p[3].revents != 0 {
+                watch_pid = false;
+                exited = true;
+            }
+        }
+        // Read before the rings: what they hold from here on answers it.
+        let req = s.requests.load(Ordering::SeqCst);
+        let stopping = stopping || s.stop.load(Ordering::SeqCst);
+        if !stopping && req == sent_ack && !exited && s.backlog.load(Ordering::Relaxed) >= s.limit {
+            // The reader is that far behind: leave the records in the kernel's buffer (it
+            // counts what does not fit), and look again when the reader caught up a bit.
+            s.full.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(1));
+            more = false;
+            continue;
+        }
+        let mut b = Batch {
+            root_exited: exited,
+            ..Batch::default()
+        };
+        while let Some(item) = stacks.next() {
+            b.copies.push(&item);
+        }
+        more = false;
+        while let Some(item) = events.next() {
+            b.records.push(&item);
+            if b.records.data.len() >= BATCH_BYTES {
+                more = true;
+                break;
+            }
+        }
+        while let Some(item) = stacks.next() {
+            b.copies.push(&item);
+        }
+        found = b.records.data.len() + b.copies.data.len();
+        if !more {
+            b.ack = req;
+        } else {
+            b.ack = sent_ack;
+        }
+        let answer = b.ack > sent_ack;
+        if answer || stopping || last_lost.elapsed() >= Duration::from_millis(100) {
+            // Sent when they changed (or to answer), not every time they were read.
+            let l = read_lost(&lost);
+            let key = (l.events.iter().sum(), l.agent, l.stacks);
+            if answer || stopping || sent_lost != Some(key) {
+                sent_lost = Some(key);
+                b.lost = Some(l);
+            }
+            last_lost = Instant::now();
+        }
+        b.bytes = b.copies.bytes() + b.records.bytes();
+        let send = b.records.len() > 0
+            || b.copies.len() > 0
+            || b.lost.is_some()
+            || answer
+            || b.root_exited;
+        if send {
+            sent_ack = b.ack;
+            let now = s.backlog.fetch_add(b.bytes, Ordering::Relaxed) + b.bytes;
+            s.peak.fetch_max(now, Ordering::Relaxed);
+            s.batches.fetch_add(1, Ordering::Relaxed);
+            if tx.send(b).is_err() {
+                return; // the reader is gone
+            }
+        }
+        if stopping && !more {
+            return;
+        }
+    }
+}
+
+fn pollfd(fd: i32) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn packed_records_come_back_whole_and_in_order() {
+        let mut p = Packed::default();
+        p.push(b"abc");
+        p.push(b"");
+        p.push(&[7u8; 300]);
+        let v: Vec<&[u8]> = p.iter().collect();
+        assert_eq!(v.len(), 3);
+        assert_eq!(v[0], b"abc");
+        assert!(v[1].is_empty());
+        assert_eq!(v[2], &[7u8; 300][..]);
+        assert_eq!(p.len(), 3);
+    }
+
+    #[test]
+    fn the_backlog_holds_at_least_256_mib_or_eight_ring_buffers() {
+        assert_eq!(backlog_limit(16 << 20), 256 << 20);
+        assert_eq!(backlog_limit(1 << 30), 8 << 30);
+    }
+}
