@@ -1,5 +1,7 @@
 // repeats.js: the same paths called from several lines, for the repeated-call tests
 // (crates/dejavu/tests/agents.rs; the agent's STICKY, docs/agents.md "Repeated calls").
+// The phases are 300 calls each: longer than the Node.js agent's check interval (256), so
+// that the second line's change is found within them.
 // Each `@line NAME` marks a line whose calls the test counts.
 //
 // usage: node repeats.js DIR   (DIR holds the files `stat` and `phase`)
@@ -28,11 +30,11 @@ function interleaved() {
 }
 
 function phaseF() {
-  for (let i = 0; i < 100; i++) fs.statSync(q); // @line F
+  for (let i = 0; i < 300; i++) fs.statSync(q); // @line F
 }
 
 function phaseE() {
-  for (let i = 0; i < 50; i++) fs.statSync(q); // @line E
+  for (let i = 0; i < 300; i++) fs.statSync(q); // @line E
 }
 
 loopA();
