@@ -92,7 +92,9 @@ Examples:
   dejavu whatif t.dvt --negative-cache '/usr/lib/**' --invalidate on-dir-change
   dejavu whatif t.dvt --keep-open '/data/**/*.tdb' --flush on-exit
   dejavu whatif t.dvt --ensure-dir-once '**/chats' --log-once
+  dejavu whatif t.dvt --skip-unread /dev/null --batch-syncs '/var/db/*.journal'
   dejavu whatif t.dvt --finding 3 --json
+  dejavu whatif t.dvt --finding 3 --invalidate never     # finding 3's own fix, changed
   dejavu whatif t.dvt --ttl 2s                           # the findings' own caches, with a TTL
 
 Policies, answers and JSON fields: docs/whatif.md. Exit status: 0 when the trace was
@@ -511,8 +513,17 @@ pub struct WhatifArgs {
         help_heading = "Policies"
     )]
     pub log_once: Option<String>,
+    /// Don't make the writes nobody reads to paths matching GLOB: writes to /dev/null, and
+    /// writes failing with EPIPE (e.g. '/dev/null', '/**'). Repeatable.
+    #[arg(long, value_name = "GLOB", help_heading = "Policies")]
+    pub skip_unread: Vec<String>,
+    /// Sync each file matching GLOB once per batch: syncs with at most 16 KiB written
+    /// between them are one batch, and only its last sync is made. Repeatable.
+    #[arg(long, value_name = "GLOB", help_heading = "Policies")]
+    pub batch_syncs: Vec<String>,
     /// Replay only the own fix of finding N (numbered as `dejavu report --all` lists
-    /// them).
+    /// them); with --invalidate, --ttl or --flush, that fix changed; with policies, those
+    /// policies instead, limited to the finding's processes and paths.
     #[arg(long, value_name = "N")]
     pub finding: Option<usize>,
     /// Machine-readable output: one JSON object (docs/whatif.md).

@@ -4,7 +4,7 @@
 //! and ensure-once flags.
 
 use super::policy::{Flush, Invalidate, Kind, Policy};
-use super::{Cause, Moment, Outcome, Point, RiskKeepOpen, Row, Stale, Verdict, Writer};
+use super::{AtRisk, Cause, Moment, Outcome, Point, RiskKeepOpen, Row, Stale, Verdict, Writer};
 use crate::detectors::lookup::{is_negative, is_plumbing, question, Question};
 use crate::detectors::negative_probe::{ask, Ask};
 use crate::engine::{Marks, SiteMemo};
@@ -23,10 +23,12 @@ use std::io::Read;
 mod content;
 mod ensure_dir;
 mod keep_open;
+mod writes;
 
 use content::{content_step, Content};
 use ensure_dir::{ensure_dir, EnsureDir};
 use keep_open::{keep_open, KeepOpen};
+use writes::{batch_syncs, skip_unread, Batches, Risk};
 
 /// Stale answers kept as examples per policy.
 const EXAMPLES: usize = 5;
@@ -68,6 +70,66 @@ struct Change {
     path: PathKey,
 }
 
+/// The last change of each path, by anyone; and apart, the last rename of each path (a
+/// renamed directory changes every path under it).
+#[derive(Default)]
+struct Changes {
+    last: FxHashMap<PathKey, Change>,
+    trees: FxHashMap<PathKey, Change>,
+}
+
+impl Changes {
+    fn get(&self, p: &PathKey) -> Option<&Change> {
+        self.last.get(p)
+    }
+
+    fn insert(&mut self, p: PathKey, c: Change) {
+        self.last.insert(p, c);
+    }
+}
+
+/// The changes each process image made itself (what an in-process cache can see): per
+/// path, how many and the last; and apart, its renames, which change every path under
+/// the renamed directory.
+#[derive(Default)]
+struct Own {
+    paths: FxHashMap<(u32, PathKey), (u64, Change)>,
+    trees: FxHashMap<(u32, PathKey), (u64, Change)>,
+}
+
+impl Own {
+    fn path(&mut self, image: u32, path: PathKey, c: Change) {
+        let e = self.paths.entry((image, path)).or_insert((0, c));
+        e.0 += 1;
+        e.1 = c;
+    }
+
+    fn tree(&mut self, image: u32, path: PathKey, c: Change) {
+        let e = self.trees.entry((image, path)).or_insert((0, c));
+        e.0 += 1;
+        e.1 = c;
+    }
+
+    /// The image's changes of `path` itself.
+    fn of(&self, image: u32, path: PathKey) -> u64 {
+        self.paths.get(&(image, path)).map_or(0, |e| e.0)
+    }
+
+    /// The image's renames of the directories above `path`.
+    fn above(&self, image: u32, path: PathKey, replay: &Replay) -> u64 {
+        if self.trees.is_empty() {
+            return 0;
+        }
+        let mut n = 0;
+        let mut k = replay.paths.parent(path);
+        while let Some(a) = k {
+            n += self.trees.get(&(image, a)).map_or(0, |e| e.0);
+            k = replay.paths.parent(a);
+        }
+        n
+    }
+}
+
 /// Counts of one policy, filled during the pass.
 #[derive(Default)]
 struct Tally {
@@ -101,6 +163,8 @@ enum State {
     KeepOpen(KeepOpen),
     EnsureDir(EnsureDir),
     LogOnce(FxHashSet<(u32, u64, u64)>),
+    SkipUnread(Risk),
+    BatchSyncs(Batches, Risk),
 }
 
 #[derive(Clone, Copy)]
@@ -129,8 +193,8 @@ pub fn evaluate<R: Read>(
     let mut sys_total: FxHashMap<u16, u64> = FxHashMap::default();
     let mut prog_total: FxHashMap<u32, u64> = FxHashMap::default();
     // The last change of each path, by anyone; and the changes each image made itself.
-    let mut changes: FxHashMap<PathKey, Change> = FxHashMap::default();
-    let mut own: FxHashMap<(u32, PathKey), (u64, Change)> = FxHashMap::default();
+    let mut changes = Changes::default();
+    let mut own = Own::default();
     let mut n: u64 = 0;
     while let Some(rec) = reader.next_record()? {
         n += 1;
@@ -188,16 +252,17 @@ pub fn evaluate<R: Read>(
                         on_change(st, t, path, c, &cx);
                     }
                     changes.insert(path, c);
-                    let e = own.entry((v.image, path)).or_insert((0, c));
-                    e.0 += 1;
-                    e.1 = c;
+                    own.path(v.image, path, c);
                     if entry {
                         if let Some(parent) = replay.paths.parent(path) {
                             changes.insert(parent, c);
-                            let e = own.entry((v.image, parent)).or_insert((0, c));
-                            e.0 += 1;
-                            e.1 = c;
+                            own.path(v.image, parent, c);
                         }
+                    }
+                    if matches!(s.sys, Sys::Rename | Sys::Renameat | Sys::Renameat2) {
+                        // A renamed directory moves every path under it, under either name.
+                        changes.trees.insert(path, c);
+                        own.tree(v.image, path, c);
                     }
                 }
                 replay.apply(&s, &v, strings, &stat_of);
@@ -278,6 +343,8 @@ fn new_state(p: &Policy) -> State {
         Kind::KeepOpen { .. } => State::KeepOpen(KeepOpen::default()),
         Kind::EnsureDirOnce => State::EnsureDir(EnsureDir::default()),
         Kind::LogOnce => State::LogOnce(FxHashSet::default()),
+        Kind::SkipUnread => State::SkipUnread(Risk::default()),
+        Kind::BatchSyncs { .. } => State::BatchSyncs(Batches::default(), Risk::default()),
     }
 }
 
@@ -432,18 +499,14 @@ impl Tally {
 }
 
 /// The snapshot a cache entry keeps of the changes it is invalidated on.
-fn snapshot(
-    inv: Invalidate,
-    image: u32,
-    path: PathKey,
-    replay: &Replay,
-    own: &FxHashMap<(u32, PathKey), (u64, Change)>,
-) -> u64 {
-    let get = |p: PathKey| own.get(&(image, p)).map_or(0, |e| e.0);
+fn snapshot(inv: Invalidate, image: u32, path: PathKey, replay: &Replay, own: &Own) -> u64 {
+    let get = |p: PathKey| own.of(image, p);
     match inv {
         Invalidate::Never => 0,
-        Invalidate::OnWrite => get(path),
-        Invalidate::OnDirChange => get(path) + replay.paths.parent(path).map_or(0, get),
+        Invalidate::OnWrite => get(path) + own.above(image, path, replay),
+        Invalidate::OnDirChange => {
+            get(path) + replay.paths.parent(path).map_or(0, get) + own.above(image, path, replay)
+        }
     }
 }
 
@@ -454,20 +517,27 @@ fn own_change_after(
     dir: bool,
     seq: u64,
     replay: &Replay,
-    own: &FxHashMap<(u32, PathKey), (u64, Change)>,
+    own: &Own,
 ) -> Option<Change> {
     let mut best: Option<Change> = None;
-    let mut consider = |p: PathKey| {
-        if let Some(&(_, c)) = own.get(&(image, p)) {
+    let mut consider = |m: &FxHashMap<(u32, PathKey), (u64, Change)>, p: PathKey| {
+        if let Some(&(_, c)) = m.get(&(image, p)) {
             if c.seq > seq && best.is_none_or(|b| c.seq > b.seq) {
                 best = Some(c);
             }
         }
     };
-    consider(path);
+    consider(&own.paths, path);
     if dir {
         if let Some(p) = replay.paths.parent(path) {
-            consider(p);
+            consider(&own.paths, p);
+        }
+    }
+    if !own.trees.is_empty() {
+        let mut k = replay.paths.parent(path);
+        while let Some(a) = k {
+            consider(&own.trees, a);
+            k = replay.paths.parent(a);
         }
     }
     best
@@ -481,7 +551,7 @@ fn cause(
     path: PathKey,
     dir: bool,
     since: u64,
-    changes: &FxHashMap<PathKey, Change>,
+    changes: &Changes,
 ) -> Cause {
     let mut best: Option<Change> = None;
     let mut consider = |p: PathKey| {
@@ -495,6 +565,18 @@ fn cause(
     if dir {
         if let Some(p) = cx.replay.paths.parent(path) {
             consider(p);
+        }
+    }
+    // A rename of a directory above it.
+    if !changes.trees.is_empty() {
+        let mut k = cx.replay.paths.parent(path);
+        while let Some(a) = k {
+            if let Some(&c) = changes.trees.get(&a) {
+                if c.seq > since && best.is_none_or(|b| c.seq > b.seq) {
+                    best = Some(c);
+                }
+            }
+            k = cx.replay.paths.parent(a);
         }
     }
     match best {
@@ -547,8 +629,14 @@ fn cause(
 fn what(cx: &Cx<'_>, path: PathKey, c: &Change) -> String {
     if c.path == path {
         "it".to_string()
-    } else {
+    } else if cx.replay.paths.parent(path) == Some(c.path) {
         format!("its directory ({} of {})", c.sys.name(), cx.path(c.path))
+    } else {
+        format!(
+            "a directory above it ({} of {})",
+            c.sys.name(),
+            cx.path(c.path)
+        )
     }
 }
 
@@ -576,8 +664,8 @@ fn step(
     st: &mut State,
     t: &mut Tally,
     c: &mut Call<'_, '_>,
-    changes: &FxHashMap<PathKey, Change>,
-    own: &FxHashMap<(u32, PathKey), (u64, Change)>,
+    changes: &Changes,
+    own: &Own,
 ) {
     let s = c.s;
     if s.ev & ev::UNFINISHED != 0 {
@@ -618,6 +706,8 @@ fn step(
         }
         (Kind::KeepOpen { flush }, State::KeepOpen(k)) => keep_open(p, *flush, k, t, c, changes),
         (Kind::EnsureDirOnce, State::EnsureDir(e)) => ensure_dir(p, e, t, c, changes),
+        (Kind::SkipUnread, State::SkipUnread(r)) => skip_unread(p, r, t, c),
+        (Kind::BatchSyncs { bytes }, State::BatchSyncs(b, r)) => batch_syncs(p, *bytes, b, r, t, c),
         (Kind::LogOnce, State::LogOnce(seen)) => {
             if !crate::group::is_write(s.sys) || s.ret <= 0 {
                 return;
@@ -669,8 +759,8 @@ fn lookup<Q: Copy + Eq + std::hash::Hash>(
     inv: Invalidate,
     ttl: Option<u64>,
     negative: bool,
-    changes: &FxHashMap<PathKey, Change>,
-    own: &FxHashMap<(u32, PathKey), (u64, Change)>,
+    changes: &Changes,
+    own: &Own,
 ) {
     let s = c.s;
     let image = c.v.image;
@@ -945,6 +1035,7 @@ fn outcome(
             killed: k.killed.clone(),
         });
     }
+    let (at_risk, hazards) = risks(&st, cx);
     let rows = |m: &BTreeMap<String, (u64, u64)>, total: &dyn Fn(&str) -> u64| {
         let mut v: Vec<Row> = m
             .iter()
@@ -1047,8 +1138,67 @@ fn outcome(
         moments: t.moments,
         moments_total: t.moments_total,
         keep_open: keep,
+        at_risk,
+        hazards,
         verdict,
         verdict_text: text,
+    }
+}
+
+/// What `--skip-unread` and `--batch-syncs` put at risk, and the hazards they leave to
+/// the fix, as the detectors' hazards say them.
+fn risks(st: &State, cx: &Cx<'_>) -> (Option<AtRisk>, Vec<String>) {
+    let mut hazards = Vec::new();
+    let at = |r: &Risk, text: String| AtRisk {
+        bytes: r.bytes,
+        records: r.records,
+        worst_ts: r.worst.map(|w| w.0),
+        worst_path: r.worst.map(|w| cx.path(w.1)),
+        text,
+    };
+    match st {
+        State::SkipUnread(r) if r.records > 0 => {
+            if r.records > r.epipe {
+                hazards.push(
+                    "/dev/null may be a deliberate way to silence this output: make the producer \
+                     quiet (log level, isatty(), a --quiet flag) rather than remove the redirection"
+                        .to_string(),
+                );
+            }
+            if r.epipe > 0 {
+                hazards.push(format!(
+                    "{} writes failed with EPIPE after the reader had gone: stop producing on the \
+                     first one, but flush and close files and queues before exiting",
+                    r.epipe
+                ));
+            }
+            if r.std_streams > 0 {
+                hazards.push(format!(
+                    "{} of these writes went to stdout/stderr, which the parent pointed at /dev/null \
+                     or a closed pipe: the fix may belong in how the parent starts this program",
+                    r.std_streams
+                ));
+            }
+            let text = "bytes not written at all: nobody read them in this recording, but a \
+                        reader that needs them (a redirection changed, a reader that stays) \
+                        would not get them"
+                .to_string();
+            (Some(at(r, text)), hazards)
+        }
+        State::BatchSyncs(_, r) if r.records > 0 || r.bytes > 0 => {
+            hazards.push(
+                "a program that promises durability per record (acknowledges each after its sync) \
+                 must delay the acknowledgements to the batch's sync (group commit): dropping the \
+                 syncs alone breaks the promise"
+                    .to_string(),
+            );
+            let text = "the most bytes written and not yet synced at any moment under the fix, \
+                        where the recording had synced them: what a crash (of the machine) then \
+                        would lose"
+                .to_string();
+            (Some(at(r, text)), hazards)
+        }
+        _ => (None, hazards),
     }
 }
 
@@ -1059,5 +1209,7 @@ fn kind_name(k: &Kind) -> &'static str {
         Kind::KeepOpen { .. } => "keep-open",
         Kind::EnsureDirOnce => "ensure-dir-once",
         Kind::LogOnce => "log-once",
+        Kind::SkipUnread => "skip-unread",
+        Kind::BatchSyncs { .. } => "batch-syncs",
     }
 }

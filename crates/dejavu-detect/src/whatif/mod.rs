@@ -147,6 +147,23 @@ pub struct RiskKeepOpen {
     pub killed: Vec<u32>,
 }
 
+/// What a fix that drops or delays writes or syncs puts at risk (`--skip-unread`,
+/// `--batch-syncs`), as `keep_open` says it for a kept handle.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct AtRisk {
+    /// Bytes: not written at all (`--skip-unread`), or written and not yet synced at the
+    /// worst moment where the recording had synced them (`--batch-syncs`).
+    pub bytes: u64,
+    /// The writes (records) those bytes came in.
+    pub records: u64,
+    /// The worst moment, ns since the trace started (none: over the whole recording).
+    pub worst_ts: Option<u64>,
+    /// The file (or output) of the worst moment.
+    pub worst_path: Option<String>,
+    /// What the bytes are, in one sentence.
+    pub text: String,
+}
+
 /// The finding a policy is the own fix of.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct FindingRef {
@@ -200,6 +217,13 @@ pub struct Outcome {
     /// `--keep-open` only: what a crash would lose, who else wrote the files.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keep_open: Option<RiskKeepOpen>,
+    /// `--skip-unread`, `--batch-syncs`: the bytes the fix drops or leaves unsynced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_risk: Option<AtRisk>,
+    /// What the fix must still take care of, in sentences (a deliberate /dev/null, a
+    /// promise of durability per record); empty for the caches, whose hazards are their
+    /// stale answers.
+    pub hazards: Vec<String>,
     /// The verdict.
     pub verdict: Verdict,
     /// The verdict in one sentence, with the counter-example when unsafe.
@@ -210,12 +234,14 @@ pub struct Outcome {
 /// says. repeated-output is not one of them: it counts masked lines (several per write, a
 /// line cut across writes joined), and `--log-once` counts write calls by their recorded
 /// fingerprint; they differ by a line or more, so its findings are listed as not replayed.
-pub const MODELLED: [&str; 5] = [
+pub const MODELLED: [&str; 7] = [
     "repeated-lookup",
     "negative-probe",
     "ensure-dir",
     "open-close-churn",
     "reread-unchanged",
+    "no-reader",
+    "fsync-per-op",
 ];
 
 /// Why a finding of `detector` is not replayed under its own fix.
@@ -225,6 +251,11 @@ pub fn not_modelled(detector: &str) -> String {
             "its count is of masked lines (several per write, a line cut across writes \
 joined); --log-once replays the fix by write call, so the two numbers could differ: run it with \
 --log-once to see"
+                .to_string()
+        }
+        "sync-io-main-thread" => {
+            "its fix moves the calls off the main thread (async APIs, a worker) rather than \
+removing them: no call goes, so there is nothing to count as removed"
                 .to_string()
         }
         d => format!(
@@ -290,6 +321,10 @@ pub fn own_fix(f: &Finding, covered: Option<&[(u32, String)]>) -> Option<Policy>
             },
             invalidate: Invalidate::OnWrite,
             ttl: None,
+        },
+        "no-reader" => Kind::SkipUnread,
+        "fsync-per-op" => Kind::BatchSyncs {
+            bytes: policy::BATCH_SYNC_BYTES,
         },
         _ => return None,
     };

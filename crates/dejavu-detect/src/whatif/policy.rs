@@ -21,6 +21,10 @@ accepted policies:
   --ensure-dir-once GLOB        remember per process that a matching directory exists once mkdir said so
   --log-once[=GLOB]             write each line (numbers and ids masked) to the same output only once; outputs:
                                 the standard streams, terminals and append-mode files, or the files matching GLOB
+  --skip-unread GLOB            don't make the writes nobody reads (to /dev/null, or failing with EPIPE) to paths
+                                matching GLOB ('/dev/null', 'pipe:*', '/**')
+  --batch-syncs GLOB            sync a file matching GLOB once per batch: syncs with at most 16 KiB written between
+                                them are one batch, and only its last sync is made
 Without a policy, --invalidate, --ttl and --flush change each finding's own fix.
 GLOB: absolute-path glob; * matches within one path segment, ** across segments ('/data/**/*.tdb', '**/chats')";
 
@@ -187,7 +191,19 @@ pub enum Kind {
     EnsureDirOnce,
     /// Each line (masked) written once per output.
     LogOnce,
+    /// Writes nobody reads (to /dev/null, or failing with EPIPE) are not made.
+    SkipUnread,
+    /// Syncs of one file with at most `bytes` written between them are one batch; only the
+    /// batch's last sync is made.
+    BatchSyncs {
+        /// The most bytes written between two syncs of one batch.
+        bytes: u64,
+    },
 }
+
+/// fsync-per-op's `max_bytes`: syncs with at most this many bytes written between them
+/// are one batch for `--batch-syncs`.
+pub const BATCH_SYNC_BYTES: u64 = 16384;
 
 impl Kind {
     /// The flag that selects it.
@@ -198,6 +214,8 @@ impl Kind {
             Kind::KeepOpen { .. } => "--keep-open",
             Kind::EnsureDirOnce => "--ensure-dir-once",
             Kind::LogOnce => "--log-once",
+            Kind::SkipUnread => "--skip-unread",
+            Kind::BatchSyncs { .. } => "--batch-syncs",
         }
     }
 }
@@ -343,6 +361,14 @@ impl Policy {
             ),
             Kind::LogOnce if globs.is_empty() => "--log-once".to_string(),
             Kind::LogOnce => format!("--log-once={}", quoted(&globs)),
+            Kind::SkipUnread => format!(
+                "--skip-unread {}",
+                quoted(if globs.is_empty() { "/**" } else { &globs })
+            ),
+            Kind::BatchSyncs { .. } => format!(
+                "--batch-syncs {}",
+                quoted(if globs.is_empty() { "/**" } else { &globs })
+            ),
         };
         if !self.scope.programs.is_empty() {
             s += &format!(" (program {})", self.scope.programs.join(", "));
@@ -383,9 +409,18 @@ pub struct Flags {
     pub ensure_dir_once: Vec<String>,
     /// `--log-once` (`Some("")`) or `--log-once=GLOB`.
     pub log_once: Option<String>,
+    /// `--skip-unread GLOB`, repeatable.
+    pub skip_unread: Vec<String>,
+    /// `--batch-syncs GLOB`, repeatable.
+    pub batch_syncs: Vec<String>,
 }
 
 impl Flags {
+    /// `--invalidate`, `--ttl` or `--flush` given.
+    pub fn modifies(&self) -> bool {
+        self.invalidate.is_some() || self.ttl.is_some() || self.flush.is_some()
+    }
+
     /// No policy given: replay each finding's own fix.
     pub fn is_empty(&self) -> bool {
         self.cache.is_empty()
@@ -393,6 +428,8 @@ impl Flags {
             && self.keep_open.is_empty()
             && self.ensure_dir_once.is_empty()
             && self.log_once.is_none()
+            && self.skip_unread.is_empty()
+            && self.batch_syncs.is_empty()
     }
 }
 
@@ -455,7 +492,37 @@ pub fn modify(p: &mut Policy, f: &Flags) -> Result<(), PolicyError> {
                 *flush = x;
             }
         }
-        Kind::EnsureDirOnce | Kind::LogOnce => {}
+        Kind::EnsureDirOnce | Kind::LogOnce | Kind::SkipUnread | Kind::BatchSyncs { .. } => {}
+    }
+    Ok(())
+}
+
+/// Whether `--invalidate`, `--ttl` and `--flush` can change `p` (one finding's own fix,
+/// `--finding N`): an error naming the flag when the fix has no cache or kept handle.
+pub fn applies(p: &Policy, f: &Flags) -> Result<(), PolicyError> {
+    let cache = matches!(p.kind, Kind::Cache { .. } | Kind::NegativeCache { .. });
+    let keep = matches!(p.kind, Kind::KeepOpen { .. });
+    let fix = format!("the finding's own fix is {}", p.kind.flag());
+    if let (Some(i), false) = (&f.invalidate, cache) {
+        return Err(err(
+            "--invalidate",
+            i,
+            format!("{fix}: it has no cache to invalidate"),
+        ));
+    }
+    if let (Some(t), false) = (f.ttl, cache) {
+        return Err(err(
+            "--ttl",
+            &duration(t),
+            format!("{fix}: it has no cache entry to expire"),
+        ));
+    }
+    if let (Some(fl), false) = (&f.flush, keep) {
+        return Err(err(
+            "--flush",
+            fl,
+            format!("{fix}: it keeps no handle open"),
+        ));
     }
     Ok(())
 }
@@ -546,6 +613,20 @@ pub fn parse(f: &Flags) -> Result<Vec<Policy>, PolicyError> {
             kind: Kind::LogOnce,
             scope: Scope::paths("--log-once", &[g.to_string()])?,
         }),
+    }
+    for g in &f.skip_unread {
+        out.push(Policy {
+            kind: Kind::SkipUnread,
+            scope: Scope::paths("--skip-unread", std::slice::from_ref(g))?,
+        });
+    }
+    for g in &f.batch_syncs {
+        out.push(Policy {
+            kind: Kind::BatchSyncs {
+                bytes: BATCH_SYNC_BYTES,
+            },
+            scope: Scope::paths("--batch-syncs", std::slice::from_ref(g))?,
+        });
     }
     Ok(out)
 }

@@ -599,3 +599,226 @@ fn the_programs_own_rotation_is_where_a_kept_handle_must_be_reopened() {
         "the second cycle's open and the first's close"
     );
 }
+
+/// rename(from, to) by the builder's current thread.
+fn rename(b: &mut TraceBuilder, from: &str, to: &str) {
+    b.call(dejavu_trace::Sys::Rename, |c, b| {
+        c.path = Some(b.s(from));
+        c.path2 = Some(b.s(to));
+    });
+}
+
+/// Two stats of /app/d/sub/x.json, a rename of /app/d to /app/e (by `pid`, 100: the caching
+/// process itself), a stat of the old name (gone) and of the new one.
+fn moved_dir(by: u32) -> TraceBuilder {
+    let mut b = TraceBuilder::new();
+    let mover = b.stack(&[(FrameKind::Python, "archive", "/app/move.py", 9)]);
+    b.stat("/app/d/sub/x.json", Ok(file(7, 100, 1)));
+    b.stat("/app/d/sub/x.json", Ok(file(7, 100, 1)));
+    if by != 100 {
+        b.fork(by);
+        b.pid = by;
+        b.tid = by;
+        b.exec("/usr/bin/mover", &["mover", "/app/d"]);
+    }
+    b.stack = Some(mover);
+    rename(&mut b, "/app/d", "/app/e");
+    b.stack = None;
+    b.pid = 100;
+    b.tid = 100;
+    b.stat("/app/d/sub/x.json", Err(2));
+    b.stat("/app/e/sub/x.json", Ok(file(7, 100, 1)));
+    b
+}
+
+#[test]
+fn a_rename_of_a_directory_above_a_cached_path_invalidates_an_on_write_cache() {
+    let o = &run(moved_dir(100), cache("stat:/app/**"))[0];
+    // The second stat is a hit; the stat after the rename is asked again (ENOENT), the
+    // stat of the new name is a first.
+    assert_eq!(
+        (o.calls_before, o.removed_calls, o.stale_answers),
+        (4, 1, 0)
+    );
+    assert_eq!(
+        o.verdict,
+        Verdict::SafeWithInvalidation,
+        "{}",
+        o.verdict_text
+    );
+    assert_eq!(
+        o.invalidation_points.len(),
+        1,
+        "{:?}",
+        o.invalidation_points
+    );
+    assert_eq!(
+        o.invalidation_points[0].at,
+        "rename at archive@/app/move.py:9"
+    );
+    // Never invalidating, the old name's size is served after the rename: the process's
+    // own rename of the directory above it.
+    let f = Flags {
+        invalidate: Some("never".into()),
+        ..cache("stat:/app/**")
+    };
+    let o = &run(moved_dir(100), f)[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (2, 1));
+    let c = &o.stale_examples[0].cause;
+    assert_eq!((c.kind, c.call), ("own_change", Some("rename")));
+    assert!(
+        c.text.contains("a directory above it (rename of /app/d)"),
+        "{}",
+        c.text
+    );
+}
+
+#[test]
+fn a_rename_of_a_directory_above_a_cached_path_by_another_process_is_named() {
+    let o = &run(moved_dir(200), cache("stat:/app/**"))[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (2, 1));
+    assert_eq!(o.verdict, Verdict::Unsafe);
+    let c = &o.stale_examples[0].cause;
+    assert_eq!(
+        (c.kind, c.pid, c.call),
+        ("other_process", Some(200), Some("rename"))
+    );
+    assert!(
+        c.text.contains("a directory above it (rename of /app/d)"),
+        "{}",
+        c.text
+    );
+}
+
+fn flags_with(f: impl FnOnce(&mut Flags)) -> Flags {
+    let mut x = Flags::default();
+    f(&mut x);
+    x
+}
+
+#[test]
+fn skip_unread_drops_the_writes_nobody_reads_and_says_what_they_were() {
+    let mut b = TraceBuilder::new();
+    b.open("/dev/null", 1, 3, Some(crate::testkit::chardev(1, 3)));
+    for _ in 0..5 {
+        b.write(3, "/dev/null", "debug\n", true);
+    }
+    // stdout, pointed at /dev/null before the trace began: known by its name.
+    b.write(1, "/dev/null", "done\n", true);
+    // A pipe whose reader has gone: the bytes asked for.
+    b.call(dejavu_trace::Sys::Write, |c, b| {
+        c.fd = Some(4);
+        c.path = Some(b.s("pipe:[77]"));
+        c.ev = dejavu_trace::ev::PATH_FROM_FD;
+        c.count = 10;
+        c.ret = -32;
+    });
+    // A file somebody reads.
+    b.open("/app/out.txt", 0o101, 5, Some(file(9, 0, 1)));
+    b.write(5, "/app/out.txt", "result\n", false);
+    let o = &run(b, flags_with(|f| f.skip_unread = vec!["/**".into()]))[0];
+    // pipe:[77] is not under /**: not governed. The 5 + 1 writes to /dev/null go, the
+    // file's write stays.
+    assert_eq!((o.calls_before, o.removed_calls), (7, 6), "{o:#?}");
+    let r = o.at_risk.as_ref().expect("at risk");
+    assert_eq!((r.bytes, r.records), (35, 6));
+    assert!(
+        o.hazards.iter().any(|h| h.contains("deliberate")),
+        "{:?}",
+        o.hazards
+    );
+    assert!(o
+        .hazards
+        .iter()
+        .any(|h| h.contains("1 of these writes went to stdout")));
+    assert_eq!(o.verdict, Verdict::Safe);
+    // Every output, the pipe included: its EPIPE is dropped too, with its hazard.
+    let mut b = TraceBuilder::new();
+    for _ in 0..3 {
+        b.call(dejavu_trace::Sys::Write, |c, b| {
+            c.fd = Some(4);
+            c.path = Some(b.s("pipe:[77]"));
+            c.ev = dejavu_trace::ev::PATH_FROM_FD;
+            c.count = 10;
+            c.ret = -32;
+        });
+    }
+    let o = &run(b, flags_with(|f| f.skip_unread = vec!["pipe:*".into()]))[0];
+    assert_eq!(o.removed_calls, 3);
+    assert_eq!(o.at_risk.as_ref().map(|r| r.bytes), Some(30));
+    assert!(o
+        .hazards
+        .iter()
+        .any(|h| h.contains("3 writes failed with EPIPE")));
+}
+
+fn fsync(b: &mut TraceBuilder, fd: i32, path: &str) {
+    b.call(dejavu_trace::Sys::Fsync, |c, b| {
+        c.fd = Some(fd);
+        c.path = Some(b.s(path));
+        c.ev = dejavu_trace::ev::PATH_FROM_FD;
+    });
+}
+
+/// Ten records of 100 bytes each synced, one of 20,000 bytes, two of 10.
+fn journal() -> TraceBuilder {
+    let mut b = TraceBuilder::new();
+    b.open("/db/journal", 0o2101, 3, Some(file(4, 0, 1)));
+    for _ in 0..10 {
+        b.write(3, "/db/journal", &"r".repeat(100), false);
+        fsync(&mut b, 3, "/db/journal");
+    }
+    b.write(3, "/db/journal", &"R".repeat(20_000), false);
+    fsync(&mut b, 3, "/db/journal");
+    for _ in 0..2 {
+        b.write(3, "/db/journal", &"r".repeat(10), false);
+        fsync(&mut b, 3, "/db/journal");
+    }
+    b
+}
+
+#[test]
+fn batch_syncs_keep_the_last_sync_of_each_batch_and_count_the_bytes_left_unsynced() {
+    let o = &run(
+        journal(),
+        flags_with(|f| f.batch_syncs = vec!["/db/*".into()]),
+    )[0];
+    // Two batches (20,000 bytes since a sync start a new one): 10 syncs -> 1, 3 -> 1.
+    assert_eq!((o.calls_before, o.removed_calls), (13, 11), "{o:#?}");
+    let r = o.at_risk.as_ref().expect("at risk");
+    // Before the last sync: the 20,000 bytes (synced in the recording right away) and two
+    // records of 10 are not durable under the fix.
+    assert_eq!((r.bytes, r.records), (20_020, 3));
+    assert_eq!(r.worst_path.as_deref(), Some("/db/journal"));
+    assert!(o.hazards.iter().any(|h| h.contains("group commit")));
+    assert_eq!(o.by_syscall[0].name, "fsync");
+    assert_eq!((o.by_syscall[0].before, o.by_syscall[0].after), (13, 2));
+}
+
+#[test]
+fn the_own_fixes_of_no_reader_and_fsync_per_op_save_what_their_findings_say() {
+    let mut b = journal();
+    b.open("/dev/null", 1, 5, Some(crate::testkit::chardev(1, 3)));
+    for _ in 0..4 {
+        b.write(5, "/dev/null", "debug\n", true);
+    }
+    let bytes = b.finish();
+    let mut r = TraceReader::new(&bytes[..]).expect("reader");
+    let cfg = crate::Config {
+        min_calls: 1,
+        ..crate::Config::default()
+    };
+    let (a, covered) = crate::analyze_covered(&mut r, &cfg, |_| {}).expect("analysis");
+    let mut seen = Vec::new();
+    for f in a.rows() {
+        let Some(p) = own_fix(f, covered.get(&f.key).map(|v| v.as_slice())) else {
+            continue;
+        };
+        let mut r = TraceReader::new(&bytes[..]).expect("reader");
+        let o = &evaluate(&mut r, &[p], |_| {}).expect("eval").outcomes[0];
+        assert_eq!(o.removed_calls, f.redundant_calls, "{}", f.detector);
+        seen.push(f.detector);
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, ["fsync-per-op", "no-reader"]);
+}

@@ -223,6 +223,29 @@ fn outcome(b: &mut String, i: usize, o: &Outcome) {
         }
         b.push_str("</ul>\n");
     }
+    if let Some(r) = &o.at_risk {
+        b.push_str("<h3>At risk</h3>\n<ul>\n");
+        let _ = writeln!(
+            b,
+            "<li>{} bytes in {} writes{}: {}</li>",
+            fmt_count(r.bytes),
+            fmt_count(r.records),
+            match (&r.worst_path, r.worst_ts) {
+                (Some(p), Some(ts)) =>
+                    format!(" (at {}, <code>{}</code>)", fmt_duration(ts), esc(p)),
+                _ => String::new(),
+            },
+            esc(&r.text)
+        );
+        b.push_str("</ul>\n");
+    }
+    if !o.hazards.is_empty() {
+        b.push_str("<h3>Hazards</h3>\n<ul>\n");
+        for h in &o.hazards {
+            let _ = writeln!(b, "<li>{}</li>", esc(h));
+        }
+        b.push_str("</ul>\n");
+    }
     if o.moments_total > 0 {
         let _ = writeln!(
             b,
@@ -368,6 +391,8 @@ mod tests {
             moments: vec![],
             moments_total: 0,
             keep_open: None,
+            at_risk: None,
+            hazards: Vec::new(),
             verdict,
             verdict_text: "unsafe: a write by pid 11".into(),
         }

@@ -43,22 +43,20 @@ struct Json<'a> {
 pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
     let flags = flags(&a);
     let given = policy::parse(&flags).unwrap_or_else(|e| usage_error("whatif", &e.to_string()));
-    if a.finding.is_some() && !given.is_empty() {
-        usage_error(
-            "whatif",
-            "--finding replays that finding's own fix: give either --finding N or policies \
-             (--cache, --negative-cache, --keep-open, --ensure-dir-once, --log-once)",
-        );
-    }
     let own = given.is_empty();
+    let analysed = own || a.finding.is_some();
     let (policies, refs, skipped) = if own {
         own_fixes(&a, &flags)?
+    } else if let Some(n) = a.finding {
+        // Policies with --finding: instead of the finding's own fix, limited to what the
+        // finding covers, its count beside theirs.
+        for_finding(&a, n, given)?
     } else {
         let n = given.len();
         (given, vec![None; n], Vec::new())
     };
     let eval = replay(&a.trace, &policies)?;
-    if !own {
+    if !analysed {
         warn_cut(&a, &eval);
     }
     let mut outcomes = eval.outcomes.clone();
@@ -106,6 +104,8 @@ fn flags(a: &WhatifArgs) -> Flags {
         flush: a.flush.clone(),
         ensure_dir_once: a.ensure_dir_once.clone(),
         log_once: a.log_once.clone(),
+        skip_unread: a.skip_unread.clone(),
+        batch_syncs: a.batch_syncs.clone(),
     }
 }
 
@@ -119,14 +119,7 @@ fn own_fixes(a: &WhatifArgs, flags: &Flags) -> anyhow::Result<OwnFixes> {
     let rows = analysis.rows();
     if let Some(n) = a.finding {
         if n == 0 || n > rows.len() {
-            usage_error(
-                "whatif",
-                &format!(
-                    "--finding {n}: the trace has {} finding{} (numbered from 1, as `dejavu report --all` lists them)",
-                    rows.len(),
-                    if rows.len() == 1 { "" } else { "s" }
-                ),
-            );
+            usage_error("whatif", &out_of_range(n, rows.len()));
         }
     }
     let (mut policies, mut refs, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
@@ -137,6 +130,12 @@ fn own_fixes(a: &WhatifArgs, flags: &Flags) -> anyhow::Result<OwnFixes> {
         }
         match own_fix(f, covered.get(&f.key).map(|v| v.as_slice())) {
             Some(mut p) => {
+                if a.finding.is_some() {
+                    // One finding: a modifier its fix has no use for is a mistake.
+                    policy::applies(&p, flags).unwrap_or_else(|e| {
+                        usage_error("whatif", &format!("--finding {number}: {e}"))
+                    });
+                }
                 // --invalidate, --ttl, --flush without a policy: "and with this?"
                 policy::modify(&mut p, flags)
                     .unwrap_or_else(|e| usage_error("whatif", &e.to_string()));
@@ -148,6 +147,15 @@ fn own_fixes(a: &WhatifArgs, flags: &Flags) -> anyhow::Result<OwnFixes> {
                     redundant_calls: f.redundant_calls,
                 }));
             }
+            None if a.finding.is_some() && flags.modifies() => usage_error(
+                "whatif",
+                &format!(
+                    "--finding {number}: {} has no fix to change with --invalidate, --ttl or --flush: \
+                     {}",
+                    f.detector,
+                    not_modelled(f.detector)
+                ),
+            ),
             None => skipped.push(NotReplayed {
                 number,
                 detector: f.detector,
@@ -158,6 +166,60 @@ fn own_fixes(a: &WhatifArgs, flags: &Flags) -> anyhow::Result<OwnFixes> {
         }
     }
     Ok((policies, refs, skipped))
+}
+
+/// `--finding N` with policies: each policy limited to finding N's program and to the
+/// (process, path) pairs behind it that its globs match (a policy without a glob: all of
+/// them), each outcome beside the finding's count.
+fn for_finding(a: &WhatifArgs, n: usize, given: Vec<Policy>) -> anyhow::Result<OwnFixes> {
+    let (analysis, covered) = analyse_covered(&a.trace)?;
+    warn(&a.trace, &analysis);
+    let rows = analysis.rows();
+    let Some(f) = n.checked_sub(1).and_then(|i| rows.get(i)) else {
+        usage_error("whatif", &out_of_range(n, rows.len()));
+    };
+    let fref = FindingRef {
+        number: n,
+        detector: f.detector,
+        key: f.key.clone(),
+        redundant_calls: f.redundant_calls,
+    };
+    let pairs = covered.get(&f.key);
+    let mut policies = Vec::new();
+    for mut p in given {
+        p.scope.programs = vec![f.program.clone()];
+        // A finding that does not list its (process, path) pairs (repeated-output,
+        // repeated-exec): its program, and the policy's own globs.
+        if let Some(pairs) = pairs {
+            let exact: rustc_hash::FxHashSet<(u32, String)> = pairs
+                .iter()
+                .filter(|(_, path)| p.scope.matches(path.as_bytes()))
+                .cloned()
+                .collect();
+            if exact.is_empty() {
+                usage_error(
+                    "whatif",
+                    &format!(
+                        "--finding {n} with {}: none of the finding's paths matches the policy's \
+                             glob ({}): give a glob that matches them, or none",
+                        p.kind.flag(),
+                        p.scope.globs.join(",")
+                    ),
+                );
+            }
+            p.scope.exact = Some(exact);
+        }
+        policies.push(p);
+    }
+    let refs = vec![Some(fref); policies.len()];
+    Ok((policies, refs, Vec::new()))
+}
+
+fn out_of_range(n: usize, len: usize) -> String {
+    format!(
+        "--finding {n}: the trace has {len} finding{} (numbered from 1, as `dejavu report --all` lists them)",
+        if len == 1 { "" } else { "s" }
+    )
 }
 
 /// A cut-off trace and lost events, on stderr (in the no-policy mode the analysis said it
@@ -411,6 +473,22 @@ fn text(
                 )?;
             }
         }
+        if let Some(r) = &o.at_risk {
+            let line = format!(
+                "at risk: {} bytes in {} writes{}: {}",
+                count(r.bytes),
+                count(r.records),
+                match (&r.worst_path, r.worst_ts) {
+                    (Some(p), Some(ts)) => format!(" (at {}, {p})", fmt_duration(ts)),
+                    _ => String::new(),
+                },
+                r.text
+            );
+            wrapped(out, &line, "   ", "     ")?;
+        }
+        for h in &o.hazards {
+            wrapped(out, &format!("hazard: {h}"), "   ", "     ")?;
+        }
         if o.moments_total > 0 {
             writeln!(
                 out,
@@ -517,6 +595,8 @@ mod tests {
                 writers: Vec::new(),
                 killed: Vec::new(),
             }),
+            at_risk: None,
+            hazards: Vec::new(),
             verdict: Verdict::Unsafe,
             verdict_text: "unsafe: the counter-example".into(),
         }

@@ -75,7 +75,7 @@ pub(super) fn keep_open(
     k: &mut KeepOpen,
     t: &mut Tally,
     c: &mut Call<'_, '_>,
-    changes: &FxHashMap<PathKey, Change>,
+    changes: &Changes,
 ) {
     let s = c.s;
     let image = c.v.image;
