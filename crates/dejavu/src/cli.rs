@@ -521,6 +521,11 @@ pub struct WhatifArgs {
     /// between them are one batch, and only its last sync is made. Repeatable.
     #[arg(long, value_name = "GLOB", help_heading = "Policies")]
     pub batch_syncs: Vec<String>,
+    /// Buffer the runs of tiny writes (512 bytes or less, to one descriptor, no other call
+    /// on it and no pause over 100 ms between them) to paths matching GLOB: each run goes
+    /// out in one write per 64 KiB. Repeatable.
+    #[arg(long, value_name = "GLOB", help_heading = "Policies")]
+    pub batch_writes: Vec<String>,
     /// Replay only the own fix of finding N (numbered as `dejavu report --all` lists
     /// them); with --invalidate, --ttl or --flush, that fix changed; with policies, those
     /// policies instead, limited to the finding's processes and paths.

@@ -431,6 +431,7 @@ fn every_dirty_twins_findings_replayed_under_their_own_fix_save_what_they_say() 
         "reread-unchanged",
         "no-reader",
         "fsync-per-op",
+        "small-writes",
     ] {
         assert!(replayed.contains_key(d), "{d} not replayed:\n{report}");
     }
@@ -459,6 +460,7 @@ fn bad_policy_strings_are_usage_errors_that_show_the_accepted_syntax() {
         (vec!["--ensure-dir-once", ""], "--ensure-dir-once"),
         (vec!["--skip-unread", ""], "--skip-unread"),
         (vec!["--batch-syncs", "/db/["], "--batch-syncs"),
+        (vec!["--batch-writes", ""], "--batch-writes"),
     ] {
         let out = whatif(t, &args);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -513,6 +515,7 @@ fn the_help_explains_every_policy_flag() {
         "--log-once[=<GLOB>]",
         "--skip-unread <GLOB>",
         "--batch-syncs <GLOB>",
+        "--batch-writes <GLOB>",
         "--finding <N>",
         "--json",
         "docs/whatif.md",
@@ -581,8 +584,7 @@ fn c_twin(rel: &str, args: &[&str]) -> Work {
 }
 
 #[test]
-fn no_reader_and_fsync_per_op_fixes_say_what_they_put_at_risk_and_clean_twins_have_nothing_to_replay(
-) {
+fn the_write_side_fixes_say_what_they_put_at_risk_and_clean_twins_have_nothing_to_replay() {
     require!("gcc");
     // no-reader's dirty twin: 200 writes to /dev/null, all dropped by its own fix, their
     // bytes what a reader that needed them would miss.
@@ -617,10 +619,29 @@ fn no_reader_and_fsync_per_op_fixes_say_what_they_put_at_risk_and_clean_twins_ha
     // Under the fix, every record but those after the last sync waits for it.
     assert_eq!(n(&o["at_risk"]["records"]), says + 1, "{o:#}");
     assert!(o["hazards"][0].as_str().unwrap().contains("group commit"));
-    // Their clean twins: no finding of either, nothing replayed or listed for them.
+    // small-writes' (a C logger's fprintf per field, unbuffered): each run merged into
+    // one write per 64 KiB; the buffer's bytes are what a crash would lose.
+    let w = c_twin("repeated-output/log_dirty", &["log.txt"]);
+    let j = whatif_json(&w.trace(), &[]);
+    let o = j["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["finding"]["detector"] == "small-writes")
+        .unwrap_or_else(|| panic!("no small-writes outcome: {j:#}"));
+    assert_eq!(o["kind"], "batch-writes");
+    assert_eq!(n(&o["removed_calls"]), n(&o["finding"]["redundant_calls"]));
+    assert!(n(&o["at_risk"]["records"]) > 1, "{o:#}");
+    assert!(o["hazards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|h| h.as_str().unwrap().contains("flush the buffer on exit")));
+    // Their clean twins: no finding of these detectors, nothing replayed or listed.
     for (rel, args) in [
         ("no-reader/clean", vec![]),
         ("fsync-per-op/clean", vec!["journal.log"]),
+        ("repeated-output/log_clean", vec!["log.txt"]),
     ] {
         let w = c_twin(rel, &args);
         let j = whatif_json(&w.trace(), &[]);
@@ -633,7 +654,8 @@ fn no_reader_and_fsync_per_op_fixes_say_what_they_put_at_risk_and_clean_twins_ha
             .collect();
         assert!(
             all.iter()
-                .all(|f| f["detector"] != "no-reader" && f["detector"] != "fsync-per-op"),
+                .all(|f| !["no-reader", "fsync-per-op", "small-writes"]
+                    .contains(&f["detector"].as_str().unwrap())),
             "{rel}: {j:#}"
         );
     }

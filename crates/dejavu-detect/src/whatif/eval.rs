@@ -28,7 +28,7 @@ mod writes;
 use content::{content_step, Content};
 use ensure_dir::{ensure_dir, EnsureDir};
 use keep_open::{keep_open, KeepOpen};
-use writes::{batch_syncs, skip_unread, Batches, Risk};
+use writes::{batch_syncs, batch_writes, skip_unread, Batches, Buffers, Risk};
 
 /// Stale answers kept as examples per policy.
 const EXAMPLES: usize = 5;
@@ -165,6 +165,7 @@ enum State {
     LogOnce(FxHashSet<(u32, u64, u64)>),
     SkipUnread(Risk),
     BatchSyncs(Batches, Risk),
+    BatchWrites(Buffers, Risk),
 }
 
 #[derive(Clone, Copy)]
@@ -318,6 +319,12 @@ pub fn evaluate<R: Read>(
     for (&image, &c) in &prog_total {
         *prog_calls.entry(cx.program_name(image).0).or_default() += c;
     }
+    // The processes' exits flush the buffers still holding a run.
+    for (st, t) in states.iter_mut().zip(tallies.iter_mut()) {
+        if let State::BatchWrites(b, _) = st {
+            writes::end_all(b, t);
+        }
+    }
     let outcomes = policies
         .iter()
         .zip(states)
@@ -345,6 +352,7 @@ fn new_state(p: &Policy) -> State {
         Kind::LogOnce => State::LogOnce(FxHashSet::default()),
         Kind::SkipUnread => State::SkipUnread(Risk::default()),
         Kind::BatchSyncs { .. } => State::BatchSyncs(Batches::default(), Risk::default()),
+        Kind::BatchWrites { .. } => State::BatchWrites(Buffers::default(), Risk::default()),
     }
 }
 
@@ -708,6 +716,9 @@ fn step(
         (Kind::EnsureDirOnce, State::EnsureDir(e)) => ensure_dir(p, e, t, c, changes),
         (Kind::SkipUnread, State::SkipUnread(r)) => skip_unread(p, r, t, c),
         (Kind::BatchSyncs { bytes }, State::BatchSyncs(b, r)) => batch_syncs(p, *bytes, b, r, t, c),
+        (Kind::BatchWrites { max_bytes, gap_ns }, State::BatchWrites(b, r)) => {
+            batch_writes(p, (*max_bytes, *gap_ns), b, r, t, c)
+        }
         (Kind::LogOnce, State::LogOnce(seen)) => {
             if !crate::group::is_write(s.sys) || s.ret <= 0 {
                 return;
@@ -1198,6 +1209,47 @@ fn risks(st: &State, cx: &Cx<'_>) -> (Option<AtRisk>, Vec<String>) {
                 .to_string();
             (Some(at(r, text)), hazards)
         }
+        State::BatchWrites(b, r) if r.records > 0 => {
+            use writes::{K_APPEND, K_PIPE, K_SOCKET, K_TTY};
+            if b.kinds & K_TTY != 0 {
+                hazards.push(
+                    "a terminal: interactive output needs line buffering (flush at each newline and \
+                     before reading input), not a buffer that fills"
+                        .to_string(),
+                );
+            }
+            if b.kinds & K_PIPE != 0 {
+                hazards.push(
+                    "a pipe: its reader may wait for each line or record, so flush at record \
+                     boundaries; writes above PIPE_BUF (4 KiB) are not atomic when several processes \
+                     write to it"
+                        .to_string(),
+                );
+            }
+            if b.kinds & K_SOCKET != 0 {
+                hazards.push(
+                    "a socket: on a datagram or SEQPACKET socket every write is one message and must \
+                     not be merged"
+                        .to_string(),
+                );
+            }
+            if b.kinds & K_APPEND != 0 {
+                hazards.push(
+                    "an O_APPEND file, maybe shared with other writers: keep each record in one write \
+                     so records do not interleave"
+                        .to_string(),
+                );
+            }
+            hazards.push(
+                "flush the buffer on exit, on fatal signals and on errors, or the tail of the output \
+                 is lost"
+                    .to_string(),
+            );
+            let text = "the most bytes held in a buffer at any moment that the recording had \
+                        already written: what a crash then would lose"
+                .to_string();
+            (Some(at(r, text)), hazards)
+        }
         _ => (None, hazards),
     }
 }
@@ -1211,5 +1263,6 @@ fn kind_name(k: &Kind) -> &'static str {
         Kind::LogOnce => "log-once",
         Kind::SkipUnread => "skip-unread",
         Kind::BatchSyncs { .. } => "batch-syncs",
+        Kind::BatchWrites { .. } => "batch-writes",
     }
 }

@@ -148,7 +148,7 @@ pub struct RiskKeepOpen {
 }
 
 /// What a fix that drops or delays writes or syncs puts at risk (`--skip-unread`,
-/// `--batch-syncs`), as `keep_open` says it for a kept handle.
+/// `--batch-syncs`, `--batch-writes`), as `keep_open` says it for a kept handle.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct AtRisk {
     /// Bytes: not written at all (`--skip-unread`), or written and not yet synced at the
@@ -234,7 +234,7 @@ pub struct Outcome {
 /// says. repeated-output is not one of them: it counts masked lines (several per write, a
 /// line cut across writes joined), and `--log-once` counts write calls by their recorded
 /// fingerprint; they differ by a line or more, so its findings are listed as not replayed.
-pub const MODELLED: [&str; 7] = [
+pub const MODELLED: [&str; 8] = [
     "repeated-lookup",
     "negative-probe",
     "ensure-dir",
@@ -242,6 +242,7 @@ pub const MODELLED: [&str; 7] = [
     "reread-unchanged",
     "no-reader",
     "fsync-per-op",
+    "small-writes",
 ];
 
 /// Why a finding of `detector` is not replayed under its own fix.
@@ -325,6 +326,10 @@ pub fn own_fix(f: &Finding, covered: Option<&[(u32, String)]>) -> Option<Policy>
         "no-reader" => Kind::SkipUnread,
         "fsync-per-op" => Kind::BatchSyncs {
             bytes: policy::BATCH_SYNC_BYTES,
+        },
+        "small-writes" => Kind::BatchWrites {
+            max_bytes: policy::BATCH_WRITE_BYTES,
+            gap_ns: policy::BATCH_WRITE_GAP_NS,
         },
         _ => return None,
     };

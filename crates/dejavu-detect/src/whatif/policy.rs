@@ -25,6 +25,8 @@ accepted policies:
                                 matching GLOB ('/dev/null', 'pipe:*', '/**')
   --batch-syncs GLOB            sync a file matching GLOB once per batch: syncs with at most 16 KiB written between
                                 them are one batch, and only its last sync is made
+  --batch-writes GLOB           buffer runs of tiny writes (512 bytes or less, one descriptor) to paths matching GLOB:
+                                each run goes out in one write per 64 KiB
 Without a policy, --invalidate, --ttl and --flush change each finding's own fix.
 GLOB: absolute-path glob; * matches within one path segment, ** across segments ('/data/**/*.tdb', '**/chats')";
 
@@ -199,7 +201,19 @@ pub enum Kind {
         /// The most bytes written between two syncs of one batch.
         bytes: u64,
     },
+    /// Runs of tiny writes to one descriptor go through a 64 KiB buffer.
+    BatchWrites {
+        /// The largest write that joins a run.
+        max_bytes: u64,
+        /// The longest pause within a run, ns.
+        gap_ns: u64,
+    },
 }
+
+/// small-writes' `max_bytes` and `gap_ms`: what `--batch-writes` merges.
+pub const BATCH_WRITE_BYTES: u64 = 512;
+/// See [`BATCH_WRITE_BYTES`].
+pub const BATCH_WRITE_GAP_NS: u64 = 100_000_000;
 
 /// fsync-per-op's `max_bytes`: syncs with at most this many bytes written between them
 /// are one batch for `--batch-syncs`.
@@ -216,6 +230,7 @@ impl Kind {
             Kind::LogOnce => "--log-once",
             Kind::SkipUnread => "--skip-unread",
             Kind::BatchSyncs { .. } => "--batch-syncs",
+            Kind::BatchWrites { .. } => "--batch-writes",
         }
     }
 }
@@ -369,6 +384,10 @@ impl Policy {
                 "--batch-syncs {}",
                 quoted(if globs.is_empty() { "/**" } else { &globs })
             ),
+            Kind::BatchWrites { .. } => format!(
+                "--batch-writes {}",
+                quoted(if globs.is_empty() { "/**" } else { &globs })
+            ),
         };
         if !self.scope.programs.is_empty() {
             s += &format!(" (program {})", self.scope.programs.join(", "));
@@ -413,6 +432,8 @@ pub struct Flags {
     pub skip_unread: Vec<String>,
     /// `--batch-syncs GLOB`, repeatable.
     pub batch_syncs: Vec<String>,
+    /// `--batch-writes GLOB`, repeatable.
+    pub batch_writes: Vec<String>,
 }
 
 impl Flags {
@@ -430,6 +451,7 @@ impl Flags {
             && self.log_once.is_none()
             && self.skip_unread.is_empty()
             && self.batch_syncs.is_empty()
+            && self.batch_writes.is_empty()
     }
 }
 
@@ -492,7 +514,11 @@ pub fn modify(p: &mut Policy, f: &Flags) -> Result<(), PolicyError> {
                 *flush = x;
             }
         }
-        Kind::EnsureDirOnce | Kind::LogOnce | Kind::SkipUnread | Kind::BatchSyncs { .. } => {}
+        Kind::EnsureDirOnce
+        | Kind::LogOnce
+        | Kind::SkipUnread
+        | Kind::BatchSyncs { .. }
+        | Kind::BatchWrites { .. } => {}
     }
     Ok(())
 }
@@ -626,6 +652,15 @@ pub fn parse(f: &Flags) -> Result<Vec<Policy>, PolicyError> {
                 bytes: BATCH_SYNC_BYTES,
             },
             scope: Scope::paths("--batch-syncs", std::slice::from_ref(g))?,
+        });
+    }
+    for g in &f.batch_writes {
+        out.push(Policy {
+            kind: Kind::BatchWrites {
+                max_bytes: BATCH_WRITE_BYTES,
+                gap_ns: BATCH_WRITE_GAP_NS,
+            },
+            scope: Scope::paths("--batch-writes", std::slice::from_ref(g))?,
         });
     }
     Ok(out)

@@ -822,3 +822,61 @@ fn the_own_fixes_of_no_reader_and_fsync_per_op_save_what_their_findings_say() {
     seen.sort_unstable();
     assert_eq!(seen, ["fsync-per-op", "no-reader"]);
 }
+
+/// A run of 200 writes of 500 bytes to /app/out.csv, an lseek, a run of 3 writes of 10
+/// bytes (with one to stderr among them), a pause of 200 ms, a run of 2.
+fn piecemeal() -> TraceBuilder {
+    let mut b = TraceBuilder::new();
+    b.open("/app/out.csv", 0o101, 3, Some(file(9, 0, 1)));
+    for _ in 0..200 {
+        b.write(3, "/app/out.csv", &"x".repeat(500), false);
+    }
+    b.call(dejavu_trace::Sys::Lseek, |c, b| {
+        c.fd = Some(3);
+        c.path = Some(b.s("/app/out.csv"));
+        c.ev = dejavu_trace::ev::PATH_FROM_FD;
+    });
+    for i in 0..3 {
+        b.write(3, "/app/out.csv", "0123456789", false);
+        if i == 1 {
+            b.write(2, "/dev/pts/0", "warning\n", true);
+        }
+    }
+    b.wait(200_000_000);
+    for _ in 0..2 {
+        b.write(3, "/app/out.csv", "0123456789", false);
+    }
+    b
+}
+
+#[test]
+fn batch_writes_merge_each_run_into_a_write_per_64_kib_and_count_the_bytes_buffered() {
+    let o = &run(
+        piecemeal(),
+        flags_with(|f| f.batch_writes = vec!["/app/*".into()]),
+    )[0];
+    // 100,000 bytes need two flushes of 64 KiB: 198 of 200 go; then 2 of 3, 1 of 2. The
+    // write to stderr is not merged (unbuffered by convention), and not governed.
+    assert_eq!((o.calls_before, o.removed_calls), (205, 201), "{o:#?}");
+    let r = o.at_risk.as_ref().expect("at risk");
+    // The buffer holds 131 writes of 500 bytes before the 132nd fills it.
+    assert_eq!((r.bytes, r.records), (65_500, 131));
+    assert!(o
+        .hazards
+        .iter()
+        .any(|h| h.contains("flush the buffer on exit")));
+    // small-writes' finding on the same trace says the same.
+    let bytes = piecemeal().finish();
+    let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+    let (a, covered) =
+        crate::analyze_covered(&mut rd, &crate::Config::default(), |_| {}).expect("analysis");
+    let f = a
+        .rows()
+        .iter()
+        .find(|f| f.detector == "small-writes")
+        .expect("a small-writes finding");
+    let p = own_fix(f, covered.get(&f.key).map(|v| v.as_slice())).expect("its fix");
+    let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+    let o = &evaluate(&mut rd, &[p], |_| {}).expect("eval").outcomes[0];
+    assert_eq!((f.redundant_calls, o.removed_calls), (201, 201));
+}

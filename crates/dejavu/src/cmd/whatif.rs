@@ -106,6 +106,7 @@ fn flags(a: &WhatifArgs) -> Flags {
         log_once: a.log_once.clone(),
         skip_unread: a.skip_unread.clone(),
         batch_syncs: a.batch_syncs.clone(),
+        batch_writes: a.batch_writes.clone(),
     }
 }
 
