@@ -521,6 +521,11 @@ pub struct WhatifArgs {
     /// between them are one batch, and only its last sync is made. Repeatable.
     #[arg(long, value_name = "GLOB", help_heading = "Policies")]
     pub batch_syncs: Vec<String>,
+    /// Don't check a path matching GLOB (access, a stat following links, an O_DIRECTORY
+    /// probe) right before the open or stat that answers the same question: just do the
+    /// act and handle its error. Repeatable.
+    #[arg(long, value_name = "GLOB", help_heading = "Policies")]
+    pub skip_checks: Vec<String>,
     /// Buffer the runs of tiny writes (512 bytes or less, to one descriptor, no other call
     /// on it and no pause over 100 ms between them) to paths matching GLOB: each run goes
     /// out in one write per 64 KiB. Repeatable.

@@ -432,6 +432,7 @@ fn every_dirty_twins_findings_replayed_under_their_own_fix_save_what_they_say() 
         "no-reader",
         "fsync-per-op",
         "small-writes",
+        "check-then-act",
     ] {
         assert!(replayed.contains_key(d), "{d} not replayed:\n{report}");
     }
@@ -461,6 +462,7 @@ fn bad_policy_strings_are_usage_errors_that_show_the_accepted_syntax() {
         (vec!["--skip-unread", ""], "--skip-unread"),
         (vec!["--batch-syncs", "/db/["], "--batch-syncs"),
         (vec!["--batch-writes", ""], "--batch-writes"),
+        (vec!["--skip-checks", "/x/[a"], "--skip-checks"),
     ] {
         let out = whatif(t, &args);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -516,6 +518,7 @@ fn the_help_explains_every_policy_flag() {
         "--skip-unread <GLOB>",
         "--batch-syncs <GLOB>",
         "--batch-writes <GLOB>",
+        "--skip-checks <GLOB>",
         "--finding <N>",
         "--json",
         "docs/whatif.md",
@@ -642,6 +645,7 @@ fn the_write_side_fixes_say_what_they_put_at_risk_and_clean_twins_have_nothing_t
         ("no-reader/clean", vec![]),
         ("fsync-per-op/clean", vec!["journal.log"]),
         ("repeated-output/log_clean", vec!["log.txt"]),
+        ("check-then-act/dir_probe_clean", vec![]),
     ] {
         let w = c_twin(rel, &args);
         let j = whatif_json(&w.trace(), &[]);
@@ -653,9 +657,13 @@ fn the_write_side_fixes_say_what_they_put_at_risk_and_clean_twins_have_nothing_t
             .chain(j["not_replayed"].as_array().unwrap())
             .collect();
         assert!(
-            all.iter()
-                .all(|f| !["no-reader", "fsync-per-op", "small-writes"]
-                    .contains(&f["detector"].as_str().unwrap())),
+            all.iter().all(|f| ![
+                "no-reader",
+                "fsync-per-op",
+                "small-writes",
+                "check-then-act"
+            ]
+            .contains(&f["detector"].as_str().unwrap())),
             "{rel}: {j:#}"
         );
     }

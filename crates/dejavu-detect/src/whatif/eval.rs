@@ -20,11 +20,13 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::Read;
 
+mod checks;
 mod content;
 mod ensure_dir;
 mod keep_open;
 mod writes;
 
+use checks::{skip_checks, Checks};
 use content::{content_step, Content};
 use ensure_dir::{ensure_dir, EnsureDir};
 use keep_open::{keep_open, KeepOpen};
@@ -166,6 +168,7 @@ enum State {
     SkipUnread(Risk),
     BatchSyncs(Batches, Risk),
     BatchWrites(Buffers, Risk),
+    SkipChecks(Checks),
 }
 
 #[derive(Clone, Copy)]
@@ -284,6 +287,11 @@ pub fn evaluate<R: Read>(
                     }
                 }
                 if let Record::Exit(e) = other {
+                    for st in &mut states {
+                        if let State::SkipChecks(k) = st {
+                            k.exit(e.tid);
+                        }
+                    }
                     if e.tid == e.pid {
                         for st in &mut states {
                             if let State::KeepOpen(k) = st {
@@ -353,6 +361,7 @@ fn new_state(p: &Policy) -> State {
         Kind::SkipUnread => State::SkipUnread(Risk::default()),
         Kind::BatchSyncs { .. } => State::BatchSyncs(Batches::default(), Risk::default()),
         Kind::BatchWrites { .. } => State::BatchWrites(Buffers::default(), Risk::default()),
+        Kind::SkipChecks => State::SkipChecks(Checks::default()),
     }
 }
 
@@ -716,6 +725,7 @@ fn step(
         (Kind::EnsureDirOnce, State::EnsureDir(e)) => ensure_dir(p, e, t, c, changes),
         (Kind::SkipUnread, State::SkipUnread(r)) => skip_unread(p, r, t, c),
         (Kind::BatchSyncs { bytes }, State::BatchSyncs(b, r)) => batch_syncs(p, *bytes, b, r, t, c),
+        (Kind::SkipChecks, State::SkipChecks(k)) => skip_checks(p, k, t, c),
         (Kind::BatchWrites { max_bytes, gap_ns }, State::BatchWrites(b, r)) => {
             batch_writes(p, (*max_bytes, *gap_ns), b, r, t, c)
         }
@@ -1250,6 +1260,47 @@ fn risks(st: &State, cx: &Cx<'_>) -> (Option<AtRisk>, Vec<String>) {
                 .to_string();
             (Some(at(r, text)), hazards)
         }
+        State::SkipChecks(k) if k.access + k.stat_open + k.probes > 0 => {
+            hazards.push(if k.access + k.stat_open == 0 {
+                "removing the probe also removes a race (the path can change between the two \
+                 opens); handle the single open's errors (ENOENT, EACCES, ELOOP) where the probe's \
+                 other failures were handled"
+                    .to_string()
+            } else {
+                "removing the check also removes a time-of-check-to-time-of-use race; handle the \
+                 act's ENOENT/EACCES where the check's false branch was"
+                    .to_string()
+            });
+            if k.act_failed > 0 {
+                hazards.push(format!(
+                    "{} acts failed right after their check succeeded (the path changed between \
+                     them): the act's error handling is what runs there now",
+                    k.act_failed
+                ));
+            }
+            if k.stat_open > 0 {
+                hazards.push(format!(
+                    "{} stats before an open: if their answer (size, mtime, type) is used, take it \
+                     from fstat of the opened descriptor, which describes the file actually opened",
+                    k.stat_open
+                ));
+            }
+            if k.probes > 0 {
+                hazards.push(format!(
+                    "{} O_DIRECTORY probes: a probe with O_NOFOLLOW also refused a symbolic link, so \
+                     the single open must keep O_NOFOLLOW, and tell a directory apart by fstat",
+                    k.probes
+                ));
+            }
+            if k.access > 0 {
+                hazards.push(format!(
+                    "{} access checks: access() uses the real uid, open the effective one; in a \
+                     setuid program only the open's answer is authoritative",
+                    k.access
+                ));
+            }
+            (None, hazards)
+        }
         _ => (None, hazards),
     }
 }
@@ -1264,5 +1315,6 @@ fn kind_name(k: &Kind) -> &'static str {
         Kind::SkipUnread => "skip-unread",
         Kind::BatchSyncs { .. } => "batch-syncs",
         Kind::BatchWrites { .. } => "batch-writes",
+        Kind::SkipChecks => "skip-checks",
     }
 }

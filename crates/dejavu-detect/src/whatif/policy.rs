@@ -25,6 +25,8 @@ accepted policies:
                                 matching GLOB ('/dev/null', 'pipe:*', '/**')
   --batch-syncs GLOB            sync a file matching GLOB once per batch: syncs with at most 16 KiB written between
                                 them are one batch, and only its last sync is made
+  --skip-checks GLOB            don't check a path matching GLOB (access, stat, an O_DIRECTORY probe) right before
+                                the open or stat that answers the same question: just do the act
   --batch-writes GLOB           buffer runs of tiny writes (512 bytes or less, one descriptor) to paths matching GLOB:
                                 each run goes out in one write per 64 KiB
 Without a policy, --invalidate, --ttl and --flush change each finding's own fix.
@@ -201,6 +203,8 @@ pub enum Kind {
         /// The most bytes written between two syncs of one batch.
         bytes: u64,
     },
+    /// A check whose act right after answers the same question is not made.
+    SkipChecks,
     /// Runs of tiny writes to one descriptor go through a 64 KiB buffer.
     BatchWrites {
         /// The largest write that joins a run.
@@ -231,6 +235,7 @@ impl Kind {
             Kind::SkipUnread => "--skip-unread",
             Kind::BatchSyncs { .. } => "--batch-syncs",
             Kind::BatchWrites { .. } => "--batch-writes",
+            Kind::SkipChecks => "--skip-checks",
         }
     }
 }
@@ -388,6 +393,10 @@ impl Policy {
                 "--batch-writes {}",
                 quoted(if globs.is_empty() { "/**" } else { &globs })
             ),
+            Kind::SkipChecks => format!(
+                "--skip-checks {}",
+                quoted(if globs.is_empty() { "/**" } else { &globs })
+            ),
         };
         if !self.scope.programs.is_empty() {
             s += &format!(" (program {})", self.scope.programs.join(", "));
@@ -434,6 +443,8 @@ pub struct Flags {
     pub batch_syncs: Vec<String>,
     /// `--batch-writes GLOB`, repeatable.
     pub batch_writes: Vec<String>,
+    /// `--skip-checks GLOB`, repeatable.
+    pub skip_checks: Vec<String>,
 }
 
 impl Flags {
@@ -452,6 +463,7 @@ impl Flags {
             && self.skip_unread.is_empty()
             && self.batch_syncs.is_empty()
             && self.batch_writes.is_empty()
+            && self.skip_checks.is_empty()
     }
 }
 
@@ -518,7 +530,8 @@ pub fn modify(p: &mut Policy, f: &Flags) -> Result<(), PolicyError> {
         | Kind::LogOnce
         | Kind::SkipUnread
         | Kind::BatchSyncs { .. }
-        | Kind::BatchWrites { .. } => {}
+        | Kind::BatchWrites { .. }
+        | Kind::SkipChecks => {}
     }
     Ok(())
 }
@@ -661,6 +674,12 @@ pub fn parse(f: &Flags) -> Result<Vec<Policy>, PolicyError> {
                 gap_ns: BATCH_WRITE_GAP_NS,
             },
             scope: Scope::paths("--batch-writes", std::slice::from_ref(g))?,
+        });
+    }
+    for g in &f.skip_checks {
+        out.push(Policy {
+            kind: Kind::SkipChecks,
+            scope: Scope::paths("--skip-checks", std::slice::from_ref(g))?,
         });
     }
     Ok(out)

@@ -880,3 +880,82 @@ fn batch_writes_merge_each_run_into_a_write_per_64_kib_and_count_the_bytes_buffe
     let o = &evaluate(&mut rd, &[p], |_| {}).expect("eval").outcomes[0];
     assert_eq!((f.redundant_calls, o.removed_calls), (201, 201));
 }
+
+fn fd_call(b: &mut TraceBuilder, sys: dejavu_trace::Sys, fd: i32, path: &str) {
+    b.call(sys, |c, b| {
+        c.fd = Some(fd);
+        c.path = Some(b.s(path));
+        c.ev = dejavu_trace::ev::PATH_FROM_FD;
+    });
+}
+
+/// Checks before acts: 4 access + open (the last open fails), 3 stat + open + fstat, 2
+/// stat + open + read (the stat's size may be used), 2 lstat + open (not a check).
+fn checked() -> TraceBuilder {
+    let mut b = TraceBuilder::new();
+    for i in 0..4 {
+        b.access("/srv/in/a.txt", 0, 0);
+        if i == 3 {
+            b.open("/srv/in/a.txt", 0, -2, None);
+        } else {
+            b.open("/srv/in/a.txt", 0, 3, Some(file(5, 10, 1)));
+            b.close(3, "/srv/in/a.txt");
+        }
+    }
+    for (n, then) in [(3, dejavu_trace::Sys::Fstat), (2, dejavu_trace::Sys::Read)] {
+        for _ in 0..n {
+            b.stat("/srv/in/b.txt", Ok(file(6, 10, 1)));
+            b.open("/srv/in/b.txt", 0, 3, Some(file(6, 10, 1)));
+            fd_call(&mut b, then, 3, "/srv/in/b.txt");
+            b.close(3, "/srv/in/b.txt");
+        }
+    }
+    for _ in 0..2 {
+        b.call(dejavu_trace::Sys::Lstat, |c, b| {
+            c.path = Some(b.s("/srv/in/c.txt"));
+            c.stat = Some(b.st(file(7, 1, 1)));
+        });
+        b.open("/srv/in/c.txt", 0, 3, Some(file(7, 1, 1)));
+        b.close(3, "/srv/in/c.txt");
+    }
+    b
+}
+
+#[test]
+fn skip_checks_removes_the_checks_their_acts_answer_and_names_the_race() {
+    let o = &run(
+        checked(),
+        flags_with(|f| f.skip_checks = vec!["/srv/**".into()]),
+    )[0];
+    // 4 access checks and 5 stat checks have an act; the 2 stats whose descriptor is read
+    // before any fstat stay, the lstats are not checks.
+    assert_eq!((o.calls_before, o.removed_calls), (9, 7), "{o:#?}");
+    assert!(o.at_risk.is_none());
+    assert!(
+        o.hazards.iter().any(|h| h.contains("1 acts failed")),
+        "{:?}",
+        o.hazards
+    );
+    assert!(o
+        .hazards
+        .iter()
+        .any(|h| h.contains("3 stats before an open")));
+    assert!(o.hazards.iter().any(|h| h.contains("4 access checks")));
+    // check-then-act's finding on the same trace says the same.
+    let bytes = checked().finish();
+    let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+    let cfg = crate::Config {
+        min_calls: 1,
+        ..crate::Config::default()
+    };
+    let (a, covered) = crate::analyze_covered(&mut rd, &cfg, |_| {}).expect("analysis");
+    let mut said = 0;
+    for f in a.rows().iter().filter(|f| f.detector == "check-then-act") {
+        let p = own_fix(f, covered.get(&f.key).map(|v| v.as_slice())).expect("its fix");
+        let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+        let o = &evaluate(&mut rd, &[p], |_| {}).expect("eval").outcomes[0];
+        assert_eq!(o.removed_calls, f.redundant_calls, "{:?}", f.paths);
+        said += f.redundant_calls;
+    }
+    assert_eq!(said, 7);
+}

@@ -107,6 +107,7 @@ fn flags(a: &WhatifArgs) -> Flags {
         skip_unread: a.skip_unread.clone(),
         batch_syncs: a.batch_syncs.clone(),
         batch_writes: a.batch_writes.clone(),
+        skip_checks: a.skip_checks.clone(),
     }
 }
 
