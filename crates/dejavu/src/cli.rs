@@ -526,6 +526,11 @@ pub struct WhatifArgs {
     /// act and handle its error. Repeatable.
     #[arg(long, value_name = "GLOB", help_heading = "Policies")]
     pub skip_checks: Vec<String>,
+    /// Keep the size (and offset) of each file matching GLOB the process writes in a
+    /// variable: its size and position lookups after its own writes are answered from it.
+    /// Repeatable.
+    #[arg(long, value_name = "GLOB", help_heading = "Policies")]
+    pub track_size: Vec<String>,
     /// Buffer the runs of tiny writes (512 bytes or less, to one descriptor, no other call
     /// on it and no pause over 100 ms between them) to paths matching GLOB: each run goes
     /// out in one write per 64 KiB. Repeatable.

@@ -433,6 +433,7 @@ fn every_dirty_twins_findings_replayed_under_their_own_fix_save_what_they_say() 
         "fsync-per-op",
         "small-writes",
         "check-then-act",
+        "self-inflicted-lookup",
     ] {
         assert!(replayed.contains_key(d), "{d} not replayed:\n{report}");
     }
@@ -463,6 +464,7 @@ fn bad_policy_strings_are_usage_errors_that_show_the_accepted_syntax() {
         (vec!["--batch-syncs", "/db/["], "--batch-syncs"),
         (vec!["--batch-writes", ""], "--batch-writes"),
         (vec!["--skip-checks", "/x/[a"], "--skip-checks"),
+        (vec!["--track-size", ""], "--track-size"),
     ] {
         let out = whatif(t, &args);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -519,6 +521,7 @@ fn the_help_explains_every_policy_flag() {
         "--batch-syncs <GLOB>",
         "--batch-writes <GLOB>",
         "--skip-checks <GLOB>",
+        "--track-size <GLOB>",
         "--finding <N>",
         "--json",
         "docs/whatif.md",
@@ -646,6 +649,7 @@ fn the_write_side_fixes_say_what_they_put_at_risk_and_clean_twins_have_nothing_t
         ("fsync-per-op/clean", vec!["journal.log"]),
         ("repeated-output/log_clean", vec!["log.txt"]),
         ("check-then-act/dir_probe_clean", vec![]),
+        ("self-inflicted-lookup/clean", vec!["out.log"]),
     ] {
         let w = c_twin(rel, &args);
         let j = whatif_json(&w.trace(), &[]);
@@ -661,7 +665,8 @@ fn the_write_side_fixes_say_what_they_put_at_risk_and_clean_twins_have_nothing_t
                 "no-reader",
                 "fsync-per-op",
                 "small-writes",
-                "check-then-act"
+                "check-then-act",
+                "self-inflicted-lookup"
             ]
             .contains(&f["detector"].as_str().unwrap())),
             "{rel}: {j:#}"

@@ -24,12 +24,14 @@ mod checks;
 mod content;
 mod ensure_dir;
 mod keep_open;
+mod sizes;
 mod writes;
 
 use checks::{skip_checks, Checks};
 use content::{content_step, Content};
 use ensure_dir::{ensure_dir, EnsureDir};
 use keep_open::{keep_open, KeepOpen};
+use sizes::track_size;
 use writes::{batch_syncs, batch_writes, skip_unread, Batches, Buffers, Risk};
 
 /// Stale answers kept as examples per policy.
@@ -78,6 +80,9 @@ struct Change {
 struct Changes {
     last: FxHashMap<PathKey, Change>,
     trees: FxHashMap<PathKey, Change>,
+    /// Per path, the newest change before the last one by another process image than the
+    /// last one's: with `last`, the newest change by an image other than any given one.
+    before_other: FxHashMap<PathKey, Change>,
 }
 
 impl Changes {
@@ -86,7 +91,23 @@ impl Changes {
     }
 
     fn insert(&mut self, p: PathKey, c: Change) {
-        self.last.insert(p, c);
+        if let Some(prev) = self.last.insert(p, c) {
+            if prev.image != c.image {
+                self.before_other.insert(p, prev);
+            }
+        }
+    }
+
+    /// The newest change of `p` by another process image than `image`.
+    fn newest_other(&self, p: PathKey, image: u32) -> Option<Change> {
+        let last = self.last.get(&p)?;
+        if last.image != image {
+            return Some(*last);
+        }
+        self.before_other
+            .get(&p)
+            .filter(|c| c.image != image)
+            .copied()
     }
 }
 
@@ -169,6 +190,7 @@ enum State {
     BatchSyncs(Batches, Risk),
     BatchWrites(Buffers, Risk),
     SkipChecks(Checks),
+    TrackSize(Box<crate::detectors::self_inflicted_lookup::Sizes>),
 }
 
 #[derive(Clone, Copy)]
@@ -286,6 +308,11 @@ pub fn evaluate<R: Read>(
                         }
                     }
                 }
+                for st in &mut states {
+                    if let State::TrackSize(sz) = st {
+                        sz.on_record(&other);
+                    }
+                }
                 if let Record::Exit(e) = other {
                     for st in &mut states {
                         if let State::SkipChecks(k) = st {
@@ -362,6 +389,7 @@ fn new_state(p: &Policy) -> State {
         Kind::BatchSyncs { .. } => State::BatchSyncs(Batches::default(), Risk::default()),
         Kind::BatchWrites { .. } => State::BatchWrites(Buffers::default(), Risk::default()),
         Kind::SkipChecks => State::SkipChecks(Checks::default()),
+        Kind::TrackSize => State::TrackSize(Box::default()),
     }
 }
 
@@ -685,6 +713,10 @@ fn step(
     own: &Own,
 ) {
     let s = c.s;
+    if let (Kind::TrackSize, State::TrackSize(sz)) = (&p.kind, &mut *st) {
+        // The size tracking follows unfinished calls too (it forgets what they touched).
+        return track_size(p, sz, t, c, changes);
+    }
     if s.ev & ev::UNFINISHED != 0 {
         return;
     }
@@ -1260,6 +1292,15 @@ fn risks(st: &State, cx: &Cx<'_>) -> (Option<AtRisk>, Vec<String>) {
                 .to_string();
             (Some(at(r, text)), hazards)
         }
+        State::TrackSize(_) => {
+            hazards.push(
+                "the kept size holds only while this process is the only writer: if another \
+                 process or handle may write the file, keep the lookup or coordinate (a lock, one \
+                 writer); with several writing threads, keep it under the same lock as the writes"
+                    .to_string(),
+            );
+            (None, hazards)
+        }
         State::SkipChecks(k) if k.access + k.stat_open + k.probes > 0 => {
             hazards.push(if k.access + k.stat_open == 0 {
                 "removing the probe also removes a race (the path can change between the two \
@@ -1316,5 +1357,6 @@ fn kind_name(k: &Kind) -> &'static str {
         Kind::BatchSyncs { .. } => "batch-syncs",
         Kind::BatchWrites { .. } => "batch-writes",
         Kind::SkipChecks => "skip-checks",
+        Kind::TrackSize => "track-size",
     }
 }

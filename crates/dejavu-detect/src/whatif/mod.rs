@@ -234,7 +234,7 @@ pub struct Outcome {
 /// says. repeated-output is not one of them: it counts masked lines (several per write, a
 /// line cut across writes joined), and `--log-once` counts write calls by their recorded
 /// fingerprint; they differ by a line or more, so its findings are listed as not replayed.
-pub const MODELLED: [&str; 9] = [
+pub const MODELLED: [&str; 10] = [
     "repeated-lookup",
     "negative-probe",
     "ensure-dir",
@@ -244,6 +244,7 @@ pub const MODELLED: [&str; 9] = [
     "fsync-per-op",
     "small-writes",
     "check-then-act",
+    "self-inflicted-lookup",
 ];
 
 /// Why a finding of `detector` is not replayed under its own fix.
@@ -329,6 +330,7 @@ pub fn own_fix(f: &Finding, covered: Option<&[(u32, String)]>) -> Option<Policy>
             bytes: policy::BATCH_SYNC_BYTES,
         },
         "check-then-act" => Kind::SkipChecks,
+        "self-inflicted-lookup" => Kind::TrackSize,
         "small-writes" => Kind::BatchWrites {
             max_bytes: policy::BATCH_WRITE_BYTES,
             gap_ns: policy::BATCH_WRITE_GAP_NS,

@@ -27,6 +27,8 @@ accepted policies:
                                 them are one batch, and only its last sync is made
   --skip-checks GLOB            don't check a path matching GLOB (access, stat, an O_DIRECTORY probe) right before
                                 the open or stat that answers the same question: just do the act
+  --track-size GLOB             keep the size (and offset) of a file matching GLOB the process writes in a variable:
+                                its size and position lookups after its own writes are answered from it
   --batch-writes GLOB           buffer runs of tiny writes (512 bytes or less, one descriptor) to paths matching GLOB:
                                 each run goes out in one write per 64 KiB
 Without a policy, --invalidate, --ttl and --flush change each finding's own fix.
@@ -205,6 +207,8 @@ pub enum Kind {
     },
     /// A check whose act right after answers the same question is not made.
     SkipChecks,
+    /// Sizes and positions of the files a process writes, kept from its own writes.
+    TrackSize,
     /// Runs of tiny writes to one descriptor go through a 64 KiB buffer.
     BatchWrites {
         /// The largest write that joins a run.
@@ -236,6 +240,7 @@ impl Kind {
             Kind::BatchSyncs { .. } => "--batch-syncs",
             Kind::BatchWrites { .. } => "--batch-writes",
             Kind::SkipChecks => "--skip-checks",
+            Kind::TrackSize => "--track-size",
         }
     }
 }
@@ -397,6 +402,10 @@ impl Policy {
                 "--skip-checks {}",
                 quoted(if globs.is_empty() { "/**" } else { &globs })
             ),
+            Kind::TrackSize => format!(
+                "--track-size {}",
+                quoted(if globs.is_empty() { "/**" } else { &globs })
+            ),
         };
         if !self.scope.programs.is_empty() {
             s += &format!(" (program {})", self.scope.programs.join(", "));
@@ -445,6 +454,8 @@ pub struct Flags {
     pub batch_writes: Vec<String>,
     /// `--skip-checks GLOB`, repeatable.
     pub skip_checks: Vec<String>,
+    /// `--track-size GLOB`, repeatable.
+    pub track_size: Vec<String>,
 }
 
 impl Flags {
@@ -464,6 +475,7 @@ impl Flags {
             && self.batch_syncs.is_empty()
             && self.batch_writes.is_empty()
             && self.skip_checks.is_empty()
+            && self.track_size.is_empty()
     }
 }
 
@@ -531,7 +543,8 @@ pub fn modify(p: &mut Policy, f: &Flags) -> Result<(), PolicyError> {
         | Kind::SkipUnread
         | Kind::BatchSyncs { .. }
         | Kind::BatchWrites { .. }
-        | Kind::SkipChecks => {}
+        | Kind::SkipChecks
+        | Kind::TrackSize => {}
     }
     Ok(())
 }
@@ -680,6 +693,12 @@ pub fn parse(f: &Flags) -> Result<Vec<Policy>, PolicyError> {
         out.push(Policy {
             kind: Kind::SkipChecks,
             scope: Scope::paths("--skip-checks", std::slice::from_ref(g))?,
+        });
+    }
+    for g in &f.track_size {
+        out.push(Policy {
+            kind: Kind::TrackSize,
+            scope: Scope::paths("--track-size", std::slice::from_ref(g))?,
         });
     }
     Ok(out)

@@ -959,3 +959,89 @@ fn skip_checks_removes_the_checks_their_acts_answer_and_names_the_race() {
     }
     assert_eq!(said, 7);
 }
+
+fn fstat_of(b: &mut TraceBuilder, fd: i32, path: &str, size: i64) {
+    b.call(dejavu_trace::Sys::Fstat, |c, b| {
+        c.fd = Some(fd);
+        c.path = Some(b.s(path));
+        c.ev = dejavu_trace::ev::PATH_FROM_FD;
+        c.stat = Some(b.st(file(5, size, size)));
+    });
+}
+
+/// pid 100 appends 10 bytes and fstats its log 6 times; pid 200 appends 5 bytes in
+/// between (after the third); `untraced` adds 7 bytes nobody traced before the last.
+fn appends(untraced: bool) -> TraceBuilder {
+    const LOG: &str = "/data/tile.log";
+    let mut b = TraceBuilder::new();
+    b.open(LOG, 0o1 | 0o100 | 0o2000, 3, Some(file(5, 100, 1)));
+    let mut size = 100;
+    for i in 0..6 {
+        if i == 3 {
+            b.fork(200);
+            b.pid = 200;
+            b.tid = 200;
+            b.exec("/usr/bin/stamp", &["stamp", LOG]);
+            b.open(LOG, 0o1 | 0o2000, 3, Some(file(5, size, 1)));
+            b.write(3, LOG, "stamp", false);
+            size += 5;
+            b.pid = 100;
+            b.tid = 100;
+        }
+        b.write(3, LOG, "0123456789", false);
+        size += 10;
+        if untraced && i == 5 {
+            size += 7;
+        }
+        fstat_of(&mut b, 3, LOG, size);
+    }
+    b
+}
+
+#[test]
+fn track_size_answers_from_the_process_own_writes_and_a_second_writer_makes_it_stale() {
+    let f = flags_with(|f| f.track_size = vec!["/data/*".into()]);
+    let o = &run(appends(false), f.clone())[0];
+    // The first fstat establishes; the other five are answered from the kept size. The
+    // one after pid 200's append is served 10 bytes short of the file.
+    assert_eq!(
+        (o.calls_before, o.removed_calls, o.stale_answers),
+        (6, 5, 1),
+        "{o:#?}"
+    );
+    assert_eq!(o.verdict, Verdict::Unsafe);
+    let st = &o.stale_examples[0];
+    assert_eq!(
+        (st.served.as_str(), st.actual.as_str()),
+        ("size 140", "size 145")
+    );
+    assert_eq!(
+        (st.cause.kind, st.cause.pid, st.cause.call),
+        ("other_process", Some(200), Some("write"))
+    );
+    assert!(o.hazards.iter().any(|h| h.contains("only writer")));
+    // A size that grew with no traced change: untraced.
+    let o = &run(appends(true), f)[0];
+    assert_eq!(o.stale_answers, 2);
+    assert_eq!(o.stale_examples[1].cause.kind, "untraced");
+    // self-inflicted-lookup's finding: the lookups answered right (removed less stale).
+    let bytes = appends(true).finish();
+    let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+    let cfg = crate::Config {
+        min_calls: 1,
+        ..crate::Config::default()
+    };
+    let (a, covered) = crate::analyze_covered(&mut rd, &cfg, |_| {}).expect("analysis");
+    let f = a
+        .rows()
+        .iter()
+        .find(|f| f.detector == "self-inflicted-lookup")
+        .expect("finding");
+    let p = own_fix(f, covered.get(&f.key).map(|v| v.as_slice())).expect("its fix");
+    let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+    let o = &evaluate(&mut rd, &[p], |_| {}).expect("eval").outcomes[0];
+    assert_eq!(
+        (f.redundant_calls, o.removed_calls - o.stale_answers),
+        (3, 3)
+    );
+}

@@ -108,6 +108,7 @@ fn flags(a: &WhatifArgs) -> Flags {
         batch_syncs: a.batch_syncs.clone(),
         batch_writes: a.batch_writes.clone(),
         skip_checks: a.skip_checks.clone(),
+        track_size: a.track_size.clone(),
     }
 }
 
