@@ -400,7 +400,16 @@ mod tests {
 
     #[test]
     fn the_page_has_each_policy_its_verdict_and_its_stale_answers_escaped() {
-        let outs = [outcome(Verdict::Unsafe), outcome(Verdict::Safe)];
+        let mut synced = outcome(Verdict::Safe);
+        synced.at_risk = Some(dejavu_detect::whatif::AtRisk {
+            bytes: 3100,
+            records: 100,
+            worst_ts: Some(79_000_000),
+            worst_path: Some("/db/<j>.log".into()),
+            text: "not yet synced".into(),
+        });
+        synced.hazards = vec!["group commit <per record>".into()];
+        let outs = [outcome(Verdict::Unsafe), synced];
         let nr = [NotReplayedRow {
             number: 3,
             detector: "small-writes".into(),
@@ -432,6 +441,14 @@ mod tests {
         assert!(!s.contains("/srv/<app>"), "unescaped path");
         assert!(s.contains("not modelled &lt;yet&gt;"));
         assert!(s.contains("write at save@app.c:40"));
+        // What a fix that drops or delays writes puts at risk, and its hazards, escaped.
+        assert!(s.contains("<h3>At risk</h3>"), "{s}");
+        assert!(s.contains("3,100 bytes in 100 writes"), "{s}");
+        assert!(s.contains("<code>/db/&lt;j&gt;.log</code>"), "{s}");
+        assert!(
+            s.contains("<li>group commit &lt;per record&gt;</li>"),
+            "{s}"
+        );
         assert!(s.contains("Content-Security-Policy"));
         // Nothing loaded: no src or href to another place (the SVG namespace is not a load).
         assert!(!s.contains("src=\"http") && !s.contains("href=\"http"));

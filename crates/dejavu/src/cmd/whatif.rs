@@ -598,8 +598,14 @@ mod tests {
                 writers: Vec::new(),
                 killed: Vec::new(),
             }),
-            at_risk: None,
-            hazards: Vec::new(),
+            at_risk: Some(dejavu_detect::whatif::AtRisk {
+                bytes: 3_100,
+                records: 100,
+                worst_ts: Some(79_230_000),
+                worst_path: Some("/db/journal.log".into()),
+                text: "not yet synced".into(),
+            }),
+            hazards: vec!["group commit".into()],
             verdict: Verdict::Unsafe,
             verdict_text: "unsafe: the counter-example".into(),
         }
@@ -648,6 +654,8 @@ whatif t.dvt: 1 policy replayed over 46 syscalls (1.90ms traced)
    invalidation points:
      write at save@app.c:21 (1x)
    at risk: 400 bytes in 50 writes buffered before the final flush (at 11.38ms, /data/t.tdb)
+   at risk: 3,100 bytes in 100 writes (at 79.23ms, /db/journal.log): not yet synced
+   hazard: group commit
    verdict: unsafe: the counter-example
 
 The removed calls' times are their own time in the kernel, measured by eBPF.
