@@ -241,6 +241,11 @@ fn keep_open_on_an_open_pwrite_close_loop_saves_the_opens_and_closes_and_puts_th
         (400, 50)
     );
     assert_eq!(risk["worst_path"], file.as_str());
+    // Each pwrite starts where the last ended: a buffer would merge the 50 into one write.
+    assert_eq!(
+        (n(&risk["writes_before"]), n(&risk["writes_after"])),
+        (50, 1)
+    );
     assert_eq!(o["verdict"], "safe");
     let rows = o["by_syscall"].as_array().unwrap();
     let openat = rows

@@ -1086,6 +1086,8 @@ fn outcome(
             worst_path: k.worst.map(|w| cx.path(w.2)),
             writers,
             killed: k.killed.clone(),
+            writes_before: k.merged_writes().0,
+            writes_after: k.merged_writes().1,
         });
     }
     let (at_risk, hazards) = risks(&st, cx);

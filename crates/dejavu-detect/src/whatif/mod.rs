@@ -145,6 +145,12 @@ pub struct RiskKeepOpen {
     pub writers: Vec<Writer>,
     /// Processes holding a kept file that a signal killed (their buffer would be lost).
     pub killed: Vec<u32>,
+    /// With `--flush on-exit`: the holders' writes to their kept files, as recorded
+    /// (they are not among the governed calls).
+    pub writes_before: u64,
+    /// The writes a 64 KiB buffer would have made of them, merging each write that starts
+    /// where the last ended (not counted in `removed_calls`).
+    pub writes_after: u64,
 }
 
 /// What a fix that drops or delays writes or syncs puts at risk (`--skip-unread`,

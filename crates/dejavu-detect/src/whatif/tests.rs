@@ -1045,3 +1045,46 @@ fn track_size_answers_from_the_process_own_writes_and_a_second_writer_makes_it_s
         (3, 3)
     );
 }
+
+/// open + pwrite(8 bytes at `off`) + close of /data/t.tdb.
+fn tile_at(b: &mut TraceBuilder, off: i64) {
+    b.open("/data/t.tdb", 0o101, 3, Some(file(9, 0, 1)));
+    b.call(dejavu_trace::Sys::Pwrite64, |c, b| {
+        c.fd = Some(3);
+        c.path = Some(b.s("/data/t.tdb"));
+        c.ev = dejavu_trace::ev::PATH_FROM_FD;
+        c.count = 8;
+        c.ret = 8;
+        c.offset = Some(off);
+    });
+    b.close(3, "/data/t.tdb");
+}
+
+#[test]
+fn a_kept_handle_buffered_until_exit_merges_the_writes_that_follow_each_other() {
+    // Ten tiles one after the other, then five at the same offset (each rewrites the last).
+    let build = || {
+        let mut b = TraceBuilder::new();
+        for i in 0..10 {
+            tile_at(&mut b, i * 8);
+        }
+        for _ in 0..5 {
+            tile_at(&mut b, 0);
+        }
+        b
+    };
+    let o = &run(build(), keep("/data/*.tdb"))[0];
+    let k = o.keep_open.as_ref().expect("keep_open");
+    // The ten merge into one write; each of the five starts elsewhere: one write each.
+    assert_eq!((k.writes_before, k.writes_after), (15, 6), "{k:#?}");
+    // Not among the governed calls: the opens and closes are.
+    assert_eq!((o.calls_before, o.removed_calls), (30, 28));
+    // Written through at once, nothing is merged.
+    let f = Flags {
+        flush: Some("each-write".into()),
+        ..keep("/data/*.tdb")
+    };
+    let o = &run(build(), f)[0];
+    let k = o.keep_open.as_ref().expect("keep_open");
+    assert_eq!((k.writes_before, k.writes_after), (0, 0));
+}

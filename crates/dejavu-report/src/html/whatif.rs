@@ -201,6 +201,15 @@ fn outcome(b: &mut String, i: usize, o: &Outcome) {
         } else {
             b.push_str("<li>nothing: writes go through at once</li>\n");
         }
+        if k.writes_before > 0 {
+            let _ = writeln!(
+                b,
+                "<li>writes if merged in a 64 KiB buffer: {} → {} (not counted in the calls \
+                 removed)</li>",
+                fmt_count(k.writes_before),
+                fmt_count(k.writes_after)
+            );
+        }
         for w in &k.writers {
             let _ = writeln!(
                 b,

@@ -456,6 +456,14 @@ fn text(
             } else {
                 writeln!(out, "   at risk: nothing (writes go through at once)")?;
             }
+            if k.writes_before > 0 {
+                writeln!(
+                    out,
+                    "   writes if merged in a 64 KiB buffer: {} -> {} (not counted above)",
+                    count(k.writes_before),
+                    count(k.writes_after)
+                )?;
+            }
             for w in &k.writers {
                 writeln!(
                     out,
@@ -597,6 +605,8 @@ mod tests {
                 worst_path: Some("/data/t.tdb".into()),
                 writers: Vec::new(),
                 killed: Vec::new(),
+                writes_before: 50,
+                writes_after: 1,
             }),
             at_risk: Some(dejavu_detect::whatif::AtRisk {
                 bytes: 3_100,
@@ -654,6 +664,7 @@ whatif t.dvt: 1 policy replayed over 46 syscalls (1.90ms traced)
    invalidation points:
      write at save@app.c:21 (1x)
    at risk: 400 bytes in 50 writes buffered before the final flush (at 11.38ms, /data/t.tdb)
+   writes if merged in a 64 KiB buffer: 50 -> 1 (not counted above)
    at risk: 3,100 bytes in 100 writes (at 79.23ms, /db/journal.log): not yet synced
    hazard: group commit
    verdict: unsafe: the counter-example
