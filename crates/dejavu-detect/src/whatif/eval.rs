@@ -24,6 +24,7 @@ mod checks;
 mod content;
 mod ensure_dir;
 mod keep_open;
+mod lines;
 mod sizes;
 mod writes;
 
@@ -31,6 +32,7 @@ use checks::{skip_checks, Checks};
 use content::{content_step, Content};
 use ensure_dir::{ensure_dir, EnsureDir};
 use keep_open::{keep_open, KeepOpen};
+use lines::{log_lines, LogLines};
 use sizes::track_size;
 use writes::{batch_syncs, batch_writes, skip_unread, Batches, Buffers, Risk};
 
@@ -191,6 +193,7 @@ enum State {
     BatchWrites(Buffers, Risk),
     SkipChecks(Checks),
     TrackSize(Box<crate::detectors::self_inflicted_lookup::Sizes>),
+    LogLines(Box<LogLines>),
 }
 
 #[derive(Clone, Copy)]
@@ -315,8 +318,10 @@ pub fn evaluate<R: Read>(
                 }
                 if let Record::Exit(e) = other {
                     for st in &mut states {
-                        if let State::SkipChecks(k) = st {
-                            k.exit(e.tid);
+                        match st {
+                            State::SkipChecks(k) => k.exit(e.tid),
+                            State::LogLines(l) if e.pid == e.tid => l.splitter.exit(e.pid),
+                            _ => {}
                         }
                     }
                     if e.tid == e.pid {
@@ -390,6 +395,7 @@ fn new_state(p: &Policy) -> State {
         Kind::BatchWrites { .. } => State::BatchWrites(Buffers::default(), Risk::default()),
         Kind::SkipChecks => State::SkipChecks(Checks::default()),
         Kind::TrackSize => State::TrackSize(Box::default()),
+        Kind::LogLines { .. } => State::LogLines(Box::default()),
     }
 }
 
@@ -758,6 +764,7 @@ fn step(
         (Kind::SkipUnread, State::SkipUnread(r)) => skip_unread(p, r, t, c),
         (Kind::BatchSyncs { bytes }, State::BatchSyncs(b, r)) => batch_syncs(p, *bytes, b, r, t, c),
         (Kind::SkipChecks, State::SkipChecks(k)) => skip_checks(p, k, t, c),
+        (Kind::LogLines { lines }, State::LogLines(st)) => log_lines(p, lines, st, t, c),
         (Kind::BatchWrites { max_bytes, gap_ns }, State::BatchWrites(b, r)) => {
             batch_writes(p, (*max_bytes, *gap_ns), b, r, t, c)
         }
@@ -1193,6 +1200,14 @@ fn outcome(
         moments: t.moments,
         moments_total: t.moments_total,
         keep_open: keep,
+        lines: match &st {
+            State::LogLines(l) => Some(super::Lines {
+                before: l.before,
+                after: l.before - l.removed,
+                removed: l.removed,
+            }),
+            _ => None,
+        },
         at_risk,
         hazards,
         verdict,
@@ -1294,6 +1309,14 @@ fn risks(st: &State, cx: &Cx<'_>) -> (Option<AtRisk>, Vec<String>) {
                 .to_string();
             (Some(at(r, text)), hazards)
         }
+        State::LogLines(l) if l.removed > 0 => {
+            hazards.push(
+                "if each occurrence carries detail someone needs (which request, which user), \
+                 aggregate it (a counter per interval) or sample it rather than drop it"
+                    .to_string(),
+            );
+            (None, hazards)
+        }
         State::TrackSize(_) => {
             hazards.push(
                 "the kept size holds only while this process is the only writer: if another \
@@ -1360,5 +1383,6 @@ fn kind_name(k: &Kind) -> &'static str {
         Kind::BatchWrites { .. } => "batch-writes",
         Kind::SkipChecks => "skip-checks",
         Kind::TrackSize => "track-size",
+        Kind::LogLines { .. } => "log-once",
     }
 }

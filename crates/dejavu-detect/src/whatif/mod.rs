@@ -170,6 +170,18 @@ pub struct AtRisk {
     pub text: String,
 }
 
+/// A repeated-output finding's fix replayed by line (`lines`): masked lines as the detector
+/// counts them.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Lines {
+    /// Occurrences of the finding's lines.
+    pub before: u64,
+    /// Left: the first of each per process and output.
+    pub after: u64,
+    /// Removed (`before - after`): what the finding's count compares with.
+    pub removed: u64,
+}
+
 /// The finding a policy is the own fix of.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct FindingRef {
@@ -223,6 +235,10 @@ pub struct Outcome {
     /// `--keep-open` only: what a crash would lose, who else wrote the files.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keep_open: Option<RiskKeepOpen>,
+    /// A repeated-output finding's own fix: its lines before and after (the calls are the
+    /// writes, a write removed when every line it carried is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<Lines>,
     /// `--skip-unread`, `--batch-syncs`: the bytes the fix drops or leaves unsynced.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub at_risk: Option<AtRisk>,
@@ -237,9 +253,7 @@ pub struct Outcome {
 }
 
 /// The detectors whose fix a policy models, so that the replay saves what the finding
-/// says. repeated-output is not one of them: it counts masked lines (several per write, a
-/// line cut across writes joined), and `--log-once` counts write calls by their recorded
-/// fingerprint; they differ by a line or more, so its findings are listed as not replayed.
+/// says. repeated-output's is [`own_log_fix`] (it needs the finding's lines).
 pub const MODELLED: [&str; 10] = [
     "repeated-lookup",
     "negative-probe",
@@ -253,14 +267,24 @@ pub const MODELLED: [&str; 10] = [
     "self-inflicted-lookup",
 ];
 
+/// A repeated-output finding's own fix: its lines (see [`crate::Covered::lines`]) written
+/// once per process and output, counted by masked line as the detector counts them.
+pub fn own_log_fix(f: &Finding, lines: &[(u32, String, u8, u64)]) -> Policy {
+    let mut scope = Scope::default();
+    scope.programs = vec![f.program.clone()];
+    Policy {
+        kind: Kind::LogLines {
+            lines: lines.iter().cloned().collect(),
+        },
+        scope,
+    }
+}
+
 /// Why a finding of `detector` is not replayed under its own fix.
 pub fn not_modelled(detector: &str) -> String {
     match detector {
         "repeated-output" => {
-            "its count is of masked lines (several per write, a line cut across writes \
-joined); --log-once replays the fix by write call, so the two numbers could differ: run it with \
---log-once to see"
-                .to_string()
+            "the finding does not list its lines (the trace was analysed without them)".to_string()
         }
         "sync-io-main-thread" => {
             "its fix moves the calls off the main thread (async APIs, a worker) rather than \

@@ -209,6 +209,12 @@ pub enum Kind {
     SkipChecks,
     /// Sizes and positions of the files a process writes, kept from its own writes.
     TrackSize,
+    /// A repeated-output finding's own fix: its lines (process image, target, stream,
+    /// masked line's hash) written once, counted by line as the detector counts them.
+    LogLines {
+        /// The finding's lines.
+        lines: rustc_hash::FxHashSet<(u32, String, u8, u64)>,
+    },
     /// Runs of tiny writes to one descriptor go through a 64 KiB buffer.
     BatchWrites {
         /// The largest write that joins a run.
@@ -241,6 +247,7 @@ impl Kind {
             Kind::BatchWrites { .. } => "--batch-writes",
             Kind::SkipChecks => "--skip-checks",
             Kind::TrackSize => "--track-size",
+            Kind::LogLines { .. } => "--log-once",
         }
     }
 }
@@ -406,6 +413,14 @@ impl Policy {
                 "--track-size {}",
                 quoted(if globs.is_empty() { "/**" } else { &globs })
             ),
+            Kind::LogLines { lines } => {
+                let n: rustc_hash::FxHashSet<u64> = lines.iter().map(|l| l.3).collect();
+                format!(
+                    "--log-once (the finding's {} line{}, by masked line)",
+                    n.len(),
+                    if n.len() == 1 { "" } else { "s" }
+                )
+            }
         };
         if !self.scope.programs.is_empty() {
             s += &format!(" (program {})", self.scope.programs.join(", "));
@@ -544,7 +559,8 @@ pub fn modify(p: &mut Policy, f: &Flags) -> Result<(), PolicyError> {
         | Kind::BatchSyncs { .. }
         | Kind::BatchWrites { .. }
         | Kind::SkipChecks
-        | Kind::TrackSize => {}
+        | Kind::TrackSize
+        | Kind::LogLines { .. } => {}
     }
     Ok(())
 }

@@ -1088,3 +1088,51 @@ fn a_kept_handle_buffered_until_exit_merges_the_writes_that_follow_each_other() 
     let k = o.keep_open.as_ref().expect("keep_open");
     assert_eq!((k.writes_before, k.writes_after), (0, 0));
 }
+
+/// On stderr: 12 writes of one warning (its number varies), one write carrying it after
+/// another line, one carrying it cut in two writes.
+fn warnings() -> TraceBuilder {
+    let mut b = TraceBuilder::new();
+    for i in 0..12 {
+        b.write(
+            2,
+            "/dev/pts/0",
+            &format!("warning: retry {i} of the upload\n"),
+            true,
+        );
+    }
+    b.write(
+        2,
+        "/dev/pts/0",
+        "starting the next batch now\nwarning: retry 40 of the upload\n",
+        true,
+    );
+    b.write(2, "/dev/pts/0", "warning: retry 4", true);
+    b.write(2, "/dev/pts/0", "1 of the upload\n", true);
+    b
+}
+
+#[test]
+fn a_repeated_output_findings_own_fix_counts_masked_lines_as_the_finding_does() {
+    let bytes = warnings().finish();
+    let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+    let (a, covered) =
+        crate::analyze_covered(&mut rd, &crate::Config::default(), |_| {}).expect("analysis");
+    let f = a
+        .rows()
+        .iter()
+        .find(|f| f.detector == "repeated-output")
+        .expect("a repeated-output finding");
+    assert_eq!(f.redundant_calls, 13);
+    let p = super::own_log_fix(f, covered.lines(&f.key).expect("its lines"));
+    let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+    let o = &evaluate(&mut rd, &[p], |_| {}).expect("eval").outcomes[0];
+    let l = o.lines.as_ref().expect("lines");
+    // 14 occurrences, one left: the 13 the finding says.
+    assert_eq!((l.before, l.after, l.removed), (14, 1, 13));
+    // Calls: the 11 one-line writes after the first go, and so does the write that
+    // finishes the cut line (its first half ends no line: not governed); the write that
+    // also carries another line stays.
+    assert_eq!((o.calls_before, o.removed_calls), (14, 12), "{o:#?}");
+    assert!(o.hazards.iter().any(|h| h.contains("aggregate")));
+}

@@ -127,8 +127,22 @@ fn outcome(b: &mut String, i: usize, o: &Outcome) {
         fmt_count(o.removed_calls),
         fmt_duration(o.removed_ns)
     );
+    if let Some(l) = &o.lines {
+        let _ = writeln!(
+            b,
+            "<dt>lines</dt><dd>{} → {} ({} removed; the calls are the writes that carried \
+             them)</dd>",
+            fmt_count(l.before),
+            fmt_count(l.after),
+            fmt_count(l.removed)
+        );
+    }
     if let Some(f) = &o.finding {
-        let saves = o.removed_calls.saturating_sub(o.stale_answers);
+        // A repeated-output finding counts lines.
+        let saves = match &o.lines {
+            Some(l) => l.removed,
+            None => o.removed_calls.saturating_sub(o.stale_answers),
+        };
         let _ = writeln!(
             b,
             "<dt>agreement</dt><dd>{}</dd>",
@@ -400,6 +414,7 @@ mod tests {
             moments: vec![],
             moments_total: 0,
             keep_open: None,
+            lines: None,
             at_risk: None,
             hazards: Vec::new(),
             verdict,

@@ -7,7 +7,7 @@ use super::report::{usage_error, warn};
 use crate::cli::{parse_duration, WhatifArgs};
 use anyhow::Context;
 use dejavu_detect::whatif::{evaluate, own_fix, policy, Evaluation, Flags, Outcome, Policy};
-use dejavu_detect::whatif::{not_modelled, FindingRef};
+use dejavu_detect::whatif::{not_modelled, own_log_fix, FindingRef};
 use dejavu_detect::{analyze_covered, Analysis, Config, Covered};
 use dejavu_report::text::fmt_duration;
 use dejavu_report::Progress;
@@ -131,7 +131,14 @@ fn own_fixes(a: &WhatifArgs, flags: &Flags) -> anyhow::Result<OwnFixes> {
         if a.finding.is_some_and(|n| n != number) {
             continue;
         }
-        match own_fix(f, covered.get(&f.key).map(|v| v.as_slice())) {
+        let fix = own_fix(f, covered.get(&f.key).map(|v| v.as_slice())).or_else(|| {
+            // repeated-output's: its lines, once.
+            (f.detector == "repeated-output")
+                .then(|| covered.lines(&f.key))
+                .flatten()
+                .map(|l| own_log_fix(f, l))
+        });
+        match fix {
             Some(mut p) => {
                 if a.finding.is_some() {
                     // One finding: a modifier its fix has no use for is a mistake.
@@ -362,10 +369,11 @@ fn text(
         if let Some(f) = &o.finding {
             write!(
                 out,
-                "   [finding {}: {}, which says {} calls]",
+                "   [finding {}: {}, which says {} {}]",
                 f.number,
                 f.detector,
-                count(f.redundant_calls)
+                count(f.redundant_calls),
+                if o.lines.is_some() { "lines" } else { "calls" }
             )?;
         }
         writeln!(out)?;
@@ -377,9 +385,22 @@ fn text(
             count(o.removed_calls),
             fmt_duration(o.removed_ns)
         )?;
+        if let Some(l) = &o.lines {
+            writeln!(
+                out,
+                "   lines: {} -> {} ({} removed; the calls above are the writes that carried them)",
+                count(l.before),
+                count(l.after),
+                count(l.removed)
+            )?;
+        }
         if let Some(f) = &o.finding {
-            // The replay counts on its own; say whether it agrees with the finding.
-            let saves = o.removed_calls - o.stale_answers;
+            // The replay counts on its own; say whether it agrees with the finding (a
+            // repeated-output finding counts lines).
+            let saves = match &o.lines {
+                Some(l) => l.removed,
+                None => o.removed_calls - o.stale_answers,
+            };
             if saves == f.redundant_calls {
                 writeln!(
                     out,
@@ -598,6 +619,7 @@ mod tests {
             }],
             moments: Vec::new(),
             moments_total: 0,
+            lines: None,
             keep_open: Some(RiskKeepOpen {
                 bytes_at_risk: 400,
                 records_at_risk: 50,
