@@ -291,6 +291,13 @@ pub fn not_modelled(detector: &str) -> String {
 removing them: no call goes, so there is nothing to count as removed"
                 .to_string()
         }
+        "repeated-exec" => {
+            "not modelled yet: its fix (run the program once and reuse its result; resolve the \
+path once) removes whole runs of a program and PATH probes, grouped by the detector through the \
+shells run per operation; a replay would remove every call of the repeated runs, not only their \
+execs, so its calls would not compare with the finding's count of execs"
+                .to_string()
+        }
         d => format!(
             "no policy models {d}'s fix yet (modelled: {})",
             MODELLED.join(", ")
