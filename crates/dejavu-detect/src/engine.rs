@@ -36,6 +36,10 @@ pub struct Cx<'a> {
 pub(crate) struct Coverage {
     pub(crate) pairs: FxHashMap<String, Vec<(u32, dejavu_replay::PathKey)>>,
     pub(crate) lines: FxHashMap<String, Vec<(u32, dejavu_replay::PathKey, u8, u64)>>,
+    /// repeated-exec: the commands (starting process, command hash) and the PATH probes
+    /// (starting process, probed path).
+    pub(crate) execs: FxHashMap<String, Vec<(u32, u64)>>,
+    pub(crate) probes: FxHashMap<String, Vec<(u32, dejavu_replay::PathKey)>>,
 }
 
 /// What each finding covers beyond the few paths and patterns it shows, by finding key,
@@ -44,6 +48,8 @@ pub(crate) struct Coverage {
 pub struct Covered {
     pairs: FxHashMap<String, Vec<(u32, String)>>,
     lines: FxHashMap<String, Vec<(u32, String, u8, u64)>>,
+    execs: FxHashMap<String, Vec<(u32, u64)>>,
+    probes: FxHashMap<String, Vec<(u32, String)>>,
 }
 
 impl Covered {
@@ -58,6 +64,18 @@ impl Covered {
     /// fingerprint).
     pub fn lines(&self, key: &str) -> Option<&[(u32, String, u8, u64)]> {
         self.lines.get(key).map(|v| v.as_slice())
+    }
+
+    /// The commands behind a repeated-exec finding: (the process that started them, the
+    /// command's hash, see `repeated_exec::command_hash`).
+    pub fn execs(&self, key: &str) -> Option<&[(u32, u64)]> {
+        self.execs.get(key).map(|v| v.as_slice())
+    }
+
+    /// The PATH probes behind a repeated-exec finding: (the process whose exec they
+    /// preceded's parent, the probed path).
+    pub fn probes(&self, key: &str) -> Option<&[(u32, String)]> {
+        self.probes.get(key).map(|v| v.as_slice())
     }
 }
 
@@ -551,6 +569,16 @@ fn analyze_inner<R: Read>(
         for (key, pairs) in cov.pairs.iter() {
             let v = out.pairs.entry(key.clone()).or_default();
             v.extend(pairs.iter().map(|&(i, p)| (i, replay.paths.display(p))));
+        }
+        for (key, execs) in cov.execs.iter() {
+            out.execs
+                .entry(key.clone())
+                .or_default()
+                .extend_from_slice(execs);
+        }
+        for (key, probes) in cov.probes.iter() {
+            let v = out.probes.entry(key.clone()).or_default();
+            v.extend(probes.iter().map(|&(p, k)| (p, replay.paths.display(k))));
         }
         for (key, lines) in cov.lines.iter() {
             let v = out.lines.entry(key.clone()).or_default();

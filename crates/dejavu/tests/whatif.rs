@@ -416,10 +416,12 @@ fn every_dirty_twins_findings_replayed_under_their_own_fix_save_what_they_say() 
         for o in j["outcomes"].as_array().unwrap() {
             let f = &o["finding"];
             let says = n(&f["redundant_calls"]);
-            // repeated-output's fix is counted by line, as its finding counts.
-            let saves = match o.get("lines") {
-                Some(l) => n(&l["removed"]),
-                None => n(&o["removed_calls"]) - n(&o["stale_answers"]),
+            // repeated-output's fix is counted by line and repeated-exec's by run, as their
+            // findings count.
+            let saves = match (o.get("lines"), o.get("execs")) {
+                (Some(l), _) => n(&l["removed"]),
+                (_, Some(x)) => n(&x["removed"]),
+                _ => n(&o["removed_calls"]) - n(&o["stale_answers"]),
             };
             report += &format!(
                 "{rel}: finding {} {} says {says}, its fix replayed removes {saves}\n",
@@ -449,6 +451,18 @@ fn every_dirty_twins_findings_replayed_under_their_own_fix_save_what_they_say() 
     }
     if node || py.is_some() {
         assert!(replayed.contains_key("ensure-dir"), "{report}");
+        assert!(replayed.contains_key("repeated-exec"), "{report}");
+    }
+    // repeated-exec's clean twin (the version asked once): nothing to replay.
+    if let Some(py) = &py {
+        let w = Work::new();
+        let script = workload("detectors/repeated-exec/clean.py");
+        record(&w, &[py.as_str(), script.to_str().unwrap()]);
+        let j = whatif_json(&w.trace(), &[]);
+        assert!(
+            !j.to_string().contains("\"repeated-exec\""),
+            "repeated-exec/clean.py: {j:#}"
+        );
     }
 }
 

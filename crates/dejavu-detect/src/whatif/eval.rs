@@ -23,6 +23,7 @@ use std::io::Read;
 mod checks;
 mod content;
 mod ensure_dir;
+mod execs;
 mod keep_open;
 mod lines;
 mod sizes;
@@ -31,6 +32,7 @@ mod writes;
 use checks::{skip_checks, Checks};
 use content::{content_step, Content};
 use ensure_dir::{ensure_dir, EnsureDir};
+use execs::{exec_once, ExecOnce};
 use keep_open::{keep_open, KeepOpen};
 use lines::{log_lines, LogLines};
 use sizes::track_size;
@@ -194,6 +196,7 @@ enum State {
     SkipChecks(Checks),
     TrackSize(Box<crate::detectors::self_inflicted_lookup::Sizes>),
     LogLines(Box<LogLines>),
+    ExecOnce(Box<ExecOnce>),
 }
 
 #[derive(Clone, Copy)]
@@ -316,11 +319,35 @@ pub fn evaluate<R: Read>(
                         sz.on_record(&other);
                     }
                 }
+                if let Record::Exec(e) = other {
+                    let stat_of = |id: StatId| reader.stat(id);
+                    let stack_of = |id: StackId| reader.stack(id).to_vec();
+                    let cx = Cx {
+                        replay: &replay,
+                        strings,
+                        config: &cfg,
+                        stats: &stat_of,
+                        marks: &marks,
+                        stacks: &stack_of,
+                        programs: &programs,
+                        site_memo: &site_memo,
+                        coverage: None,
+                    };
+                    for (i, st) in states.iter_mut().enumerate() {
+                        if let (State::ExecOnce(x), Kind::ExecOnce { cmds, probes }) =
+                            (st, &policies[i].kind)
+                        {
+                            let cmd = (strings.get(e.exe), strings.get(e.argv));
+                            x.exec(cmds, probes, &mut tallies[i], e.pid, cmd, &cx);
+                        }
+                    }
+                }
                 if let Record::Exit(e) = other {
                     for st in &mut states {
                         match st {
                             State::SkipChecks(k) => k.exit(e.tid),
                             State::LogLines(l) if e.pid == e.tid => l.splitter.exit(e.pid),
+                            State::ExecOnce(x) if e.pid == e.tid => x.exit(e.pid),
                             _ => {}
                         }
                     }
@@ -396,6 +423,7 @@ fn new_state(p: &Policy) -> State {
         Kind::SkipChecks => State::SkipChecks(Checks::default()),
         Kind::TrackSize => State::TrackSize(Box::default()),
         Kind::LogLines { .. } => State::LogLines(Box::default()),
+        Kind::ExecOnce { .. } => State::ExecOnce(Box::default()),
     }
 }
 
@@ -765,6 +793,7 @@ fn step(
         (Kind::BatchSyncs { bytes }, State::BatchSyncs(b, r)) => batch_syncs(p, *bytes, b, r, t, c),
         (Kind::SkipChecks, State::SkipChecks(k)) => skip_checks(p, k, t, c),
         (Kind::LogLines { lines }, State::LogLines(st)) => log_lines(p, lines, st, t, c),
+        (Kind::ExecOnce { .. }, State::ExecOnce(x)) => exec_once(x, t, c),
         (Kind::BatchWrites { max_bytes, gap_ns }, State::BatchWrites(b, r)) => {
             batch_writes(p, (*max_bytes, *gap_ns), b, r, t, c)
         }
@@ -1208,6 +1237,14 @@ fn outcome(
             }),
             _ => None,
         },
+        execs: match &st {
+            State::ExecOnce(x) if x.execs.0 > 0 => Some(super::Execs {
+                before: x.execs.0,
+                after: x.execs.0 - x.execs.1,
+                removed: x.execs.1,
+            }),
+            _ => None,
+        },
         at_risk,
         hazards,
         verdict,
@@ -1309,6 +1346,22 @@ fn risks(st: &State, cx: &Cx<'_>) -> (Option<AtRisk>, Vec<String>) {
                 .to_string();
             (Some(at(r, text)), hazards)
         }
+        State::ExecOnce(x) if x.execs.1 > 0 => {
+            hazards.push(
+                "reuse a run's result only while what it reads stays the same (a repository, the \
+                 configuration, the clock): run it again when that changes"
+                    .to_string(),
+            );
+            (None, hazards)
+        }
+        State::ExecOnce(_) => {
+            hazards.push(
+                "a path resolved once must be resolved again if PATH or the installed program \
+                 changes"
+                    .to_string(),
+            );
+            (None, hazards)
+        }
         State::LogLines(l) if l.removed > 0 => {
             hazards.push(
                 "if each occurrence carries detail someone needs (which request, which user), \
@@ -1384,5 +1437,6 @@ fn kind_name(k: &Kind) -> &'static str {
         Kind::SkipChecks => "skip-checks",
         Kind::TrackSize => "track-size",
         Kind::LogLines { .. } => "log-once",
+        Kind::ExecOnce { .. } => "exec-once",
     }
 }

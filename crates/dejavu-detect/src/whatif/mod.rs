@@ -239,6 +239,10 @@ pub struct Outcome {
     /// writes, a write removed when every line it carried is).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lines: Option<Lines>,
+    /// A repeated-exec finding's "run it once": its runs before and after (the calls are
+    /// every call those runs made).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execs: Option<Execs>,
     /// `--skip-unread`, `--batch-syncs`: the bytes the fix drops or leaves unsynced.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub at_risk: Option<AtRisk>,
@@ -253,7 +257,8 @@ pub struct Outcome {
 }
 
 /// The detectors whose fix a policy models, so that the replay saves what the finding
-/// says. repeated-output's is [`own_log_fix`] (it needs the finding's lines).
+/// says. repeated-output's is [`own_log_fix`] and repeated-exec's [`own_exec_fix`] (they need the
+/// finding's lines, commands or probes).
 pub const MODELLED: [&str; 10] = [
     "repeated-lookup",
     "negative-probe",
@@ -280,6 +285,31 @@ pub fn own_log_fix(f: &Finding, lines: &[(u32, String, u8, u64)]) -> Policy {
     }
 }
 
+/// A repeated-exec finding's own fix: its commands (see [`crate::Covered::execs`]) run
+/// once per starting process, or its PATH probes ([`crate::Covered::probes`]) made once.
+pub fn own_exec_fix(f: &Finding, cmds: &[(u32, u64)], probes: &[(u32, String)]) -> Policy {
+    let mut scope = Scope::default();
+    scope.programs = vec![f.program.clone()];
+    Policy {
+        kind: Kind::ExecOnce {
+            cmds: cmds.iter().copied().collect(),
+            probes: probes.iter().cloned().collect(),
+        },
+        scope,
+    }
+}
+
+/// Runs of a repeated-exec finding's commands (`execs`).
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Execs {
+    /// Runs of the finding's commands.
+    pub before: u64,
+    /// Left: the first of each command per starting process.
+    pub after: u64,
+    /// Removed (`before - after`): what the finding's count compares with.
+    pub removed: u64,
+}
+
 /// Why a finding of `detector` is not replayed under its own fix.
 pub fn not_modelled(detector: &str) -> String {
     match detector {
@@ -292,10 +322,8 @@ removing them: no call goes, so there is nothing to count as removed"
                 .to_string()
         }
         "repeated-exec" => {
-            "not modelled yet: its fix (run the program once and reuse its result; resolve the \
-path once) removes whole runs of a program and PATH probes, grouped by the detector through the \
-shells run per operation; a replay would remove every call of the repeated runs, not only their \
-execs, so its calls would not compare with the finding's count of execs"
+            "the finding does not list its commands or probes (the trace was analysed without \
+them)"
                 .to_string()
         }
         d => format!(

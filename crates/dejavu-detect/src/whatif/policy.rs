@@ -215,6 +215,14 @@ pub enum Kind {
         /// The finding's lines.
         lines: rustc_hash::FxHashSet<(u32, String, u8, u64)>,
     },
+    /// A repeated-exec finding's own fix: its commands (starting process, command hash)
+    /// run once, or its PATH probes (starting process, probed path) made once.
+    ExecOnce {
+        /// The finding's commands.
+        cmds: rustc_hash::FxHashSet<(u32, u64)>,
+        /// The finding's probes.
+        probes: rustc_hash::FxHashSet<(u32, String)>,
+    },
     /// Runs of tiny writes to one descriptor go through a 64 KiB buffer.
     BatchWrites {
         /// The largest write that joins a run.
@@ -248,6 +256,7 @@ impl Kind {
             Kind::SkipChecks => "--skip-checks",
             Kind::TrackSize => "--track-size",
             Kind::LogLines { .. } => "--log-once",
+            Kind::ExecOnce { .. } => "(exec once)",
         }
     }
 }
@@ -413,6 +422,16 @@ impl Policy {
                 "--track-size {}",
                 quoted(if globs.is_empty() { "/**" } else { &globs })
             ),
+            Kind::ExecOnce { cmds, probes } if probes.is_empty() => format!(
+                "run once (the finding's {} command{}, per starting process)",
+                cmds.len(),
+                if cmds.len() == 1 { "" } else { "s" }
+            ),
+            Kind::ExecOnce { probes, .. } => format!(
+                "resolve the path once (the finding's {} probed path{})",
+                probes.len(),
+                if probes.len() == 1 { "" } else { "s" }
+            ),
             Kind::LogLines { lines } => {
                 let n: rustc_hash::FxHashSet<u64> = lines.iter().map(|l| l.3).collect();
                 format!(
@@ -560,7 +579,8 @@ pub fn modify(p: &mut Policy, f: &Flags) -> Result<(), PolicyError> {
         | Kind::BatchWrites { .. }
         | Kind::SkipChecks
         | Kind::TrackSize
-        | Kind::LogLines { .. } => {}
+        | Kind::LogLines { .. }
+        | Kind::ExecOnce { .. } => {}
     }
     Ok(())
 }

@@ -1136,3 +1136,71 @@ fn a_repeated_output_findings_own_fix_counts_masked_lines_as_the_finding_does() 
     assert_eq!((o.calls_before, o.removed_calls), (14, 12), "{o:#?}");
     assert!(o.hazards.iter().any(|h| h.contains("aggregate")));
 }
+
+/// pid 100 runs `git --version` 12 times, each child first probing /usr/local/bin/git
+/// (ENOENT), then making 2 calls of its own (the execve, a stat).
+fn spawns() -> TraceBuilder {
+    use dejavu_trace::{Exit, ExitStatus, Record, Sys};
+    let mut b = TraceBuilder::new();
+    b.exec("/usr/bin/python3", &["python3", "app.py"]);
+    for i in 0..12 {
+        let child = 200 + i;
+        b.fork(child);
+        b.pid = child;
+        b.tid = child;
+        b.call(Sys::Execve, |c, b| {
+            c.path = Some(b.s("/usr/local/bin/git"));
+            c.payload = Some(b.s("git\0--version"));
+            c.ret = -2;
+        });
+        b.exec("/usr/bin/git", &["git", "--version"]);
+        b.call(Sys::Execve, |c, b| {
+            c.path = Some(b.s("/usr/bin/git"));
+            c.payload = Some(b.s("git\0--version"));
+        });
+        b.stat("/etc/gitconfig", Err(2));
+        b.push(Record::Exit(Exit {
+            ts: 0,
+            pid: child,
+            tid: child,
+            status: ExitStatus::Code(0),
+        }));
+        b.pid = 100;
+        b.tid = 100;
+    }
+    b
+}
+
+#[test]
+fn a_repeated_exec_findings_own_fix_removes_the_later_runs_and_every_call_they_made() {
+    let bytes = spawns().finish();
+    let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+    let (a, covered) =
+        crate::analyze_covered(&mut rd, &crate::Config::default(), |_| {}).expect("analysis");
+    let mut seen = Vec::new();
+    for f in a.rows().iter().filter(|f| f.detector == "repeated-exec") {
+        let p = super::own_exec_fix(
+            f,
+            covered.execs(&f.key).unwrap_or(&[]),
+            covered.probes(&f.key).unwrap_or(&[]),
+        );
+        let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+        let o = &evaluate(&mut rd, &[p], |_| {}).expect("eval").outcomes[0];
+        assert_eq!(f.redundant_calls, 11, "{:?}", f.key);
+        match &o.execs {
+            // Run once: 12 runs -> 1; the 11 later runs' 2 calls each go with them.
+            Some(x) => {
+                assert_eq!((x.before, x.after, x.removed), (12, 1, 11));
+                assert_eq!((o.calls_before, o.removed_calls), (24, 22), "{o:#?}");
+                seen.push("runs");
+            }
+            // Resolve once: the 11 later probes go.
+            None => {
+                assert_eq!((o.calls_before, o.removed_calls), (12, 11), "{o:#?}");
+                seen.push("probes");
+            }
+        }
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, ["probes", "runs"]);
+}

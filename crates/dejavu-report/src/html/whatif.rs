@@ -127,6 +127,16 @@ fn outcome(b: &mut String, i: usize, o: &Outcome) {
         fmt_count(o.removed_calls),
         fmt_duration(o.removed_ns)
     );
+    if let Some(x) = &o.execs {
+        let _ = writeln!(
+            b,
+            "<dt>runs</dt><dd>{} → {} ({} removed; the calls are every call those runs \
+             made)</dd>",
+            fmt_count(x.before),
+            fmt_count(x.after),
+            fmt_count(x.removed)
+        );
+    }
     if let Some(l) = &o.lines {
         let _ = writeln!(
             b,
@@ -139,9 +149,10 @@ fn outcome(b: &mut String, i: usize, o: &Outcome) {
     }
     if let Some(f) = &o.finding {
         // A repeated-output finding counts lines.
-        let saves = match &o.lines {
-            Some(l) => l.removed,
-            None => o.removed_calls.saturating_sub(o.stale_answers),
+        let saves = match (&o.lines, &o.execs) {
+            (Some(l), _) => l.removed,
+            (_, Some(x)) => x.removed,
+            _ => o.removed_calls.saturating_sub(o.stale_answers),
         };
         let _ = writeln!(
             b,
@@ -415,6 +426,7 @@ mod tests {
             moments_total: 0,
             keep_open: None,
             lines: None,
+            execs: None,
             at_risk: None,
             hazards: Vec::new(),
             verdict,

@@ -7,7 +7,7 @@ use super::report::{usage_error, warn};
 use crate::cli::{parse_duration, WhatifArgs};
 use anyhow::Context;
 use dejavu_detect::whatif::{evaluate, own_fix, policy, Evaluation, Flags, Outcome, Policy};
-use dejavu_detect::whatif::{not_modelled, own_log_fix, FindingRef};
+use dejavu_detect::whatif::{not_modelled, own_exec_fix, own_log_fix, FindingRef};
 use dejavu_detect::{analyze_covered, Analysis, Config, Covered};
 use dejavu_report::text::fmt_duration;
 use dejavu_report::Progress;
@@ -132,11 +132,17 @@ fn own_fixes(a: &WhatifArgs, flags: &Flags) -> anyhow::Result<OwnFixes> {
             continue;
         }
         let fix = own_fix(f, covered.get(&f.key).map(|v| v.as_slice())).or_else(|| {
-            // repeated-output's: its lines, once.
-            (f.detector == "repeated-output")
-                .then(|| covered.lines(&f.key))
-                .flatten()
-                .map(|l| own_log_fix(f, l))
+            match f.detector {
+                // repeated-output's: its lines, once.
+                "repeated-output" => covered.lines(&f.key).map(|l| own_log_fix(f, l)),
+                // repeated-exec's: its commands run once, or its PATH probes made once.
+                "repeated-exec" => {
+                    let (c, p) = (covered.execs(&f.key), covered.probes(&f.key));
+                    (c.is_some() || p.is_some())
+                        .then(|| own_exec_fix(f, c.unwrap_or(&[]), p.unwrap_or(&[])))
+                }
+                _ => None,
+            }
         });
         match fix {
             Some(mut p) => {
@@ -373,7 +379,11 @@ fn text(
                 f.number,
                 f.detector,
                 count(f.redundant_calls),
-                if o.lines.is_some() { "lines" } else { "calls" }
+                match (&o.lines, &o.execs) {
+                    (Some(_), _) => "lines",
+                    (_, Some(_)) => "runs",
+                    _ => "calls",
+                }
             )?;
         }
         writeln!(out)?;
@@ -385,6 +395,15 @@ fn text(
             count(o.removed_calls),
             fmt_duration(o.removed_ns)
         )?;
+        if let Some(x) = &o.execs {
+            writeln!(
+                out,
+                "   runs: {} -> {} ({} removed; the calls above are every call those runs made)",
+                count(x.before),
+                count(x.after),
+                count(x.removed)
+            )?;
+        }
         if let Some(l) = &o.lines {
             writeln!(
                 out,
@@ -397,9 +416,10 @@ fn text(
         if let Some(f) = &o.finding {
             // The replay counts on its own; say whether it agrees with the finding (a
             // repeated-output finding counts lines).
-            let saves = match &o.lines {
-                Some(l) => l.removed,
-                None => o.removed_calls - o.stale_answers,
+            let saves = match (&o.lines, &o.execs) {
+                (Some(l), _) => l.removed,
+                (_, Some(x)) => x.removed,
+                _ => o.removed_calls - o.stale_answers,
             };
             if saves == f.redundant_calls {
                 writeln!(
@@ -620,6 +640,7 @@ mod tests {
             moments: Vec::new(),
             moments_total: 0,
             lines: None,
+            execs: None,
             keep_open: Some(RiskKeepOpen {
                 bytes_at_risk: 400,
                 records_at_risk: 50,
