@@ -30,12 +30,54 @@ pub struct Cx<'a> {
     pub(crate) coverage: Option<&'a RefCell<Coverage>>,
 }
 
-/// The (image, path) pairs behind each finding, by finding key.
-pub(crate) type Coverage = FxHashMap<String, Vec<(u32, dejavu_replay::PathKey)>>;
+/// What is behind each finding, by finding key: the (image, path) pairs, and for
+/// repeated-output the lines (image, target, stream, masked line's hash).
+#[derive(Default)]
+pub(crate) struct Coverage {
+    pub(crate) pairs: FxHashMap<String, Vec<(u32, dejavu_replay::PathKey)>>,
+    pub(crate) lines: FxHashMap<String, Vec<(u32, dejavu_replay::PathKey, u8, u64)>>,
+    /// repeated-exec: the commands (starting process, command hash) and the PATH probes
+    /// (starting process, probed path).
+    pub(crate) execs: FxHashMap<String, Vec<(u32, u64)>>,
+    pub(crate) probes: FxHashMap<String, Vec<(u32, dejavu_replay::PathKey)>>,
+}
 
-/// The (image, path) pairs behind each finding, by finding key, paths spelt out: what a
-/// finding covers beyond the few paths and patterns it shows.
-pub type Covered = FxHashMap<String, Vec<(u32, String)>>;
+/// What each finding covers beyond the few paths and patterns it shows, by finding key,
+/// paths spelt out.
+#[derive(Debug, Default)]
+pub struct Covered {
+    pairs: FxHashMap<String, Vec<(u32, String)>>,
+    lines: FxHashMap<String, Vec<(u32, String, u8, u64)>>,
+    execs: FxHashMap<String, Vec<(u32, u64)>>,
+    probes: FxHashMap<String, Vec<(u32, String)>>,
+}
+
+impl Covered {
+    /// The (process image, path) pairs behind the finding with `key` (findings made by
+    /// [`crate::group`]).
+    pub fn get(&self, key: &str) -> Option<&Vec<(u32, String)>> {
+        self.pairs.get(key)
+    }
+
+    /// The lines behind a repeated-output finding: (process image, target written to,
+    /// stream: 0-2 or 3 for another descriptor, the masked line's hash or the write's
+    /// fingerprint).
+    pub fn lines(&self, key: &str) -> Option<&[(u32, String, u8, u64)]> {
+        self.lines.get(key).map(|v| v.as_slice())
+    }
+
+    /// The commands behind a repeated-exec finding: (the process that started them, the
+    /// command's hash, see `repeated_exec::command_hash`).
+    pub fn execs(&self, key: &str) -> Option<&[(u32, u64)]> {
+        self.execs.get(key).map(|v| v.as_slice())
+    }
+
+    /// The PATH probes behind a repeated-exec finding: (the process whose exec they
+    /// preceded's parent, the probed path).
+    pub fn probes(&self, key: &str) -> Option<&[(u32, String)]> {
+        self.probes.get(key).map(|v| v.as_slice())
+    }
+}
 
 /// What each (stack, image) says about its call, worked out once.
 pub(crate) type SiteMemo = FxHashMap<(StackId, u32), SiteInfo>;
@@ -523,9 +565,28 @@ fn analyze_inner<R: Read>(
             .then(a.key.cmp(&b.key))
     });
     if let Some(out) = covered {
-        for (key, pairs) in cov_cell.borrow().iter() {
-            let v = out.entry(key.clone()).or_default();
+        let cov = cov_cell.borrow();
+        for (key, pairs) in cov.pairs.iter() {
+            let v = out.pairs.entry(key.clone()).or_default();
             v.extend(pairs.iter().map(|&(i, p)| (i, replay.paths.display(p))));
+        }
+        for (key, execs) in cov.execs.iter() {
+            out.execs
+                .entry(key.clone())
+                .or_default()
+                .extend_from_slice(execs);
+        }
+        for (key, probes) in cov.probes.iter() {
+            let v = out.probes.entry(key.clone()).or_default();
+            v.extend(probes.iter().map(|&(p, k)| (p, replay.paths.display(k))));
+        }
+        for (key, lines) in cov.lines.iter() {
+            let v = out.lines.entry(key.clone()).or_default();
+            v.extend(
+                lines
+                    .iter()
+                    .map(|&(i, p, st, h)| (i, replay.paths.display(p), st, h)),
+            );
         }
     }
     Ok(Analysis {

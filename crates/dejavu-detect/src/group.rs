@@ -490,6 +490,7 @@ fn make(
     each(&mut f, &covered);
     if let Some(c) = cx.coverage {
         c.borrow_mut()
+            .pairs
             .entry(f.key.clone())
             .or_default()
             .extend_from_slice(&covered);

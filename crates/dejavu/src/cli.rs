@@ -92,7 +92,9 @@ Examples:
   dejavu whatif t.dvt --negative-cache '/usr/lib/**' --invalidate on-dir-change
   dejavu whatif t.dvt --keep-open '/data/**/*.tdb' --flush on-exit
   dejavu whatif t.dvt --ensure-dir-once '**/chats' --log-once
+  dejavu whatif t.dvt --skip-unread /dev/null --batch-syncs '/var/db/*.journal'
   dejavu whatif t.dvt --finding 3 --json
+  dejavu whatif t.dvt --finding 3 --invalidate never     # finding 3's own fix, changed
   dejavu whatif t.dvt --ttl 2s                           # the findings' own caches, with a TTL
 
 Policies, answers and JSON fields: docs/whatif.md. Exit status: 0 when the trace was
@@ -511,8 +513,32 @@ pub struct WhatifArgs {
         help_heading = "Policies"
     )]
     pub log_once: Option<String>,
+    /// Don't make the writes nobody reads to paths matching GLOB: writes to /dev/null, and
+    /// writes failing with EPIPE (e.g. '/dev/null', '/**'). Repeatable.
+    #[arg(long, value_name = "GLOB", help_heading = "Policies")]
+    pub skip_unread: Vec<String>,
+    /// Sync each file matching GLOB once per batch: syncs with at most 16 KiB written
+    /// between them are one batch, and only its last sync is made. Repeatable.
+    #[arg(long, value_name = "GLOB", help_heading = "Policies")]
+    pub batch_syncs: Vec<String>,
+    /// Don't check a path matching GLOB (access, a stat following links, an O_DIRECTORY
+    /// probe) right before the open or stat that answers the same question: just do the
+    /// act and handle its error. Repeatable.
+    #[arg(long, value_name = "GLOB", help_heading = "Policies")]
+    pub skip_checks: Vec<String>,
+    /// Keep the size (and offset) of each file matching GLOB the process writes in a
+    /// variable: its size and position lookups after its own writes are answered from it.
+    /// Repeatable.
+    #[arg(long, value_name = "GLOB", help_heading = "Policies")]
+    pub track_size: Vec<String>,
+    /// Buffer the runs of tiny writes (512 bytes or less, to one descriptor, no other call
+    /// on it and no pause over 100 ms between them) to paths matching GLOB: each run goes
+    /// out in one write per 64 KiB. Repeatable.
+    #[arg(long, value_name = "GLOB", help_heading = "Policies")]
+    pub batch_writes: Vec<String>,
     /// Replay only the own fix of finding N (numbered as `dejavu report --all` lists
-    /// them).
+    /// them); with --invalidate, --ttl or --flush, that fix changed; with policies, those
+    /// policies instead, limited to the finding's processes and paths.
     #[arg(long, value_name = "N")]
     pub finding: Option<usize>,
     /// Machine-readable output: one JSON object (docs/whatif.md).

@@ -241,6 +241,11 @@ fn keep_open_on_an_open_pwrite_close_loop_saves_the_opens_and_closes_and_puts_th
         (400, 50)
     );
     assert_eq!(risk["worst_path"], file.as_str());
+    // Each pwrite starts where the last ended: a buffer would merge the 50 into one write.
+    assert_eq!(
+        (n(&risk["writes_before"]), n(&risk["writes_after"])),
+        (50, 1)
+    );
     assert_eq!(o["verdict"], "safe");
     let rows = o["by_syscall"].as_array().unwrap();
     let openat = rows
@@ -411,7 +416,13 @@ fn every_dirty_twins_findings_replayed_under_their_own_fix_save_what_they_say() 
         for o in j["outcomes"].as_array().unwrap() {
             let f = &o["finding"];
             let says = n(&f["redundant_calls"]);
-            let saves = n(&o["removed_calls"]) - n(&o["stale_answers"]);
+            // repeated-output's fix is counted by line and repeated-exec's by run, as their
+            // findings count.
+            let saves = match (o.get("lines"), o.get("execs")) {
+                (Some(l), _) => n(&l["removed"]),
+                (_, Some(x)) => n(&x["removed"]),
+                _ => n(&o["removed_calls"]) - n(&o["stale_answers"]),
+            };
             report += &format!(
                 "{rel}: finding {} {} says {says}, its fix replayed removes {saves}\n",
                 f["number"], f["detector"]
@@ -429,11 +440,29 @@ fn every_dirty_twins_findings_replayed_under_their_own_fix_save_what_they_say() 
         "open-close-churn",
         "repeated-lookup",
         "reread-unchanged",
+        "no-reader",
+        "fsync-per-op",
+        "small-writes",
+        "check-then-act",
+        "self-inflicted-lookup",
+        "repeated-output",
     ] {
         assert!(replayed.contains_key(d), "{d} not replayed:\n{report}");
     }
     if node || py.is_some() {
         assert!(replayed.contains_key("ensure-dir"), "{report}");
+        assert!(replayed.contains_key("repeated-exec"), "{report}");
+    }
+    // repeated-exec's clean twin (the version asked once): nothing to replay.
+    if let Some(py) = &py {
+        let w = Work::new();
+        let script = workload("detectors/repeated-exec/clean.py");
+        record(&w, &[py.as_str(), script.to_str().unwrap()]);
+        let j = whatif_json(&w.trace(), &[]);
+        assert!(
+            !j.to_string().contains("\"repeated-exec\""),
+            "repeated-exec/clean.py: {j:#}"
+        );
     }
 }
 
@@ -455,6 +484,11 @@ fn bad_policy_strings_are_usage_errors_that_show_the_accepted_syntax() {
         (vec!["--keep-open", "/x", "--ttl", "2s"], "--ttl"),
         (vec!["--ttl", "0s"], "--ttl"),
         (vec!["--ensure-dir-once", ""], "--ensure-dir-once"),
+        (vec!["--skip-unread", ""], "--skip-unread"),
+        (vec!["--batch-syncs", "/db/["], "--batch-syncs"),
+        (vec!["--batch-writes", ""], "--batch-writes"),
+        (vec!["--skip-checks", "/x/[a"], "--skip-checks"),
+        (vec!["--track-size", ""], "--track-size"),
     ] {
         let out = whatif(t, &args);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -464,9 +498,6 @@ fn bad_policy_strings_are_usage_errors_that_show_the_accepted_syntax() {
         assert!(err.contains("--keep-open GLOB"), "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "stdout carries reports only");
     }
-    let out = whatif(t, &["--finding", "1", "--cache", "stat"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--finding"));
     // A trace that cannot be read is 1, as for every command that reads traces.
     let out = whatif(t, &["--cache", "stat"]);
     assert_eq!(out.status.code(), Some(1));
@@ -510,6 +541,11 @@ fn the_help_explains_every_policy_flag() {
         "--flush <WHEN>",
         "--ensure-dir-once <GLOB>",
         "--log-once[=<GLOB>]",
+        "--skip-unread <GLOB>",
+        "--batch-syncs <GLOB>",
+        "--batch-writes <GLOB>",
+        "--skip-checks <GLOB>",
+        "--track-size <GLOB>",
         "--finding <N>",
         "--json",
         "docs/whatif.md",
@@ -565,4 +601,164 @@ fn without_a_policy_ttl_and_invalidate_change_each_findings_own_fix() {
     // Never invalidating removes at least as much as invalidating on the directory.
     let j = whatif_json(&w.trace(), &["--invalidate", "never"]);
     assert!(n(&j["outcomes"][0]["removed_calls"]) >= says);
+}
+
+/// Records a C twin of tests/workloads/detectors in a fresh directory.
+fn c_twin(rel: &str, args: &[&str]) -> Work {
+    let w = Work::new();
+    let exe = common::c_workload_at(&workload(&format!("detectors/{rel}.c")));
+    let mut cmd = vec![exe.to_str().unwrap()];
+    cmd.extend_from_slice(args);
+    record(&w, &cmd);
+    w
+}
+
+#[test]
+fn the_write_side_fixes_say_what_they_put_at_risk_and_clean_twins_have_nothing_to_replay() {
+    require!("gcc");
+    // no-reader's dirty twin: 200 writes to /dev/null, all dropped by its own fix, their
+    // bytes what a reader that needed them would miss.
+    let w = c_twin("no-reader/dirty", &[]);
+    let j = whatif_json(&w.trace(), &[]);
+    let o = &j["outcomes"][0];
+    assert_eq!(o["finding"]["detector"], "no-reader", "{j:#}");
+    assert_eq!(o["kind"], "skip-unread");
+    assert_eq!(n(&o["removed_calls"]), n(&o["finding"]["redundant_calls"]));
+    assert_eq!(n(&o["at_risk"]["records"]), n(&o["removed_calls"]));
+    assert!(n(&o["at_risk"]["bytes"]) > 0);
+    assert!(
+        o["hazards"][0].as_str().unwrap().contains("deliberate"),
+        "{o:#}"
+    );
+    // fsync-per-op's: one sync per batch; the bytes the dropped syncs had made durable.
+    let w = c_twin("fsync-per-op/dirty", &["journal.log"]);
+    let j = whatif_json(&w.trace(), &[]);
+    let o = j["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["finding"]["detector"] == "fsync-per-op")
+        .unwrap_or_else(|| panic!("no fsync-per-op outcome: {j:#}"));
+    assert_eq!(o["kind"], "batch-syncs");
+    let says = n(&o["finding"]["redundant_calls"]);
+    assert_eq!(
+        (n(&o["calls_before"]), n(&o["removed_calls"])),
+        (says + 1, says),
+        "{o:#}"
+    );
+    // Under the fix, every record but those after the last sync waits for it.
+    assert_eq!(n(&o["at_risk"]["records"]), says + 1, "{o:#}");
+    assert!(o["hazards"][0].as_str().unwrap().contains("group commit"));
+    // small-writes' (a C logger's fprintf per field, unbuffered): each run merged into
+    // one write per 64 KiB; the buffer's bytes are what a crash would lose.
+    let w = c_twin("repeated-output/log_dirty", &["log.txt"]);
+    let j = whatif_json(&w.trace(), &[]);
+    let o = j["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["finding"]["detector"] == "small-writes")
+        .unwrap_or_else(|| panic!("no small-writes outcome: {j:#}"));
+    assert_eq!(o["kind"], "batch-writes");
+    assert_eq!(n(&o["removed_calls"]), n(&o["finding"]["redundant_calls"]));
+    assert!(n(&o["at_risk"]["records"]) > 1, "{o:#}");
+    assert!(o["hazards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|h| h.as_str().unwrap().contains("flush the buffer on exit")));
+    // Their clean twins: no finding of their detector, nothing replayed or listed for it.
+    for (rel, args, detectors) in [
+        ("no-reader/clean", vec![], vec!["no-reader"]),
+        (
+            "fsync-per-op/clean",
+            vec!["journal.log"],
+            vec!["fsync-per-op"],
+        ),
+        (
+            "repeated-output/log_clean",
+            vec!["log.txt"],
+            vec!["small-writes", "repeated-output"],
+        ),
+        (
+            "check-then-act/dir_probe_clean",
+            vec![],
+            vec!["check-then-act"],
+        ),
+        (
+            "self-inflicted-lookup/clean",
+            vec!["out.log"],
+            vec!["self-inflicted-lookup"],
+        ),
+    ] {
+        let w = c_twin(rel, &args);
+        let j = whatif_json(&w.trace(), &[]);
+        let all: Vec<&Value> = j["outcomes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| &o["finding"])
+            .chain(j["not_replayed"].as_array().unwrap())
+            .collect();
+        assert!(
+            all.iter()
+                .all(|f| !detectors.contains(&f["detector"].as_str().unwrap())),
+            "{rel}: {j:#}"
+        );
+    }
+}
+
+#[test]
+fn finding_n_with_a_modifier_changes_its_fix_and_with_policies_replays_them_in_its_scope() {
+    require!("gcc");
+    let w = c_twin("negative-probe/failures_dirty", &[]);
+    let own = whatif_json(&w.trace(), &["--finding", "1"]);
+    let o = &own["outcomes"][0];
+    assert_eq!(o["finding"]["detector"], "negative-probe", "{own:#}");
+    let says = n(&o["finding"]["redundant_calls"]);
+    assert_eq!(n(&o["removed_calls"]), says);
+    // Finding 1's own fix with a TTL that expires at once: nothing is answered.
+    let j = whatif_json(&w.trace(), &["--finding", "1", "--ttl", "1ns"]);
+    let o = &j["outcomes"][0];
+    assert!(o["policy"].as_str().unwrap().contains("--ttl 1ns"), "{o:#}");
+    assert_eq!((n(&o["removed_calls"]), n(&o["finding"]["number"])), (0, 1));
+    // A policy of its own, limited to finding 1's processes and paths: a negative cache
+    // never invalidated removes at least what the finding says; it is compared with it.
+    let j = whatif_json(
+        &w.trace(),
+        &[
+            "--finding",
+            "1",
+            "--negative-cache",
+            "/**",
+            "--invalidate",
+            "never",
+        ],
+    );
+    let outs = j["outcomes"].as_array().unwrap();
+    assert_eq!(outs.len(), 1);
+    assert_eq!(n(&outs[0]["finding"]["number"]), 1);
+    assert!(n(&outs[0]["removed_calls"]) >= says, "{j:#}");
+    // A stat cache of the same paths removes nothing: the finding's calls fail.
+    let j = whatif_json(&w.trace(), &["--finding", "1", "--cache", "stat"]);
+    assert_eq!(n(&j["outcomes"][0]["removed_calls"]), 0, "{j:#}");
+    // Combinations that make no sense are usage errors that say why.
+    for (args, why) in [
+        (
+            vec!["--finding", "1", "--flush", "each-write"],
+            "it keeps no handle open",
+        ),
+        (
+            vec!["--finding", "1", "--keep-open", "/nowhere/*"],
+            "none of the finding's paths matches",
+        ),
+    ] {
+        let out = whatif(&w.trace(), &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--finding 1") && err.contains(why),
+            "{args:?}: {err}"
+        );
+    }
 }

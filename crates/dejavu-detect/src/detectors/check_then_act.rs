@@ -127,18 +127,18 @@ struct CheckThenAct {
     extra: FxHashMap<(u32, PathKey), Extra>,
 }
 
-fn is_open(sys: Sys) -> bool {
+pub(crate) fn is_open(sys: Sys) -> bool {
     matches!(sys, Sys::Open | Sys::Openat | Sys::Openat2 | Sys::Creat)
 }
 
 const O_ACCMODE: u64 = 3;
-const O_DIRECTORY: u64 = 0o200000;
-const ENOTDIR: i64 = -20;
+pub(crate) const O_DIRECTORY: u64 = 0o200000;
+pub(crate) const ENOTDIR: i64 = -20;
 
 /// Whether the act answers an access check of `mode`: existence (F_OK) is answered by any
 /// open or stat; R_OK and W_OK only by an open for reading or writing; X_OK by neither
 /// (only an exec would answer it).
-fn answers(mode: u32, act: &Syscall, act_open: bool) -> bool {
+pub(crate) fn answers(mode: u32, act: &Syscall, act_open: bool) -> bool {
     const R_OK: u32 = 4;
     const W_OK: u32 = 2;
     const X_OK: u32 = 1;
@@ -160,7 +160,7 @@ fn answers(mode: u32, act: &Syscall, act_open: bool) -> bool {
 /// An open of a directory (opendir): its fstat is the C library's own, whatever the
 /// program did with the stat before it (Python's import system stats a directory for its
 /// mtime, then lists it).
-fn opens_dir(s: &Syscall, cx: &Cx<'_>) -> bool {
+pub(crate) fn opens_dir(s: &Syscall, cx: &Cx<'_>) -> bool {
     s.flags & O_DIRECTORY != 0
         || s.stat.is_some_and(|id| {
             let st = cx.stat(id);
@@ -170,7 +170,7 @@ fn opens_dir(s: &Syscall, cx: &Cx<'_>) -> bool {
 }
 
 /// fstat of a descriptor, in any of its spellings.
-fn is_fstat(s: &Syscall) -> bool {
+pub(crate) fn is_fstat(s: &Syscall) -> bool {
     s.sys == Sys::Fstat
         || (matches!(s.sys, Sys::Newfstatat | Sys::Statx) && s.ev & ev::PATH_FROM_FD != 0)
 }

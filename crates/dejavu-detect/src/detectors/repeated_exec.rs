@@ -161,6 +161,30 @@ struct RepeatedExec {
     scratch: Vec<u8>,
 }
 
+/// A command's identity: the program's path and its arguments, each masked of what differs
+/// from run to run of the same invocation (generated names, long numbers).
+pub(crate) fn command_hash(exe: &[u8], argv: &[u8], scratch: &mut Vec<u8>) -> u64 {
+    scratch.clear();
+    for a in argv.split(|&c| c == 0) {
+        crate::pattern::mask_arg(a, scratch);
+        scratch.push(0);
+    }
+    let mut h = FxHasher::default();
+    h.write(exe);
+    h.write_u8(0xff);
+    h.write(scratch);
+    h.finish()
+}
+
+/// The process a run's exec counts toward before shells are looked through: its parent,
+/// or itself when it has none in the trace.
+pub(crate) fn raw_parent(pid: u32, cx: &Cx<'_>) -> u32 {
+    match cx.replay.proc(pid).map_or(0, |p| p.ppid) {
+        0 => pid,
+        p => p,
+    }
+}
+
 fn is_shell(exe: &[u8]) -> bool {
     let base = exe.rsplit(|&c| c == b'/').next().unwrap_or(exe);
     matches!(
@@ -198,20 +222,8 @@ impl RepeatedExec {
         if !cx.config.counts(ts) {
             return;
         }
-        let parent = match cx.replay.proc(pid).map_or(0, |p| p.ppid) {
-            0 => pid,
-            p => p,
-        };
-        self.scratch.clear();
-        for a in cx.strings.get(argv).split(|&c| c == 0) {
-            crate::pattern::mask_arg(a, &mut self.scratch);
-            self.scratch.push(0);
-        }
-        let mut h = FxHasher::default();
-        h.write(cx.strings.get(exe));
-        h.write_u8(0xff);
-        h.write(&self.scratch);
-        let hash = h.finish();
+        let parent = raw_parent(pid, cx);
+        let hash = command_hash(cx.strings.get(exe), cx.strings.get(argv), &mut self.scratch);
         let next = self.groups.len() as u32;
         let gi = *self.by_key.entry((parent, hash)).or_insert(next);
         if gi == next {
@@ -490,17 +502,28 @@ impl Detector for RepeatedExec {
                 shown_in: None,
             };
             cx.label(&mut f, image, &String::from_utf8_lossy(&cmdline));
+            if let Some(c) = cx.coverage {
+                // The commands behind it, for `dejavu whatif` to replay "run it once".
+                c.borrow_mut()
+                    .execs
+                    .entry(f.key.clone())
+                    .or_default()
+                    .extend(gs.iter().map(|g| (g.parent, g.hash)));
+            }
             out.push(f);
         }
 
         // (2) the PATH search, per spawn.
         let mut per: FxHashMap<u32, FxHashMap<PathKey, Probe>> = FxHashMap::default();
+        // The (process, probed path) pairs behind each starter's finding.
+        let mut raw: FxHashMap<u32, Vec<(u32, PathKey)>> = FxHashMap::default();
         for (&(parent, path), p) in &self.probes {
             per.entry(anchor(parent))
                 .or_default()
                 .entry(path)
                 .or_default()
                 .merge(p);
+            raw.entry(anchor(parent)).or_default().push((parent, path));
         }
         for (pid, paths) in per {
             let mut items: Vec<(PathKey, Probe)> = paths.into_iter().collect();
@@ -599,6 +622,14 @@ impl Detector for RepeatedExec {
             let exe = cx.strings.lossy(then.exe).into_owned();
             let base = exe.rsplit('/').next().unwrap_or(&exe).to_string();
             cx.label(&mut f, image, &format!("PATH search for {base}"));
+            if let Some(c) = cx.coverage {
+                // The probes behind it, for `dejavu whatif` to replay "resolve it once".
+                c.borrow_mut()
+                    .probes
+                    .entry(f.key.clone())
+                    .or_default()
+                    .extend(raw.get(&pid).into_iter().flatten().copied());
+            }
             out.push(f);
         }
         out

@@ -68,9 +68,7 @@ and, if that does not free enough room, new lines are not counted (the finding s
             min_repeats: cfg.opt(INFO.id, "min_repeats", 10).max(2),
             max_lines: cfg.opt(INFO.id, "max_lines", 10_000).max(1) as usize,
             procs: FxHashMap::default(),
-            carry: FxHashMap::default(),
-            scratch: Vec::with_capacity(256),
-            cache: Vec::new(),
+            splitter: Splitter::default(),
         })
     },
 };
@@ -180,6 +178,14 @@ struct RepeatedOutput {
     min_repeats: u64,
     max_lines: usize,
     procs: FxHashMap<u32, ProcLines>,
+    splitter: Splitter,
+}
+
+/// Cuts the output written to each descriptor into lines (a line cut across several writes
+/// joined, several lines of one write apart), keeps those that are messages of output that
+/// counts (see [`INFO`]) and hashes each masked. The detector counts them; `dejavu whatif`
+/// replays a finding's fix ("log it once") on the same lines.
+pub(crate) struct Splitter {
     /// Partial lines per (pid, fd).
     carry: FxHashMap<(u32, i32), Carry>,
     scratch: Vec<u8>,
@@ -187,11 +193,42 @@ struct RepeatedOutput {
     cache: Vec<(u32, u64, bool)>,
 }
 
+impl Default for Splitter {
+    fn default() -> Self {
+        Splitter {
+            carry: FxHashMap::default(),
+            scratch: Vec::with_capacity(256),
+            cache: Vec::new(),
+        }
+    }
+}
+
+/// One occurrence of a line of output (or, where only a write's fingerprint was recorded,
+/// of that write).
+pub(crate) struct Occ<'t> {
+    pub(crate) image: u32,
+    pub(crate) target: PathKey,
+    pub(crate) stream: u8,
+    base: Role,
+    kind: FdKind,
+    /// The line as written (empty for a fingerprint).
+    text: &'t [u8],
+    /// Where it starts in a trace-wide payload (None: assembled from several writes).
+    at: Option<(StrId, u32)>,
+    /// Its share of the write's duration.
+    ns: u64,
+    /// A line of stdout (it counts toward what a stdout line must dominate).
+    product: bool,
+    /// The masked line's hash, or the write's fingerprint; None: not a message.
+    pub(crate) h: Option<u64>,
+    unrecorded: bool,
+}
+
 /// Slots of the cache of single-line payloads (payloads are interned, so a line written
 /// again without a varying part is the same string id).
 const CACHE: usize = 4096;
 
-impl RepeatedOutput {
+impl Splitter {
     /// The masked line's hash, or None for lines that are not messages.
     fn hash(&mut self, text: &[u8]) -> Option<u64> {
         let text = trim_end(text);
@@ -226,37 +263,21 @@ impl RepeatedOutput {
         r
     }
 
-    /// One complete line of output: counted by its masked text when it is output of the kind
-    /// that counts. `at` is where it starts in a trace-wide payload (None: `text` was
-    /// assembled from several writes, so the example keeps a copy).
-    #[allow(clippy::too_many_arguments)]
-    fn line(
+    /// Whether a complete line counts, and its masked hash: None when it is not output
+    /// that counts (blank, an access log record, a data file's line that is no log record);
+    /// `(product, None)` for a line that is not a message (too few letters).
+    fn key(
         &mut self,
-        image: u32,
-        target: PathKey,
-        stream: u8,
         base: Role,
-        kind: FdKind,
         text: &[u8],
         at: Option<(StrId, u32)>,
-        ns: u64,
-        ts: u64,
-        call: Call,
         cx: &Cx<'_>,
-    ) {
+    ) -> Option<(bool, Option<u64>)> {
         if trim_end(text).is_empty() || is_access_log(text) {
-            return;
+            return None;
         }
-        if base == Role::Product {
-            *self
-                .procs
-                .entry(image)
-                .or_default()
-                .stdout_lines
-                .entry(target)
-                .or_default() += 1;
-        } else if base == Role::Data && !looks_like_log(text) {
-            return;
+        if base == Role::Data && !looks_like_log(text) {
+            return None;
         }
         // A whole payload that is one line: its hash is cached by payload id.
         let h = match at {
@@ -265,8 +286,154 @@ impl RepeatedOutput {
             }
             _ => self.hash(text),
         };
-        let Some(h) = h else { return };
+        Some((base == Role::Product, h))
+    }
+
+    /// A descriptor closed: its partial line goes.
+    pub(crate) fn close(&mut self, pid: u32, fd: i32) {
+        if !self.carry.is_empty() {
+            self.carry.remove(&(pid, fd));
+        }
+    }
+
+    /// A process is gone: it leaves no partial lines behind.
+    pub(crate) fn exit(&mut self, pid: u32) {
+        if !self.carry.is_empty() {
+            self.carry.retain(|(p, _), _| *p != pid);
+        }
+    }
+
+    /// One write: `emit` gets each complete line of output it carries (or finishes), in
+    /// order. Returns whether the recorded payload was cut short of the write.
+    pub(crate) fn write(
+        &mut self,
+        s: &Syscall,
+        v: &View,
+        cx: &Cx<'_>,
+        emit: &mut dyn FnMut(Occ<'_>),
+    ) -> bool {
+        let Some(fd) = s.fd else { return false };
+        let Some(target) = v.path else { return false };
+        if s.ret <= 0 || s.ev & ev::UNFINISHED != 0 {
+            return false;
+        }
+        let (kind, append) = match v.fd {
+            Some(f) => (f.kind, f.append),
+            None => (FdKind::classify(cx.replay.paths.bytes(target), None), false),
+        };
+        let Some(base) = role_of(fd, kind, append, cx.replay.paths.bytes(target)) else {
+            return false;
+        };
+        let stream = stream_of(fd);
+        macro_rules! occ {
+            ($text:expr, $at:expr, $ns:expr, $product:expr, $h:expr, $unrecorded:expr) => {
+                Occ {
+                    image: v.image,
+                    target,
+                    stream,
+                    base,
+                    kind,
+                    text: $text,
+                    at: $at,
+                    ns: $ns,
+                    product: $product,
+                    h: $h,
+                    unrecorded: $unrecorded,
+                }
+            };
+        }
+        let Some(payload) = s.payload else {
+            // Only the fingerprint: one write is one occurrence. Without the bytes a stdout
+            // line cannot be told from data, nor a line in another file from a log record.
+            if let Some(fp) = s.fingerprint {
+                if base == Role::Log && dejavu_trace::mask::is_message(fp) {
+                    emit(occ!(&[], None, s.dur, false, Some(fp), true));
+                }
+            }
+            return false;
+        };
+        let open_id = v.fd.map_or(0, |f| f.open_id);
+        let all = cx.strings.get(payload);
+        let data = &all[..all.len().min(s.ret as usize)];
+        let truncated = s.ev & ev::PAYLOAD_TRUNCATED != 0 || data.len() < s.ret as usize;
+        let total = s.ret as u64;
+        // The head of this write may finish a line an earlier write began.
+        let mut carried = self
+            .carry
+            .remove(&(s.pid, fd))
+            .filter(|c| c.open_id == open_id && !c.buf.is_empty());
+        // The common case: the whole payload is one line (the cache knows it).
+        if carried.is_none()
+            && !truncated
+            && data.len() == all.len()
+            && data.iter().position(|&b| b == b'\n') == Some(data.len() - 1)
+        {
+            let at = Some((payload, 0));
+            if let Some((product, h)) = self.key(base, data, at, cx) {
+                emit(occ!(data, at, s.dur, product, h, false));
+            }
+            return truncated;
+        }
+        let mut pos = 0usize;
+        while pos < data.len() {
+            let (end, next) = match data[pos..].iter().position(|&b| b == b'\n') {
+                Some(i) => (pos + i, pos + i + 1),
+                None => (data.len(), data.len()),
+            };
+            let complete = next > end || truncated;
+            let ns = share(s.dur, next - pos, total);
+            if !complete {
+                // A partial line: keep it for the next write to this descriptor.
+                let mut c = carried.take().unwrap_or(Carry {
+                    open_id,
+                    buf: Vec::new(),
+                    ns: 0,
+                });
+                let room = MAX_LINE.saturating_sub(c.buf.len());
+                c.buf.extend_from_slice(&data[pos..end.min(pos + room)]);
+                c.ns += ns;
+                self.carry.insert((s.pid, fd), c);
+                break;
+            }
+            if let Some(mut c) = carried.take() {
+                let room = MAX_LINE.saturating_sub(c.buf.len());
+                c.buf.extend_from_slice(&data[pos..end.min(pos + room)]);
+                let text = std::mem::take(&mut c.buf);
+                if let Some((product, h)) = self.key(base, &text, None, cx) {
+                    emit(occ!(&text, None, c.ns + ns, product, h, false));
+                }
+            } else {
+                let text = &data[pos..end];
+                let at = Some((payload, pos as u32));
+                if let Some((product, h)) = self.key(base, text, at, cx) {
+                    emit(occ!(text, at, ns, product, h, false));
+                }
+            }
+            pos = next;
+        }
+        truncated
+    }
+}
+
+impl RepeatedOutput {
+    /// One occurrence of a line: counted by its masked text.
+    fn line(&mut self, o: Occ<'_>, ts: u64, call: Call, cx: &Cx<'_>) {
+        if o.product {
+            *self
+                .procs
+                .entry(o.image)
+                .or_default()
+                .stdout_lines
+                .entry(o.target)
+                .or_default() += 1;
+        }
+        let Some(h) = o.h else { return };
+        let (text, at, base, kind) = (o.text, o.at, o.base, o.kind);
+        let unrecorded = o.unrecorded;
         let first = || {
+            if unrecorded {
+                return (Src::Unrecorded, Role::Log, kind);
+            }
             let keep = text.len().min(KEEP);
             let src = match at {
                 // A block-local id means other bytes in a later block: copy.
@@ -293,7 +460,16 @@ impl RepeatedOutput {
         } else {
             0
         };
-        self.count(image, (target, stream, h), first, raw, ns, ts, call, cx);
+        self.count(
+            o.image,
+            (o.target, o.stream, h),
+            first,
+            raw,
+            o.ns,
+            ts,
+            call,
+            cx,
+        );
     }
 
     /// Counts one occurrence of a line. `src` locates its first bytes for the example and
@@ -575,141 +751,26 @@ impl Detector for RepeatedOutput {
     fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
         let Some(fd) = s.fd else { return };
         if s.sys == Sys::Close {
-            if !self.carry.is_empty() {
-                self.carry.remove(&(s.pid, fd));
-            }
+            self.splitter.close(s.pid, fd);
             return;
         }
-        let Some(target) = v.path else { return };
-        if s.ret <= 0 || s.ev & ev::UNFINISHED != 0 || !cx.config.counts(s.ts) {
+        if !cx.config.counts(s.ts) {
             return;
         }
-        let (kind, append) = match v.fd {
-            Some(f) => (f.kind, f.append),
-            None => (FdKind::classify(cx.replay.paths.bytes(target), None), false),
-        };
-        let Some(base) = role_of(fd, kind, append, cx.replay.paths.bytes(target)) else {
-            return;
-        };
-        let stream = stream_of(fd);
         let call = (v.seq, s.dur, s.stack);
-        let Some(payload) = s.payload else {
-            // Only the fingerprint: one write is one occurrence. Without the bytes a stdout
-            // line cannot be told from data, nor a line in another file from a log record.
-            if let Some(fp) = s.fingerprint {
-                if base == Role::Log && dejavu_trace::mask::is_message(fp) {
-                    let first = || (Src::Unrecorded, Role::Log, kind);
-                    self.count(
-                        v.image,
-                        (target, stream, fp),
-                        first,
-                        0,
-                        s.dur,
-                        s.ts,
-                        call,
-                        cx,
-                    );
-                }
-            }
-            return;
-        };
-        let open_id = v.fd.map_or(0, |f| f.open_id);
-        let all = cx.strings.get(payload);
-        let data = &all[..all.len().min(s.ret as usize)];
-        let truncated = s.ev & ev::PAYLOAD_TRUNCATED != 0 || data.len() < s.ret as usize;
+        let mut splitter = std::mem::take(&mut self.splitter);
+        let truncated = splitter.write(s, v, cx, &mut |o| self.line(o, s.ts, call, cx));
+        self.splitter = splitter;
         if truncated {
             self.procs.entry(v.image).or_default().truncated_writes += 1;
-        }
-        let total = s.ret as u64;
-        // The head of this write may finish a line an earlier write began.
-        let mut carried = self
-            .carry
-            .remove(&(s.pid, fd))
-            .filter(|c| c.open_id == open_id && !c.buf.is_empty());
-        // The common case: the whole payload is one line (the cache knows it).
-        if carried.is_none()
-            && !truncated
-            && data.len() == all.len()
-            && data.iter().position(|&b| b == b'\n') == Some(data.len() - 1)
-        {
-            self.line(
-                v.image,
-                target,
-                stream,
-                base,
-                kind,
-                data,
-                Some((payload, 0)),
-                s.dur,
-                s.ts,
-                call,
-                cx,
-            );
-            return;
-        }
-        let mut pos = 0usize;
-        while pos < data.len() {
-            let (end, next) = match data[pos..].iter().position(|&b| b == b'\n') {
-                Some(i) => (pos + i, pos + i + 1),
-                None => (data.len(), data.len()),
-            };
-            let complete = next > end || truncated;
-            let ns = share(s.dur, next - pos, total);
-            if !complete {
-                // A partial line: keep it for the next write to this descriptor.
-                let mut c = carried.take().unwrap_or(Carry {
-                    open_id,
-                    buf: Vec::new(),
-                    ns: 0,
-                });
-                let room = MAX_LINE.saturating_sub(c.buf.len());
-                c.buf.extend_from_slice(&data[pos..end.min(pos + room)]);
-                c.ns += ns;
-                self.carry.insert((s.pid, fd), c);
-                break;
-            }
-            if let Some(mut c) = carried.take() {
-                let room = MAX_LINE.saturating_sub(c.buf.len());
-                c.buf.extend_from_slice(&data[pos..end.min(pos + room)]);
-                let text = std::mem::take(&mut c.buf);
-                self.line(
-                    v.image,
-                    target,
-                    stream,
-                    base,
-                    kind,
-                    &text,
-                    None,
-                    c.ns + ns,
-                    s.ts,
-                    call,
-                    cx,
-                );
-            } else {
-                let text = &data[pos..end];
-                self.line(
-                    v.image,
-                    target,
-                    stream,
-                    base,
-                    kind,
-                    text,
-                    Some((payload, pos as u32)),
-                    ns,
-                    s.ts,
-                    call,
-                    cx,
-                );
-            }
-            pos = next;
         }
     }
 
     fn on_record(&mut self, rec: &dejavu_trace::Record, _cx: &Cx<'_>) {
         // A process that is gone leaves no partial lines behind.
         if let dejavu_trace::Record::Exit(e) = rec {
-            if e.pid == e.tid && !self.carry.is_empty() {
-                self.carry.retain(|(pid, _), _| *pid != e.pid);
+            if e.pid == e.tid {
+                self.splitter.exit(e.pid);
             }
         }
     }
@@ -881,6 +942,14 @@ impl Detector for RepeatedOutput {
                 if site.is_some() && matches!(top.src, Src::Unrecorded) {
                     // Past the masking of the subject: a hash is not a per-run id.
                     f.key.push_str(&format!(" {fp:016x}"));
+                }
+                if let Some(c) = cx.coverage {
+                    // The lines behind it, for `dejavu whatif` to replay "log it once".
+                    c.borrow_mut()
+                        .lines
+                        .entry(f.key.clone())
+                        .or_default()
+                        .extend(lines.iter().map(|(h, _)| (image, target, stream, *h)));
                 }
                 out.push(f);
             }

@@ -56,6 +56,12 @@ const STATX_SIZE: u64 = 0x200;
 struct Know {
     /// None: written by the process, size not established yet.
     size: Option<i64>,
+    /// What a variable the process keeps would hold: the same, but carried through its
+    /// own writes also after a change of the path it could not see (`dejavu whatif
+    /// --track-size` serves it).
+    blind: Option<i64>,
+    /// Such a change happened since the variable was last set from an answer.
+    foreign: bool,
     /// The path version this knowledge is valid at (the replay's version after the last
     /// call that set it).
     version: Version,
@@ -78,9 +84,41 @@ struct ProcState {
     pos: FxHashMap<i32, Pos>,
 }
 
+/// What each process can know of the sizes of the files it writes and of its file
+/// positions, followed call by call; it says, for each size or position lookup, what the
+/// process could have derived. The detector counts those lookups; `dejavu whatif
+/// --track-size` replays them answered from the derived value.
+#[derive(Default)]
+pub(crate) struct Sizes {
+    procs: FxHashMap<u32, ProcState>,
+}
+
+/// One size or position lookup of a file the process writes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Asked {
+    /// The file.
+    pub(crate) path: PathKey,
+    /// What the process could derive, when it wrote since it last asked and nothing else
+    /// changed the path.
+    pub(crate) expected: Option<i64>,
+    /// What a variable kept by the process would hold, when it wrote since it last asked,
+    /// whether or not another process changed the path since (it would not know).
+    pub(crate) derived: Option<i64>,
+    /// The answer.
+    pub(crate) ans: i64,
+    /// `size` or `position`.
+    pub(crate) what: &'static str,
+    /// Another traced process or handle changed the path since the process last knew its
+    /// size.
+    pub(crate) other_change: bool,
+    /// A change the process could not see happened since a variable kept by it was last
+    /// set from an answer.
+    pub(crate) foreign: bool,
+}
+
 #[derive(Default)]
 struct SelfInflicted {
-    procs: FxHashMap<u32, ProcState>,
+    sizes: Sizes,
     tallies: Tallies,
 }
 
@@ -105,40 +143,31 @@ enum Lookup {
 }
 
 impl SelfInflicted {
-    /// One size or position lookup of `path` answered `ans`; `expected` is what the
-    /// process could derive, when it wrote since it last asked.
-    #[allow(clippy::too_many_arguments)]
-    fn lookup(
-        &mut self,
-        s: &Syscall,
-        v: &View,
-        path: PathKey,
-        expected: Option<i64>,
-        ans: i64,
-        stale_possible: bool,
-        other_change: bool,
-        cx: &Cx<'_>,
-    ) {
+    /// One size or position lookup: redundant when its answer is what the process could
+    /// derive.
+    fn lookup(&mut self, s: &Syscall, v: &View, a: Asked, cx: &Cx<'_>) {
         if !cx.config.counts(s.ts) {
             return;
         }
-        let t = self.tallies.get(v.image, path);
+        let t = self.tallies.get(v.image, a.path);
         t.calls += 1;
-        match expected {
-            Some(e) if e == ans => {
+        match a.expected {
+            Some(e) if e == a.ans => {
                 t.redundant(s.ts, s.dur, s.stack);
                 cx.mark(v.seq, s.dur, s.stack);
             }
-            Some(_) if stale_possible => t.stale += 1,
-            _ if other_change => {
+            Some(_) => t.stale += 1,
+            _ if a.other_change => {
                 t.invalidations += 1;
-                t.invalidated_by = t.invalidated_by.or(cx.replay.paths.changed_by(path));
+                t.invalidated_by = t.invalidated_by.or(cx.replay.paths.changed_by(a.path));
             }
             _ => {}
         }
     }
+}
 
-    fn on_lookup(&mut self, s: &Syscall, v: &View, path: PathKey, l: Lookup, cx: &Cx<'_>) {
+impl Sizes {
+    fn on_lookup(&mut self, s: &Syscall, v: &View, path: PathKey, l: Lookup) -> Option<Asked> {
         // Only files the process writes can have self-inflicted lookups: a lookup of any
         // other file costs one hash probe and leaves nothing behind.
         let on_fd = s.ev & ev::PATH_FROM_FD != 0 || s.path.is_none();
@@ -146,25 +175,26 @@ impl SelfInflicted {
         let ps = if writable {
             self.procs.entry(s.pid).or_default()
         } else {
-            match self.procs.get_mut(&s.pid) {
-                Some(ps) => ps,
-                None => return,
-            }
+            self.procs.get_mut(&s.pid)?
         };
         match l {
             Lookup::Size(ans) => {
                 let k = ps.know.get(&path).copied();
                 if k.is_none() && !writable {
-                    return;
+                    return None;
                 }
                 let valid = k.filter(|k| k.version == v.version);
                 let expected = valid.filter(|k| k.dirty).and_then(|k| k.size);
                 let other =
                     k.is_some_and(|k| k.dirty && k.size.is_some() && k.version != v.version);
+                let derived = k.filter(|k| k.dirty).and_then(|k| k.blind);
+                let foreign = k.is_some_and(|k| k.foreign || k.version != v.version);
                 ps.know.insert(
                     path,
                     Know {
                         size: Some(ans),
+                        blind: Some(ans),
+                        foreign: false,
                         version: v.version,
                         dirty: false,
                     },
@@ -175,19 +205,33 @@ impl SelfInflicted {
                         p.dirty = false;
                     }
                 }
-                self.lookup(s, v, path, expected, ans, true, other, cx);
+                Some(Asked {
+                    path,
+                    expected,
+                    derived,
+                    ans,
+                    what: "size",
+                    other_change: other,
+                    foreign,
+                })
             }
             Lookup::Position(ans) => {
                 // Positions are followed for descriptors opened for writing.
-                let Some(p) = s.fd.and_then(|fd| pos_of(ps, fd, v)) else {
-                    return;
-                };
+                let p = s.fd.and_then(|fd| pos_of(ps, fd, v))?;
                 let expected = p.pos.filter(|_| p.dirty);
                 p.pos = Some(ans);
                 p.dirty = false;
                 // A position only moves by calls on the open file itself: a difference
                 // means a call dejavu did not see (a forked child's, or an untraced one).
-                self.lookup(s, v, path, expected, ans, true, false, cx);
+                Some(Asked {
+                    path,
+                    expected,
+                    derived: expected,
+                    ans,
+                    what: "position",
+                    other_change: false,
+                    foreign: false,
+                })
             }
         }
     }
@@ -241,6 +285,8 @@ impl SelfInflicted {
                 path,
                 Know {
                     size: Some(0),
+                    blind: Some(0),
+                    foreign: false,
                     version: after,
                     dirty: false,
                 },
@@ -284,33 +330,38 @@ impl SelfInflicted {
         let append = f.append || ps.pos.get(&fd).is_some_and(|p| p.append);
         let p = pos_of(ps, fd, v).copied();
         let size = k.and_then(|k| k.size);
-        let (new_size, new_pos) = if append {
-            // Linux appends even for pwrite on an O_APPEND descriptor.
-            let size = size.map(|z| z + n);
-            (
-                size,
-                if positional {
-                    p.and_then(|p| p.pos)
-                } else {
-                    size
-                },
-            )
-        } else if positional {
-            let end = s.offset.unwrap_or(0) + n;
-            (size.map(|z| z.max(end)), p.and_then(|p| p.pos))
-        } else {
-            let at = p.and_then(|p| p.pos);
-            (
-                size.zip(at).map(|(z, at)| z.max(at + n)),
-                at.map(|at| at + n),
-            )
+        // The size after this write, from `z` before it.
+        let at = p.and_then(|p| p.pos);
+        let grow = |z: Option<i64>| {
+            if append {
+                // Linux appends even for pwrite on an O_APPEND descriptor.
+                z.map(|z| z + n)
+            } else if positional {
+                z.map(|z| z.max(s.offset.unwrap_or(0) + n))
+            } else {
+                z.zip(at).map(|(z, at)| z.max(at + n))
+            }
         };
+        let new_size = grow(size);
+        let new_pos = if positional {
+            at
+        } else if append {
+            new_size
+        } else {
+            at.map(|at| at + n)
+        };
+        // What a variable would hold: it does not see another's change of the file.
+        let all = ps.know.get(&path).copied();
+        let new_blind = grow(all.and_then(|k| k.blind));
+        let foreign = all.is_some_and(|k| k.foreign || k.version != v.version);
         // The replay touches the path once for this write. Without a size the file is
         // still marked as written, so that its next lookup establishes one.
         ps.know.insert(
             path,
             Know {
                 size: new_size,
+                blind: new_blind,
+                foreign,
                 version: v.version + 1,
                 dirty: true,
             },
@@ -335,6 +386,8 @@ impl SelfInflicted {
             path,
             Know {
                 size: Some(len),
+                blind: Some(len),
+                foreign: false,
                 version: v.version + 1,
                 dirty: true,
             },
@@ -373,6 +426,48 @@ impl Detector for SelfInflicted {
     }
 
     fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        if let Some(a) = self.sizes.on_syscall(s, v, cx) {
+            self.lookup(s, v, a, cx);
+        }
+    }
+
+    fn on_record(&mut self, rec: &Record, _cx: &Cx<'_>) {
+        self.sizes.on_record(rec);
+    }
+
+    fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
+        self.tallies
+            .findings(&INFO, cx, Wording { cache: false }, &|t, _| {
+                let mut h = vec![
+                    "the derived size holds only while this process is the only writer; with \
+                     several writing threads, keep it under the same lock as the writes"
+                        .to_string(),
+                ];
+                if t.stale > 0 {
+                    h.push(format!(
+                        "{} answer(s) differed from the size this process's own writes imply, \
+                         with no change dejavu saw: another program writes this file, so those \
+                         lookups are needed",
+                        t.stale
+                    ));
+                }
+                if t.invalidations > 0 {
+                    let by = t.invalidated_by.map(|s| s.name()).unwrap_or("a write");
+                    h.push(format!(
+                        "{} lookup(s) followed a change by another traced process or handle \
+                         ({by}): a derived size must be re-established there",
+                        t.invalidations
+                    ));
+                }
+                h
+            })
+    }
+}
+
+impl Sizes {
+    /// Follows one call; a size or position lookup of a file the process writes says
+    /// what the process could have derived.
+    pub(crate) fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) -> Option<Asked> {
         use Sys::*;
         if s.ev & ev::UNFINISHED != 0 {
             // It may or may not have happened: forget what it could have changed.
@@ -384,7 +479,7 @@ impl Detector for SelfInflicted {
                     ps.pos.remove(&fd);
                 }
             }
-            return;
+            return None;
         }
         match s.sys {
             Open | Openat | Openat2 | Creat if s.ret >= 0 => self.on_open(s, v, cx),
@@ -416,19 +511,19 @@ impl Detector for SelfInflicted {
             Truncate | Ftruncate => self.on_truncate(s, v),
             Lseek if s.ret >= 0 => {
                 let (Some(path), Some(fd)) = (v.path, s.fd) else {
-                    return;
+                    return None;
                 };
                 if !matches!(v.fd, Some(f) if f.kind == FdKind::File) {
-                    return;
+                    return None;
                 }
                 let off = s.offset.unwrap_or(0);
                 match s.aux {
-                    SEEK_CUR if off == 0 => self.on_lookup(s, v, path, Lookup::Position(s.ret), cx),
-                    SEEK_END if off == 0 => self.on_lookup(s, v, path, Lookup::Size(s.ret), cx),
+                    SEEK_CUR if off == 0 => {
+                        return self.on_lookup(s, v, path, Lookup::Position(s.ret))
+                    }
+                    SEEK_END if off == 0 => return self.on_lookup(s, v, path, Lookup::Size(s.ret)),
                     whence => {
-                        let Some(ps) = self.procs.get_mut(&s.pid) else {
-                            return;
-                        };
+                        let ps = self.procs.get_mut(&s.pid)?;
                         if let Some(p) = pos_of(ps, fd, v) {
                             p.pos = Some(s.ret);
                             p.dirty = false;
@@ -439,6 +534,8 @@ impl Detector for SelfInflicted {
                         if whence == SEEK_END && (writable || ps.know.contains_key(&path)) {
                             let k = Know {
                                 size: Some(s.ret - off),
+                                blind: Some(s.ret - off),
+                                foreign: false,
                                 version: v.version,
                                 dirty: false,
                             };
@@ -449,10 +546,10 @@ impl Detector for SelfInflicted {
             }
             Stat | Lstat | Fstat | Newfstatat | Statx if s.ret >= 0 => {
                 let (Some(path), Some(id)) = (v.path, s.stat) else {
-                    return;
+                    return None;
                 };
                 if s.sys == Statx && s.aux != 0 && s.aux & STATX_SIZE == 0 {
-                    return; // a statx that did not ask for the size
+                    return None; // a statx that did not ask for the size
                 }
                 // The common case, a file this process does not write: one probe, no more.
                 let writable = (s.ev & ev::PATH_FROM_FD != 0 || s.path.is_none())
@@ -463,20 +560,22 @@ impl Detector for SelfInflicted {
                         .get(&s.pid)
                         .is_some_and(|ps| ps.know.contains_key(&path))
                 {
-                    return;
+                    return None;
                 }
                 let st = cx.stat(id);
                 let need = stat_known::MODE | stat_known::SIZE;
                 if st.known & need != need || st.file_type() != mode::S_IFREG {
-                    return;
+                    return None;
                 }
-                self.on_lookup(s, v, path, Lookup::Size(st.size), cx);
+                return self.on_lookup(s, v, path, Lookup::Size(st.size));
             }
             _ => {}
         }
+        None
     }
 
-    fn on_record(&mut self, rec: &Record, _cx: &Cx<'_>) {
+    /// A new program knows nothing; a fork shares positions.
+    pub(crate) fn on_record(&mut self, rec: &Record) {
         match rec {
             // A new program knows nothing of what the old one wrote; a gone process nothing.
             Record::Exec(e) => {
@@ -493,34 +592,6 @@ impl Detector for SelfInflicted {
             }
             _ => {}
         }
-    }
-
-    fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
-        self.tallies
-            .findings(&INFO, cx, Wording { cache: false }, &|t, _| {
-                let mut h = vec![
-                    "the derived size holds only while this process is the only writer; with \
-                     several writing threads, keep it under the same lock as the writes"
-                        .to_string(),
-                ];
-                if t.stale > 0 {
-                    h.push(format!(
-                        "{} answer(s) differed from the size this process's own writes imply, \
-                         with no change dejavu saw: another program writes this file, so those \
-                         lookups are needed",
-                        t.stale
-                    ));
-                }
-                if t.invalidations > 0 {
-                    let by = t.invalidated_by.map(|s| s.name()).unwrap_or("a write");
-                    h.push(format!(
-                        "{} lookup(s) followed a change by another traced process or handle \
-                         ({by}): a derived size must be re-established there",
-                        t.invalidations
-                    ));
-                }
-                h
-            })
     }
 }
 

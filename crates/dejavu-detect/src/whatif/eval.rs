@@ -4,7 +4,7 @@
 //! and ensure-once flags.
 
 use super::policy::{Flush, Invalidate, Kind, Policy};
-use super::{Cause, Moment, Outcome, Point, RiskKeepOpen, Row, Stale, Verdict, Writer};
+use super::{AtRisk, Cause, Moment, Outcome, Point, RiskKeepOpen, Row, Stale, Verdict, Writer};
 use crate::detectors::lookup::{is_negative, is_plumbing, question, Question};
 use crate::detectors::negative_probe::{ask, Ask};
 use crate::engine::{Marks, SiteMemo};
@@ -20,13 +20,23 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::Read;
 
+mod checks;
 mod content;
 mod ensure_dir;
+mod execs;
 mod keep_open;
+mod lines;
+mod sizes;
+mod writes;
 
+use checks::{skip_checks, Checks};
 use content::{content_step, Content};
 use ensure_dir::{ensure_dir, EnsureDir};
+use execs::{exec_once, ExecOnce};
 use keep_open::{keep_open, KeepOpen};
+use lines::{log_lines, LogLines};
+use sizes::track_size;
+use writes::{batch_syncs, batch_writes, skip_unread, Batches, Buffers, Risk};
 
 /// Stale answers kept as examples per policy.
 const EXAMPLES: usize = 5;
@@ -68,6 +78,85 @@ struct Change {
     path: PathKey,
 }
 
+/// The last change of each path, by anyone; and apart, the last rename of each path (a
+/// renamed directory changes every path under it).
+#[derive(Default)]
+struct Changes {
+    last: FxHashMap<PathKey, Change>,
+    trees: FxHashMap<PathKey, Change>,
+    /// Per path, the newest change before the last one by another process image than the
+    /// last one's: with `last`, the newest change by an image other than any given one.
+    before_other: FxHashMap<PathKey, Change>,
+}
+
+impl Changes {
+    fn get(&self, p: &PathKey) -> Option<&Change> {
+        self.last.get(p)
+    }
+
+    fn insert(&mut self, p: PathKey, c: Change) {
+        if let Some(prev) = self.last.insert(p, c) {
+            if prev.image != c.image {
+                self.before_other.insert(p, prev);
+            }
+        }
+    }
+
+    /// The newest change of `p` by another process image than `image`.
+    fn newest_other(&self, p: PathKey, image: u32) -> Option<Change> {
+        let last = self.last.get(&p)?;
+        if last.image != image {
+            return Some(*last);
+        }
+        self.before_other
+            .get(&p)
+            .filter(|c| c.image != image)
+            .copied()
+    }
+}
+
+/// The changes each process image made itself (what an in-process cache can see): per
+/// path, how many and the last; and apart, its renames, which change every path under
+/// the renamed directory.
+#[derive(Default)]
+struct Own {
+    paths: FxHashMap<(u32, PathKey), (u64, Change)>,
+    trees: FxHashMap<(u32, PathKey), (u64, Change)>,
+}
+
+impl Own {
+    fn path(&mut self, image: u32, path: PathKey, c: Change) {
+        let e = self.paths.entry((image, path)).or_insert((0, c));
+        e.0 += 1;
+        e.1 = c;
+    }
+
+    fn tree(&mut self, image: u32, path: PathKey, c: Change) {
+        let e = self.trees.entry((image, path)).or_insert((0, c));
+        e.0 += 1;
+        e.1 = c;
+    }
+
+    /// The image's changes of `path` itself.
+    fn of(&self, image: u32, path: PathKey) -> u64 {
+        self.paths.get(&(image, path)).map_or(0, |e| e.0)
+    }
+
+    /// The image's renames of the directories above `path`.
+    fn above(&self, image: u32, path: PathKey, replay: &Replay) -> u64 {
+        if self.trees.is_empty() {
+            return 0;
+        }
+        let mut n = 0;
+        let mut k = replay.paths.parent(path);
+        while let Some(a) = k {
+            n += self.trees.get(&(image, a)).map_or(0, |e| e.0);
+            k = replay.paths.parent(a);
+        }
+        n
+    }
+}
+
 /// Counts of one policy, filled during the pass.
 #[derive(Default)]
 struct Tally {
@@ -101,6 +190,13 @@ enum State {
     KeepOpen(KeepOpen),
     EnsureDir(EnsureDir),
     LogOnce(FxHashSet<(u32, u64, u64)>),
+    SkipUnread(Risk),
+    BatchSyncs(Batches, Risk),
+    BatchWrites(Buffers, Risk),
+    SkipChecks(Checks),
+    TrackSize(Box<crate::detectors::self_inflicted_lookup::Sizes>),
+    LogLines(Box<LogLines>),
+    ExecOnce(Box<ExecOnce>),
 }
 
 #[derive(Clone, Copy)]
@@ -129,8 +225,8 @@ pub fn evaluate<R: Read>(
     let mut sys_total: FxHashMap<u16, u64> = FxHashMap::default();
     let mut prog_total: FxHashMap<u32, u64> = FxHashMap::default();
     // The last change of each path, by anyone; and the changes each image made itself.
-    let mut changes: FxHashMap<PathKey, Change> = FxHashMap::default();
-    let mut own: FxHashMap<(u32, PathKey), (u64, Change)> = FxHashMap::default();
+    let mut changes = Changes::default();
+    let mut own = Own::default();
     let mut n: u64 = 0;
     while let Some(rec) = reader.next_record()? {
         n += 1;
@@ -188,16 +284,17 @@ pub fn evaluate<R: Read>(
                         on_change(st, t, path, c, &cx);
                     }
                     changes.insert(path, c);
-                    let e = own.entry((v.image, path)).or_insert((0, c));
-                    e.0 += 1;
-                    e.1 = c;
+                    own.path(v.image, path, c);
                     if entry {
                         if let Some(parent) = replay.paths.parent(path) {
                             changes.insert(parent, c);
-                            let e = own.entry((v.image, parent)).or_insert((0, c));
-                            e.0 += 1;
-                            e.1 = c;
+                            own.path(v.image, parent, c);
                         }
+                    }
+                    if matches!(s.sys, Sys::Rename | Sys::Renameat | Sys::Renameat2) {
+                        // A renamed directory moves every path under it, under either name.
+                        changes.trees.insert(path, c);
+                        own.tree(v.image, path, c);
                     }
                 }
                 replay.apply(&s, &v, strings, &stat_of);
@@ -217,7 +314,43 @@ pub fn evaluate<R: Read>(
                         }
                     }
                 }
+                for st in &mut states {
+                    if let State::TrackSize(sz) = st {
+                        sz.on_record(&other);
+                    }
+                }
+                if let Record::Exec(e) = other {
+                    let stat_of = |id: StatId| reader.stat(id);
+                    let stack_of = |id: StackId| reader.stack(id).to_vec();
+                    let cx = Cx {
+                        replay: &replay,
+                        strings,
+                        config: &cfg,
+                        stats: &stat_of,
+                        marks: &marks,
+                        stacks: &stack_of,
+                        programs: &programs,
+                        site_memo: &site_memo,
+                        coverage: None,
+                    };
+                    for (i, st) in states.iter_mut().enumerate() {
+                        if let (State::ExecOnce(x), Kind::ExecOnce { cmds, probes }) =
+                            (st, &policies[i].kind)
+                        {
+                            let cmd = (strings.get(e.exe), strings.get(e.argv));
+                            x.exec(cmds, probes, &mut tallies[i], e.pid, cmd, &cx);
+                        }
+                    }
+                }
                 if let Record::Exit(e) = other {
+                    for st in &mut states {
+                        match st {
+                            State::SkipChecks(k) => k.exit(e.tid),
+                            State::LogLines(l) if e.pid == e.tid => l.splitter.exit(e.pid),
+                            State::ExecOnce(x) if e.pid == e.tid => x.exit(e.pid),
+                            _ => {}
+                        }
+                    }
                     if e.tid == e.pid {
                         for st in &mut states {
                             if let State::KeepOpen(k) = st {
@@ -253,6 +386,12 @@ pub fn evaluate<R: Read>(
     for (&image, &c) in &prog_total {
         *prog_calls.entry(cx.program_name(image).0).or_default() += c;
     }
+    // The processes' exits flush the buffers still holding a run.
+    for (st, t) in states.iter_mut().zip(tallies.iter_mut()) {
+        if let State::BatchWrites(b, _) = st {
+            writes::end_all(b, t);
+        }
+    }
     let outcomes = policies
         .iter()
         .zip(states)
@@ -278,6 +417,13 @@ fn new_state(p: &Policy) -> State {
         Kind::KeepOpen { .. } => State::KeepOpen(KeepOpen::default()),
         Kind::EnsureDirOnce => State::EnsureDir(EnsureDir::default()),
         Kind::LogOnce => State::LogOnce(FxHashSet::default()),
+        Kind::SkipUnread => State::SkipUnread(Risk::default()),
+        Kind::BatchSyncs { .. } => State::BatchSyncs(Batches::default(), Risk::default()),
+        Kind::BatchWrites { .. } => State::BatchWrites(Buffers::default(), Risk::default()),
+        Kind::SkipChecks => State::SkipChecks(Checks::default()),
+        Kind::TrackSize => State::TrackSize(Box::default()),
+        Kind::LogLines { .. } => State::LogLines(Box::default()),
+        Kind::ExecOnce { .. } => State::ExecOnce(Box::default()),
     }
 }
 
@@ -432,18 +578,14 @@ impl Tally {
 }
 
 /// The snapshot a cache entry keeps of the changes it is invalidated on.
-fn snapshot(
-    inv: Invalidate,
-    image: u32,
-    path: PathKey,
-    replay: &Replay,
-    own: &FxHashMap<(u32, PathKey), (u64, Change)>,
-) -> u64 {
-    let get = |p: PathKey| own.get(&(image, p)).map_or(0, |e| e.0);
+fn snapshot(inv: Invalidate, image: u32, path: PathKey, replay: &Replay, own: &Own) -> u64 {
+    let get = |p: PathKey| own.of(image, p);
     match inv {
         Invalidate::Never => 0,
-        Invalidate::OnWrite => get(path),
-        Invalidate::OnDirChange => get(path) + replay.paths.parent(path).map_or(0, get),
+        Invalidate::OnWrite => get(path) + own.above(image, path, replay),
+        Invalidate::OnDirChange => {
+            get(path) + replay.paths.parent(path).map_or(0, get) + own.above(image, path, replay)
+        }
     }
 }
 
@@ -454,20 +596,27 @@ fn own_change_after(
     dir: bool,
     seq: u64,
     replay: &Replay,
-    own: &FxHashMap<(u32, PathKey), (u64, Change)>,
+    own: &Own,
 ) -> Option<Change> {
     let mut best: Option<Change> = None;
-    let mut consider = |p: PathKey| {
-        if let Some(&(_, c)) = own.get(&(image, p)) {
+    let mut consider = |m: &FxHashMap<(u32, PathKey), (u64, Change)>, p: PathKey| {
+        if let Some(&(_, c)) = m.get(&(image, p)) {
             if c.seq > seq && best.is_none_or(|b| c.seq > b.seq) {
                 best = Some(c);
             }
         }
     };
-    consider(path);
+    consider(&own.paths, path);
     if dir {
         if let Some(p) = replay.paths.parent(path) {
-            consider(p);
+            consider(&own.paths, p);
+        }
+    }
+    if !own.trees.is_empty() {
+        let mut k = replay.paths.parent(path);
+        while let Some(a) = k {
+            consider(&own.trees, a);
+            k = replay.paths.parent(a);
         }
     }
     best
@@ -481,7 +630,7 @@ fn cause(
     path: PathKey,
     dir: bool,
     since: u64,
-    changes: &FxHashMap<PathKey, Change>,
+    changes: &Changes,
 ) -> Cause {
     let mut best: Option<Change> = None;
     let mut consider = |p: PathKey| {
@@ -495,6 +644,18 @@ fn cause(
     if dir {
         if let Some(p) = cx.replay.paths.parent(path) {
             consider(p);
+        }
+    }
+    // A rename of a directory above it.
+    if !changes.trees.is_empty() {
+        let mut k = cx.replay.paths.parent(path);
+        while let Some(a) = k {
+            if let Some(&c) = changes.trees.get(&a) {
+                if c.seq > since && best.is_none_or(|b| c.seq > b.seq) {
+                    best = Some(c);
+                }
+            }
+            k = cx.replay.paths.parent(a);
         }
     }
     match best {
@@ -547,8 +708,14 @@ fn cause(
 fn what(cx: &Cx<'_>, path: PathKey, c: &Change) -> String {
     if c.path == path {
         "it".to_string()
-    } else {
+    } else if cx.replay.paths.parent(path) == Some(c.path) {
         format!("its directory ({} of {})", c.sys.name(), cx.path(c.path))
+    } else {
+        format!(
+            "a directory above it ({} of {})",
+            c.sys.name(),
+            cx.path(c.path)
+        )
     }
 }
 
@@ -576,10 +743,14 @@ fn step(
     st: &mut State,
     t: &mut Tally,
     c: &mut Call<'_, '_>,
-    changes: &FxHashMap<PathKey, Change>,
-    own: &FxHashMap<(u32, PathKey), (u64, Change)>,
+    changes: &Changes,
+    own: &Own,
 ) {
     let s = c.s;
+    if let (Kind::TrackSize, State::TrackSize(sz)) = (&p.kind, &mut *st) {
+        // The size tracking follows unfinished calls too (it forgets what they touched).
+        return track_size(p, sz, t, c, changes);
+    }
     if s.ev & ev::UNFINISHED != 0 {
         return;
     }
@@ -618,6 +789,14 @@ fn step(
         }
         (Kind::KeepOpen { flush }, State::KeepOpen(k)) => keep_open(p, *flush, k, t, c, changes),
         (Kind::EnsureDirOnce, State::EnsureDir(e)) => ensure_dir(p, e, t, c, changes),
+        (Kind::SkipUnread, State::SkipUnread(r)) => skip_unread(p, r, t, c),
+        (Kind::BatchSyncs { bytes }, State::BatchSyncs(b, r)) => batch_syncs(p, *bytes, b, r, t, c),
+        (Kind::SkipChecks, State::SkipChecks(k)) => skip_checks(p, k, t, c),
+        (Kind::LogLines { lines }, State::LogLines(st)) => log_lines(p, lines, st, t, c),
+        (Kind::ExecOnce { .. }, State::ExecOnce(x)) => exec_once(x, t, c),
+        (Kind::BatchWrites { max_bytes, gap_ns }, State::BatchWrites(b, r)) => {
+            batch_writes(p, (*max_bytes, *gap_ns), b, r, t, c)
+        }
         (Kind::LogOnce, State::LogOnce(seen)) => {
             if !crate::group::is_write(s.sys) || s.ret <= 0 {
                 return;
@@ -669,8 +848,8 @@ fn lookup<Q: Copy + Eq + std::hash::Hash>(
     inv: Invalidate,
     ttl: Option<u64>,
     negative: bool,
-    changes: &FxHashMap<PathKey, Change>,
-    own: &FxHashMap<(u32, PathKey), (u64, Change)>,
+    changes: &Changes,
+    own: &Own,
 ) {
     let s = c.s;
     let image = c.v.image;
@@ -943,8 +1122,11 @@ fn outcome(
             worst_path: k.worst.map(|w| cx.path(w.2)),
             writers,
             killed: k.killed.clone(),
+            writes_before: k.merged_writes().0,
+            writes_after: k.merged_writes().1,
         });
     }
+    let (at_risk, hazards) = risks(&st, cx);
     let rows = |m: &BTreeMap<String, (u64, u64)>, total: &dyn Fn(&str) -> u64| {
         let mut v: Vec<Row> = m
             .iter()
@@ -1047,8 +1229,198 @@ fn outcome(
         moments: t.moments,
         moments_total: t.moments_total,
         keep_open: keep,
+        lines: match &st {
+            State::LogLines(l) => Some(super::Lines {
+                before: l.before,
+                after: l.before - l.removed,
+                removed: l.removed,
+            }),
+            _ => None,
+        },
+        execs: match &st {
+            State::ExecOnce(x) if x.execs.0 > 0 => Some(super::Execs {
+                before: x.execs.0,
+                after: x.execs.0 - x.execs.1,
+                removed: x.execs.1,
+            }),
+            _ => None,
+        },
+        at_risk,
+        hazards,
         verdict,
         verdict_text: text,
+    }
+}
+
+/// What `--skip-unread` and `--batch-syncs` put at risk, and the hazards they leave to
+/// the fix, as the detectors' hazards say them.
+fn risks(st: &State, cx: &Cx<'_>) -> (Option<AtRisk>, Vec<String>) {
+    let mut hazards = Vec::new();
+    let at = |r: &Risk, text: String| AtRisk {
+        bytes: r.bytes,
+        records: r.records,
+        worst_ts: r.worst.map(|w| w.0),
+        worst_path: r.worst.map(|w| cx.path(w.1)),
+        text,
+    };
+    match st {
+        State::SkipUnread(r) if r.records > 0 => {
+            if r.records > r.epipe {
+                hazards.push(
+                    "/dev/null may be a deliberate way to silence this output: make the producer \
+                     quiet (log level, isatty(), a --quiet flag) rather than remove the redirection"
+                        .to_string(),
+                );
+            }
+            if r.epipe > 0 {
+                hazards.push(format!(
+                    "{} writes failed with EPIPE after the reader had gone: stop producing on the \
+                     first one, but flush and close files and queues before exiting",
+                    r.epipe
+                ));
+            }
+            if r.std_streams > 0 {
+                hazards.push(format!(
+                    "{} of these writes went to stdout/stderr, which the parent pointed at /dev/null \
+                     or a closed pipe: the fix may belong in how the parent starts this program",
+                    r.std_streams
+                ));
+            }
+            let text = "bytes not written at all: nobody read them in this recording, but a \
+                        reader that needs them (a redirection changed, a reader that stays) \
+                        would not get them"
+                .to_string();
+            (Some(at(r, text)), hazards)
+        }
+        State::BatchSyncs(_, r) if r.records > 0 || r.bytes > 0 => {
+            hazards.push(
+                "a program that promises durability per record (acknowledges each after its sync) \
+                 must delay the acknowledgements to the batch's sync (group commit): dropping the \
+                 syncs alone breaks the promise"
+                    .to_string(),
+            );
+            let text = "the most bytes written and not yet synced at any moment under the fix, \
+                        where the recording had synced them: what a crash (of the machine) then \
+                        would lose"
+                .to_string();
+            (Some(at(r, text)), hazards)
+        }
+        State::BatchWrites(b, r) if r.records > 0 => {
+            use writes::{K_APPEND, K_PIPE, K_SOCKET, K_TTY};
+            if b.kinds & K_TTY != 0 {
+                hazards.push(
+                    "a terminal: interactive output needs line buffering (flush at each newline and \
+                     before reading input), not a buffer that fills"
+                        .to_string(),
+                );
+            }
+            if b.kinds & K_PIPE != 0 {
+                hazards.push(
+                    "a pipe: its reader may wait for each line or record, so flush at record \
+                     boundaries; writes above PIPE_BUF (4 KiB) are not atomic when several processes \
+                     write to it"
+                        .to_string(),
+                );
+            }
+            if b.kinds & K_SOCKET != 0 {
+                hazards.push(
+                    "a socket: on a datagram or SEQPACKET socket every write is one message and must \
+                     not be merged"
+                        .to_string(),
+                );
+            }
+            if b.kinds & K_APPEND != 0 {
+                hazards.push(
+                    "an O_APPEND file, maybe shared with other writers: keep each record in one write \
+                     so records do not interleave"
+                        .to_string(),
+                );
+            }
+            hazards.push(
+                "flush the buffer on exit, on fatal signals and on errors, or the tail of the output \
+                 is lost"
+                    .to_string(),
+            );
+            let text = "the most bytes held in a buffer at any moment that the recording had \
+                        already written: what a crash then would lose"
+                .to_string();
+            (Some(at(r, text)), hazards)
+        }
+        State::ExecOnce(x) if x.execs.1 > 0 => {
+            hazards.push(
+                "reuse a run's result only while what it reads stays the same (a repository, the \
+                 configuration, the clock): run it again when that changes"
+                    .to_string(),
+            );
+            (None, hazards)
+        }
+        State::ExecOnce(_) => {
+            hazards.push(
+                "a path resolved once must be resolved again if PATH or the installed program \
+                 changes"
+                    .to_string(),
+            );
+            (None, hazards)
+        }
+        State::LogLines(l) if l.removed > 0 => {
+            hazards.push(
+                "if each occurrence carries detail someone needs (which request, which user), \
+                 aggregate it (a counter per interval) or sample it rather than drop it"
+                    .to_string(),
+            );
+            (None, hazards)
+        }
+        State::TrackSize(_) => {
+            hazards.push(
+                "the kept size holds only while this process is the only writer: if another \
+                 process or handle may write the file, keep the lookup or coordinate (a lock, one \
+                 writer); with several writing threads, keep it under the same lock as the writes"
+                    .to_string(),
+            );
+            (None, hazards)
+        }
+        State::SkipChecks(k) if k.access + k.stat_open + k.probes > 0 => {
+            hazards.push(if k.access + k.stat_open == 0 {
+                "removing the probe also removes a race (the path can change between the two \
+                 opens); handle the single open's errors (ENOENT, EACCES, ELOOP) where the probe's \
+                 other failures were handled"
+                    .to_string()
+            } else {
+                "removing the check also removes a time-of-check-to-time-of-use race; handle the \
+                 act's ENOENT/EACCES where the check's false branch was"
+                    .to_string()
+            });
+            if k.act_failed > 0 {
+                hazards.push(format!(
+                    "{} acts failed right after their check succeeded (the path changed between \
+                     them): the act's error handling is what runs there now",
+                    k.act_failed
+                ));
+            }
+            if k.stat_open > 0 {
+                hazards.push(format!(
+                    "{} stats before an open: if their answer (size, mtime, type) is used, take it \
+                     from fstat of the opened descriptor, which describes the file actually opened",
+                    k.stat_open
+                ));
+            }
+            if k.probes > 0 {
+                hazards.push(format!(
+                    "{} O_DIRECTORY probes: a probe with O_NOFOLLOW also refused a symbolic link, so \
+                     the single open must keep O_NOFOLLOW, and tell a directory apart by fstat",
+                    k.probes
+                ));
+            }
+            if k.access > 0 {
+                hazards.push(format!(
+                    "{} access checks: access() uses the real uid, open the effective one; in a \
+                     setuid program only the open's answer is authoritative",
+                    k.access
+                ));
+            }
+            (None, hazards)
+        }
+        _ => (None, hazards),
     }
 }
 
@@ -1059,5 +1431,12 @@ fn kind_name(k: &Kind) -> &'static str {
         Kind::KeepOpen { .. } => "keep-open",
         Kind::EnsureDirOnce => "ensure-dir-once",
         Kind::LogOnce => "log-once",
+        Kind::SkipUnread => "skip-unread",
+        Kind::BatchSyncs { .. } => "batch-syncs",
+        Kind::BatchWrites { .. } => "batch-writes",
+        Kind::SkipChecks => "skip-checks",
+        Kind::TrackSize => "track-size",
+        Kind::LogLines { .. } => "log-once",
+        Kind::ExecOnce { .. } => "exec-once",
     }
 }

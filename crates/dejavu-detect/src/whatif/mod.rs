@@ -145,6 +145,41 @@ pub struct RiskKeepOpen {
     pub writers: Vec<Writer>,
     /// Processes holding a kept file that a signal killed (their buffer would be lost).
     pub killed: Vec<u32>,
+    /// With `--flush on-exit`: the holders' writes to their kept files, as recorded
+    /// (they are not among the governed calls).
+    pub writes_before: u64,
+    /// The writes a 64 KiB buffer would have made of them, merging each write that starts
+    /// where the last ended (not counted in `removed_calls`).
+    pub writes_after: u64,
+}
+
+/// What a fix that drops or delays writes or syncs puts at risk (`--skip-unread`,
+/// `--batch-syncs`, `--batch-writes`), as `keep_open` says it for a kept handle.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct AtRisk {
+    /// Bytes: not written at all (`--skip-unread`), or written and not yet synced at the
+    /// worst moment where the recording had synced them (`--batch-syncs`).
+    pub bytes: u64,
+    /// The writes (records) those bytes came in.
+    pub records: u64,
+    /// The worst moment, ns since the trace started (none: over the whole recording).
+    pub worst_ts: Option<u64>,
+    /// The file (or output) of the worst moment.
+    pub worst_path: Option<String>,
+    /// What the bytes are, in one sentence.
+    pub text: String,
+}
+
+/// A repeated-output finding's fix replayed by line (`lines`): masked lines as the detector
+/// counts them.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Lines {
+    /// Occurrences of the finding's lines.
+    pub before: u64,
+    /// Left: the first of each per process and output.
+    pub after: u64,
+    /// Removed (`before - after`): what the finding's count compares with.
+    pub removed: u64,
 }
 
 /// The finding a policy is the own fix of.
@@ -200,6 +235,21 @@ pub struct Outcome {
     /// `--keep-open` only: what a crash would lose, who else wrote the files.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keep_open: Option<RiskKeepOpen>,
+    /// A repeated-output finding's own fix: its lines before and after (the calls are the
+    /// writes, a write removed when every line it carried is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<Lines>,
+    /// A repeated-exec finding's "run it once": its runs before and after (the calls are
+    /// every call those runs made).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execs: Option<Execs>,
+    /// `--skip-unread`, `--batch-syncs`: the bytes the fix drops or leaves unsynced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_risk: Option<AtRisk>,
+    /// What the fix must still take care of, in sentences (a deliberate /dev/null, a
+    /// promise of durability per record); empty for the caches, whose hazards are their
+    /// stale answers.
+    pub hazards: Vec<String>,
     /// The verdict.
     pub verdict: Verdict,
     /// The verdict in one sentence, with the counter-example when unsafe.
@@ -207,24 +257,73 @@ pub struct Outcome {
 }
 
 /// The detectors whose fix a policy models, so that the replay saves what the finding
-/// says. repeated-output is not one of them: it counts masked lines (several per write, a
-/// line cut across writes joined), and `--log-once` counts write calls by their recorded
-/// fingerprint; they differ by a line or more, so its findings are listed as not replayed.
-pub const MODELLED: [&str; 5] = [
+/// says. repeated-output's is [`own_log_fix`] and repeated-exec's [`own_exec_fix`] (they need the
+/// finding's lines, commands or probes).
+pub const MODELLED: [&str; 10] = [
     "repeated-lookup",
     "negative-probe",
     "ensure-dir",
     "open-close-churn",
     "reread-unchanged",
+    "no-reader",
+    "fsync-per-op",
+    "small-writes",
+    "check-then-act",
+    "self-inflicted-lookup",
 ];
+
+/// A repeated-output finding's own fix: its lines (see [`crate::Covered::lines`]) written
+/// once per process and output, counted by masked line as the detector counts them.
+pub fn own_log_fix(f: &Finding, lines: &[(u32, String, u8, u64)]) -> Policy {
+    let mut scope = Scope::default();
+    scope.programs = vec![f.program.clone()];
+    Policy {
+        kind: Kind::LogLines {
+            lines: lines.iter().cloned().collect(),
+        },
+        scope,
+    }
+}
+
+/// A repeated-exec finding's own fix: its commands (see [`crate::Covered::execs`]) run
+/// once per starting process, or its PATH probes ([`crate::Covered::probes`]) made once.
+pub fn own_exec_fix(f: &Finding, cmds: &[(u32, u64)], probes: &[(u32, String)]) -> Policy {
+    let mut scope = Scope::default();
+    scope.programs = vec![f.program.clone()];
+    Policy {
+        kind: Kind::ExecOnce {
+            cmds: cmds.iter().copied().collect(),
+            probes: probes.iter().cloned().collect(),
+        },
+        scope,
+    }
+}
+
+/// Runs of a repeated-exec finding's commands (`execs`).
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Execs {
+    /// Runs of the finding's commands.
+    pub before: u64,
+    /// Left: the first of each command per starting process.
+    pub after: u64,
+    /// Removed (`before - after`): what the finding's count compares with.
+    pub removed: u64,
+}
 
 /// Why a finding of `detector` is not replayed under its own fix.
 pub fn not_modelled(detector: &str) -> String {
     match detector {
         "repeated-output" => {
-            "its count is of masked lines (several per write, a line cut across writes \
-joined); --log-once replays the fix by write call, so the two numbers could differ: run it with \
---log-once to see"
+            "the finding does not list its lines (the trace was analysed without them)".to_string()
+        }
+        "sync-io-main-thread" => {
+            "its fix moves the calls off the main thread (async APIs, a worker) rather than \
+removing them: no call goes, so there is nothing to count as removed"
+                .to_string()
+        }
+        "repeated-exec" => {
+            "the finding does not list its commands or probes (the trace was analysed without \
+them)"
                 .to_string()
         }
         d => format!(
@@ -290,6 +389,16 @@ pub fn own_fix(f: &Finding, covered: Option<&[(u32, String)]>) -> Option<Policy>
             },
             invalidate: Invalidate::OnWrite,
             ttl: None,
+        },
+        "no-reader" => Kind::SkipUnread,
+        "fsync-per-op" => Kind::BatchSyncs {
+            bytes: policy::BATCH_SYNC_BYTES,
+        },
+        "check-then-act" => Kind::SkipChecks,
+        "self-inflicted-lookup" => Kind::TrackSize,
+        "small-writes" => Kind::BatchWrites {
+            max_bytes: policy::BATCH_WRITE_BYTES,
+            gap_ns: policy::BATCH_WRITE_GAP_NS,
         },
         _ => return None,
     };

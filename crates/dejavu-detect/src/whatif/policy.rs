@@ -21,6 +21,16 @@ accepted policies:
   --ensure-dir-once GLOB        remember per process that a matching directory exists once mkdir said so
   --log-once[=GLOB]             write each line (numbers and ids masked) to the same output only once; outputs:
                                 the standard streams, terminals and append-mode files, or the files matching GLOB
+  --skip-unread GLOB            don't make the writes nobody reads (to /dev/null, or failing with EPIPE) to paths
+                                matching GLOB ('/dev/null', 'pipe:*', '/**')
+  --batch-syncs GLOB            sync a file matching GLOB once per batch: syncs with at most 16 KiB written between
+                                them are one batch, and only its last sync is made
+  --skip-checks GLOB            don't check a path matching GLOB (access, stat, an O_DIRECTORY probe) right before
+                                the open or stat that answers the same question: just do the act
+  --track-size GLOB             keep the size (and offset) of a file matching GLOB the process writes in a variable:
+                                its size and position lookups after its own writes are answered from it
+  --batch-writes GLOB           buffer runs of tiny writes (512 bytes or less, one descriptor) to paths matching GLOB:
+                                each run goes out in one write per 64 KiB
 Without a policy, --invalidate, --ttl and --flush change each finding's own fix.
 GLOB: absolute-path glob; * matches within one path segment, ** across segments ('/data/**/*.tdb', '**/chats')";
 
@@ -187,7 +197,49 @@ pub enum Kind {
     EnsureDirOnce,
     /// Each line (masked) written once per output.
     LogOnce,
+    /// Writes nobody reads (to /dev/null, or failing with EPIPE) are not made.
+    SkipUnread,
+    /// Syncs of one file with at most `bytes` written between them are one batch; only the
+    /// batch's last sync is made.
+    BatchSyncs {
+        /// The most bytes written between two syncs of one batch.
+        bytes: u64,
+    },
+    /// A check whose act right after answers the same question is not made.
+    SkipChecks,
+    /// Sizes and positions of the files a process writes, kept from its own writes.
+    TrackSize,
+    /// A repeated-output finding's own fix: its lines (process image, target, stream,
+    /// masked line's hash) written once, counted by line as the detector counts them.
+    LogLines {
+        /// The finding's lines.
+        lines: rustc_hash::FxHashSet<(u32, String, u8, u64)>,
+    },
+    /// A repeated-exec finding's own fix: its commands (starting process, command hash)
+    /// run once, or its PATH probes (starting process, probed path) made once.
+    ExecOnce {
+        /// The finding's commands.
+        cmds: rustc_hash::FxHashSet<(u32, u64)>,
+        /// The finding's probes.
+        probes: rustc_hash::FxHashSet<(u32, String)>,
+    },
+    /// Runs of tiny writes to one descriptor go through a 64 KiB buffer.
+    BatchWrites {
+        /// The largest write that joins a run.
+        max_bytes: u64,
+        /// The longest pause within a run, ns.
+        gap_ns: u64,
+    },
 }
+
+/// small-writes' `max_bytes` and `gap_ms`: what `--batch-writes` merges.
+pub const BATCH_WRITE_BYTES: u64 = 512;
+/// See [`BATCH_WRITE_BYTES`].
+pub const BATCH_WRITE_GAP_NS: u64 = 100_000_000;
+
+/// fsync-per-op's `max_bytes`: syncs with at most this many bytes written between them
+/// are one batch for `--batch-syncs`.
+pub const BATCH_SYNC_BYTES: u64 = 16384;
 
 impl Kind {
     /// The flag that selects it.
@@ -198,6 +250,13 @@ impl Kind {
             Kind::KeepOpen { .. } => "--keep-open",
             Kind::EnsureDirOnce => "--ensure-dir-once",
             Kind::LogOnce => "--log-once",
+            Kind::SkipUnread => "--skip-unread",
+            Kind::BatchSyncs { .. } => "--batch-syncs",
+            Kind::BatchWrites { .. } => "--batch-writes",
+            Kind::SkipChecks => "--skip-checks",
+            Kind::TrackSize => "--track-size",
+            Kind::LogLines { .. } => "--log-once",
+            Kind::ExecOnce { .. } => "(exec once)",
         }
     }
 }
@@ -343,6 +402,44 @@ impl Policy {
             ),
             Kind::LogOnce if globs.is_empty() => "--log-once".to_string(),
             Kind::LogOnce => format!("--log-once={}", quoted(&globs)),
+            Kind::SkipUnread => format!(
+                "--skip-unread {}",
+                quoted(if globs.is_empty() { "/**" } else { &globs })
+            ),
+            Kind::BatchSyncs { .. } => format!(
+                "--batch-syncs {}",
+                quoted(if globs.is_empty() { "/**" } else { &globs })
+            ),
+            Kind::BatchWrites { .. } => format!(
+                "--batch-writes {}",
+                quoted(if globs.is_empty() { "/**" } else { &globs })
+            ),
+            Kind::SkipChecks => format!(
+                "--skip-checks {}",
+                quoted(if globs.is_empty() { "/**" } else { &globs })
+            ),
+            Kind::TrackSize => format!(
+                "--track-size {}",
+                quoted(if globs.is_empty() { "/**" } else { &globs })
+            ),
+            Kind::ExecOnce { cmds, probes } if probes.is_empty() => format!(
+                "run once (the finding's {} command{}, per starting process)",
+                cmds.len(),
+                if cmds.len() == 1 { "" } else { "s" }
+            ),
+            Kind::ExecOnce { probes, .. } => format!(
+                "resolve the path once (the finding's {} probed path{})",
+                probes.len(),
+                if probes.len() == 1 { "" } else { "s" }
+            ),
+            Kind::LogLines { lines } => {
+                let n: rustc_hash::FxHashSet<u64> = lines.iter().map(|l| l.3).collect();
+                format!(
+                    "--log-once (the finding's {} line{}, by masked line)",
+                    n.len(),
+                    if n.len() == 1 { "" } else { "s" }
+                )
+            }
         };
         if !self.scope.programs.is_empty() {
             s += &format!(" (program {})", self.scope.programs.join(", "));
@@ -383,9 +480,24 @@ pub struct Flags {
     pub ensure_dir_once: Vec<String>,
     /// `--log-once` (`Some("")`) or `--log-once=GLOB`.
     pub log_once: Option<String>,
+    /// `--skip-unread GLOB`, repeatable.
+    pub skip_unread: Vec<String>,
+    /// `--batch-syncs GLOB`, repeatable.
+    pub batch_syncs: Vec<String>,
+    /// `--batch-writes GLOB`, repeatable.
+    pub batch_writes: Vec<String>,
+    /// `--skip-checks GLOB`, repeatable.
+    pub skip_checks: Vec<String>,
+    /// `--track-size GLOB`, repeatable.
+    pub track_size: Vec<String>,
 }
 
 impl Flags {
+    /// `--invalidate`, `--ttl` or `--flush` given.
+    pub fn modifies(&self) -> bool {
+        self.invalidate.is_some() || self.ttl.is_some() || self.flush.is_some()
+    }
+
     /// No policy given: replay each finding's own fix.
     pub fn is_empty(&self) -> bool {
         self.cache.is_empty()
@@ -393,6 +505,11 @@ impl Flags {
             && self.keep_open.is_empty()
             && self.ensure_dir_once.is_empty()
             && self.log_once.is_none()
+            && self.skip_unread.is_empty()
+            && self.batch_syncs.is_empty()
+            && self.batch_writes.is_empty()
+            && self.skip_checks.is_empty()
+            && self.track_size.is_empty()
     }
 }
 
@@ -455,7 +572,45 @@ pub fn modify(p: &mut Policy, f: &Flags) -> Result<(), PolicyError> {
                 *flush = x;
             }
         }
-        Kind::EnsureDirOnce | Kind::LogOnce => {}
+        Kind::EnsureDirOnce
+        | Kind::LogOnce
+        | Kind::SkipUnread
+        | Kind::BatchSyncs { .. }
+        | Kind::BatchWrites { .. }
+        | Kind::SkipChecks
+        | Kind::TrackSize
+        | Kind::LogLines { .. }
+        | Kind::ExecOnce { .. } => {}
+    }
+    Ok(())
+}
+
+/// Whether `--invalidate`, `--ttl` and `--flush` can change `p` (one finding's own fix,
+/// `--finding N`): an error naming the flag when the fix has no cache or kept handle.
+pub fn applies(p: &Policy, f: &Flags) -> Result<(), PolicyError> {
+    let cache = matches!(p.kind, Kind::Cache { .. } | Kind::NegativeCache { .. });
+    let keep = matches!(p.kind, Kind::KeepOpen { .. });
+    let fix = format!("the finding's own fix is {}", p.kind.flag());
+    if let (Some(i), false) = (&f.invalidate, cache) {
+        return Err(err(
+            "--invalidate",
+            i,
+            format!("{fix}: it has no cache to invalidate"),
+        ));
+    }
+    if let (Some(t), false) = (f.ttl, cache) {
+        return Err(err(
+            "--ttl",
+            &duration(t),
+            format!("{fix}: it has no cache entry to expire"),
+        ));
+    }
+    if let (Some(fl), false) = (&f.flush, keep) {
+        return Err(err(
+            "--flush",
+            fl,
+            format!("{fix}: it keeps no handle open"),
+        ));
     }
     Ok(())
 }
@@ -546,6 +701,41 @@ pub fn parse(f: &Flags) -> Result<Vec<Policy>, PolicyError> {
             kind: Kind::LogOnce,
             scope: Scope::paths("--log-once", &[g.to_string()])?,
         }),
+    }
+    for g in &f.skip_unread {
+        out.push(Policy {
+            kind: Kind::SkipUnread,
+            scope: Scope::paths("--skip-unread", std::slice::from_ref(g))?,
+        });
+    }
+    for g in &f.batch_syncs {
+        out.push(Policy {
+            kind: Kind::BatchSyncs {
+                bytes: BATCH_SYNC_BYTES,
+            },
+            scope: Scope::paths("--batch-syncs", std::slice::from_ref(g))?,
+        });
+    }
+    for g in &f.batch_writes {
+        out.push(Policy {
+            kind: Kind::BatchWrites {
+                max_bytes: BATCH_WRITE_BYTES,
+                gap_ns: BATCH_WRITE_GAP_NS,
+            },
+            scope: Scope::paths("--batch-writes", std::slice::from_ref(g))?,
+        });
+    }
+    for g in &f.skip_checks {
+        out.push(Policy {
+            kind: Kind::SkipChecks,
+            scope: Scope::paths("--skip-checks", std::slice::from_ref(g))?,
+        });
+    }
+    for g in &f.track_size {
+        out.push(Policy {
+            kind: Kind::TrackSize,
+            scope: Scope::paths("--track-size", std::slice::from_ref(g))?,
+        });
     }
     Ok(out)
 }

@@ -599,3 +599,608 @@ fn the_programs_own_rotation_is_where_a_kept_handle_must_be_reopened() {
         "the second cycle's open and the first's close"
     );
 }
+
+/// rename(from, to) by the builder's current thread.
+fn rename(b: &mut TraceBuilder, from: &str, to: &str) {
+    b.call(dejavu_trace::Sys::Rename, |c, b| {
+        c.path = Some(b.s(from));
+        c.path2 = Some(b.s(to));
+    });
+}
+
+/// Two stats of /app/d/sub/x.json, a rename of /app/d to /app/e (by `pid`, 100: the caching
+/// process itself), a stat of the old name (gone) and of the new one.
+fn moved_dir(by: u32) -> TraceBuilder {
+    let mut b = TraceBuilder::new();
+    let mover = b.stack(&[(FrameKind::Python, "archive", "/app/move.py", 9)]);
+    b.stat("/app/d/sub/x.json", Ok(file(7, 100, 1)));
+    b.stat("/app/d/sub/x.json", Ok(file(7, 100, 1)));
+    if by != 100 {
+        b.fork(by);
+        b.pid = by;
+        b.tid = by;
+        b.exec("/usr/bin/mover", &["mover", "/app/d"]);
+    }
+    b.stack = Some(mover);
+    rename(&mut b, "/app/d", "/app/e");
+    b.stack = None;
+    b.pid = 100;
+    b.tid = 100;
+    b.stat("/app/d/sub/x.json", Err(2));
+    b.stat("/app/e/sub/x.json", Ok(file(7, 100, 1)));
+    b
+}
+
+#[test]
+fn a_rename_of_a_directory_above_a_cached_path_invalidates_an_on_write_cache() {
+    let o = &run(moved_dir(100), cache("stat:/app/**"))[0];
+    // The second stat is a hit; the stat after the rename is asked again (ENOENT), the
+    // stat of the new name is a first.
+    assert_eq!(
+        (o.calls_before, o.removed_calls, o.stale_answers),
+        (4, 1, 0)
+    );
+    assert_eq!(
+        o.verdict,
+        Verdict::SafeWithInvalidation,
+        "{}",
+        o.verdict_text
+    );
+    assert_eq!(
+        o.invalidation_points.len(),
+        1,
+        "{:?}",
+        o.invalidation_points
+    );
+    assert_eq!(
+        o.invalidation_points[0].at,
+        "rename at archive@/app/move.py:9"
+    );
+    // Never invalidating, the old name's size is served after the rename: the process's
+    // own rename of the directory above it.
+    let f = Flags {
+        invalidate: Some("never".into()),
+        ..cache("stat:/app/**")
+    };
+    let o = &run(moved_dir(100), f)[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (2, 1));
+    let c = &o.stale_examples[0].cause;
+    assert_eq!((c.kind, c.call), ("own_change", Some("rename")));
+    assert!(
+        c.text.contains("a directory above it (rename of /app/d)"),
+        "{}",
+        c.text
+    );
+}
+
+#[test]
+fn a_rename_of_a_directory_above_a_cached_path_by_another_process_is_named() {
+    let o = &run(moved_dir(200), cache("stat:/app/**"))[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (2, 1));
+    assert_eq!(o.verdict, Verdict::Unsafe);
+    let c = &o.stale_examples[0].cause;
+    assert_eq!(
+        (c.kind, c.pid, c.call),
+        ("other_process", Some(200), Some("rename"))
+    );
+    assert!(
+        c.text.contains("a directory above it (rename of /app/d)"),
+        "{}",
+        c.text
+    );
+}
+
+fn flags_with(f: impl FnOnce(&mut Flags)) -> Flags {
+    let mut x = Flags::default();
+    f(&mut x);
+    x
+}
+
+#[test]
+fn skip_unread_drops_the_writes_nobody_reads_and_says_what_they_were() {
+    let mut b = TraceBuilder::new();
+    b.open("/dev/null", 1, 3, Some(crate::testkit::chardev(1, 3)));
+    for _ in 0..5 {
+        b.write(3, "/dev/null", "debug\n", true);
+    }
+    // stdout, pointed at /dev/null before the trace began: known by its name.
+    b.write(1, "/dev/null", "done\n", true);
+    // A pipe whose reader has gone: the bytes asked for.
+    b.call(dejavu_trace::Sys::Write, |c, b| {
+        c.fd = Some(4);
+        c.path = Some(b.s("pipe:[77]"));
+        c.ev = dejavu_trace::ev::PATH_FROM_FD;
+        c.count = 10;
+        c.ret = -32;
+    });
+    // A file somebody reads.
+    b.open("/app/out.txt", 0o101, 5, Some(file(9, 0, 1)));
+    b.write(5, "/app/out.txt", "result\n", false);
+    let o = &run(b, flags_with(|f| f.skip_unread = vec!["/**".into()]))[0];
+    // pipe:[77] is not under /**: not governed. The 5 + 1 writes to /dev/null go, the
+    // file's write stays.
+    assert_eq!((o.calls_before, o.removed_calls), (7, 6), "{o:#?}");
+    let r = o.at_risk.as_ref().expect("at risk");
+    assert_eq!((r.bytes, r.records), (35, 6));
+    assert!(
+        o.hazards.iter().any(|h| h.contains("deliberate")),
+        "{:?}",
+        o.hazards
+    );
+    assert!(o
+        .hazards
+        .iter()
+        .any(|h| h.contains("1 of these writes went to stdout")));
+    assert_eq!(o.verdict, Verdict::Safe);
+    // Every output, the pipe included: its EPIPE is dropped too, with its hazard.
+    let mut b = TraceBuilder::new();
+    for _ in 0..3 {
+        b.call(dejavu_trace::Sys::Write, |c, b| {
+            c.fd = Some(4);
+            c.path = Some(b.s("pipe:[77]"));
+            c.ev = dejavu_trace::ev::PATH_FROM_FD;
+            c.count = 10;
+            c.ret = -32;
+        });
+    }
+    let o = &run(b, flags_with(|f| f.skip_unread = vec!["pipe:*".into()]))[0];
+    assert_eq!(o.removed_calls, 3);
+    assert_eq!(o.at_risk.as_ref().map(|r| r.bytes), Some(30));
+    assert!(o
+        .hazards
+        .iter()
+        .any(|h| h.contains("3 writes failed with EPIPE")));
+}
+
+fn fsync(b: &mut TraceBuilder, fd: i32, path: &str) {
+    b.call(dejavu_trace::Sys::Fsync, |c, b| {
+        c.fd = Some(fd);
+        c.path = Some(b.s(path));
+        c.ev = dejavu_trace::ev::PATH_FROM_FD;
+    });
+}
+
+/// Ten records of 100 bytes each synced, one of 20,000 bytes, two of 10.
+fn journal() -> TraceBuilder {
+    let mut b = TraceBuilder::new();
+    b.open("/db/journal", 0o2101, 3, Some(file(4, 0, 1)));
+    for _ in 0..10 {
+        b.write(3, "/db/journal", &"r".repeat(100), false);
+        fsync(&mut b, 3, "/db/journal");
+    }
+    b.write(3, "/db/journal", &"R".repeat(20_000), false);
+    fsync(&mut b, 3, "/db/journal");
+    for _ in 0..2 {
+        b.write(3, "/db/journal", &"r".repeat(10), false);
+        fsync(&mut b, 3, "/db/journal");
+    }
+    b
+}
+
+#[test]
+fn batch_syncs_keep_the_last_sync_of_each_batch_and_count_the_bytes_left_unsynced() {
+    let o = &run(
+        journal(),
+        flags_with(|f| f.batch_syncs = vec!["/db/*".into()]),
+    )[0];
+    // Two batches (20,000 bytes since a sync start a new one): 10 syncs -> 1, 3 -> 1.
+    assert_eq!((o.calls_before, o.removed_calls), (13, 11), "{o:#?}");
+    let r = o.at_risk.as_ref().expect("at risk");
+    // Before the last sync: the 20,000 bytes (synced in the recording right away) and two
+    // records of 10 are not durable under the fix.
+    assert_eq!((r.bytes, r.records), (20_020, 3));
+    assert_eq!(r.worst_path.as_deref(), Some("/db/journal"));
+    assert!(o.hazards.iter().any(|h| h.contains("group commit")));
+    assert_eq!(o.by_syscall[0].name, "fsync");
+    assert_eq!((o.by_syscall[0].before, o.by_syscall[0].after), (13, 2));
+}
+
+#[test]
+fn the_own_fixes_of_no_reader_and_fsync_per_op_save_what_their_findings_say() {
+    let mut b = journal();
+    b.open("/dev/null", 1, 5, Some(crate::testkit::chardev(1, 3)));
+    for _ in 0..4 {
+        b.write(5, "/dev/null", "debug\n", true);
+    }
+    let bytes = b.finish();
+    let mut r = TraceReader::new(&bytes[..]).expect("reader");
+    let cfg = crate::Config {
+        min_calls: 1,
+        ..crate::Config::default()
+    };
+    let (a, covered) = crate::analyze_covered(&mut r, &cfg, |_| {}).expect("analysis");
+    let mut seen = Vec::new();
+    for f in a.rows() {
+        let Some(p) = own_fix(f, covered.get(&f.key).map(|v| v.as_slice())) else {
+            continue;
+        };
+        let mut r = TraceReader::new(&bytes[..]).expect("reader");
+        let o = &evaluate(&mut r, &[p], |_| {}).expect("eval").outcomes[0];
+        assert_eq!(o.removed_calls, f.redundant_calls, "{}", f.detector);
+        seen.push(f.detector);
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, ["fsync-per-op", "no-reader"]);
+}
+
+/// A run of 200 writes of 500 bytes to /app/out.csv, an lseek, a run of 3 writes of 10
+/// bytes (with one to stderr among them), a pause of 200 ms, a run of 2.
+fn piecemeal() -> TraceBuilder {
+    let mut b = TraceBuilder::new();
+    b.open("/app/out.csv", 0o101, 3, Some(file(9, 0, 1)));
+    for _ in 0..200 {
+        b.write(3, "/app/out.csv", &"x".repeat(500), false);
+    }
+    b.call(dejavu_trace::Sys::Lseek, |c, b| {
+        c.fd = Some(3);
+        c.path = Some(b.s("/app/out.csv"));
+        c.ev = dejavu_trace::ev::PATH_FROM_FD;
+    });
+    for i in 0..3 {
+        b.write(3, "/app/out.csv", "0123456789", false);
+        if i == 1 {
+            b.write(2, "/dev/pts/0", "warning\n", true);
+        }
+    }
+    b.wait(200_000_000);
+    for _ in 0..2 {
+        b.write(3, "/app/out.csv", "0123456789", false);
+    }
+    b
+}
+
+#[test]
+fn batch_writes_merge_each_run_into_a_write_per_64_kib_and_count_the_bytes_buffered() {
+    let o = &run(
+        piecemeal(),
+        flags_with(|f| f.batch_writes = vec!["/app/*".into()]),
+    )[0];
+    // 100,000 bytes need two flushes of 64 KiB: 198 of 200 go; then 2 of 3, 1 of 2. The
+    // write to stderr is not merged (unbuffered by convention), and not governed.
+    assert_eq!((o.calls_before, o.removed_calls), (205, 201), "{o:#?}");
+    let r = o.at_risk.as_ref().expect("at risk");
+    // The buffer holds 131 writes of 500 bytes before the 132nd fills it.
+    assert_eq!((r.bytes, r.records), (65_500, 131));
+    assert!(o
+        .hazards
+        .iter()
+        .any(|h| h.contains("flush the buffer on exit")));
+    // small-writes' finding on the same trace says the same.
+    let bytes = piecemeal().finish();
+    let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+    let (a, covered) =
+        crate::analyze_covered(&mut rd, &crate::Config::default(), |_| {}).expect("analysis");
+    let f = a
+        .rows()
+        .iter()
+        .find(|f| f.detector == "small-writes")
+        .expect("a small-writes finding");
+    let p = own_fix(f, covered.get(&f.key).map(|v| v.as_slice())).expect("its fix");
+    let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+    let o = &evaluate(&mut rd, &[p], |_| {}).expect("eval").outcomes[0];
+    assert_eq!((f.redundant_calls, o.removed_calls), (201, 201));
+}
+
+fn fd_call(b: &mut TraceBuilder, sys: dejavu_trace::Sys, fd: i32, path: &str) {
+    b.call(sys, |c, b| {
+        c.fd = Some(fd);
+        c.path = Some(b.s(path));
+        c.ev = dejavu_trace::ev::PATH_FROM_FD;
+    });
+}
+
+/// Checks before acts: 4 access + open (the last open fails), 3 stat + open + fstat, 2
+/// stat + open + read (the stat's size may be used), 2 lstat + open (not a check).
+fn checked() -> TraceBuilder {
+    let mut b = TraceBuilder::new();
+    for i in 0..4 {
+        b.access("/srv/in/a.txt", 0, 0);
+        if i == 3 {
+            b.open("/srv/in/a.txt", 0, -2, None);
+        } else {
+            b.open("/srv/in/a.txt", 0, 3, Some(file(5, 10, 1)));
+            b.close(3, "/srv/in/a.txt");
+        }
+    }
+    for (n, then) in [(3, dejavu_trace::Sys::Fstat), (2, dejavu_trace::Sys::Read)] {
+        for _ in 0..n {
+            b.stat("/srv/in/b.txt", Ok(file(6, 10, 1)));
+            b.open("/srv/in/b.txt", 0, 3, Some(file(6, 10, 1)));
+            fd_call(&mut b, then, 3, "/srv/in/b.txt");
+            b.close(3, "/srv/in/b.txt");
+        }
+    }
+    for _ in 0..2 {
+        b.call(dejavu_trace::Sys::Lstat, |c, b| {
+            c.path = Some(b.s("/srv/in/c.txt"));
+            c.stat = Some(b.st(file(7, 1, 1)));
+        });
+        b.open("/srv/in/c.txt", 0, 3, Some(file(7, 1, 1)));
+        b.close(3, "/srv/in/c.txt");
+    }
+    b
+}
+
+#[test]
+fn skip_checks_removes_the_checks_their_acts_answer_and_names_the_race() {
+    let o = &run(
+        checked(),
+        flags_with(|f| f.skip_checks = vec!["/srv/**".into()]),
+    )[0];
+    // 4 access checks and 5 stat checks have an act; the 2 stats whose descriptor is read
+    // before any fstat stay, the lstats are not checks.
+    assert_eq!((o.calls_before, o.removed_calls), (9, 7), "{o:#?}");
+    assert!(o.at_risk.is_none());
+    assert!(
+        o.hazards.iter().any(|h| h.contains("1 acts failed")),
+        "{:?}",
+        o.hazards
+    );
+    assert!(o
+        .hazards
+        .iter()
+        .any(|h| h.contains("3 stats before an open")));
+    assert!(o.hazards.iter().any(|h| h.contains("4 access checks")));
+    // check-then-act's finding on the same trace says the same.
+    let bytes = checked().finish();
+    let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+    let cfg = crate::Config {
+        min_calls: 1,
+        ..crate::Config::default()
+    };
+    let (a, covered) = crate::analyze_covered(&mut rd, &cfg, |_| {}).expect("analysis");
+    let mut said = 0;
+    for f in a.rows().iter().filter(|f| f.detector == "check-then-act") {
+        let p = own_fix(f, covered.get(&f.key).map(|v| v.as_slice())).expect("its fix");
+        let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+        let o = &evaluate(&mut rd, &[p], |_| {}).expect("eval").outcomes[0];
+        assert_eq!(o.removed_calls, f.redundant_calls, "{:?}", f.paths);
+        said += f.redundant_calls;
+    }
+    assert_eq!(said, 7);
+}
+
+fn fstat_of(b: &mut TraceBuilder, fd: i32, path: &str, size: i64) {
+    b.call(dejavu_trace::Sys::Fstat, |c, b| {
+        c.fd = Some(fd);
+        c.path = Some(b.s(path));
+        c.ev = dejavu_trace::ev::PATH_FROM_FD;
+        c.stat = Some(b.st(file(5, size, size)));
+    });
+}
+
+/// pid 100 appends 10 bytes and fstats its log 6 times; pid 200 appends 5 bytes in
+/// between (after the third); `untraced` adds 7 bytes nobody traced before the last.
+fn appends(untraced: bool) -> TraceBuilder {
+    const LOG: &str = "/data/tile.log";
+    let mut b = TraceBuilder::new();
+    b.open(LOG, 0o1 | 0o100 | 0o2000, 3, Some(file(5, 100, 1)));
+    let mut size = 100;
+    for i in 0..6 {
+        if i == 3 {
+            b.fork(200);
+            b.pid = 200;
+            b.tid = 200;
+            b.exec("/usr/bin/stamp", &["stamp", LOG]);
+            b.open(LOG, 0o1 | 0o2000, 3, Some(file(5, size, 1)));
+            b.write(3, LOG, "stamp", false);
+            size += 5;
+            b.pid = 100;
+            b.tid = 100;
+        }
+        b.write(3, LOG, "0123456789", false);
+        size += 10;
+        if untraced && i == 5 {
+            size += 7;
+        }
+        fstat_of(&mut b, 3, LOG, size);
+    }
+    b
+}
+
+#[test]
+fn track_size_answers_from_the_process_own_writes_and_a_second_writer_makes_it_stale() {
+    let f = flags_with(|f| f.track_size = vec!["/data/*".into()]);
+    let o = &run(appends(false), f.clone())[0];
+    // The first fstat establishes; the other five are answered from the kept size. The
+    // one after pid 200's append is served 10 bytes short of the file.
+    assert_eq!(
+        (o.calls_before, o.removed_calls, o.stale_answers),
+        (6, 5, 1),
+        "{o:#?}"
+    );
+    assert_eq!(o.verdict, Verdict::Unsafe);
+    let st = &o.stale_examples[0];
+    assert_eq!(
+        (st.served.as_str(), st.actual.as_str()),
+        ("size 140", "size 145")
+    );
+    assert_eq!(
+        (st.cause.kind, st.cause.pid, st.cause.call),
+        ("other_process", Some(200), Some("write"))
+    );
+    assert!(o.hazards.iter().any(|h| h.contains("only writer")));
+    // A size that grew with no traced change: untraced.
+    let o = &run(appends(true), f)[0];
+    assert_eq!(o.stale_answers, 2);
+    assert_eq!(o.stale_examples[1].cause.kind, "untraced");
+    // self-inflicted-lookup's finding: the lookups answered right (removed less stale).
+    let bytes = appends(true).finish();
+    let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+    let cfg = crate::Config {
+        min_calls: 1,
+        ..crate::Config::default()
+    };
+    let (a, covered) = crate::analyze_covered(&mut rd, &cfg, |_| {}).expect("analysis");
+    let f = a
+        .rows()
+        .iter()
+        .find(|f| f.detector == "self-inflicted-lookup")
+        .expect("finding");
+    let p = own_fix(f, covered.get(&f.key).map(|v| v.as_slice())).expect("its fix");
+    let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+    let o = &evaluate(&mut rd, &[p], |_| {}).expect("eval").outcomes[0];
+    assert_eq!(
+        (f.redundant_calls, o.removed_calls - o.stale_answers),
+        (3, 3)
+    );
+}
+
+/// open + pwrite(8 bytes at `off`) + close of /data/t.tdb.
+fn tile_at(b: &mut TraceBuilder, off: i64) {
+    b.open("/data/t.tdb", 0o101, 3, Some(file(9, 0, 1)));
+    b.call(dejavu_trace::Sys::Pwrite64, |c, b| {
+        c.fd = Some(3);
+        c.path = Some(b.s("/data/t.tdb"));
+        c.ev = dejavu_trace::ev::PATH_FROM_FD;
+        c.count = 8;
+        c.ret = 8;
+        c.offset = Some(off);
+    });
+    b.close(3, "/data/t.tdb");
+}
+
+#[test]
+fn a_kept_handle_buffered_until_exit_merges_the_writes_that_follow_each_other() {
+    // Ten tiles one after the other, then five at the same offset (each rewrites the last).
+    let build = || {
+        let mut b = TraceBuilder::new();
+        for i in 0..10 {
+            tile_at(&mut b, i * 8);
+        }
+        for _ in 0..5 {
+            tile_at(&mut b, 0);
+        }
+        b
+    };
+    let o = &run(build(), keep("/data/*.tdb"))[0];
+    let k = o.keep_open.as_ref().expect("keep_open");
+    // The ten merge into one write; each of the five starts elsewhere: one write each.
+    assert_eq!((k.writes_before, k.writes_after), (15, 6), "{k:#?}");
+    // Not among the governed calls: the opens and closes are.
+    assert_eq!((o.calls_before, o.removed_calls), (30, 28));
+    // Written through at once, nothing is merged.
+    let f = Flags {
+        flush: Some("each-write".into()),
+        ..keep("/data/*.tdb")
+    };
+    let o = &run(build(), f)[0];
+    let k = o.keep_open.as_ref().expect("keep_open");
+    assert_eq!((k.writes_before, k.writes_after), (0, 0));
+}
+
+/// On stderr: 12 writes of one warning (its number varies), one write carrying it after
+/// another line, one carrying it cut in two writes.
+fn warnings() -> TraceBuilder {
+    let mut b = TraceBuilder::new();
+    for i in 0..12 {
+        b.write(
+            2,
+            "/dev/pts/0",
+            &format!("warning: retry {i} of the upload\n"),
+            true,
+        );
+    }
+    b.write(
+        2,
+        "/dev/pts/0",
+        "starting the next batch now\nwarning: retry 40 of the upload\n",
+        true,
+    );
+    b.write(2, "/dev/pts/0", "warning: retry 4", true);
+    b.write(2, "/dev/pts/0", "1 of the upload\n", true);
+    b
+}
+
+#[test]
+fn a_repeated_output_findings_own_fix_counts_masked_lines_as_the_finding_does() {
+    let bytes = warnings().finish();
+    let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+    let (a, covered) =
+        crate::analyze_covered(&mut rd, &crate::Config::default(), |_| {}).expect("analysis");
+    let f = a
+        .rows()
+        .iter()
+        .find(|f| f.detector == "repeated-output")
+        .expect("a repeated-output finding");
+    assert_eq!(f.redundant_calls, 13);
+    let p = super::own_log_fix(f, covered.lines(&f.key).expect("its lines"));
+    let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+    let o = &evaluate(&mut rd, &[p], |_| {}).expect("eval").outcomes[0];
+    let l = o.lines.as_ref().expect("lines");
+    // 14 occurrences, one left: the 13 the finding says.
+    assert_eq!((l.before, l.after, l.removed), (14, 1, 13));
+    // Calls: the 11 one-line writes after the first go, and so does the write that
+    // finishes the cut line (its first half ends no line: not governed); the write that
+    // also carries another line stays.
+    assert_eq!((o.calls_before, o.removed_calls), (14, 12), "{o:#?}");
+    assert!(o.hazards.iter().any(|h| h.contains("aggregate")));
+}
+
+/// pid 100 runs `git --version` 12 times, each child first probing /usr/local/bin/git
+/// (ENOENT), then making 2 calls of its own (the execve, a stat).
+fn spawns() -> TraceBuilder {
+    use dejavu_trace::{Exit, ExitStatus, Record, Sys};
+    let mut b = TraceBuilder::new();
+    b.exec("/usr/bin/python3", &["python3", "app.py"]);
+    for i in 0..12 {
+        let child = 200 + i;
+        b.fork(child);
+        b.pid = child;
+        b.tid = child;
+        b.call(Sys::Execve, |c, b| {
+            c.path = Some(b.s("/usr/local/bin/git"));
+            c.payload = Some(b.s("git\0--version"));
+            c.ret = -2;
+        });
+        b.exec("/usr/bin/git", &["git", "--version"]);
+        b.call(Sys::Execve, |c, b| {
+            c.path = Some(b.s("/usr/bin/git"));
+            c.payload = Some(b.s("git\0--version"));
+        });
+        b.stat("/etc/gitconfig", Err(2));
+        b.push(Record::Exit(Exit {
+            ts: 0,
+            pid: child,
+            tid: child,
+            status: ExitStatus::Code(0),
+        }));
+        b.pid = 100;
+        b.tid = 100;
+    }
+    b
+}
+
+#[test]
+fn a_repeated_exec_findings_own_fix_removes_the_later_runs_and_every_call_they_made() {
+    let bytes = spawns().finish();
+    let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+    let (a, covered) =
+        crate::analyze_covered(&mut rd, &crate::Config::default(), |_| {}).expect("analysis");
+    let mut seen = Vec::new();
+    for f in a.rows().iter().filter(|f| f.detector == "repeated-exec") {
+        let p = super::own_exec_fix(
+            f,
+            covered.execs(&f.key).unwrap_or(&[]),
+            covered.probes(&f.key).unwrap_or(&[]),
+        );
+        let mut rd = TraceReader::new(&bytes[..]).expect("reader");
+        let o = &evaluate(&mut rd, &[p], |_| {}).expect("eval").outcomes[0];
+        assert_eq!(f.redundant_calls, 11, "{:?}", f.key);
+        match &o.execs {
+            // Run once: 12 runs -> 1; the 11 later runs' 2 calls each go with them.
+            Some(x) => {
+                assert_eq!((x.before, x.after, x.removed), (12, 1, 11));
+                assert_eq!((o.calls_before, o.removed_calls), (24, 22), "{o:#?}");
+                seen.push("runs");
+            }
+            // Resolve once: the 11 later probes go.
+            None => {
+                assert_eq!((o.calls_before, o.removed_calls), (12, 11), "{o:#?}");
+                seen.push("probes");
+            }
+        }
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, ["probes", "runs"]);
+}

@@ -127,8 +127,33 @@ fn outcome(b: &mut String, i: usize, o: &Outcome) {
         fmt_count(o.removed_calls),
         fmt_duration(o.removed_ns)
     );
+    if let Some(x) = &o.execs {
+        let _ = writeln!(
+            b,
+            "<dt>runs</dt><dd>{} → {} ({} removed; the calls are every call those runs \
+             made)</dd>",
+            fmt_count(x.before),
+            fmt_count(x.after),
+            fmt_count(x.removed)
+        );
+    }
+    if let Some(l) = &o.lines {
+        let _ = writeln!(
+            b,
+            "<dt>lines</dt><dd>{} → {} ({} removed; the calls are the writes that carried \
+             them)</dd>",
+            fmt_count(l.before),
+            fmt_count(l.after),
+            fmt_count(l.removed)
+        );
+    }
     if let Some(f) = &o.finding {
-        let saves = o.removed_calls.saturating_sub(o.stale_answers);
+        // A repeated-output finding counts lines.
+        let saves = match (&o.lines, &o.execs) {
+            (Some(l), _) => l.removed,
+            (_, Some(x)) => x.removed,
+            _ => o.removed_calls.saturating_sub(o.stale_answers),
+        };
         let _ = writeln!(
             b,
             "<dt>agreement</dt><dd>{}</dd>",
@@ -201,6 +226,15 @@ fn outcome(b: &mut String, i: usize, o: &Outcome) {
         } else {
             b.push_str("<li>nothing: writes go through at once</li>\n");
         }
+        if k.writes_before > 0 {
+            let _ = writeln!(
+                b,
+                "<li>writes if merged in a 64 KiB buffer: {} → {} (not counted in the calls \
+                 removed)</li>",
+                fmt_count(k.writes_before),
+                fmt_count(k.writes_after)
+            );
+        }
         for w in &k.writers {
             let _ = writeln!(
                 b,
@@ -220,6 +254,29 @@ fn outcome(b: &mut String, i: usize, o: &Outcome) {
                 "<li class=\"unsafe\">pid {pid} was killed by a signal: its buffer would have \
                  been lost</li>"
             );
+        }
+        b.push_str("</ul>\n");
+    }
+    if let Some(r) = &o.at_risk {
+        b.push_str("<h3>At risk</h3>\n<ul>\n");
+        let _ = writeln!(
+            b,
+            "<li>{} bytes in {} writes{}: {}</li>",
+            fmt_count(r.bytes),
+            fmt_count(r.records),
+            match (&r.worst_path, r.worst_ts) {
+                (Some(p), Some(ts)) =>
+                    format!(" (at {}, <code>{}</code>)", fmt_duration(ts), esc(p)),
+                _ => String::new(),
+            },
+            esc(&r.text)
+        );
+        b.push_str("</ul>\n");
+    }
+    if !o.hazards.is_empty() {
+        b.push_str("<h3>Hazards</h3>\n<ul>\n");
+        for h in &o.hazards {
+            let _ = writeln!(b, "<li>{}</li>", esc(h));
         }
         b.push_str("</ul>\n");
     }
@@ -368,6 +425,10 @@ mod tests {
             moments: vec![],
             moments_total: 0,
             keep_open: None,
+            lines: None,
+            execs: None,
+            at_risk: None,
+            hazards: Vec::new(),
             verdict,
             verdict_text: "unsafe: a write by pid 11".into(),
         }
@@ -375,7 +436,16 @@ mod tests {
 
     #[test]
     fn the_page_has_each_policy_its_verdict_and_its_stale_answers_escaped() {
-        let outs = [outcome(Verdict::Unsafe), outcome(Verdict::Safe)];
+        let mut synced = outcome(Verdict::Safe);
+        synced.at_risk = Some(dejavu_detect::whatif::AtRisk {
+            bytes: 3100,
+            records: 100,
+            worst_ts: Some(79_000_000),
+            worst_path: Some("/db/<j>.log".into()),
+            text: "not yet synced".into(),
+        });
+        synced.hazards = vec!["group commit <per record>".into()];
+        let outs = [outcome(Verdict::Unsafe), synced];
         let nr = [NotReplayedRow {
             number: 3,
             detector: "small-writes".into(),
@@ -407,6 +477,14 @@ mod tests {
         assert!(!s.contains("/srv/<app>"), "unescaped path");
         assert!(s.contains("not modelled &lt;yet&gt;"));
         assert!(s.contains("write at save@app.c:40"));
+        // What a fix that drops or delays writes puts at risk, and its hazards, escaped.
+        assert!(s.contains("<h3>At risk</h3>"), "{s}");
+        assert!(s.contains("3,100 bytes in 100 writes"), "{s}");
+        assert!(s.contains("<code>/db/&lt;j&gt;.log</code>"), "{s}");
+        assert!(
+            s.contains("<li>group commit &lt;per record&gt;</li>"),
+            "{s}"
+        );
         assert!(s.contains("Content-Security-Policy"));
         // Nothing loaded: no src or href to another place (the SVG namespace is not a load).
         assert!(!s.contains("src=\"http") && !s.contains("href=\"http"));

@@ -7,7 +7,7 @@ use super::report::{usage_error, warn};
 use crate::cli::{parse_duration, WhatifArgs};
 use anyhow::Context;
 use dejavu_detect::whatif::{evaluate, own_fix, policy, Evaluation, Flags, Outcome, Policy};
-use dejavu_detect::whatif::{not_modelled, FindingRef};
+use dejavu_detect::whatif::{not_modelled, own_exec_fix, own_log_fix, FindingRef};
 use dejavu_detect::{analyze_covered, Analysis, Config, Covered};
 use dejavu_report::text::fmt_duration;
 use dejavu_report::Progress;
@@ -43,22 +43,20 @@ struct Json<'a> {
 pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
     let flags = flags(&a);
     let given = policy::parse(&flags).unwrap_or_else(|e| usage_error("whatif", &e.to_string()));
-    if a.finding.is_some() && !given.is_empty() {
-        usage_error(
-            "whatif",
-            "--finding replays that finding's own fix: give either --finding N or policies \
-             (--cache, --negative-cache, --keep-open, --ensure-dir-once, --log-once)",
-        );
-    }
     let own = given.is_empty();
+    let analysed = own || a.finding.is_some();
     let (policies, refs, skipped) = if own {
         own_fixes(&a, &flags)?
+    } else if let Some(n) = a.finding {
+        // Policies with --finding: instead of the finding's own fix, limited to what the
+        // finding covers, its count beside theirs.
+        for_finding(&a, n, given)?
     } else {
         let n = given.len();
         (given, vec![None; n], Vec::new())
     };
     let eval = replay(&a.trace, &policies)?;
-    if !own {
+    if !analysed {
         warn_cut(&a, &eval);
     }
     let mut outcomes = eval.outcomes.clone();
@@ -106,6 +104,11 @@ fn flags(a: &WhatifArgs) -> Flags {
         flush: a.flush.clone(),
         ensure_dir_once: a.ensure_dir_once.clone(),
         log_once: a.log_once.clone(),
+        skip_unread: a.skip_unread.clone(),
+        batch_syncs: a.batch_syncs.clone(),
+        batch_writes: a.batch_writes.clone(),
+        skip_checks: a.skip_checks.clone(),
+        track_size: a.track_size.clone(),
     }
 }
 
@@ -119,14 +122,7 @@ fn own_fixes(a: &WhatifArgs, flags: &Flags) -> anyhow::Result<OwnFixes> {
     let rows = analysis.rows();
     if let Some(n) = a.finding {
         if n == 0 || n > rows.len() {
-            usage_error(
-                "whatif",
-                &format!(
-                    "--finding {n}: the trace has {} finding{} (numbered from 1, as `dejavu report --all` lists them)",
-                    rows.len(),
-                    if rows.len() == 1 { "" } else { "s" }
-                ),
-            );
+            usage_error("whatif", &out_of_range(n, rows.len()));
         }
     }
     let (mut policies, mut refs, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
@@ -135,8 +131,27 @@ fn own_fixes(a: &WhatifArgs, flags: &Flags) -> anyhow::Result<OwnFixes> {
         if a.finding.is_some_and(|n| n != number) {
             continue;
         }
-        match own_fix(f, covered.get(&f.key).map(|v| v.as_slice())) {
+        let fix = own_fix(f, covered.get(&f.key).map(|v| v.as_slice())).or_else(|| {
+            match f.detector {
+                // repeated-output's: its lines, once.
+                "repeated-output" => covered.lines(&f.key).map(|l| own_log_fix(f, l)),
+                // repeated-exec's: its commands run once, or its PATH probes made once.
+                "repeated-exec" => {
+                    let (c, p) = (covered.execs(&f.key), covered.probes(&f.key));
+                    (c.is_some() || p.is_some())
+                        .then(|| own_exec_fix(f, c.unwrap_or(&[]), p.unwrap_or(&[])))
+                }
+                _ => None,
+            }
+        });
+        match fix {
             Some(mut p) => {
+                if a.finding.is_some() {
+                    // One finding: a modifier its fix has no use for is a mistake.
+                    policy::applies(&p, flags).unwrap_or_else(|e| {
+                        usage_error("whatif", &format!("--finding {number}: {e}"))
+                    });
+                }
                 // --invalidate, --ttl, --flush without a policy: "and with this?"
                 policy::modify(&mut p, flags)
                     .unwrap_or_else(|e| usage_error("whatif", &e.to_string()));
@@ -148,6 +163,15 @@ fn own_fixes(a: &WhatifArgs, flags: &Flags) -> anyhow::Result<OwnFixes> {
                     redundant_calls: f.redundant_calls,
                 }));
             }
+            None if a.finding.is_some() && flags.modifies() => usage_error(
+                "whatif",
+                &format!(
+                    "--finding {number}: {} has no fix to change with --invalidate, --ttl or --flush: \
+                     {}",
+                    f.detector,
+                    not_modelled(f.detector)
+                ),
+            ),
             None => skipped.push(NotReplayed {
                 number,
                 detector: f.detector,
@@ -158,6 +182,60 @@ fn own_fixes(a: &WhatifArgs, flags: &Flags) -> anyhow::Result<OwnFixes> {
         }
     }
     Ok((policies, refs, skipped))
+}
+
+/// `--finding N` with policies: each policy limited to finding N's program and to the
+/// (process, path) pairs behind it that its globs match (a policy without a glob: all of
+/// them), each outcome beside the finding's count.
+fn for_finding(a: &WhatifArgs, n: usize, given: Vec<Policy>) -> anyhow::Result<OwnFixes> {
+    let (analysis, covered) = analyse_covered(&a.trace)?;
+    warn(&a.trace, &analysis);
+    let rows = analysis.rows();
+    let Some(f) = n.checked_sub(1).and_then(|i| rows.get(i)) else {
+        usage_error("whatif", &out_of_range(n, rows.len()));
+    };
+    let fref = FindingRef {
+        number: n,
+        detector: f.detector,
+        key: f.key.clone(),
+        redundant_calls: f.redundant_calls,
+    };
+    let pairs = covered.get(&f.key);
+    let mut policies = Vec::new();
+    for mut p in given {
+        p.scope.programs = vec![f.program.clone()];
+        // A finding that does not list its (process, path) pairs (repeated-output,
+        // repeated-exec): its program, and the policy's own globs.
+        if let Some(pairs) = pairs {
+            let exact: rustc_hash::FxHashSet<(u32, String)> = pairs
+                .iter()
+                .filter(|(_, path)| p.scope.matches(path.as_bytes()))
+                .cloned()
+                .collect();
+            if exact.is_empty() {
+                usage_error(
+                    "whatif",
+                    &format!(
+                        "--finding {n} with {}: none of the finding's paths matches the policy's \
+                             glob ({}): give a glob that matches them, or none",
+                        p.kind.flag(),
+                        p.scope.globs.join(",")
+                    ),
+                );
+            }
+            p.scope.exact = Some(exact);
+        }
+        policies.push(p);
+    }
+    let refs = vec![Some(fref); policies.len()];
+    Ok((policies, refs, Vec::new()))
+}
+
+fn out_of_range(n: usize, len: usize) -> String {
+    format!(
+        "--finding {n}: the trace has {len} finding{} (numbered from 1, as `dejavu report --all` lists them)",
+        if len == 1 { "" } else { "s" }
+    )
 }
 
 /// A cut-off trace and lost events, on stderr (in the no-policy mode the analysis said it
@@ -297,10 +375,15 @@ fn text(
         if let Some(f) = &o.finding {
             write!(
                 out,
-                "   [finding {}: {}, which says {} calls]",
+                "   [finding {}: {}, which says {} {}]",
                 f.number,
                 f.detector,
-                count(f.redundant_calls)
+                count(f.redundant_calls),
+                match (&o.lines, &o.execs) {
+                    (Some(_), _) => "lines",
+                    (_, Some(_)) => "runs",
+                    _ => "calls",
+                }
             )?;
         }
         writeln!(out)?;
@@ -312,9 +395,32 @@ fn text(
             count(o.removed_calls),
             fmt_duration(o.removed_ns)
         )?;
+        if let Some(x) = &o.execs {
+            writeln!(
+                out,
+                "   runs: {} -> {} ({} removed; the calls above are every call those runs made)",
+                count(x.before),
+                count(x.after),
+                count(x.removed)
+            )?;
+        }
+        if let Some(l) = &o.lines {
+            writeln!(
+                out,
+                "   lines: {} -> {} ({} removed; the calls above are the writes that carried them)",
+                count(l.before),
+                count(l.after),
+                count(l.removed)
+            )?;
+        }
         if let Some(f) = &o.finding {
-            // The replay counts on its own; say whether it agrees with the finding.
-            let saves = o.removed_calls - o.stale_answers;
+            // The replay counts on its own; say whether it agrees with the finding (a
+            // repeated-output finding counts lines).
+            let saves = match (&o.lines, &o.execs) {
+                (Some(l), _) => l.removed,
+                (_, Some(x)) => x.removed,
+                _ => o.removed_calls - o.stale_answers,
+            };
             if saves == f.redundant_calls {
                 writeln!(
                     out,
@@ -391,6 +497,14 @@ fn text(
             } else {
                 writeln!(out, "   at risk: nothing (writes go through at once)")?;
             }
+            if k.writes_before > 0 {
+                writeln!(
+                    out,
+                    "   writes if merged in a 64 KiB buffer: {} -> {} (not counted above)",
+                    count(k.writes_before),
+                    count(k.writes_after)
+                )?;
+            }
             for w in &k.writers {
                 writeln!(
                     out,
@@ -410,6 +524,22 @@ fn text(
                     "     pid {pid} was killed by a signal: its buffer would have been lost"
                 )?;
             }
+        }
+        if let Some(r) = &o.at_risk {
+            let line = format!(
+                "at risk: {} bytes in {} writes{}: {}",
+                count(r.bytes),
+                count(r.records),
+                match (&r.worst_path, r.worst_ts) {
+                    (Some(p), Some(ts)) => format!(" (at {}, {p})", fmt_duration(ts)),
+                    _ => String::new(),
+                },
+                r.text
+            );
+            wrapped(out, &line, "   ", "     ")?;
+        }
+        for h in &o.hazards {
+            wrapped(out, &format!("hazard: {h}"), "   ", "     ")?;
         }
         if o.moments_total > 0 {
             writeln!(
@@ -509,6 +639,8 @@ mod tests {
             }],
             moments: Vec::new(),
             moments_total: 0,
+            lines: None,
+            execs: None,
             keep_open: Some(RiskKeepOpen {
                 bytes_at_risk: 400,
                 records_at_risk: 50,
@@ -516,7 +648,17 @@ mod tests {
                 worst_path: Some("/data/t.tdb".into()),
                 writers: Vec::new(),
                 killed: Vec::new(),
+                writes_before: 50,
+                writes_after: 1,
             }),
+            at_risk: Some(dejavu_detect::whatif::AtRisk {
+                bytes: 3_100,
+                records: 100,
+                worst_ts: Some(79_230_000),
+                worst_path: Some("/db/journal.log".into()),
+                text: "not yet synced".into(),
+            }),
+            hazards: vec!["group commit".into()],
             verdict: Verdict::Unsafe,
             verdict_text: "unsafe: the counter-example".into(),
         }
@@ -565,6 +707,9 @@ whatif t.dvt: 1 policy replayed over 46 syscalls (1.90ms traced)
    invalidation points:
      write at save@app.c:21 (1x)
    at risk: 400 bytes in 50 writes buffered before the final flush (at 11.38ms, /data/t.tdb)
+   writes if merged in a 64 KiB buffer: 50 -> 1 (not counted above)
+   at risk: 3,100 bytes in 100 writes (at 79.23ms, /db/journal.log): not yet synced
+   hazard: group commit
    verdict: unsafe: the counter-example
 
 The removed calls' times are their own time in the kernel, measured by eBPF.

@@ -85,8 +85,8 @@ pub(super) fn content_step(
     t: &mut Tally,
     c: &mut Call<'_, '_>,
     (inv, ttl): (Invalidate, Option<u64>),
-    changes: &FxHashMap<PathKey, Change>,
-    own: &FxHashMap<(u32, PathKey), (u64, Change)>,
+    changes: &Changes,
+    own: &Own,
 ) {
     use crate::detectors::reads::{opens_readonly, read_of, same_open_file, Reads};
     let s = c.s;
@@ -215,8 +215,8 @@ pub(super) fn finish_cycle(
     cy: Cycle,
     c: &mut Call<'_, '_>,
     (inv, ttl): (Invalidate, Option<u64>),
-    changes: &FxHashMap<PathKey, Change>,
-    own: &FxHashMap<(u32, PathKey), (u64, Change)>,
+    changes: &Changes,
+    own: &Own,
 ) {
     let complete = if cy.dir {
         cy.listed && !cy.reads.broken

@@ -31,7 +31,7 @@ pub(super) fn ensure_dir(
     e: &mut EnsureDir,
     t: &mut Tally,
     c: &mut Call<'_, '_>,
-    changes: &FxHashMap<PathKey, Change>,
+    changes: &Changes,
 ) {
     let s = c.s;
     let image = c.v.image;

@@ -19,6 +19,11 @@ pub(super) struct KeepOpen {
     /// Bytes and writes buffered now, over every handle.
     pub(super) live_bytes: u64,
     pub(super) live_records: u64,
+    /// With `--flush on-exit`: the holders' writes to their kept files, and the writes a
+    /// 64 KiB buffer would have made of them (merged while each continues where the last
+    /// ended).
+    pub(super) writes_before: u64,
+    pub(super) writes_after: u64,
 }
 
 impl KeepOpen {
@@ -47,10 +52,21 @@ impl KeepOpen {
                 self.live_records -= h.records;
                 h.bytes = 0;
                 h.records = 0;
+                self.writes_after += u64::from(h.merge.0 > 0);
+                h.merge = (0, None);
             }
         }
     }
+
+    /// The trace is over: what is still buffered is written at the processes' exits.
+    pub(super) fn merged_writes(&self) -> (u64, u64) {
+        let left: u64 = self.held.values().map(|h| u64::from(h.merge.0 > 0)).sum();
+        (self.writes_before, self.writes_after + left)
+    }
 }
+
+/// What one flush of a merging buffer carries.
+const BUFFER: u64 = 64 * 1024;
 
 /// (writes, bytes, first write's ts) per (pid, tid).
 pub(super) type Writes = BTreeMap<(u32, u32), (u64, u64, u64)>;
@@ -62,6 +78,9 @@ pub(super) struct Held {
     pub(super) pending_close: Option<(Sys, u64, String, String)>,
     pub(super) bytes: u64,
     pub(super) records: u64,
+    /// The merging buffer: bytes in it, and the file offset the next write must start at
+    /// to join it (None: where the last non-positional write left off).
+    pub(super) merge: (u64, Option<i64>),
 }
 
 pub(super) fn identity(cx: &Cx<'_>, stat: Option<StatId>) -> Option<(u64, u64)> {
@@ -75,7 +94,7 @@ pub(super) fn keep_open(
     k: &mut KeepOpen,
     t: &mut Tally,
     c: &mut Call<'_, '_>,
-    changes: &FxHashMap<PathKey, Change>,
+    changes: &Changes,
 ) {
     let s = c.s;
     let image = c.v.image;
@@ -107,6 +126,7 @@ pub(super) fn keep_open(
                             pending_close: None,
                             bytes: 0,
                             records: 0,
+                            merge: (0, None),
                         },
                     );
                 }
@@ -179,6 +199,19 @@ pub(super) fn keep_open(
             w.1 += s.ret as u64;
             if let Some(h) = k.held.get_mut(&(image, path)) {
                 if flush == Flush::OnExit {
+                    // Merged into the buffer while it continues where the last write ended;
+                    // a write elsewhere, or a full buffer, flushes it (one write).
+                    let n = s.ret as u64;
+                    let at = matches!(s.sys, Sys::Pwrite64 | Sys::Pwritev | Sys::Pwritev2)
+                        .then_some(s.offset)
+                        .flatten();
+                    let joins = h.merge.0 > 0 && at == h.merge.1 && h.merge.0 + n <= BUFFER;
+                    if !joins && h.merge.0 > 0 {
+                        k.writes_after += 1;
+                        h.merge.0 = 0;
+                    }
+                    h.merge = (h.merge.0 + n, at.map(|o| o + n as i64));
+                    k.writes_before += 1;
                     h.bytes += s.ret as u64;
                     h.records += 1;
                     k.live_bytes += s.ret as u64;
