@@ -63,12 +63,26 @@ pub fn chardev(major: u32, minor: u32) -> FileStat {
 impl TraceBuilder {
     /// A trace of process 100 running `test`.
     pub fn new() -> Self {
-        let meta = Meta {
+        Self::with_meta(Meta {
             producer: "testkit".into(),
             backend: "synthetic".into(),
             command: vec!["test".into()],
             ..Meta::default()
-        };
+        })
+    }
+
+    /// A trace of process 100, already running `test`, that dejavu attached to (-p).
+    pub fn attached() -> Self {
+        Self::with_meta(Meta {
+            producer: "testkit".into(),
+            backend: "synthetic".into(),
+            command: vec!["test".into()],
+            attached: vec![100],
+            ..Meta::default()
+        })
+    }
+
+    fn with_meta(meta: Meta) -> Self {
         let mut w = TraceWriter::new(Vec::new(), &meta, WriterOptions::default())
             .expect("in-memory writer");
         w.push(&Record::Spawn(Spawn {

@@ -201,6 +201,9 @@ pub struct Replay {
     /// Sum of their durations.
     pub syscall_ns: u64,
     meta_command: Vec<String>,
+    /// The recording attached to running processes (-p) instead of starting the program:
+    /// the descriptors they had were set up by their own launcher, not by dejavu's user.
+    pub attached: bool,
 }
 
 impl Replay {
@@ -215,6 +218,7 @@ impl Replay {
             syscalls: 0,
             syscall_ns: 0,
             meta_command: meta.command.clone(),
+            attached: !meta.attached.is_empty(),
         }
     }
 

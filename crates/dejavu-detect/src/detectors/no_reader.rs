@@ -15,7 +15,11 @@ pub static INFO: DetectorInfo = DetectorInfo {
     summary: "output nobody can read: writes to /dev/null, and writes that fail with EPIPE",
     explain: "Every write (write, pwrite64, writev, pwritev, pwritev2, sendfile, splice) whose \
 destination is /dev/null is redundant: the descriptor is /dev/null by its stat answer (character \
-device 1:3) or, when the descriptor was opened before the trace began, by its path. So is every write \
+device 1:3) or, when the descriptor was opened before the trace began, by its path. Except the \
+descriptors the program dejavu started was given (`dejavu run -- cmd > /dev/null`): whoever ran \
+dejavu pointed those at /dev/null for the recording, which is not the program's doing, so their \
+writes are not counted; when dejavu attached (-p) they are, since the service's launcher chose \
+them, and so is a /dev/null the program opens itself and hands to a child. So is every write \
 that fails with EPIPE: the read end of the pipe or socket is closed, nothing will ever read the bytes, \
 and the program only survives because SIGPIPE is ignored or handled. The finding counts the calls, \
 their time, and the bytes that went nowhere (bytes returned for /dev/null, bytes requested for EPIPE). \
@@ -82,6 +86,13 @@ impl Detector for NoReader {
         } else {
             return;
         };
+        if null && !cx.replay.attached && v.fd.is_none_or(|f| f.opened_ts == 0) {
+            // A descriptor the program dejavu started was given (`dejavu run -- cmd >
+            // /dev/null`): whoever ran dejavu pointed it there for this recording, which is
+            // not the program's doing. When attached (-p), the service's launcher did: that
+            // counts. A child whose output the program itself pointed at /dev/null counts.
+            return;
+        }
         let t = self.tallies.get(v.image, path);
         t.calls += 1;
         t.redundant(s.ts, s.dur, s.stack);
@@ -189,7 +200,8 @@ mod tests {
 
     #[test]
     fn an_inherited_descriptor_is_known_by_its_path_and_flags_the_std_streams() {
-        let mut b = TraceBuilder::new();
+        // Attached (-p): the service's launcher pointed its stdout at /dev/null.
+        let mut b = TraceBuilder::attached();
         for _ in 0..4 {
             b.write(1, "/dev/null", "x", true);
         }
@@ -197,6 +209,33 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].redundant_calls, 4);
         assert!(f[0].hazards.iter().any(|h| h.contains("stdout/stderr")));
+    }
+
+    #[test]
+    fn the_std_streams_dejavus_user_pointed_at_dev_null_are_not_the_programs_doing() {
+        // `dejavu run -- test > /dev/null`: the program was given /dev/null; its writes there
+        // are no finding. The /dev/null it opens itself, and gives a child as stdout, is.
+        let mut b = TraceBuilder::new();
+        for _ in 0..4 {
+            b.write(1, "/dev/null", "x", true);
+        }
+        assert!(b.findings("no-reader").is_empty());
+        let mut b = TraceBuilder::new();
+        for _ in 0..4 {
+            b.write(1, "/dev/null", "x", true);
+        }
+        b.open("/dev/null", 1, 3, Some(chardev(1, 3)));
+        b.call(Sys::Dup2, |c, _| {
+            c.fd = Some(3);
+            c.fd2 = Some(1);
+            c.ret = 1;
+        });
+        for _ in 0..3 {
+            b.write(1, "/dev/null", "y", true);
+        }
+        let f = b.findings("no-reader");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].redundant_calls, 3);
     }
 
     #[test]
