@@ -79,20 +79,10 @@ impl Detector for NoReader {
             return;
         }
         let Some(path) = v.path else { return };
-        let (null, bytes) = if s.ret == EPIPE {
-            (false, s.count)
-        } else if s.ret >= 0 && is_dev_null(v, path, cx) {
-            (true, s.ret as u64)
-        } else {
+        let Some(null) = nobody_reads(s, v, path, cx) else {
             return;
         };
-        if null && !cx.replay.attached && v.fd.is_none_or(|f| f.opened_ts == 0) {
-            // A descriptor the program dejavu started was given (`dejavu run -- cmd >
-            // /dev/null`): whoever ran dejavu pointed it there for this recording, which is
-            // not the program's doing. When attached (-p), the service's launcher did: that
-            // counts. A child whose output the program itself pointed at /dev/null counts.
-            return;
-        }
+        let bytes = if null { s.ret as u64 } else { s.count };
         let t = self.tallies.get(v.image, path);
         t.calls += 1;
         t.redundant(s.ts, s.dur, s.stack);
@@ -161,6 +151,25 @@ impl Detector for NoReader {
         );
         out
     }
+}
+
+/// Whether nobody reads what write `s` wrote: Some(true) for /dev/null, Some(false) for a
+/// write that failed with EPIPE, None otherwise (whatif's `--skip-unread` asks the same).
+pub(crate) fn nobody_reads(s: &Syscall, v: &View, path: PathKey, cx: &Cx<'_>) -> Option<bool> {
+    if s.ret == EPIPE {
+        return Some(false);
+    }
+    if s.ret < 0 || !is_dev_null(v, path, cx) {
+        return None;
+    }
+    if !cx.replay.attached && v.fd.is_none_or(|f| f.opened_ts == 0) {
+        // A descriptor the program dejavu started was given (`dejavu run -- cmd >
+        // /dev/null`): whoever ran dejavu pointed it there for this recording, which is
+        // not the program's doing. When attached (-p), the service's launcher did: that
+        // counts. A child whose output the program itself pointed at /dev/null counts.
+        return None;
+    }
+    Some(true)
 }
 
 fn is_dev_null(v: &View, path: PathKey, cx: &Cx<'_>) -> bool {

@@ -698,7 +698,8 @@ fn flags_with(f: impl FnOnce(&mut Flags)) -> Flags {
 
 #[test]
 fn skip_unread_drops_the_writes_nobody_reads_and_says_what_they_were() {
-    let mut b = TraceBuilder::new();
+    // Attached (-p): the stdout the service was started with counts (no-reader's rule).
+    let mut b = TraceBuilder::attached();
     b.open("/dev/null", 1, 3, Some(crate::testkit::chardev(1, 3)));
     for _ in 0..5 {
         b.write(3, "/dev/null", "debug\n", true);
@@ -732,6 +733,14 @@ fn skip_unread_drops_the_writes_nobody_reads_and_says_what_they_were() {
         .iter()
         .any(|h| h.contains("1 of these writes went to stdout")));
     assert_eq!(o.verdict, Verdict::Safe);
+    // The program dejavu started, given stdout on /dev/null by dejavu's user: those writes
+    // are not the program's to drop (no-reader does not count them either); they stay.
+    let mut b = TraceBuilder::new();
+    for _ in 0..2 {
+        b.write(1, "/dev/null", "done\n", true);
+    }
+    let o = &run(b, flags_with(|f| f.skip_unread = vec!["/**".into()]))[0];
+    assert_eq!((o.calls_before, o.removed_calls), (2, 0), "{o:#?}");
     // Every output, the pipe included: its EPIPE is dropped too, with its hazard.
     let mut b = TraceBuilder::new();
     for _ in 0..3 {

@@ -3,8 +3,6 @@
 
 use super::*;
 
-const EPIPE: i64 = -32;
-
 /// Bytes a policy drops or leaves unsynced: the running worst.
 #[derive(Default)]
 pub(super) struct Risk {
@@ -28,18 +26,14 @@ pub(super) fn skip_unread(p: &Policy, r: &mut Risk, t: &mut Tally, c: &mut Call<
         return;
     }
     // Nobody reads it: /dev/null (by the descriptor's stat, or by name for one opened
-    // before the trace began), or a reader gone (EPIPE).
-    let null = s.ret >= 0
-        && match c.v.fd {
-            Some(f) => f.kind == FdKind::DevNull,
-            None => c.cx.replay.paths.bytes(path) == b"/dev/null",
-        };
-    if !(null || s.ret == EPIPE) {
+    // before the trace began, but not one dejavu's user gave the program), or a reader
+    // gone (EPIPE): as no-reader counts.
+    let Some(null) = crate::detectors::no_reader::nobody_reads(s, c.v, path, c.cx) else {
         if s.ret >= 0 {
             t.governed(c);
         }
         return;
-    }
+    };
     t.removed(c);
     r.bytes += if null { s.ret as u64 } else { s.count };
     r.records += 1;
