@@ -402,6 +402,24 @@ def _wrap(orig, opened=None, repeats=False):
     argument, so a repeated call's site is said once (_sticky_call)."""
 
     def wrapper(*args, **kwargs):
+        if repeats and args:
+            # A repeated call between two checks of its site (_sticky_call): a dict
+            # lookup and a count, inline (it is most of the calls of a loop, and a Python
+            # call is a good part of what the agent costs per call). Anything else, and
+            # any failure here, takes the path below.
+            p = args[0]
+            fast = False
+            if type(p) is str and _fd >= 0:
+                try:
+                    tid = _gnid()
+                    e = _sticky.get((tid, p, "" if p[:1] == "/" else _os.getcwd()))
+                    if e is not None and e[1] is wrapper and e[2] < e[3] and not _depth.get(tid):
+                        e[2] += 1
+                        fast = True
+                except Exception:
+                    pass
+            if fast:
+                return orig(*args, **kwargs)
         if _fd < 0:
             return orig(*args, **kwargs)
         if opened is _opened_file:
