@@ -6,6 +6,8 @@
 //! differences from ptrace, and the measurements.
 
 pub mod access;
+#[cfg(dejavu_bpf)]
+mod core_cache;
 pub mod event;
 #[cfg(dejavu_bpf)]
 mod recorder;

@@ -1,5 +1,6 @@
 //! Loading the kernel half, starting or attaching to the program, and the reader loop.
 
+use crate::core_cache;
 use crate::event::{self, CF_UNFINISHED};
 use crate::{unavailable, Options};
 use aya::maps::{Array, HashMap, MapData, PerCpuArray, RingBuf};
@@ -377,20 +378,34 @@ fn load(eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
         as u32;
     // aya's loader parses the kernel's BTF when it is created (13 ms here) and keeps it
     // private; loading the BTF tracepoints needs a parse of our own. The two run side by
-    // side instead of one after the other; ours then serves the CO-RE relocations too.
+    // side instead of one after the other; ours then serves the CO-RE relocations too,
+    // which are taken from the cache when this kernel and this build did them before
+    // (core_cache.rs).
     let loader = std::thread::spawn(EbpfLoader::new);
-    let btf = Btf::from_sys_fs().map_err(|e| load_error("reading the kernel's BTF", e));
+    let kernel = std::fs::read("/sys/kernel/btf/vmlinux")
+        .map_err(|e| load_error("reading the kernel's BTF", e))
+        .and_then(|data| {
+            let btf = Btf::parse(&data, aya::Endianness::default())
+                .map_err(|e| load_error("reading the kernel's BTF", e))?;
+            Ok((data, btf))
+        });
     let mut loader = loader
         .join()
         .map_err(|_| load_error("loading the BPF program", "the loader's thread panicked"))?;
-    let btf = btf?;
-    let mut bpf = loader
-        .btf(Some(&btf))
+    let (data, btf) = kernel?;
+    let relocated = relocated(&data, &btf, core_cache::dir());
+    drop(data);
+    loader
         .set_max_entries("events", ring_bytes)
         // Copies of stacks get a ring of their own, of the same size (a page when off).
-        .set_max_entries("stackbuf", if stacks { ring_bytes } else { 4096 })
-        .load(OBJECT)
-        .map_err(|e| load_error("loading the BPF program", e))?;
+        .set_max_entries("stackbuf", if stacks { ring_bytes } else { 4096 });
+    let (loaded, store) = match relocated {
+        // Relocated here: aya's own relocation off.
+        Some(r) => (loader.btf(None).load(r.object.bytes()), r.store),
+        // Whatever failed, aya relocates as it always did (and says what is wrong).
+        None => (loader.btf(Some(&btf)).load(OBJECT), None),
+    };
+    let mut bpf = loaded.map_err(|e| load_error("loading the BPF program", e))?;
     for (prog, tp) in [
         ("on_sys_enter", "sys_enter"),
         ("on_sys_exit", "sys_exit"),
@@ -406,6 +421,11 @@ fn load(eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
             .map_err(|e| load_error(prog, e))?;
         p.load(tp, &btf).map_err(|e| load_error(prog, e))?;
         p.attach().map_err(|e| load_error(prog, e))?;
+    }
+    // The kernel accepted every program: the relocations are worth keeping. A cache that
+    // cannot be written costs the next run the relocation, nothing else.
+    if let Some((dir, key, patches)) = store {
+        let _ = core_cache::write(&dir, key, &patches);
     }
     {
         let mut wanted: Array<_, u8> = Array::try_from(
@@ -468,6 +488,35 @@ fn load(eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
         },
         lost,
         ring_bytes,
+    })
+}
+
+/// The BPF object with its CO-RE relocations for this kernel applied.
+struct Relocated {
+    object: core_cache::AlignedBytes,
+    /// Computed here, not read from the cache: where and under which key to keep them.
+    store: Option<(std::path::PathBuf, u128, Vec<core_cache::Patch>)>,
+}
+
+/// `OBJECT` relocated against the kernel's BTF (`kernel`, parsed as `btf`), from the cache
+/// in `dir` when it holds this kernel's and this build's, else computed. None when it
+/// cannot be done here (aya then relocates the object itself).
+fn relocated(kernel: &[u8], btf: &Btf, dir: Option<std::path::PathBuf>) -> Option<Relocated> {
+    let features = aya::features();
+    let key = core_cache::key(OBJECT, kernel, &format!("{features:?}"));
+    if let Some(patches) = dir
+        .as_deref()
+        .and_then(|d| core_cache::read(d, key, OBJECT.len()))
+    {
+        return Some(Relocated {
+            object: core_cache::apply(OBJECT, &patches),
+            store: None,
+        });
+    }
+    let patches = core_cache::relocate(OBJECT, btf, features.btf()?).ok()?;
+    Some(Relocated {
+        object: core_cache::apply(OBJECT, &patches),
+        store: dir.map(|d| (d, key, patches)),
     })
 }
 
@@ -1165,5 +1214,56 @@ mod tests {
     fn the_stack_records_layouts_match_the_kernel_halfs() {
         assert_eq!(std::mem::size_of::<StkKey>(), 32);
         assert_eq!(std::mem::size_of::<StkVal>(), 160);
+    }
+
+    /// The relocations are computed on the first run, kept, read back on the next (the
+    /// same bytes), and recomputed when the file is corrupt or was made for another kernel
+    /// or build. Needs the kernel's BTF (skipped without it).
+    #[test]
+    fn relocations_are_kept_per_kernel_and_rebuilt_when_wrong() {
+        let Ok(kernel) = std::fs::read("/sys/kernel/btf/vmlinux") else {
+            eprintln!("skipped: no /sys/kernel/btf/vmlinux");
+            return;
+        };
+        let btf = Btf::parse(&kernel, aya::Endianness::default()).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("dejavu");
+        let first = relocated(&kernel, &btf, Some(dir.clone())).unwrap();
+        let (d, key, patches) = first.store.clone().unwrap();
+        assert_eq!(d, dir);
+        assert!(!patches.is_empty(), "the object has CO-RE relocations");
+        assert_ne!(first.object.bytes(), OBJECT);
+        // Nothing kept until the caller says the kernel took the programs.
+        assert!(!dir.join(core_cache::FILE).exists());
+        core_cache::write(&dir, key, &patches).unwrap();
+
+        let hit = relocated(&kernel, &btf, Some(dir.clone())).unwrap();
+        assert!(hit.store.is_none(), "read from the cache");
+        assert_eq!(hit.object.bytes(), first.object.bytes());
+
+        // A corrupt file: recomputed, the same bytes, to be written again.
+        let path = dir.join(core_cache::FILE);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let n = bytes.len();
+        bytes[n / 2] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let again = relocated(&kernel, &btf, Some(dir.clone())).unwrap();
+        assert!(again.store.is_some(), "a corrupt entry is not used");
+        assert_eq!(again.object.bytes(), first.object.bytes());
+
+        // An entry made for another kernel (its BTF one byte different): a miss.
+        let mut other = kernel.clone();
+        let last = other.len() - 1;
+        other[last] ^= 1;
+        let features = format!("{:?}", aya::features());
+        let other_key = core_cache::key(OBJECT, &other, &features);
+        assert_ne!(other_key, key);
+        core_cache::write(&dir, other_key, &patches[1..]).unwrap();
+        let miss = relocated(&kernel, &btf, Some(dir.clone())).unwrap();
+        assert!(miss.store.is_some(), "another kernel's entry is not used");
+        assert_eq!(miss.object.bytes(), first.object.bytes());
+
+        // No cache directory: computed every time.
+        assert!(relocated(&kernel, &btf, None).unwrap().store.is_none());
     }
 }
