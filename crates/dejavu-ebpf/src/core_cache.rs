@@ -24,9 +24,17 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 /// What the file starts with; the version changes with the format or what the key covers.
-const MAGIC: &[u8; 8] = b"DJVCORE1";
-/// The file's name in the cache directory: one entry, the last kernel and build used.
-pub(crate) const FILE: &str = "ebpf-core-relocations";
+const MAGIC: &[u8; 8] = b"DJVCORE2";
+/// What the files' names start with: one file per build (object), holding the entry of the
+/// last kernel it ran on.
+const PREFIX: &str = "ebpf-core-";
+/// Files of other builds not used for this long are removed when one is written.
+const UNUSED: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
+/// The name of the cache file of `object`: two builds used in turn each keep theirs.
+pub(crate) fn file(object: &[u8]) -> String {
+    format!("{PREFIX}{:016x}", xxh3_64(object))
+}
 /// The relocation code whose results are kept.
 const RELOCATOR: &str = "aya-obj 0.2.1";
 
@@ -35,6 +43,15 @@ const RELOCATOR: &str = "aya-obj 0.2.1";
 pub(crate) struct Patch {
     pub at: u32,
     pub insn: [u8; 8],
+}
+
+/// What is kept: the relocated instructions, and the ids of the tracepoints' types in the
+/// kernel's BTF (`btf_trace_<name>`, in the order the loader asks for them), which are all
+/// that loading the BTF tracepoints needs of that BTF (see `attach_btf`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub attach: Vec<u32>,
+    pub patches: Vec<Patch>,
 }
 
 /// The cache key of `object` relocated against the kernel BTF `kernel_btf`, with aya's
@@ -82,29 +99,34 @@ fn private(meta: &std::fs::Metadata) -> bool {
     meta.uid() == unsafe { libc::geteuid() } && meta.permissions().mode() & 0o077 == 0
 }
 
-/// The patches stored in `dir` under `key`, if the file is there, this user's own and
-/// private, complete, intact, and every patch lies inside an object of `object_len` bytes.
-pub(crate) fn read(dir: &Path, key: u128, object_len: usize) -> Option<Vec<Patch>> {
+/// The entry of `object` stored in `dir` under `key`, if the file is there, this user's own
+/// and private, complete, intact, and every patch lies inside the object.
+pub(crate) fn read(dir: &Path, object: &[u8], key: u128) -> Option<Entry> {
     let d = std::fs::symlink_metadata(dir).ok()?;
     if !d.is_dir() || !private(&d) {
         return None;
     }
-    let path = dir.join(FILE);
+    let path = dir.join(file(object));
     let f = std::fs::symlink_metadata(&path).ok()?;
     if !f.is_file() || !private(&f) || f.len() > 1 << 20 {
         return None;
     }
-    parse(&std::fs::read(&path).ok()?, key, object_len)
+    parse(&std::fs::read(&path).ok()?, key, object.len())
 }
 
-/// The file's contents: MAGIC, key (16 bytes), count (u32), count x (offset u32, 8 bytes),
-/// then an xxh3-64 of everything before it. Little-endian.
-fn encode(key: u128, patches: &[Patch]) -> Vec<u8> {
-    let mut b = Vec::with_capacity(36 + patches.len() * 12);
+/// The file's contents: MAGIC, key (16 bytes), count (u32) and that many type ids (u32),
+/// count (u32) and that many patches (offset u32, 8 bytes), then an xxh3-64 of everything
+/// before it. Little-endian.
+fn encode(key: u128, e: &Entry) -> Vec<u8> {
+    let mut b = Vec::with_capacity(44 + e.attach.len() * 4 + e.patches.len() * 12);
     b.extend_from_slice(MAGIC);
     b.extend_from_slice(&key.to_le_bytes());
-    b.extend_from_slice(&(patches.len() as u32).to_le_bytes());
-    for p in patches {
+    b.extend_from_slice(&(e.attach.len() as u32).to_le_bytes());
+    for id in &e.attach {
+        b.extend_from_slice(&id.to_le_bytes());
+    }
+    b.extend_from_slice(&(e.patches.len() as u32).to_le_bytes());
+    for p in &e.patches {
         b.extend_from_slice(&p.at.to_le_bytes());
         b.extend_from_slice(&p.insn);
     }
@@ -113,7 +135,14 @@ fn encode(key: u128, patches: &[Patch]) -> Vec<u8> {
     b
 }
 
-fn parse(b: &[u8], key: u128, object_len: usize) -> Option<Vec<Patch>> {
+/// A count (u32) and the bytes of that many items of `size` bytes.
+fn counted(b: &[u8], size: usize) -> Option<(&[u8], &[u8])> {
+    let (n, rest) = b.split_at_checked(4)?;
+    let n = u32::from_le_bytes(n.try_into().ok()?) as usize;
+    rest.split_at_checked(n.checked_mul(size)?)
+}
+
+fn parse(b: &[u8], key: u128, object_len: usize) -> Option<Entry> {
     let (body, sum) = b.split_at_checked(b.len().checked_sub(8)?)?;
     if xxh3_64(body) != u64::from_le_bytes(sum.try_into().ok()?) {
         return None;
@@ -123,24 +152,31 @@ fn parse(b: &[u8], key: u128, object_len: usize) -> Option<Vec<Patch>> {
     if u128::from_le_bytes(k.try_into().ok()?) != key {
         return None;
     }
-    let (n, rest) = rest.split_at_checked(4)?;
-    let n = u32::from_le_bytes(n.try_into().ok()?) as usize;
-    if rest.len() != n.checked_mul(12)? {
+    let (ids, rest) = counted(rest, 4)?;
+    let (patches, rest) = counted(rest, 12)?;
+    if !rest.is_empty() {
         return None;
     }
-    rest.chunks_exact(12)
+    let attach = ids
+        .chunks_exact(4)
+        .map(|c| Some(u32::from_le_bytes(c.try_into().ok()?)))
+        .collect::<Option<Vec<u32>>>()?;
+    let patches = patches
+        .chunks_exact(12)
         .map(|c| {
             let at = u32::from_le_bytes(c[..4].try_into().ok()?);
             let insn: [u8; 8] = c[4..].try_into().ok()?;
             (at % 8 == 0 && (at as usize).checked_add(8)? <= object_len)
                 .then_some(Patch { at, insn })
         })
-        .collect()
+        .collect::<Option<Vec<Patch>>>()?;
+    Some(Entry { attach, patches })
 }
 
-/// Stores `patches` under `key` in `dir` (created private if missing): written to a
-/// temporary file and renamed over the old one, so a reader never sees half a file.
-pub(crate) fn write(dir: &Path, key: u128, patches: &[Patch]) -> std::io::Result<()> {
+/// Stores the `entry` of `object` under `key` in `dir` (created private if missing):
+/// written to a temporary file and renamed over the old one, so a reader never sees half a
+/// file. Other builds' files not rewritten for 30 days are removed.
+pub(crate) fn write(dir: &Path, object: &[u8], key: u128, entry: &Entry) -> std::io::Result<()> {
     match std::fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -154,7 +190,8 @@ pub(crate) fn write(dir: &Path, key: u128, patches: &[Patch]) -> std::io::Result
     if !private(&std::fs::symlink_metadata(dir)?) {
         return Err(std::io::Error::other("the cache directory is not private"));
     }
-    let tmp = dir.join(format!("{FILE}.{}.tmp", std::process::id()));
+    let name = file(object);
+    let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     let done = (|| {
         let mut f = std::fs::OpenOptions::new()
@@ -162,11 +199,24 @@ pub(crate) fn write(dir: &Path, key: u128, patches: &[Patch]) -> std::io::Result
             .create_new(true)
             .mode(0o600)
             .open(&tmp)?;
-        f.write_all(&encode(key, patches))?;
-        std::fs::rename(&tmp, dir.join(FILE))
+        f.write_all(&encode(key, entry))?;
+        std::fs::rename(&tmp, dir.join(&name))
     })();
     if done.is_err() {
         let _ = std::fs::remove_file(&tmp);
+    }
+    for e in std::fs::read_dir(dir)?.flatten() {
+        let n = e.file_name();
+        let n = n.to_string_lossy();
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > UNUSED);
+        if n.starts_with(PREFIX) && *n != name && old {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
     done
 }
@@ -215,6 +265,66 @@ pub(crate) fn relocate(
     Ok(patches)
 }
 
+/// Kernel types this large are not believed (the kernel's own BTF has ~130,000).
+const MAX_TYPE_ID: u32 = 1 << 22;
+
+/// A BTF in which the type `btf_trace_<names[i]>` (a typedef) has the id `ids[i]`, and
+/// every other id up to the largest is a placeholder (a pointer to void). aya 0.13 loads a
+/// BTF tracepoint with the id it finds by that name in a BTF it is given; this one gives the
+/// kernel's ids (kept with the relocations, under the same key) without a parse of the
+/// kernel's 5 MB (about 1 ms instead of 15-25).
+pub(crate) fn attach_btf(names: &[&str], ids: &[u32]) -> Result<aya::Btf, String> {
+    const PTR: u32 = 2;
+    const TYPEDEF: u32 = 8;
+    let max = ids.iter().copied().max().unwrap_or(0);
+    let mut sorted = ids.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if names.len() != ids.len()
+        || sorted.len() != ids.len()
+        || ids.contains(&0)
+        || max > MAX_TYPE_ID
+    {
+        return Err(format!("unusable type ids {ids:?}"));
+    }
+    let mut strings = vec![0u8];
+    let mut named = std::collections::HashMap::new();
+    for (name, &id) in names.iter().zip(ids) {
+        named.insert(id, strings.len() as u32);
+        strings.extend_from_slice(b"btf_trace_");
+        strings.extend_from_slice(name.as_bytes());
+        strings.push(0);
+    }
+    let mut types = Vec::with_capacity(max as usize * 12);
+    for id in 1..=max {
+        let (name, kind) = named.get(&id).map_or((0, PTR), |&n| (n, TYPEDEF));
+        for v in [name, kind << 24, 0] {
+            types.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    let mut b = Vec::with_capacity(24 + types.len() + strings.len());
+    b.extend_from_slice(&0xeb9fu16.to_le_bytes());
+    b.extend_from_slice(&[1, 0]);
+    let (tl, sl) = (types.len() as u32, strings.len() as u32);
+    for v in [24u32, 0, tl, tl, sl] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    b.extend_from_slice(&types);
+    b.extend_from_slice(&strings);
+    aya::Btf::parse(&b, aya::Endianness::default()).map_err(|e| e.to_string())
+}
+
+/// The ids of the typedefs `btf_trace_<name>` in `btf`, for `attach_btf`.
+pub(crate) fn attach_ids(btf: &aya::Btf, names: &[&str]) -> Result<Vec<u32>, String> {
+    names
+        .iter()
+        .map(|n| {
+            btf.id_by_type_name_kind(&format!("btf_trace_{n}"), aya_obj::btf::BtfKind::Typedef)
+                .map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
 /// `object` with `patches` applied, in memory aligned as the ELF parser wants it (the
 /// embedded object is aligned by `include_bytes_aligned`).
 pub(crate) fn apply(object: &[u8], patches: &[Patch]) -> AlignedBytes {
@@ -254,6 +364,13 @@ impl AlignedBytes {
 mod tests {
     use super::*;
 
+    fn entry() -> Entry {
+        Entry {
+            attach: vec![11318, 9865],
+            patches: patches(),
+        }
+    }
+
     fn patches() -> Vec<Patch> {
         vec![
             Patch {
@@ -267,6 +384,8 @@ mod tests {
         ]
     }
 
+    const OBJECT: &[u8] = &[0; 4096];
+
     fn private_dir() -> tempfile::TempDir {
         let d = tempfile::tempdir().expect("tempdir");
         std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
@@ -277,50 +396,86 @@ mod tests {
     fn a_written_entry_is_read_back_under_its_key_only() {
         let d = private_dir();
         let dir = d.path().join("dejavu");
-        write(&dir, 7, &patches()).expect("write");
-        assert_eq!(read(&dir, 7, 4096), Some(patches()));
+        write(&dir, OBJECT, 7, &entry()).expect("write");
+        assert_eq!(read(&dir, OBJECT, 7), Some(entry()));
         // Another kernel (or build): another key, a miss.
-        assert_eq!(read(&dir, 8, 4096), None);
+        assert_eq!(read(&dir, OBJECT, 8), None);
+        // Another build: another file, a miss.
+        assert_eq!(read(&dir, &OBJECT[..4095], 7), None);
         // Patches that would land past the object are refused.
-        assert_eq!(read(&dir, 7, 1024), None);
-        let m = std::fs::metadata(dir.join(FILE)).expect("file");
+        std::fs::rename(dir.join(file(OBJECT)), dir.join(file(&OBJECT[..1024]))).expect("mv");
+        assert_eq!(read(&dir, &OBJECT[..1024], 7), None);
+        std::fs::rename(dir.join(file(&OBJECT[..1024])), dir.join(file(OBJECT))).expect("mv");
+        let m = std::fs::metadata(dir.join(file(OBJECT))).expect("file");
         assert_eq!(m.permissions().mode() & 0o777, 0o600);
         let m = std::fs::metadata(&dir).expect("dir");
         assert_eq!(m.permissions().mode() & 0o777, 0o700);
         // A rewrite replaces the entry.
-        write(&dir, 8, &patches()[..1]).expect("rewrite");
-        assert_eq!(read(&dir, 7, 4096), None);
-        assert_eq!(read(&dir, 8, 4096), Some(patches()[..1].to_vec()));
+        let mut other = entry();
+        other.patches.pop();
+        write(&dir, OBJECT, 8, &other).expect("rewrite");
+        assert_eq!(read(&dir, OBJECT, 7), None);
+        assert_eq!(read(&dir, OBJECT, 8), Some(other));
     }
 
     #[test]
     fn a_corrupt_short_or_foreign_file_is_ignored() {
         let d = private_dir();
         let dir = d.path().join("dejavu");
-        write(&dir, 7, &patches()).expect("write");
-        let path = dir.join(FILE);
+        write(&dir, OBJECT, 7, &entry()).expect("write");
+        let path = dir.join(file(OBJECT));
         let good = std::fs::read(&path).expect("read");
         // Every single flipped byte is caught (the checksum, or the checks behind it).
         for i in 0..good.len() {
             let mut bad = good.clone();
             bad[i] ^= 0x40;
             std::fs::write(&path, &bad).expect("write");
-            assert_eq!(read(&dir, 7, 4096), None, "byte {i} flipped");
+            assert_eq!(read(&dir, OBJECT, 7), None, "byte {i} flipped");
         }
         // Every truncation too.
         for n in 0..good.len() {
             std::fs::write(&path, &good[..n]).expect("write");
-            assert_eq!(read(&dir, 7, 4096), None, "cut at {n}");
+            assert_eq!(read(&dir, OBJECT, 7), None, "cut at {n}");
         }
         std::fs::write(&path, &good).expect("write");
-        assert_eq!(read(&dir, 7, 4096), Some(patches()));
+        assert_eq!(read(&dir, OBJECT, 7), Some(entry()));
         // A file or directory others may write is not trusted.
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-        assert_eq!(read(&dir, 7, 4096), None);
+        assert_eq!(read(&dir, OBJECT, 7), None);
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        assert_eq!(read(&dir, 7, 4096), None);
-        assert!(write(&dir, 7, &patches()).is_err());
+        assert_eq!(read(&dir, OBJECT, 7), None);
+        assert!(write(&dir, OBJECT, 7, &entry()).is_err());
+    }
+
+    #[test]
+    fn other_builds_files_are_removed_once_unused_for_a_month() {
+        let d = private_dir();
+        let dir = d.path().join("dejavu");
+        write(&dir, OBJECT, 7, &entry()).expect("write");
+        let set_age = |path: &Path, days: u64| {
+            let t = std::time::SystemTime::now() - std::time::Duration::from_secs(days * 86400);
+            let f = std::fs::File::options()
+                .write(true)
+                .open(path)
+                .expect("open");
+            f.set_modified(t).expect("touch");
+        };
+        let recent = dir.join(file(b"recent build"));
+        let old = dir.join(file(b"old build"));
+        let other = dir.join("not-ours");
+        for p in [&recent, &old, &other] {
+            std::fs::write(p, b"x").expect("write");
+        }
+        set_age(&recent, 29);
+        set_age(&old, 31);
+        set_age(&other, 400);
+        // Our own file is rewritten, however old.
+        set_age(&dir.join(file(OBJECT)), 400);
+        write(&dir, OBJECT, 7, &entry()).expect("write");
+        assert!(recent.exists() && other.exists());
+        assert!(!old.exists());
+        assert_eq!(read(&dir, OBJECT, 7), Some(entry()));
     }
 
     #[test]
@@ -332,6 +487,19 @@ mod tests {
         // Lengths are part of it: moving bytes from one input to the next changes it.
         assert_ne!(key(b"ab", b"c", ""), key(b"a", b"bc", ""));
         assert_eq!(k, key(b"object", b"kernel", "features"));
+    }
+
+    #[test]
+    fn the_attach_btf_gives_each_tracepoint_its_id() {
+        let names = ["sys_enter", "sys_exit", "signal_generate"];
+        let btf = attach_btf(&names, &[11318, 11322, 9865]).expect("btf");
+        assert_eq!(attach_ids(&btf, &names), Ok(vec![11318, 11322, 9865]));
+        assert!(attach_ids(&btf, &["sched_process_fork"]).is_err());
+        // Ids that cannot be the kernel's are refused.
+        assert!(attach_btf(&names, &[1, 1, 2]).is_err());
+        assert!(attach_btf(&names, &[0, 1, 2]).is_err());
+        assert!(attach_btf(&names, &[1, 2]).is_err());
+        assert!(attach_btf(&names, &[1, 2, u32::MAX]).is_err());
     }
 
     #[test]

@@ -376,56 +376,74 @@ fn load(eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
         .filter(|&n| n <= 1 << 31)
         .ok_or_else(|| unavailable("--buffer-size is too large", "At most 2 GiB."))?
         as u32;
-    // aya's loader parses the kernel's BTF when it is created (13 ms here) and keeps it
-    // private; loading the BTF tracepoints needs a parse of our own. The two run side by
-    // side instead of one after the other; ours then serves the CO-RE relocations too,
-    // which are taken from the cache when this kernel and this build did them before
-    // (core_cache.rs).
+    // aya's loader parses the kernel's BTF when it is created (13-25 ms here) and keeps it
+    // private (nothing in aya 0.13 makes one without it). The CO-RE relocations and the
+    // BTF tracepoints' type ids are taken from the cache when this kernel and this build
+    // made them before (core_cache.rs), else computed from a parse of our own, which runs
+    // beside aya's.
     let loader = std::thread::spawn(EbpfLoader::new);
     let kernel = std::fs::read("/sys/kernel/btf/vmlinux")
         .map_err(|e| load_error("reading the kernel's BTF", e))
-        .and_then(|data| {
-            let btf = Btf::parse(&data, aya::Endianness::default())
-                .map_err(|e| load_error("reading the kernel's BTF", e))?;
-            Ok((data, btf))
-        });
+        .and_then(|data| prepare(&data, core_cache::dir()));
     let mut loader = loader
         .join()
         .map_err(|_| load_error("loading the BPF program", "the loader's thread panicked"))?;
-    let (data, btf) = kernel?;
-    let relocated = relocated(&data, &btf, core_cache::dir());
-    drop(data);
+    let prepared = kernel?;
     loader
         .set_max_entries("events", ring_bytes)
         // Copies of stacks get a ring of their own, of the same size (a page when off).
         .set_max_entries("stackbuf", if stacks { ring_bytes } else { 4096 });
-    let (loaded, store) = match relocated {
+    let mut bpf = match &prepared.object {
         // Relocated here: aya's own relocation off.
-        Some(r) => (loader.btf(None).load(r.object.bytes()), r.store),
+        Some(object) => loader.btf(None).load(object.bytes()),
         // Whatever failed, aya relocates as it always did (and says what is wrong).
-        None => (loader.btf(Some(&btf)).load(OBJECT), None),
-    };
-    let mut bpf = loaded.map_err(|e| load_error("loading the BPF program", e))?;
-    for (prog, tp) in [
-        ("on_sys_enter", "sys_enter"),
-        ("on_sys_exit", "sys_exit"),
-        ("on_fork", "sched_process_fork"),
-        ("on_exec", "sched_process_exec"),
-        ("on_exit", "sched_process_exit"),
-        ("on_signal", "signal_generate"),
-    ] {
-        let p: &mut BtfTracePoint = bpf
-            .program_mut(prog)
+        None => loader.btf(Some(&prepared.btf)).load(OBJECT),
+    }
+    .map_err(|e| load_error("loading the BPF program", e))?;
+    let mut all: std::collections::HashMap<&str, &mut aya::programs::Program> =
+        bpf.programs_mut().collect();
+    let mut progs = Vec::with_capacity(PROGRAMS.len());
+    for (prog, tp) in PROGRAMS {
+        let p: &mut BtfTracePoint = all
+            .remove(prog)
             .ok_or_else(|| load_error(prog, "missing from the object"))?
             .try_into()
             .map_err(|e| load_error(prog, e))?;
-        p.load(tp, &btf).map_err(|e| load_error(prog, e))?;
+        progs.push((prog, tp, p));
+    }
+    // The verifier takes most of the loading, most of it on sys_exit (about 1,600
+    // instructions, 15-25 ms): that one is verified on a thread of its own while the others
+    // are, then all are attached in order. Nothing is traced before the program starts.
+    let btf = &prepared.btf;
+    let loaded: Vec<Result<(), RecordError>> = std::thread::scope(|s| {
+        let (exit, rest): (Vec<_>, Vec<_>) = progs
+            .iter_mut()
+            .partition(|(prog, _, _)| *prog == "on_sys_exit");
+        let exit = exit
+            .into_iter()
+            .map(|(prog, tp, p)| s.spawn(move || p.load(tp, btf).map_err(|e| load_error(prog, e))));
+        let exit: Vec<_> = exit.collect();
+        let mut res: Vec<_> = rest
+            .into_iter()
+            .map(|(prog, tp, p)| p.load(tp, btf).map_err(|e| load_error(prog, e)))
+            .collect();
+        res.extend(exit.into_iter().map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(load_error("on_sys_exit", "the loading thread panicked")))
+        }));
+        res
+    });
+    for r in loaded {
+        r?;
+    }
+    for (prog, _, p) in &mut progs {
         p.attach().map_err(|e| load_error(prog, e))?;
     }
+    drop(progs);
     // The kernel accepted every program: the relocations are worth keeping. A cache that
     // cannot be written costs the next run the relocation, nothing else.
-    if let Some((dir, key, patches)) = store {
-        let _ = core_cache::write(&dir, key, &patches);
+    if let Some((dir, key, entry)) = &prepared.store {
+        let _ = core_cache::write(dir, OBJECT, *key, entry);
     }
     {
         let mut wanted: Array<_, u8> = Array::try_from(
@@ -491,32 +509,65 @@ fn load(eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
     })
 }
 
-/// The BPF object with its CO-RE relocations for this kernel applied.
-struct Relocated {
-    object: core_cache::AlignedBytes,
-    /// Computed here, not read from the cache: where and under which key to keep them.
-    store: Option<(std::path::PathBuf, u128, Vec<core_cache::Patch>)>,
+/// The BPF programs and the tracepoints they attach to, in the order they are attached.
+const PROGRAMS: [(&str, &str); 6] = [
+    ("on_sys_enter", "sys_enter"),
+    ("on_sys_exit", "sys_exit"),
+    ("on_fork", "sched_process_fork"),
+    ("on_exec", "sched_process_exec"),
+    ("on_exit", "sched_process_exit"),
+    ("on_signal", "signal_generate"),
+];
+
+/// What loading the object needs of the kernel's BTF.
+struct Prepared {
+    /// The object with its CO-RE relocations for this kernel applied; None when they could
+    /// not be computed here (aya then relocates `OBJECT` itself against `btf`).
+    object: Option<core_cache::AlignedBytes>,
+    /// Where the BTF tracepoints find their types' ids: the kernel's BTF, or on a cache
+    /// hit one that holds just those (`core_cache::attach_btf`).
+    btf: Btf,
+    /// Computed here, not read from the cache: where and under which key to keep it.
+    store: Option<(std::path::PathBuf, u128, core_cache::Entry)>,
 }
 
-/// `OBJECT` relocated against the kernel's BTF (`kernel`, parsed as `btf`), from the cache
-/// in `dir` when it holds this kernel's and this build's, else computed. None when it
-/// cannot be done here (aya then relocates the object itself).
-fn relocated(kernel: &[u8], btf: &Btf, dir: Option<std::path::PathBuf>) -> Option<Relocated> {
+/// Prepares the load against the kernel's BTF (`kernel`, the bytes of
+/// /sys/kernel/btf/vmlinux): from the cache in `dir` when it holds this kernel's and this
+/// build's entry, else from a parse of it.
+fn prepare(kernel: &[u8], dir: Option<std::path::PathBuf>) -> Result<Prepared, RecordError> {
     let features = aya::features();
     let key = core_cache::key(OBJECT, kernel, &format!("{features:?}"));
-    if let Some(patches) = dir
+    let tracepoints = PROGRAMS.map(|(_, tp)| tp);
+    if let Some(entry) = dir
         .as_deref()
-        .and_then(|d| core_cache::read(d, key, OBJECT.len()))
+        .and_then(|d| core_cache::read(d, OBJECT, key))
     {
-        return Some(Relocated {
-            object: core_cache::apply(OBJECT, &patches),
-            store: None,
-        });
+        if let Ok(btf) = core_cache::attach_btf(&tracepoints, &entry.attach) {
+            return Ok(Prepared {
+                object: Some(core_cache::apply(OBJECT, &entry.patches)),
+                btf,
+                store: None,
+            });
+        }
     }
-    let patches = core_cache::relocate(OBJECT, btf, features.btf()?).ok()?;
-    Some(Relocated {
-        object: core_cache::apply(OBJECT, &patches),
-        store: dir.map(|d| (d, key, patches)),
+    let btf = Btf::parse(kernel, aya::Endianness::default())
+        .map_err(|e| load_error("reading the kernel's BTF", e))?;
+    let computed = features.btf().and_then(|f| {
+        let patches = core_cache::relocate(OBJECT, &btf, f).ok()?;
+        let attach = core_cache::attach_ids(&btf, &tracepoints).ok()?;
+        Some(core_cache::Entry { attach, patches })
+    });
+    Ok(match computed {
+        Some(entry) => Prepared {
+            object: Some(core_cache::apply(OBJECT, &entry.patches)),
+            btf,
+            store: dir.map(|d| (d, key, entry)),
+        },
+        None => Prepared {
+            object: None,
+            btf,
+            store: None,
+        },
     })
 }
 
@@ -1217,39 +1268,47 @@ mod tests {
     }
 
     /// The relocations are computed on the first run, kept, read back on the next (the
-    /// same bytes), and recomputed when the file is corrupt or was made for another kernel
-    /// or build. Needs the kernel's BTF (skipped without it).
+    /// same bytes, the same tracepoint ids), and recomputed when the file is corrupt or was
+    /// made for another kernel or build. Needs the kernel's BTF (skipped without it).
     #[test]
     fn relocations_are_kept_per_kernel_and_rebuilt_when_wrong() {
         let Ok(kernel) = std::fs::read("/sys/kernel/btf/vmlinux") else {
             eprintln!("skipped: no /sys/kernel/btf/vmlinux");
             return;
         };
-        let btf = Btf::parse(&kernel, aya::Endianness::default()).unwrap();
+        let tracepoints = PROGRAMS.map(|(_, tp)| tp);
+        let real = Btf::parse(&kernel, aya::Endianness::default()).unwrap();
+        let ids = core_cache::attach_ids(&real, &tracepoints).unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("dejavu");
-        let first = relocated(&kernel, &btf, Some(dir.clone())).unwrap();
-        let (d, key, patches) = first.store.clone().unwrap();
+        let first = prepare(&kernel, Some(dir.clone())).unwrap();
+        let (d, key, entry) = first.store.clone().unwrap();
         assert_eq!(d, dir);
-        assert!(!patches.is_empty(), "the object has CO-RE relocations");
-        assert_ne!(first.object.bytes(), OBJECT);
+        assert!(
+            !entry.patches.is_empty(),
+            "the object has CO-RE relocations"
+        );
+        assert_eq!(entry.attach, ids);
+        let object = first.object.as_ref().unwrap().bytes().to_vec();
+        assert_ne!(object, OBJECT);
         // Nothing kept until the caller says the kernel took the programs.
-        assert!(!dir.join(core_cache::FILE).exists());
-        core_cache::write(&dir, key, &patches).unwrap();
+        assert!(!dir.join(core_cache::file(OBJECT)).exists());
+        core_cache::write(&dir, OBJECT, key, &entry).unwrap();
 
-        let hit = relocated(&kernel, &btf, Some(dir.clone())).unwrap();
+        let hit = prepare(&kernel, Some(dir.clone())).unwrap();
         assert!(hit.store.is_none(), "read from the cache");
-        assert_eq!(hit.object.bytes(), first.object.bytes());
+        assert_eq!(hit.object.as_ref().unwrap().bytes(), object);
+        assert_eq!(core_cache::attach_ids(&hit.btf, &tracepoints).unwrap(), ids);
 
         // A corrupt file: recomputed, the same bytes, to be written again.
-        let path = dir.join(core_cache::FILE);
+        let path = dir.join(core_cache::file(OBJECT));
         let mut bytes = std::fs::read(&path).unwrap();
         let n = bytes.len();
         bytes[n / 2] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
-        let again = relocated(&kernel, &btf, Some(dir.clone())).unwrap();
+        let again = prepare(&kernel, Some(dir.clone())).unwrap();
         assert!(again.store.is_some(), "a corrupt entry is not used");
-        assert_eq!(again.object.bytes(), first.object.bytes());
+        assert_eq!(again.object.as_ref().unwrap().bytes(), object);
 
         // An entry made for another kernel (its BTF one byte different): a miss.
         let mut other = kernel.clone();
@@ -1258,12 +1317,14 @@ mod tests {
         let features = format!("{:?}", aya::features());
         let other_key = core_cache::key(OBJECT, &other, &features);
         assert_ne!(other_key, key);
-        core_cache::write(&dir, other_key, &patches[1..]).unwrap();
-        let miss = relocated(&kernel, &btf, Some(dir.clone())).unwrap();
+        let mut wrong = entry.clone();
+        wrong.patches.pop();
+        core_cache::write(&dir, OBJECT, other_key, &wrong).unwrap();
+        let miss = prepare(&kernel, Some(dir.clone())).unwrap();
         assert!(miss.store.is_some(), "another kernel's entry is not used");
-        assert_eq!(miss.object.bytes(), first.object.bytes());
+        assert_eq!(miss.object.as_ref().unwrap().bytes(), object);
 
-        // No cache directory: computed every time.
-        assert!(relocated(&kernel, &btf, None).unwrap().store.is_none());
+        // No cache directory: computed, nothing to keep.
+        assert!(prepare(&kernel, None).unwrap().store.is_none());
     }
 }
