@@ -382,9 +382,9 @@ fn load(eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
     // made them before (core_cache.rs), else computed from a parse of our own, which runs
     // beside aya's.
     let loader = std::thread::spawn(EbpfLoader::new);
-    let kernel = std::fs::read("/sys/kernel/btf/vmlinux")
+    let kernel = core_cache::FileBytes::open("/sys/kernel/btf/vmlinux")
         .map_err(|e| load_error("reading the kernel's BTF", e))
-        .and_then(|data| prepare(&data, core_cache::dir()));
+        .and_then(|data| prepare(data.bytes(), core_cache::dir()));
     let mut loader = loader
         .join()
         .map_err(|_| load_error("loading the BPF program", "the loader's thread panicked"))?;
