@@ -367,8 +367,31 @@ impl Drop for MemlockRaised {
     }
 }
 
-fn load(eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
-    let _memlock = MemlockRaised::raise();
+/// Loading begun: aya's loader being made and the kernel's BTF being prepared, each on a
+/// thread of its own, while dejavu starts the program (`record`).
+struct Pending {
+    loader: std::thread::JoinHandle<EbpfLoader<'static>>,
+    prepared: std::thread::JoinHandle<Result<Prepared, RecordError>>,
+}
+
+/// Begins loading. aya's loader parses the kernel's BTF when it is made (15-25 ms here) and
+/// keeps it private (nothing in aya 0.13 makes one without it). The CO-RE relocations and
+/// the BTF tracepoints' type ids are taken from the cache when this kernel and this build
+/// made them before (core_cache.rs), else computed from a parse of our own, beside aya's.
+/// Neither needs RLIMIT_MEMLOCK raised (`load` raises it), so a program started meanwhile
+/// does not inherit a raised limit.
+fn begin_load() -> Pending {
+    Pending {
+        loader: std::thread::spawn(EbpfLoader::new),
+        prepared: std::thread::spawn(|| {
+            core_cache::FileBytes::open("/sys/kernel/btf/vmlinux")
+                .map_err(|e| load_error("reading the kernel's BTF", e))
+                .and_then(|data| prepare(data.bytes(), core_cache::dir()))
+        }),
+    }
+}
+
+fn load(pending: Pending, eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
     let ring_bytes = eopts
         .buffer_bytes
         .max(4096)
@@ -376,19 +399,11 @@ fn load(eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
         .filter(|&n| n <= 1 << 31)
         .ok_or_else(|| unavailable("--buffer-size is too large", "At most 2 GiB."))?
         as u32;
-    // aya's loader parses the kernel's BTF when it is created (13-25 ms here) and keeps it
-    // private (nothing in aya 0.13 makes one without it). The CO-RE relocations and the
-    // BTF tracepoints' type ids are taken from the cache when this kernel and this build
-    // made them before (core_cache.rs), else computed from a parse of our own, which runs
-    // beside aya's.
-    let loader = std::thread::spawn(EbpfLoader::new);
-    let kernel = core_cache::FileBytes::open("/sys/kernel/btf/vmlinux")
-        .map_err(|e| load_error("reading the kernel's BTF", e))
-        .and_then(|data| prepare(data.bytes(), core_cache::dir()));
-    let mut loader = loader
-        .join()
-        .map_err(|_| load_error("loading the BPF program", "the loader's thread panicked"))?;
-    let prepared = kernel?;
+    let panicked = |_| load_error("loading the BPF program", "a loading thread panicked");
+    let prepared = pending.prepared.join().map_err(panicked);
+    let mut loader = pending.loader.join().map_err(panicked)?;
+    let prepared = prepared??;
+    let _memlock = MemlockRaised::raise();
     loader
         .set_max_entries("events", ring_bytes)
         // Copies of stacks get a ring of their own, of the same size (a page when off).
@@ -624,26 +639,31 @@ pub fn record<W: Write>(
     // Caught from the start (loading takes a while): a SIGTERM meanwhile is forwarded to
     // the program once it runs, not the death of dejavu.
     let _sig = signals::install(matches!(target, Target::Command(_)));
-    let mut l = load(eopts, opts.stacks == dejavu_capture::StackMode::On)?;
+    let stacks_on = opts.stacks == dejavu_capture::StackMode::On;
+    let pending = begin_load();
     let capped = opts.payload_bytes > PAYLOAD_MAX;
     let mut opts = opts.clone();
     opts.payload_bytes = payload;
     match target {
         Target::Command(argv) => {
+            // The program is started (and stops itself before its exec) while the loading
+            // threads work; it runs once the programs are attached and it is followed.
             let (path, command) = spawn::command(&argv)?;
             meta.command = command;
             let mut stacks = dejavu_capture::stacks::Stacks::new(opts.stacks);
             let (env, inherit) = stacks.program_env();
-            configure(&mut l, &opts, inherit.as_ref().map(|i| i.at))?;
+            let agent_at = inherit.as_ref().map(|i| i.at);
             let child = spawn::fork_child(&path, &argv, None, &env, inherit)?;
             let pid = child.pid;
             let started = (|| {
                 spawn::wait_stopped(&child, &path)?;
+                let mut l = load(pending, eopts, stacks_on)?;
+                configure(&mut l, &opts, agent_at)?;
                 trace(&mut l, pid)?;
-                make_writer(&meta).map_err(RecordError::from)
+                Ok((l, make_writer(&meta)?))
             })();
-            let w = match started {
-                Ok(w) => w,
+            let (l, w) = match started {
+                Ok(lw) => lw,
                 Err(e) => {
                     let _ = kernel::kill(pid, libc::SIGKILL);
                     let _ = kernel::wait_one(pid, libc::__WALL);
@@ -713,6 +733,7 @@ pub fn record<W: Write>(
                     meta.cwd = String::from_utf8_lossy(&c).into_owned();
                 }
             }
+            let mut l = load(pending, eopts, stacks_on)?;
             configure(&mut l, &opts, None)?;
             // Follow first, then list threads: a thread created in between is reported
             // by the fork hook, one listed twice is ignored.
