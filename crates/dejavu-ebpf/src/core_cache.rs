@@ -73,21 +73,42 @@ pub(crate) fn key(object: &[u8], kernel_btf: &[u8], features: &str) -> u128 {
 
 /// The cache directory: `$DEJAVU_CACHE_DIR` (empty: no cache), else
 /// `$XDG_CACHE_HOME/dejavu`, else `$HOME/.cache/dejavu`. None where the user's cache
-/// directory is not this user's own (`sudo -E` keeps another user's HOME: root's files are
-/// not put there).
+/// directory (or home) is not this user's own (`sudo -E` keeps another user's HOME and
+/// XDG_CACHE_HOME: root's files are not put there).
 pub(crate) fn dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("DEJAVU_CACHE_DIR") {
+    dir_from(
+        std::env::var_os("DEJAVU_CACHE_DIR"),
+        std::env::var_os("XDG_CACHE_HOME"),
+        std::env::var_os("HOME"),
+    )
+}
+
+fn dir_from(
+    ours: Option<std::ffi::OsString>,
+    xdg: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+) -> Option<PathBuf> {
+    if let Some(d) = ours {
         return (!d.is_empty()).then(|| PathBuf::from(d));
     }
-    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
-        Some(x) => PathBuf::from(x),
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    let owned = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.uid() == euid);
+    let base = match xdg.filter(|v| !v.is_empty()) {
+        // A cache directory not made yet is made by whoever comes first; its parent, the
+        // home, must then be ours.
+        Some(x) => {
+            let x = PathBuf::from(x);
+            let mine = if x.exists() {
+                owned(&x)
+            } else {
+                x.parent().is_some_and(owned)
+            };
+            mine.then_some(x)?
+        }
         None => {
-            let home = PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?);
-            // SAFETY: geteuid has no preconditions.
-            if std::fs::metadata(&home).ok()?.uid() != unsafe { libc::geteuid() } {
-                return None;
-            }
-            home.join(".cache")
+            let home = PathBuf::from(home.filter(|v| !v.is_empty())?);
+            owned(&home).then(|| home.join(".cache"))?
         }
     };
     Some(base.join("dejavu"))
@@ -534,6 +555,44 @@ mod tests {
         assert!(recent.exists() && other.exists());
         assert!(!old.exists());
         assert_eq!(read(&dir, OBJECT, 7), Some(entry()));
+    }
+
+    #[test]
+    fn the_cache_is_kept_only_under_this_users_own_directories() {
+        use std::ffi::OsString;
+        let d = private_dir();
+        let mine = d.path().join("mine");
+        let theirs = d.path().join("theirs");
+        std::fs::create_dir(&mine).expect("mkdir");
+        std::fs::create_dir(&theirs).expect("mkdir");
+        let os = |p: &Path| Some(OsString::from(p));
+        // SAFETY: geteuid has no preconditions.
+        let other = if unsafe { libc::geteuid() } == 0 {
+            65534
+        } else {
+            0
+        };
+        let chowned = std::os::unix::fs::chown(&theirs, Some(other), None).is_ok();
+        assert_eq!(
+            dir_from(Some("/x".into()), os(&theirs), os(&theirs)),
+            Some(PathBuf::from("/x"))
+        );
+        assert_eq!(dir_from(Some("".into()), os(&mine), os(&mine)), None);
+        assert_eq!(dir_from(None, os(&mine), None), Some(mine.join("dejavu")));
+        assert_eq!(
+            dir_from(None, None, os(&mine)),
+            Some(mine.join(".cache").join("dejavu"))
+        );
+        assert_eq!(
+            dir_from(None, os(&mine.join("new")), None),
+            Some(mine.join("new").join("dejavu"))
+        );
+        assert_eq!(dir_from(None, None, None), None);
+        if chowned {
+            assert_eq!(dir_from(None, os(&theirs), os(&mine)), None);
+            assert_eq!(dir_from(None, None, os(&theirs)), None);
+            assert_eq!(dir_from(None, os(&theirs.join("new")), None), None);
+        }
     }
 
     #[test]
