@@ -3,7 +3,7 @@
 
 For each workload in bench/workloads/ (Node.js and Python stat loops, a C
 open/write/close loop, a C loop of small writes to one file, a `make -j2` of a small
-generated C project), this runs, in one
+generated C project, and `true`: the fixed cost alone), this runs, in one
 invocation and interleaved round-robin so that machine noise hits every variant alike:
 
     native                      the workload alone
@@ -205,6 +205,10 @@ def setup_writes(tmp: Path, n: int) -> tuple[list[str], Path]:
     return [str(exe), str(out), str(n)], tmp
 
 
+def setup_true(tmp: Path, n: int) -> tuple[list[str], Path]:
+    return ["true"], tmp
+
+
 def make_clean(cwd: Path) -> None:
     subprocess.run(["make", "-s", "clean"], cwd=cwd, check=True,
                    stdout=subprocess.DEVNULL)
@@ -223,6 +227,8 @@ WORKLOADS = {
                  200000, 20000, setup_writes, unit="writes"),
         Workload("make", "make -j2 of a generated C project (make clean before each run)",
                  32, 8, setup_make, before_run=make_clean, unit="modules"),
+        # Nothing to do: each tool's fixed cost (start-up, attach, end), R times.
+        Workload("true", "`true`, the tools' fixed cost", 1, 1, setup_true, unit="run"),
     ]
 }
 

@@ -7,6 +7,8 @@
 
 pub mod access;
 #[cfg(dejavu_bpf)]
+mod core_cache;
+#[cfg(dejavu_bpf)]
 mod drainer;
 pub mod event;
 #[cfg(dejavu_bpf)]

@@ -1,5 +1,6 @@
 //! Loading the kernel half, starting or attaching to the program, and the reader loop.
 
+use crate::core_cache;
 use crate::drainer::{self, Batch, Drainer, Packed, Rings};
 use crate::event::{self, CF_UNFINISHED};
 use crate::{unavailable, Options};
@@ -359,8 +360,31 @@ impl Drop for MemlockRaised {
     }
 }
 
-fn load(eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
-    let _memlock = MemlockRaised::raise();
+/// Loading begun: aya's loader being made and the kernel's BTF being prepared, each on a
+/// thread of its own, while dejavu starts the program (`record`).
+struct Pending {
+    loader: std::thread::JoinHandle<EbpfLoader<'static>>,
+    prepared: std::thread::JoinHandle<Result<Prepared, RecordError>>,
+}
+
+/// Begins loading. aya's loader parses the kernel's BTF when it is made (15-25 ms here) and
+/// keeps it private (nothing in aya 0.13 makes one without it). The CO-RE relocations and
+/// the BTF tracepoints' type ids are taken from the cache when this kernel and this build
+/// made them before (core_cache.rs), else computed from a parse of our own, beside aya's.
+/// Neither needs RLIMIT_MEMLOCK raised (`load` raises it), so a program started meanwhile
+/// does not inherit a raised limit.
+fn begin_load() -> Pending {
+    Pending {
+        loader: std::thread::spawn(EbpfLoader::new),
+        prepared: std::thread::spawn(|| {
+            core_cache::FileBytes::open("/sys/kernel/btf/vmlinux")
+                .map_err(|e| load_error("reading the kernel's BTF", e))
+                .and_then(|data| prepare(data.bytes(), core_cache::dir()))
+        }),
+    }
+}
+
+fn load(pending: Pending, eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
     let ring_bytes = eopts
         .buffer_bytes
         .max(4096)
@@ -368,37 +392,66 @@ fn load(eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
         .filter(|&n| n <= 1 << 31)
         .ok_or_else(|| unavailable("--buffer-size is too large", "At most 2 GiB."))?
         as u32;
-    // aya's loader parses the kernel's BTF when it is created (13 ms here) and keeps it
-    // private; loading the BTF tracepoints needs a parse of our own. The two run side by
-    // side instead of one after the other; ours then serves the CO-RE relocations too.
-    let loader = std::thread::spawn(EbpfLoader::new);
-    let btf = Btf::from_sys_fs().map_err(|e| load_error("reading the kernel's BTF", e));
-    let mut loader = loader
-        .join()
-        .map_err(|_| load_error("loading the BPF program", "the loader's thread panicked"))?;
-    let btf = btf?;
-    let mut bpf = loader
-        .btf(Some(&btf))
+    let panicked = |_| load_error("loading the BPF program", "a loading thread panicked");
+    let prepared = pending.prepared.join().map_err(panicked);
+    let mut loader = pending.loader.join().map_err(panicked)?;
+    let prepared = prepared??;
+    let _memlock = MemlockRaised::raise();
+    loader
         .set_max_entries("events", ring_bytes)
         // Copies of stacks get a ring of their own, of the same size (a page when off).
-        .set_max_entries("stackbuf", if stacks { ring_bytes } else { 4096 })
-        .load(OBJECT)
-        .map_err(|e| load_error("loading the BPF program", e))?;
-    for (prog, tp) in [
-        ("on_sys_enter", "sys_enter"),
-        ("on_sys_exit", "sys_exit"),
-        ("on_fork", "sched_process_fork"),
-        ("on_exec", "sched_process_exec"),
-        ("on_exit", "sched_process_exit"),
-        ("on_signal", "signal_generate"),
-    ] {
-        let p: &mut BtfTracePoint = bpf
-            .program_mut(prog)
+        .set_max_entries("stackbuf", if stacks { ring_bytes } else { 4096 });
+    let mut bpf = match &prepared.object {
+        // Relocated here: aya's own relocation off.
+        Some(object) => loader.btf(None).load(object.bytes()),
+        // Whatever failed, aya relocates as it always did (and says what is wrong).
+        None => loader.btf(Some(&prepared.btf)).load(OBJECT),
+    }
+    .map_err(|e| load_error("loading the BPF program", e))?;
+    let mut all: std::collections::HashMap<&str, &mut aya::programs::Program> =
+        bpf.programs_mut().collect();
+    let mut progs = Vec::with_capacity(PROGRAMS.len());
+    for (prog, tp) in PROGRAMS {
+        let p: &mut BtfTracePoint = all
+            .remove(prog)
             .ok_or_else(|| load_error(prog, "missing from the object"))?
             .try_into()
             .map_err(|e| load_error(prog, e))?;
-        p.load(tp, &btf).map_err(|e| load_error(prog, e))?;
+        progs.push((prog, tp, p));
+    }
+    // The verifier takes most of the loading, most of it on sys_exit (about 1,600
+    // instructions, 15-25 ms): that one is verified on a thread of its own while the others
+    // are, then all are attached in order. Nothing is traced before the program starts.
+    let btf = &prepared.btf;
+    let loaded: Vec<Result<(), RecordError>> = std::thread::scope(|s| {
+        let (exit, rest): (Vec<_>, Vec<_>) = progs
+            .iter_mut()
+            .partition(|(prog, _, _)| *prog == "on_sys_exit");
+        let exit = exit
+            .into_iter()
+            .map(|(prog, tp, p)| s.spawn(move || p.load(tp, btf).map_err(|e| load_error(prog, e))));
+        let exit: Vec<_> = exit.collect();
+        let mut res: Vec<_> = rest
+            .into_iter()
+            .map(|(prog, tp, p)| p.load(tp, btf).map_err(|e| load_error(prog, e)))
+            .collect();
+        res.extend(exit.into_iter().map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(load_error("on_sys_exit", "the loading thread panicked")))
+        }));
+        res
+    });
+    for r in loaded {
+        r?;
+    }
+    for (prog, _, p) in &mut progs {
         p.attach().map_err(|e| load_error(prog, e))?;
+    }
+    drop(progs);
+    // The kernel accepted every program: the relocations are worth keeping. A cache that
+    // cannot be written costs the next run the relocation, nothing else.
+    if let Some((dir, key, entry)) = &prepared.store {
+        let _ = core_cache::write(dir, OBJECT, *key, entry);
     }
     {
         let mut wanted: Array<_, u8> = Array::try_from(
@@ -467,6 +520,68 @@ fn load(eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
     })
 }
 
+/// The BPF programs and the tracepoints they attach to, in the order they are attached.
+const PROGRAMS: [(&str, &str); 6] = [
+    ("on_sys_enter", "sys_enter"),
+    ("on_sys_exit", "sys_exit"),
+    ("on_fork", "sched_process_fork"),
+    ("on_exec", "sched_process_exec"),
+    ("on_exit", "sched_process_exit"),
+    ("on_signal", "signal_generate"),
+];
+
+/// What loading the object needs of the kernel's BTF.
+struct Prepared {
+    /// The object with its CO-RE relocations for this kernel applied; None when they could
+    /// not be computed here (aya then relocates `OBJECT` itself against `btf`).
+    object: Option<core_cache::AlignedBytes>,
+    /// Where the BTF tracepoints find their types' ids: the kernel's BTF, or on a cache
+    /// hit one that holds just those (`core_cache::attach_btf`).
+    btf: Btf,
+    /// Computed here, not read from the cache: where and under which key to keep it.
+    store: Option<(std::path::PathBuf, u128, core_cache::Entry)>,
+}
+
+/// Prepares the load against the kernel's BTF (`kernel`, the bytes of
+/// /sys/kernel/btf/vmlinux): from the cache in `dir` when it holds this kernel's and this
+/// build's entry, else from a parse of it.
+fn prepare(kernel: &[u8], dir: Option<std::path::PathBuf>) -> Result<Prepared, RecordError> {
+    let features = aya::features();
+    let key = core_cache::key(OBJECT, kernel, &format!("{features:?}"));
+    let tracepoints = PROGRAMS.map(|(_, tp)| tp);
+    if let Some(entry) = dir
+        .as_deref()
+        .and_then(|d| core_cache::read(d, OBJECT, key))
+    {
+        if let Ok(btf) = core_cache::attach_btf(&tracepoints, &entry.attach) {
+            return Ok(Prepared {
+                object: Some(core_cache::apply(OBJECT, &entry.patches)),
+                btf,
+                store: None,
+            });
+        }
+    }
+    let btf = Btf::parse(kernel, aya::Endianness::default())
+        .map_err(|e| load_error("reading the kernel's BTF", e))?;
+    let computed = features.btf().and_then(|f| {
+        let patches = core_cache::relocate(OBJECT, &btf, f).ok()?;
+        let attach = core_cache::attach_ids(&btf, &tracepoints).ok()?;
+        Some(core_cache::Entry { attach, patches })
+    });
+    Ok(match computed {
+        Some(entry) => Prepared {
+            object: Some(core_cache::apply(OBJECT, &entry.patches)),
+            btf,
+            store: dir.map(|d| (d, key, entry)),
+        },
+        None => Prepared {
+            object: None,
+            btf,
+            store: None,
+        },
+    })
+}
+
 fn configure(
     l: &mut Loaded,
     opts: &RecordOptions,
@@ -520,26 +635,31 @@ pub fn record<W: Write>(
     // Caught from the start (loading takes a while): a SIGTERM meanwhile is forwarded to
     // the program once it runs, not the death of dejavu.
     let _sig = signals::install(matches!(target, Target::Command(_)));
-    let mut l = load(eopts, opts.stacks == dejavu_capture::StackMode::On)?;
+    let stacks_on = opts.stacks == dejavu_capture::StackMode::On;
+    let pending = begin_load();
     let capped = opts.payload_bytes > PAYLOAD_MAX;
     let mut opts = opts.clone();
     opts.payload_bytes = payload;
     match target {
         Target::Command(argv) => {
+            // The program is started (and stops itself before its exec) while the loading
+            // threads work; it runs once the programs are attached and it is followed.
             let (path, command) = spawn::command(&argv)?;
             meta.command = command;
             let mut stacks = dejavu_capture::stacks::Stacks::new(opts.stacks);
             let (env, inherit) = stacks.program_env();
-            configure(&mut l, &opts, inherit.as_ref().map(|i| i.at))?;
+            let agent_at = inherit.as_ref().map(|i| i.at);
             let child = spawn::fork_child(&path, &argv, None, &env, inherit)?;
             let pid = child.pid;
             let started = (|| {
                 spawn::wait_stopped(&child, &path)?;
+                let mut l = load(pending, eopts, stacks_on)?;
+                configure(&mut l, &opts, agent_at)?;
                 trace(&mut l, pid)?;
-                make_writer(&meta).map_err(RecordError::from)
+                Ok((l, make_writer(&meta)?))
             })();
-            let w = match started {
-                Ok(w) => w,
+            let (l, w) = match started {
+                Ok(lw) => lw,
                 Err(e) => {
                     let _ = kernel::kill(pid, libc::SIGKILL);
                     let _ = kernel::wait_one(pid, libc::__WALL);
@@ -609,6 +729,7 @@ pub fn record<W: Write>(
                     meta.cwd = String::from_utf8_lossy(&c).into_owned();
                 }
             }
+            let mut l = load(pending, eopts, stacks_on)?;
             configure(&mut l, &opts, None)?;
             // Follow first, then list threads: a thread created in between is reported
             // by the fork hook, one listed twice is ignored.
@@ -1194,5 +1315,66 @@ mod tests {
     fn the_stack_records_layouts_match_the_kernel_halfs() {
         assert_eq!(std::mem::size_of::<StkKey>(), 32);
         assert_eq!(std::mem::size_of::<StkVal>(), 160);
+    }
+
+    /// The relocations are computed on the first run, kept, read back on the next (the
+    /// same bytes, the same tracepoint ids), and recomputed when the file is corrupt or was
+    /// made for another kernel or build. Needs the kernel's BTF (skipped without it).
+    #[test]
+    fn relocations_are_kept_per_kernel_and_rebuilt_when_wrong() {
+        let Ok(kernel) = std::fs::read("/sys/kernel/btf/vmlinux") else {
+            eprintln!("skipped: no /sys/kernel/btf/vmlinux");
+            return;
+        };
+        let tracepoints = PROGRAMS.map(|(_, tp)| tp);
+        let real = Btf::parse(&kernel, aya::Endianness::default()).unwrap();
+        let ids = core_cache::attach_ids(&real, &tracepoints).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("dejavu");
+        let first = prepare(&kernel, Some(dir.clone())).unwrap();
+        let (d, key, entry) = first.store.clone().unwrap();
+        assert_eq!(d, dir);
+        assert!(
+            !entry.patches.is_empty(),
+            "the object has CO-RE relocations"
+        );
+        assert_eq!(entry.attach, ids);
+        let object = first.object.as_ref().unwrap().bytes().to_vec();
+        assert_ne!(object, OBJECT);
+        // Nothing kept until the caller says the kernel took the programs.
+        assert!(!dir.join(core_cache::file(OBJECT)).exists());
+        core_cache::write(&dir, OBJECT, key, &entry).unwrap();
+
+        let hit = prepare(&kernel, Some(dir.clone())).unwrap();
+        assert!(hit.store.is_none(), "read from the cache");
+        assert_eq!(hit.object.as_ref().unwrap().bytes(), object);
+        assert_eq!(core_cache::attach_ids(&hit.btf, &tracepoints).unwrap(), ids);
+
+        // A corrupt file: recomputed, the same bytes, to be written again.
+        let path = dir.join(core_cache::file(OBJECT));
+        let mut bytes = std::fs::read(&path).unwrap();
+        let n = bytes.len();
+        bytes[n / 2] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let again = prepare(&kernel, Some(dir.clone())).unwrap();
+        assert!(again.store.is_some(), "a corrupt entry is not used");
+        assert_eq!(again.object.as_ref().unwrap().bytes(), object);
+
+        // An entry made for another kernel (its BTF one byte different): a miss.
+        let mut other = kernel.clone();
+        let last = other.len() - 1;
+        other[last] ^= 1;
+        let features = format!("{:?}", aya::features());
+        let other_key = core_cache::key(OBJECT, &other, &features);
+        assert_ne!(other_key, key);
+        let mut wrong = entry.clone();
+        wrong.patches.pop();
+        core_cache::write(&dir, OBJECT, other_key, &wrong).unwrap();
+        let miss = prepare(&kernel, Some(dir.clone())).unwrap();
+        assert!(miss.store.is_some(), "another kernel's entry is not used");
+        assert_eq!(miss.object.as_ref().unwrap().bytes(), object);
+
+        // No cache directory: computed, nothing to keep.
+        assert!(prepare(&kernel, None).unwrap().store.is_none());
     }
 }

@@ -129,7 +129,16 @@ fn with_the_ebpf_capabilities_a_user_still_records_only_their_own_processes() {
     if backend() == "ebpf" {
         assert!(err.contains("needs the permission to ptrace it"), "{err}");
     }
-    // Its own process: recorded until SIGINT.
+    // Its own process: recorded until SIGINT. The relocation cache is not used by a dejavu
+    // that runs with capabilities its user lacks (the user could write it): nothing appears
+    // in a cache directory the user owns and names.
+    let cache = d.path().join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    std::os::unix::fs::chown(&cache, Some(65534), Some(65534)).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
     let mut mine = as_nobody(
         std::path::Path::new("/bin/sh"),
         &["-c", "while :; do ls / > /dev/null; sleep 0.1; done"],
@@ -152,6 +161,7 @@ fn with_the_ebpf_capabilities_a_user_still_records_only_their_own_processes() {
         ],
         d.path(),
     )
+    .env("DEJAVU_CACHE_DIR", &cache)
     .stderr(std::process::Stdio::piped())
     .spawn()
     .unwrap();
@@ -167,6 +177,8 @@ fn with_the_ebpf_capabilities_a_user_still_records_only_their_own_processes() {
         v["syscalls"]["openat"]["calls"].as_u64().unwrap_or(0) > 0,
         "its ls runs are recorded: {v}"
     );
+    let cached: Vec<_> = std::fs::read_dir(&cache).unwrap().collect();
+    assert!(cached.is_empty(), "{cached:?}");
 }
 
 #[test]
