@@ -18,7 +18,7 @@ pub use json::{JsonReporter, FORMAT_VERSION};
 pub use pprof::PprofReporter;
 pub use progress::Progress;
 pub use sarif::SarifReporter;
-pub use terminal::TerminalReporter;
+pub use terminal::{owner_title, TerminalReporter};
 
 use dejavu_detect::{Analysis, Config};
 use std::ffi::OsStr;

@@ -660,7 +660,7 @@ fn owner_totals(a: &Analysis, o: Owner) -> (u64, u64) {
 }
 
 /// How the report names an owner.
-pub(crate) fn owner_title(o: Owner) -> &'static str {
+pub fn owner_title(o: Owner) -> &'static str {
     match o {
         Owner::Own => "the program's own code",
         Owner::Dependency => "its dependencies",

@@ -541,6 +541,10 @@ pub struct WhatifArgs {
     /// policies instead, limited to the finding's processes and paths.
     #[arg(long, value_name = "N")]
     pub finding: Option<usize>,
+    /// Show the replayed fixes of runtime and launcher findings in full, as the program's
+    /// own (without it each of those owners is one line, as in `dejavu report`).
+    #[arg(long)]
+    pub all: bool,
     /// Machine-readable output: one JSON object (docs/whatif.md).
     #[arg(long)]
     pub json: bool,

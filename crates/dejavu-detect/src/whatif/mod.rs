@@ -193,6 +193,9 @@ pub struct FindingRef {
     pub key: String,
     /// What the finding says a fix saves (its redundant calls).
     pub redundant_calls: u64,
+    /// Whose code makes its calls (the program's, a dependency's, the runtime's, a
+    /// launcher's).
+    pub owner: crate::Owner,
 }
 
 /// One policy's outcome.

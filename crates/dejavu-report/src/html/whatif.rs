@@ -383,6 +383,7 @@ mod tests {
                 detector: "repeated-lookup",
                 key: "k".into(),
                 redundant_calls: 4,
+                owner: dejavu_detect::Owner::Own,
             }),
             calls_before: 6,
             calls_after: 1,

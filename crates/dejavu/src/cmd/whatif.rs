@@ -6,9 +6,10 @@
 use super::report::{usage_error, warn};
 use crate::cli::{parse_duration, WhatifArgs};
 use anyhow::Context;
+use dejavu_detect::whatif::Verdict;
 use dejavu_detect::whatif::{evaluate, own_fix, policy, Evaluation, Flags, Outcome, Policy};
 use dejavu_detect::whatif::{not_modelled, own_exec_fix, own_log_fix, FindingRef};
-use dejavu_detect::{analyze_covered, Analysis, Config, Covered};
+use dejavu_detect::{analyze_covered, Analysis, Config, Covered, Owner};
 use dejavu_report::text::fmt_duration;
 use dejavu_report::Progress;
 use dejavu_trace::TraceReader;
@@ -78,7 +79,9 @@ pub fn run(a: WhatifArgs) -> anyhow::Result<i32> {
         serde_json::to_writer_pretty(&mut out, &j)?;
         writeln!(out)?;
     } else {
-        text(&a.trace, &eval, &outcomes, &skipped, &mut out)?;
+        // One finding asked for is shown whoever owns it.
+        let all = a.all || a.finding.is_some();
+        text(&a.trace, &eval, &outcomes, &skipped, all, &mut out)?;
     }
     out.flush()?;
     if let Some(p) = &a.html {
@@ -161,6 +164,7 @@ fn own_fixes(a: &WhatifArgs, flags: &Flags) -> anyhow::Result<OwnFixes> {
                     detector: f.detector,
                     key: f.key.clone(),
                     redundant_calls: f.redundant_calls,
+                    owner: f.owner,
                 }));
             }
             None if a.finding.is_some() && flags.modifies() => usage_error(
@@ -199,6 +203,7 @@ fn for_finding(a: &WhatifArgs, n: usize, given: Vec<Policy>) -> anyhow::Result<O
         detector: f.detector,
         key: f.key.clone(),
         redundant_calls: f.redundant_calls,
+        owner: f.owner,
     };
     let pairs = covered.get(&f.key);
     let mut policies = Vec::new();
@@ -345,6 +350,7 @@ fn text(
     eval: &Evaluation,
     outcomes: &[Outcome],
     skipped: &[NotReplayed],
+    all: bool,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     writeln!(
@@ -369,7 +375,17 @@ fn text(
             "\nno findings: nothing to replay (give a policy, e.g. --cache stat)"
         )?;
     }
+    // The runtime's and launchers' findings' fixes: one line per owner, as the report
+    // folds those findings (--all shows them).
+    let mut folded: Vec<(Owner, Vec<&Outcome>)> = Vec::new();
     for (i, o) in outcomes.iter().enumerate() {
+        if let Some(f) = o.finding.as_ref().filter(|f| !all && is_folded(f.owner)) {
+            match folded.iter_mut().find(|(w, _)| *w == f.owner) {
+                Some((_, v)) => v.push(o),
+                None => folded.push((f.owner, vec![o])),
+            }
+            continue;
+        }
         writeln!(out)?;
         write!(out, "{}. {}", i + 1, o.policy)?;
         if let Some(f) = &o.finding {
@@ -558,6 +574,12 @@ fn text(
         }
         wrapped(out, &format!("verdict: {}", o.verdict_text), "   ", "     ")?;
     }
+    if !folded.is_empty() {
+        writeln!(out)?;
+    }
+    for (owner, v) in &folded {
+        wrapped(out, &folded_line(*owner, v), "", "  ")?;
+    }
     if !outcomes.is_empty() {
         // What "they took" measures, as the report says it.
         let note = time_note(&eval.backend);
@@ -580,6 +602,50 @@ fn text(
     Ok(())
 }
 
+/// Owners whose findings' fixes are one line each unless --all.
+fn is_folded(o: Owner) -> bool {
+    matches!(o, Owner::Runtime | Owner::Launcher)
+}
+
+/// "runtime start-up and loaders: the fixes of findings 3, 4 and 7 remove 191 of 240
+/// calls; 2 safe, 1 unsafe; --all shows them."
+fn folded_line(owner: Owner, v: &[&Outcome]) -> String {
+    let numbers: Vec<String> = v
+        .iter()
+        .filter_map(|o| o.finding.as_ref().map(|f| f.number.to_string()))
+        .collect();
+    let before: u64 = v.iter().map(|o| o.calls_before).sum();
+    let removed: u64 = v.iter().map(|o| o.removed_calls).sum();
+    let n = |w: Verdict| v.iter().filter(|o| o.verdict == w).count();
+    let mut verdicts = Vec::new();
+    for (w, name) in [
+        (Verdict::Safe, "safe on this recording"),
+        (
+            Verdict::SafeWithInvalidation,
+            "safe with invalidation points",
+        ),
+        (Verdict::Unsafe, "unsafe"),
+    ] {
+        match n(w) {
+            0 => {}
+            k if k == v.len() => verdicts.push(format!("all {name}")),
+            k => verdicts.push(format!("{k} {name}")),
+        }
+    }
+    format!(
+        "{}: the fix{} of finding{} {} remove{} {} of {} calls; {}; --all shows {}.",
+        dejavu_report::owner_title(owner),
+        if v.len() == 1 { "" } else { "es" },
+        if numbers.len() == 1 { "" } else { "s" },
+        numbers.join(", "),
+        if v.len() == 1 { "s" } else { "" },
+        count(removed),
+        count(before),
+        verdicts.join(", "),
+        if v.len() == 1 { "it" } else { "them" }
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -594,6 +660,7 @@ mod tests {
                 detector: "repeated-lookup",
                 key: "k".into(),
                 redundant_calls: 4,
+                owner: Owner::Own,
             }),
             calls_before: 6,
             calls_after: 1,
@@ -687,6 +754,7 @@ mod tests {
             &eval,
             &eval.outcomes,
             &skipped,
+            false,
             &mut out,
         )
         .unwrap();
@@ -718,5 +786,71 @@ not replayed:
   finding 3 (small-writes, 7 calls): no policy models small-writes's fix yet
 ";
         assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+
+    /// The runtime's and launchers' findings' fixes are one line per owner, as in the
+    /// report; --all (or --finding) shows them in full.
+    #[test]
+    fn runtime_and_launcher_fixes_fold_to_a_line_each_unless_all() {
+        let mine = outcome();
+        let of = |number, owner, verdict| {
+            let mut o = outcome();
+            o.policy = format!("--cache 'stat:/usr/lib/{number}/**'");
+            o.verdict = verdict;
+            if let Some(f) = o.finding.as_mut() {
+                f.number = number;
+                f.owner = owner;
+            }
+            o
+        };
+        let outcomes = vec![
+            mine,
+            of(3, Owner::Runtime, Verdict::Safe),
+            of(4, Owner::Runtime, Verdict::Unsafe),
+            of(5, Owner::Launcher, Verdict::Safe),
+        ];
+        let eval = Evaluation {
+            outcomes: outcomes.clone(),
+            syscalls: 46,
+            syscall_ns: 1_900_000,
+            lost_events: 0,
+            backend: "ebpf".into(),
+            truncated: None,
+        };
+        let show = |all| {
+            let mut out = Vec::new();
+            text(
+                std::path::Path::new("t.dvt"),
+                &eval,
+                &outcomes,
+                &[],
+                all,
+                &mut out,
+            )
+            .unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        // (Wrapped at 100 columns with a two-space hanging indent: read unwrapped.)
+        let folded = show(false).replace("\n  ", " ");
+        assert!(folded.contains("1. --cache 'stat:/srv/app/**'"), "{folded}");
+        assert!(!folded.contains("/usr/lib/3/"), "{folded}");
+        assert!(
+            folded.contains(
+                "runtime start-up and loaders: the fixes of findings 3, 4 remove 10 of 12 calls; 1 \
+                 safe on this recording, 1 unsafe; --all shows them."
+            ),
+            "{folded}"
+        );
+        assert!(
+            folded.contains(
+                "launchers: the fix of finding 5 removes 5 of 6 calls; all safe on this recording; \
+                 --all shows it."
+            ),
+            "{folded}"
+        );
+        let all = show(true);
+        assert!(all.contains("2. --cache 'stat:/usr/lib/3/**'"), "{all}");
+        assert!(all.contains("4. --cache 'stat:/usr/lib/5/**'"), "{all}");
+        assert!(!all.contains("--all shows"), "{all}");
     }
 }
