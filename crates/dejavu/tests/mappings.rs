@@ -5,6 +5,7 @@
 //! forked child inherits them without new records; `--stacks off` writes none.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::result_large_err)]
 
+#[macro_use]
 mod common;
 
 use common::{c_workload, dejavu, repo};
@@ -307,4 +308,78 @@ fn without_native_stacks_no_mappings_are_written() {
     let exe = c_workload("mappings");
     let t = record(&[exe.to_str().unwrap()], false);
     assert!(t.maps().is_empty(), "{:#?}", t.maps());
+}
+
+/// A stripped program's frames are module+offset only: the pprof profile's mapping table
+/// names each module with the build id its Mapping records carry, which `go tool pprof`
+/// shows (and a symbolizer would fetch the build's debug info by).
+#[test]
+fn a_pprof_profile_names_each_module_with_its_recorded_build_id() {
+    require!("go");
+    let exe = c_workload("mappings");
+    let d = tempfile::tempdir().unwrap();
+    let stripped = d.path().canonicalize().unwrap().join("mappings-stripped");
+    let st = Command::new("strip")
+        .arg("-o")
+        .arg(&stripped)
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let so = d.path().canonicalize().unwrap().join("libplugin.so");
+    let st = Command::new("gcc")
+        .args(["-O2", "-shared", "-fPIC", "-o"])
+        .arg(&so)
+        .arg(repo().join("tests/workloads/stacks/plugin.c"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let target = repo().join("Cargo.toml");
+    let t = record(
+        &[
+            stripped.to_str().unwrap(),
+            so.to_str().unwrap(),
+            target.to_str().unwrap(),
+        ],
+        true,
+    );
+    let profile = d.path().join("p.pb.gz");
+    let out = Command::new(dejavu())
+        .args(["report", "--format", "pprof"])
+        .arg(&t.path)
+        .stdout(std::fs::File::create(&profile).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new("go")
+        .args(["tool", "pprof", "-raw"])
+        .arg(&profile)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mappings = &text[text.find("Mappings").expect("a mapping table")..];
+    let line_of = |p: &Path| {
+        let p = p.to_string_lossy();
+        mappings
+            .lines()
+            .find(|l| l.split_whitespace().nth(2) == Some(&*p))
+            .unwrap_or_else(|| panic!("{p} in {mappings}"))
+            .to_string()
+    };
+    // The stripped program is the main binary (first), with its build id and no names.
+    let main = line_of(&stripped);
+    assert!(main.starts_with("1: "), "{mappings}");
+    assert!(main.contains(&readelf_build_id(&stripped)), "{main}");
+    assert!(!main.contains("[FN]"), "{main}");
+    let libc = libc_path(&t.maps());
+    assert!(line_of(Path::new(&libc)).contains(&readelf_build_id(Path::new(&libc))));
 }
