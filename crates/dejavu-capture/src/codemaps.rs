@@ -171,6 +171,20 @@ impl<W: Write> Capture<W> {
         }
     }
 
+    /// `pid` was attached to (its Exec record just written): the code it has now, from
+    /// /proc/PID/maps (it is stopped, or about to be).
+    pub fn code_attached(&mut self, pid: Tid, now: u64) {
+        self.code_maps.procs.remove(&pid);
+        if !self.stacks.enabled() {
+            return;
+        }
+        for (start, end, offset, path) in crate::stacks::native::Native::proc_code(pid) {
+            if let Some(f) = self.code_file(&path) {
+                self.write_map(pid, now, start, end, offset, f);
+            }
+        }
+    }
+
     /// `pid` mapped `len` bytes of `path` from `offset` at `start` with PROT_EXEC.
     pub fn code_mapped(
         &mut self,

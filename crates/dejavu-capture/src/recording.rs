@@ -616,6 +616,7 @@ impl<W: Write> Capture<W> {
             exe,
             argv,
         }));
+        self.code_attached(pid, now);
         for &tid in tids {
             self.tasks.insert(tid, Task::new(pid, false));
             if tid != pid {

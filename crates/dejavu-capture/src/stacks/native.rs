@@ -775,6 +775,16 @@ impl Native {
         )
     }
 
+    /// The executable file mappings of the live process `pid`, from /proc/PID/maps.
+    pub fn proc_code(pid: Tid) -> Vec<CodeRange> {
+        maps::read(pid)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|m| m.exec && m.is_file())
+            .map(|m| (m.start, m.end, m.offset, m.path))
+            .collect()
+    }
+
     /// `child` is a copy of `parent` (fork): the same code where it was.
     pub fn forked(&mut self, parent: Tid, child: Tid) {
         if let Some(l) = self.layouts.get(&parent).cloned() {
