@@ -326,7 +326,7 @@ impl<W: Write> TraceWriter<W> {
             let mut maps = Vec::with_capacity(self.maps.len() + 10);
             put_u64(&mut maps, self.map_count);
             maps.extend_from_slice(&self.maps);
-            self.block_bytes(kind::MAPPINGS, &maps, false)
+            self.block_bytes(kind::MAPPINGS, &maps, true)
                 .and_then(|mut b| {
                     b.extend_from_slice(&self.block_bytes(kind::DATA, &raw, true)?);
                     Ok(b)
