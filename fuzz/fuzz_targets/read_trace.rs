@@ -22,13 +22,20 @@ fn read_all(data: &[u8]) {
                 // Ids in records were checked by the reader: trace-wide ones must be
                 // defined (block-local ones are checked against their block, which the
                 // public API does not expose).
-                if let dejavu_trace::Record::Syscall(s) = rec {
-                    for id in [s.path, s.path2, s.payload].into_iter().flatten() {
-                        assert!(
-                            id.is_local() || (id.0 as usize) < r.strings().len(),
-                            "unchecked string id {id:?}"
-                        );
+                let ids = match rec {
+                    dejavu_trace::Record::Syscall(s) => [s.path, s.path2, s.payload],
+                    // A mapping's strings are trace strings, never block-local.
+                    dejavu_trace::Record::Mapping(m) => {
+                        assert!([m.path, m.build_id].iter().flatten().all(|id| !id.is_local()));
+                        [m.path, m.build_id, None]
                     }
+                    _ => [None; 3],
+                };
+                for id in ids.into_iter().flatten() {
+                    assert!(
+                        id.is_local() || (id.0 as usize) < r.strings().len(),
+                        "unchecked string id {id:?}"
+                    );
                 }
             }
             Ok(None) => break,

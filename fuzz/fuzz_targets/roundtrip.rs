@@ -84,7 +84,24 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     let mut lost = 0u64;
     for _ in 0..u.int_in_range(0..=300)? {
         let ids: Vec<StrId> = strings.iter().map(|s| s.0).collect();
-        let rec = match u.int_in_range(0..=9)? {
+        let rec = match u.int_in_range(0..=10)? {
+            10 => {
+                // A mapping (format 2.1): written to the mapping block beside the data
+                // block, read back in its place among the records.
+                let kind = *u.choose(&[MappingKind::Map, MappingKind::Unmap])?;
+                let map = kind == MappingKind::Map;
+                Record::Mapping(Mapping {
+                    ts: u.arbitrary()?,
+                    pid: u.arbitrary()?,
+                    kind,
+                    start: u.arbitrary()?,
+                    len: u.arbitrary()?,
+                    offset: if map { u.arbitrary()? } else { 0 },
+                    path: if map { pick(u, &ids)? } else { None },
+                    file: if map { opt(u, |u| u.arbitrary())? } else { None },
+                    build_id: if map { pick(u, &ids)? } else { None },
+                })
+            }
             9 => {
                 // A call stack of trace strings (the writer keeps at most MAX_FRAMES).
                 let mut frames = Vec::new();

@@ -169,6 +169,8 @@ fn run<R: Read, W: Write>(
                 )
                 .map_err(w)?;
             }
+            // Where code was mapped is not a moment on the timeline (jsonl has them).
+            Record::Mapping(_) => {}
             Record::Lost(l) => {
                 o.event(
                     &json!({"name": format!("{} events lost", l.count), "ph": "i", "s": "g",

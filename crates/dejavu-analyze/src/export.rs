@@ -7,8 +7,8 @@
 
 use crate::names::{errno_name, for_each_ev_flag, signal_label};
 use dejavu_trace::{
-    ev, stat_known, Exec, Exit, ExitStatus, FileStat, Lost, Mark, Record, Signal, Spawn, StatId,
-    StrId, Syscall, TraceError, TraceReader,
+    ev, stat_known, Exec, Exit, ExitStatus, FileStat, Lost, Mapping, MappingKind, Mark, Record,
+    Signal, Spawn, StatId, StrId, Syscall, TraceError, TraceReader,
 };
 use std::io::{self, Read, Write};
 
@@ -133,6 +133,7 @@ impl<W: Write> Exporter<'_, W> {
                 Record::Signal(s) => self.signal(s),
                 Record::Lost(l) => self.lost(l),
                 Record::Mark(m) => self.mark(m),
+                Record::Mapping(m) => self.mapping(m, reader),
             }
             self.stats.records += 1;
             self.stats.lines += 1;
@@ -429,6 +430,36 @@ impl<W: Write> Exporter<'_, W> {
         self.buf.extend_from_slice(br#","kind":""#);
         self.buf.extend_from_slice(m.kind.name().as_bytes());
         self.buf.extend_from_slice(b"\"}\n");
+    }
+
+    fn mapping<R: Read>(&mut self, m: &Mapping, reader: &TraceReader<R>) {
+        self.start(b"mapping", m.ts);
+        self.field(br#","pid":"#, m.pid);
+        self.buf.extend_from_slice(br#","kind":""#);
+        self.buf.extend_from_slice(m.kind.name().as_bytes());
+        self.buf.push(b'"');
+        self.field(br#","start":"#, m.start);
+        self.field(br#","len":"#, m.len);
+        if m.kind == MappingKind::Map {
+            self.field(br#","offset":"#, m.offset);
+        }
+        if let Some(p) = m.path {
+            self.buf.extend_from_slice(br#","path":"#);
+            self.cached_str(p, reader);
+        }
+        if let Some((dev, ino)) = m.file {
+            self.field(br#","dev":"#, dev);
+            self.field(br#","ino":"#, ino);
+        }
+        if let Some(b) = m.build_id {
+            // Lower-case hex, as `readelf -n` and `file` print it.
+            self.buf.extend_from_slice(br#","build_id":""#);
+            for x in reader.str(b) {
+                self.buf.extend_from_slice(format!("{x:02x}").as_bytes());
+            }
+            self.buf.push(b'"');
+        }
+        self.buf.extend_from_slice(b"}\n");
     }
 
     fn signal(&mut self, s: &Signal) {

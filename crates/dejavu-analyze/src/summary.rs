@@ -10,8 +10,8 @@ use crate::text::{
     fmt_count, fmt_duration, sanitize, shell_join, shorten_end, shorten_middle, wrap,
 };
 use dejavu_trace::{
-    ev, End, ExitStatus, LostReason, Meta, Record, StrId, Sys, Syscall, TraceError, TraceReader,
-    Truncation,
+    ev, End, ExitStatus, LostReason, MappingKind, Meta, Record, StrId, Sys, Syscall, TraceError,
+    TraceReader, Truncation,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{json, Map, Value};
@@ -176,6 +176,7 @@ pub struct SummaryBuilder {
     lost: Vec<(LostReason, u64)>,
     records: u64,
     last_ts: u64,
+    mappings: MappingCounts,
 }
 
 impl SummaryBuilder {
@@ -192,6 +193,7 @@ impl SummaryBuilder {
             lost: Vec::new(),
             records: 0,
             last_ts: 0,
+            mappings: MappingCounts::default(),
         }
     }
 
@@ -334,6 +336,18 @@ impl SummaryBuilder {
                 self.last_ts = self.last_ts.max(ts);
                 self.proc(m.pid);
             }
+            Record::Mapping(m) => {
+                self.last_ts = self.last_ts.max(ts);
+                match m.kind {
+                    MappingKind::Map => {
+                        self.mappings.mapped += 1;
+                        if m.build_id.is_some() {
+                            self.mappings.with_build_id += 1;
+                        }
+                    }
+                    MappingKind::Unmap => self.mappings.unmapped += 1,
+                }
+            }
             Record::Lost(l) => {
                 self.last_ts = self.last_ts.max(ts);
                 // LostReason has no Ord or Hash: a short list, kept in reason order.
@@ -423,6 +437,7 @@ impl SummaryBuilder {
             lost_by_reason: self.lost,
             truncation: truncation.cloned(),
             records: self.records,
+            mappings: self.mappings,
             duration_ns: end.map_or(self.last_ts, |e| e.end_ts.max(self.last_ts)),
             end_exit: end.and_then(|e| e.exit),
             meta: self.meta,
@@ -536,11 +551,24 @@ pub struct Summary {
     pub truncation: Option<Truncation>,
     /// Records read.
     pub records: u64,
+    /// Mapping records (format 2.1): where processes had files' code.
+    pub mappings: MappingCounts,
     /// Trace duration, ns: the end block's end time, or for a cut-off trace the end of the
     /// last record seen.
     pub duration_ns: u64,
     /// The exit status in the end block (the program dejavu started).
     pub end_exit: Option<ExitStatus>,
+}
+
+/// The mapping records of a trace, counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MappingCounts {
+    /// Files mapped as code.
+    pub mapped: u64,
+    /// Of those, with a GNU build id.
+    pub with_build_id: u64,
+    /// Ranges unmapped.
+    pub unmapped: u64,
 }
 
 impl Summary {
@@ -635,6 +663,11 @@ impl Summary {
             "processes": processes,
             "lost_events": self.lost_events,
             "lost_by_reason": lost_by_reason,
+            "mappings": {
+                "mapped": self.mappings.mapped,
+                "with_build_id": self.mappings.with_build_id,
+                "unmapped": self.mappings.unmapped,
+            },
             "truncated": self.truncation.as_ref().map(|t| json!({
                 "valid_bytes": t.valid_bytes,
                 "lost_bytes": t.lost_bytes,
@@ -678,6 +711,13 @@ impl Summary {
             .filter(|s| !s.is_empty())
             .collect();
         let mut facts = facts.join(", ");
+        if self.mappings.mapped > 0 {
+            facts = format!(
+                "{facts}, {} ({} with a build id)",
+                plural(self.mappings.mapped, "code mapping", "code mappings"),
+                fmt_count(self.mappings.with_build_id)
+            );
+        }
         if !origin.is_empty() {
             facts = format!("{facts} ({})", origin.join(" on "));
         }

@@ -610,6 +610,7 @@ impl<W: Write> Capture<W> {
         let pid = c.pid as Tid;
         let a = e.args;
         let ok = ret >= 0;
+        let mut code = None;
         match c.sys {
             Open | Openat | Openat2 | Creat | MemfdCreate if ok => {
                 let fd = ret as i32;
@@ -667,6 +668,8 @@ impl<W: Write> Capture<W> {
                 });
                 if let Some(path) = path {
                     self.stacks.mapped_code(pid, ret as u64, a[1], a[5], &path);
+                    // Recorded after the mmap's own record, at its return.
+                    code = Some((ret as u64, a[1], a[5], path));
                 }
             }
             CloseRange if ok => {
@@ -803,6 +806,9 @@ impl<W: Write> Capture<W> {
             _ => {}
         }
         self.push(Record::Syscall(c));
+        if let Some((start, len, offset, path)) = code {
+            self.code_mapped(pid, now, start, len, offset, &path);
+        }
     }
 
     /// How many of the `ret` bytes a write wrote to read back: the first

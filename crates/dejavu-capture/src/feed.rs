@@ -258,6 +258,15 @@ impl<W: Write> Feed<W> {
     /// Decodes one call, reading its memory from `snapshot()`.
     pub fn call(&mut self, c: &RawCall) {
         self.t.stacks.next_call();
+        if c.nr == arch::NR_MUNMAP {
+            // Traced only for the trace's Unmap records (codemaps.rs), never recorded.
+            let pid = self.t.tasks.get(&c.tid).map(|t| t.pid);
+            if let (Some(pid), false, 0) = (pid, c.unfinished, c.ret) {
+                let now = self.ts(c.exit_ns);
+                self.t.code_unmapped(pid, now, c.args[0], c.args[1]);
+            }
+            return;
+        }
         let Some(sys) = arch::sys_of(c.nr).filter(|&s| arch::traced_call(s, &c.args)) else {
             return;
         };

@@ -242,6 +242,8 @@ pub struct Capture<W: Write> {
     pub warned: FxHashMap<&'static str, ()>,
     /// Call stacks: native unwinding and the language agents.
     pub stacks: crate::stacks::Stacks,
+    /// The code mappings written to the trace (`codemaps`).
+    pub code_maps: crate::codemaps::CodeMaps,
     /// The agents' directory (with a trailing slash), and the trace strings under it.
     pub own_prefix: Option<Vec<u8>>,
     pub own_paths: rustc_hash::FxHashSet<u32>,
@@ -267,6 +269,7 @@ impl<W: Write> Capture<W> {
             out: Outcome::default(),
             t0,
             stacks: crate::stacks::Stacks::new(opts.stacks),
+            code_maps: crate::codemaps::CodeMaps::default(),
             own_prefix: None,
             own_paths: rustc_hash::FxHashSet::default(),
             mem,
@@ -463,6 +466,7 @@ impl<W: Write> Capture<W> {
             // A process started inside a wrapped call (a spawn) is that call's.
             self.stacks.on_fork(&mut self.w, ppid, tid, child);
             self.stacks.forked(ppid, child);
+            self.code_maps.forked(ppid, child);
         }
         self.tasks.insert(child, Task::new(new_pid, false));
         self.push(Record::Spawn(Spawn {
@@ -535,15 +539,16 @@ impl<W: Write> Capture<W> {
             }
         }
         self.stacks.exec_image(pid, &exe);
-        let exe = self.w.intern(&exe);
+        let exe_id = self.w.intern(&exe);
         let argv = self.w.intern(&argv);
         self.push(Record::Exec(Exec {
             ts: now,
             pid: pid as u32,
             tid: tid as u32,
-            exe,
+            exe: exe_id,
             argv,
         }));
+        self.code_at_exec(pid, &exe, now);
         if spawn::is_32bit(pid) {
             self.push(Record::Lost(Lost {
                 ts: now,
@@ -577,6 +582,7 @@ impl<W: Write> Capture<W> {
             if tid == pid {
                 self.procs.remove(&pid);
                 self.stacks.on_exit(pid);
+                self.code_maps.exited(pid);
             }
         }
         if Some(tid) == self.root {
@@ -610,6 +616,7 @@ impl<W: Write> Capture<W> {
             exe,
             argv,
         }));
+        self.code_attached(pid, now);
         for &tid in tids {
             self.tasks.insert(tid, Task::new(pid, false));
             if tid != pid {

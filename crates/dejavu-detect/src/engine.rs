@@ -449,6 +449,9 @@ fn analyze_inner<R: Read>(
                 if let Some(ci) = &mut counts {
                     ci.record(&other, strings);
                 }
+                if let (Some(si), Record::Mapping(m)) = (&mut samples, &other) {
+                    si.mapping(m, strings);
+                }
                 replay.apply_record(&other, strings);
                 let cx = Cx {
                     replay: &replay,
@@ -629,6 +632,11 @@ fn sample_frames(frames: &[Frame], strings: &Strings) -> Vec<crate::profile::Sam
                     .map(|s| strings.lossy(s).into_owned())
                     .unwrap_or_default(),
                 line: f.line,
+                module: f
+                    .module
+                    .map(|s| strings.lossy(s).into_owned())
+                    .unwrap_or_default(),
+                addr: f.addr,
             }
         })
         .collect()

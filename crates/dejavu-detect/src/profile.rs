@@ -354,6 +354,25 @@ pub struct SampleFrame {
     pub file: String,
     /// Line (0 when unknown).
     pub line: u32,
+    /// Native frames: the executable or shared object ("" otherwise).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub module: String,
+    /// Native frames: the address in `module`, a file offset (0 otherwise).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub addr: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+/// A file whose code the trace's Mapping records place (format 2.1), with its build id.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct SampleModule {
+    /// Its path, as native frames' modules name it.
+    pub path: String,
+    /// Its GNU build id in lower-case hex ("" when it has none).
+    pub build_id: String,
 }
 
 /// Calls of one syscall from one stack (or, without a stack, by one program).
@@ -380,6 +399,11 @@ pub struct Samples {
     pub samples: Vec<Sample>,
     /// The stacks they name, innermost frame first.
     pub stacks: Vec<Vec<SampleFrame>>,
+    /// The files the trace's Mapping records say were mapped as code, in the order first
+    /// mapped (the first program first; the first build id seen for a path), so that a
+    /// profile names the build of each module.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub modules: Vec<SampleModule>,
 }
 
 /// Which sample each call belongs to, while the trace is read.
@@ -390,9 +414,40 @@ pub(crate) struct SampleIndex {
     totals: Vec<(u64, u64)>,
     /// The sample of each call, by call number.
     of_call: Vec<u32>,
+    /// Mapped files (path, build id in hex or ""), from Mapping records, in the order
+    /// first mapped (the program first), and their index by path.
+    modules: Vec<SampleModule>,
+    module_ix: FxHashMap<String, usize>,
 }
 
 impl SampleIndex {
+    /// A Mapping record: its file and build id, for the profile's mapping table.
+    pub(crate) fn mapping(&mut self, m: &dejavu_trace::Mapping, strings: &dejavu_trace::Strings) {
+        let (dejavu_trace::MappingKind::Map, Some(path)) = (m.kind, m.path) else {
+            return;
+        };
+        let hex = m
+            .build_id
+            .map(|b| strings.get(b).iter().map(|x| format!("{x:02x}")).collect())
+            .unwrap_or_default();
+        let path = strings.lossy(path).into_owned();
+        match self.module_ix.get(&path) {
+            Some(&i) => {
+                let m = &mut self.modules[i];
+                if m.build_id.is_empty() {
+                    m.build_id = hex;
+                }
+            }
+            None => {
+                self.module_ix.insert(path.clone(), self.modules.len());
+                self.modules.push(SampleModule {
+                    path,
+                    build_id: hex,
+                });
+            }
+        }
+    }
+
     /// Call number `seq` of `sys` from `stack` (or, without one, by a process running
     /// `image`) took `dur` ns.
     #[inline]
@@ -470,6 +525,7 @@ impl SampleIndex {
                 ns: self.totals[i].1,
             });
         }
+        out.modules = self.modules.clone();
         out
     }
 }
@@ -553,6 +609,8 @@ mod tests {
                     function: format!("f{}", st.0),
                     file: String::new(),
                     line: 0,
+                    module: String::new(),
+                    addr: 0,
                 }]
             },
             |image| format!("prog{image}"),

@@ -73,6 +73,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define NR_fstat 5
 #define NR_lstat 6
 #define NR_mmap 9
+#define NR_munmap 11
 #define NR_pwrite64 18
 #define NR_readv 19
 #define NR_writev 20
@@ -888,7 +889,8 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	 * wrappers (a C++ extension writing from a Python thread, TileDB's VFS) have only
 	 * their native stack, and a call repeated from one place costs a cache lookup. */
 	u64 sid = 0;
-	if (c->stacks)
+	/* munmap is traced only for the trace's Unmap records: it needs no stack. */
+	if (c->stacks && nr != NR_munmap)
 		cflags |= native_stack(sc, c, t, regs, &sid);
 
 	struct call_ev *e = (void *)buf;

@@ -464,6 +464,12 @@ fn load(pending: Pending, eopts: &Options, stacks: bool) -> Result<Loaded, Recor
                 .set(nr, 1u8, 0)
                 .map_err(|e| load_error("filling the syscall filter", e))?;
         }
+        if stacks {
+            // For the trace's Unmap records (dejavu_capture::codemaps); no stack copied.
+            wanted
+                .set(arch::NR_MUNMAP as u32, 1u8, 0)
+                .map_err(|e| load_error("filling the syscall filter", e))?;
+        }
     }
     let ring = RingBuf::try_from(
         bpf.take_map("events")

@@ -78,6 +78,10 @@ pub fn record<W: Write>(
             meta.notes
                 .push("seccomp-bpf filter: only traced calls stop the program".into());
             let mut table: Vec<u32> = arch::table().iter().map(|&(n, _)| n).collect();
+            if opts.stacks == dejavu_capture::StackMode::On {
+                // For the trace's Unmap records (dejavu_capture::codemaps), not recorded.
+                table.push(arch::NR_MUNMAP as u32);
+            }
             if opts.follow_cpu && arch::ARGS_AT_EXIT {
                 // Intercepted so that a pinned thread never sees its pin (pin.rs).
                 table.extend([
@@ -522,6 +526,15 @@ impl<W: Write> Tracer<W> {
             self.resume(tid, 0);
             return;
         }
+        if nr == arch::NR_MUNMAP {
+            // Decoding at entry (attach mode, aarch64): recorded as the call starts (an
+            // munmap of a mapped range does not fail).
+            if let Some(pid) = self.core.tasks.get(&tid).map(|t| t.pid) {
+                self.core.code_unmapped(pid, now, args[0], args[1]);
+            }
+            self.resume(tid, 0);
+            return;
+        }
         let Some(sys) = arch::sys_of(nr).filter(|&s| arch::traced_call(s, &args)) else {
             self.resume(tid, 0);
             return;
@@ -558,6 +571,12 @@ impl<W: Write> Tracer<W> {
         let (nr, args, ret) = (regs.nr, regs.args, regs.ret);
         if nr == arch::NR_SCHED_GETAFFINITY || nr == arch::NR_SCHED_SETAFFINITY {
             self.affinity_call(tid, nr, &args, ret);
+            return;
+        }
+        if nr == arch::NR_MUNMAP {
+            if let (Some(pid), 0) = (self.core.tasks.get(&tid).map(|t| t.pid), ret) {
+                self.core.code_unmapped(pid, now, args[0], args[1]);
+            }
             return;
         }
         let Some(sys) = arch::sys_of(nr).filter(|&s| arch::traced_call(s, &args)) else {

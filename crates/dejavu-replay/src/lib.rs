@@ -671,7 +671,8 @@ impl Replay {
                     slot.get_or_insert(m.ts);
                 }
             }
-            Record::Signal(_) | Record::Lost(_) | Record::Syscall(_) => {}
+            // Where code was mapped changes no file state.
+            Record::Signal(_) | Record::Lost(_) | Record::Syscall(_) | Record::Mapping(_) => {}
         }
     }
 }

@@ -21,6 +21,8 @@ struct Profile {
     sample_type: Vec<ValueType>,
     #[prost(message, repeated, tag = "2")]
     sample: Vec<Sample>,
+    #[prost(message, repeated, tag = "3")]
+    mapping: Vec<Mapping>,
     #[prost(message, repeated, tag = "4")]
     location: Vec<Location>,
     #[prost(message, repeated, tag = "5")]
@@ -54,9 +56,35 @@ struct Sample {
 }
 
 #[derive(Clone, PartialEq, Message)]
+struct Mapping {
+    #[prost(uint64, tag = "1")]
+    id: u64,
+    #[prost(uint64, tag = "2")]
+    memory_start: u64,
+    #[prost(uint64, tag = "3")]
+    memory_limit: u64,
+    #[prost(uint64, tag = "4")]
+    file_offset: u64,
+    #[prost(int64, tag = "5")]
+    filename: i64,
+    #[prost(int64, tag = "6")]
+    build_id: i64,
+    #[prost(bool, tag = "7")]
+    has_functions: bool,
+    #[prost(bool, tag = "8")]
+    has_filenames: bool,
+    #[prost(bool, tag = "9")]
+    has_line_numbers: bool,
+}
+
+#[derive(Clone, PartialEq, Message)]
 struct Location {
     #[prost(uint64, tag = "1")]
     id: u64,
+    #[prost(uint64, tag = "2")]
+    mapping_id: u64,
+    #[prost(uint64, tag = "3")]
+    address: u64,
     #[prost(message, repeated, tag = "4")]
     line: Vec<Line>,
 }
@@ -88,8 +116,13 @@ struct Builder {
     functions: Vec<Function>,
     function_ids: FxHashMap<(i64, i64), u64>,
     locations: Vec<Location>,
-    /// (function, line) -> location id.
-    location_ids: FxHashMap<(u64, i64), u64>,
+    /// (function, line, mapping, address) -> location id.
+    location_ids: FxHashMap<(u64, i64, u64, u64), u64>,
+    mappings: Vec<Mapping>,
+    /// Module path -> mapping id.
+    mapping_ids: FxHashMap<String, u64>,
+    /// Module path -> build id (hex), from the trace's Mapping records.
+    build_ids: FxHashMap<String, String>,
 }
 
 impl Builder {
@@ -103,7 +136,61 @@ impl Builder {
         id
     }
 
+    /// The mapping of native frames in `module`: one per module, starting at 0 with file
+    /// offset 0 (a frame's address is its file offset in the module), named by its path
+    /// and the build id the trace's Mapping records give it.
+    fn mapping(&mut self, module: &str, addr: u64, named: bool) -> u64 {
+        let id = match self.mapping_ids.get(module) {
+            Some(&id) => id,
+            None => {
+                let id = self.mappings.len() as u64 + 1;
+                let filename = self.s(module);
+                let build_id = match self.build_ids.get(module).cloned() {
+                    Some(b) if !b.is_empty() => self.s(&b),
+                    _ => 0,
+                };
+                self.mappings.push(Mapping {
+                    id,
+                    filename,
+                    build_id,
+                    has_functions: true,
+                    has_filenames: true,
+                    has_line_numbers: true,
+                    ..Mapping::default()
+                });
+                self.mapping_ids.insert(module.to_string(), id);
+                id
+            }
+        };
+        let m = &mut self.mappings[id as usize - 1];
+        m.memory_limit = m.memory_limit.max(addr.saturating_add(1));
+        if !named {
+            // A stripped module's frames: a symbolizer may name them from the file.
+            m.has_functions = false;
+            m.has_filenames = false;
+            m.has_line_numbers = false;
+        }
+        id
+    }
+
     fn location(&mut self, function: &str, file: &str, line: u32) -> u64 {
+        self.frame_location(function, file, line, "", 0)
+    }
+
+    fn frame_location(
+        &mut self,
+        function: &str,
+        file: &str,
+        line: u32,
+        module: &str,
+        addr: u64,
+    ) -> u64 {
+        let (mapping_id, address) = if module.is_empty() {
+            (0, 0)
+        } else {
+            let named = function != format!("{module}+{addr:#x}");
+            (self.mapping(module, addr, named), addr)
+        };
         let (name, file) = (self.s(function), self.s(file));
         let fid = match self.function_ids.get(&(name, file)) {
             Some(&id) => id,
@@ -119,13 +206,15 @@ impl Builder {
                 id
             }
         };
-        let key = (fid, line as i64);
+        let key = (fid, line as i64, mapping_id, address);
         if let Some(&id) = self.location_ids.get(&key) {
             return id;
         }
         let id = self.locations.len() as u64 + 1;
         self.locations.push(Location {
             id,
+            mapping_id,
+            address,
             line: vec![Line {
                 function_id: fid,
                 line: line as i64,
@@ -149,8 +238,29 @@ impl Reporter for PprofReporter {
                 "the analysis gathered no samples for a pprof profile (analyze_collecting with Collect { samples: true })",
             ));
         };
-        let mut b = Builder::default();
+        let mut b = Builder {
+            build_ids: samples
+                .modules
+                .iter()
+                .map(|m| (m.path.clone(), m.build_id.clone()))
+                .collect(),
+            ..Builder::default()
+        };
         b.s("");
+        // The modules frames name, in the order the trace mapped them: the program first,
+        // as pprof takes the first mapping for the main binary.
+        let used: std::collections::HashSet<&str> = samples
+            .stacks
+            .iter()
+            .flatten()
+            .map(|f| f.module.as_str())
+            .filter(|m| !m.is_empty())
+            .collect();
+        for m in &samples.modules {
+            if used.contains(m.path.as_str()) {
+                b.mapping(&m.path, 0, true);
+            }
+        }
         let types = [
             ("syscalls", "count"),
             ("redundant_syscalls", "count"),
@@ -169,7 +279,7 @@ impl Reporter for PprofReporter {
             .map(|frames| {
                 frames
                     .iter()
-                    .map(|f| b.location(&f.function, &f.file, f.line))
+                    .map(|f| b.frame_location(&f.function, &f.file, f.line, &f.module, f.addr))
                     .collect()
             })
             .collect();
@@ -197,6 +307,7 @@ impl Reporter for PprofReporter {
             default_sample_type,
             sample_type,
             sample,
+            mapping: std::mem::take(&mut b.mappings),
             location: std::mem::take(&mut b.locations),
             function: std::mem::take(&mut b.functions),
             time_nanos: a.meta.start_unix_ns as i64,

@@ -1031,6 +1031,8 @@ fn ff_files_merge_by_time_and_take_the_pid_from_the_name() {
             Record::Lost(l) => format!("lost {}", l.count),
             // strace logs carry no runtime marks: the import never writes one.
             Record::Mark(m) => format!("mark {} {:?}", m.pid, m.kind),
+            // Nor mappings (strace does not say where code is).
+            Record::Mapping(m) => format!("mapping {} {:?}", m.pid, m.kind),
         };
         seq.push((rec.ts(), what));
     }

@@ -155,6 +155,33 @@ fn every_kind(opts: WriterOptions, records: u64) -> Result<Vec<u8>> {
         exe,
         argv,
     }))?;
+    // Its code (format 2.1): the program with a build id and identity, a library
+    // without, and that library unmapped again.
+    let bid = w.intern(&[0x5a; 20]);
+    let lib = w.intern(b"/usr/lib/libx.so.1");
+    for (kind, start, path, file, build_id) in [
+        (
+            MappingKind::Map,
+            0x5555_0000_0000,
+            Some(exe),
+            Some((0x801, 42)),
+            Some(bid),
+        ),
+        (MappingKind::Map, 0x7f00_0000_0000, Some(lib), None, None),
+        (MappingKind::Unmap, 0x7f00_0000_0000, None, None, None),
+    ] {
+        w.push(&Record::Mapping(Mapping {
+            ts: 31,
+            pid: 200,
+            kind,
+            start,
+            len: 0x3000,
+            offset: 0x1000,
+            path,
+            file,
+            build_id,
+        }))?;
+    }
     w.push(&Record::Signal(Signal {
         ts: 40,
         pid: 200,

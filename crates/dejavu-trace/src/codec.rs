@@ -12,8 +12,9 @@ pub const FILE_MAGIC: &[u8; 8] = b"DEJAVUTR";
 /// Format major version written: 2 since the Mark record (tag 6), which a 1.x reader
 /// could not skip. Readers refuse majors they do not know.
 pub const FORMAT_MAJOR: u16 = 2;
-/// Format minor version written: additions a reader of the same major can skip.
-pub const FORMAT_MINOR: u16 = 0;
+/// Format minor version written: additions a reader of the same major can skip. 1 since
+/// the mapping blocks (kind 128), which a 2.0 reader skips.
+pub const FORMAT_MINOR: u16 = 1;
 /// Oldest major version this reader reads: 1.x traces are 2.x traces without marks.
 pub const OLDEST_MAJOR: u16 = 1;
 /// Size of the file header.
@@ -35,6 +36,9 @@ pub mod kind {
     pub const END: u8 = 3;
     /// Kinds at or above this are optional: a reader that does not know them skips them.
     pub const FIRST_SKIPPABLE: u8 = 128;
+    /// [`crate::Mapping`] records that go between the records of the data block right
+    /// after it (format 2.1; optional, so a 2.0 reader skips it).
+    pub const MAPPINGS: u8 = 128;
 }
 
 /// Block payload codecs.
@@ -316,6 +320,8 @@ pub fn put_record(out: &mut Vec<u8>, d: &mut Deltas, rec: &Record) {
             put_u64(out, m.tid as u64);
             out.push(m.kind as u8);
         }
+        // Not a data block record: mappings go to the mapping block (`put_mapping`).
+        Record::Mapping(_) => {}
     }
 }
 
@@ -520,6 +526,78 @@ pub fn get_record(
         }),
         _ => return Err("unknown record tag"),
     })
+}
+
+/// Appends one entry of a mapping block: `at` (the number of records of the data block
+/// that come before it), `kind`, `ts` (delta from `prev_ts`, the block's previous entry),
+/// `pid`, `start`, `len`, and for a map `offset`, `path` and `build_id` (optional string
+/// ids + 1), and `identity` (0, or 1 followed by `dev` and `ino`).
+pub fn put_mapping(out: &mut Vec<u8>, at: u64, prev_ts: &mut u64, m: &Mapping) {
+    put_u64(out, at);
+    out.push(m.kind as u8);
+    put_i64(out, m.ts.wrapping_sub(*prev_ts) as i64);
+    *prev_ts = m.ts;
+    put_u64(out, m.pid as u64);
+    put_u64(out, m.start);
+    put_u64(out, m.len);
+    if m.kind == MappingKind::Map {
+        put_u64(out, m.offset);
+        put_opt_str(out, m.path);
+        put_opt_str(out, m.build_id);
+        match m.file {
+            None => out.push(0),
+            Some((dev, ino)) => {
+                out.push(1);
+                put_u64(out, dev);
+                put_u64(out, ino);
+            }
+        }
+    }
+}
+
+/// Reads one entry of a mapping block (see [`put_mapping`]): its `at` and the record.
+/// String ids are checked against `strings` (the trace strings defined once the data
+/// block that follows is read), never block-local.
+pub fn get_mapping(
+    c: &mut Cursor<'_>,
+    prev_ts: &mut u64,
+    strings: u32,
+) -> Result<(u64, Mapping), &'static str> {
+    const SHORT: &str = "mapping cut short";
+    let at = c.u64().ok_or(SHORT)?;
+    let kind = MappingKind::from_u8(c.u8().ok_or(SHORT)?).ok_or("unknown mapping kind")?;
+    let ts = prev_ts.wrapping_add(c.i64().ok_or(SHORT)? as u64);
+    *prev_ts = ts;
+    let pid = u32_field(c)?;
+    let start = c.u64().ok_or(SHORT)?;
+    let len = c.u64().ok_or(SHORT)?;
+    let mut m = Mapping {
+        ts,
+        pid,
+        kind,
+        start,
+        len,
+        offset: 0,
+        path: None,
+        file: None,
+        build_id: None,
+    };
+    if kind == MappingKind::Map {
+        let opt = |c: &mut Cursor<'_>| match c.u64().ok_or(SHORT)? {
+            0 => Ok(None),
+            v if v - 1 < strings as u64 => Ok(Some(StrId((v - 1) as u32))),
+            _ => Err("mapping refers to a string that was never defined"),
+        };
+        m.offset = c.u64().ok_or(SHORT)?;
+        m.path = opt(c)?;
+        m.build_id = opt(c)?;
+        m.file = match c.u8().ok_or(SHORT)? {
+            0 => None,
+            1 => Some((c.u64().ok_or(SHORT)?, c.u64().ok_or(SHORT)?)),
+            _ => return Err("unknown mapping identity flag"),
+        };
+    }
+    Ok((at, m))
 }
 
 fn put_opt_str(out: &mut Vec<u8>, id: Option<StrId>) {

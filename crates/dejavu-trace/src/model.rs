@@ -130,6 +130,9 @@ pub enum Record {
     Lost(Lost),
     /// A runtime said where it stands (a language agent loaded, the main module ran).
     Mark(Mark),
+    /// A file mapped into a process where it can run as code, or such a range unmapped
+    /// (format 2.1: kept in mapping blocks beside the data blocks).
+    Mapping(Mapping),
 }
 
 impl Record {
@@ -143,6 +146,7 @@ impl Record {
             Record::Signal(s) => s.ts,
             Record::Lost(l) => l.ts,
             Record::Mark(m) => m.ts,
+            Record::Mapping(m) => m.ts,
         }
     }
 }
@@ -449,6 +453,73 @@ pub struct Mark {
     pub tid: u32,
     /// What it marks.
     pub kind: MarkKind,
+}
+
+/// What a [`Mapping`] record says happened to its range.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[repr(u8)]
+pub enum MappingKind {
+    /// A file was mapped at `start..start+len`, executable (an mmap with `PROT_EXEC`, or the
+    /// program and its interpreter placed by the kernel at exec). It replaces whatever an
+    /// earlier mapping of the process held in that range.
+    Map = 0,
+    /// `start..start+len` was unmapped (munmap): what the process had mapped there is gone.
+    Unmap = 1,
+}
+
+impl MappingKind {
+    /// Inverse of `as u8`.
+    pub fn from_u8(v: u8) -> Option<MappingKind> {
+        Some(match v {
+            0 => MappingKind::Map,
+            1 => MappingKind::Unmap,
+            _ => return None,
+        })
+    }
+
+    /// A short name for exports and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            MappingKind::Map => "map",
+            MappingKind::Unmap => "unmap",
+        }
+    }
+}
+
+/// Where a process has a file's code: what a module+offset frame of that process refers
+/// to, and which build of the file it is, so a trace can be symbolized again later or on
+/// another machine. An exec drops every mapping of the process (its Exec record says so);
+/// so does its exit. See docs/trace-format.md, "Mapping".
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Mapping {
+    /// When, ns since start (the mmap's entry time; the exec's time for the program's own).
+    pub ts: u64,
+    /// The process.
+    pub pid: u32,
+    /// Mapped or unmapped.
+    pub kind: MappingKind,
+    /// First address of the range.
+    pub start: u64,
+    /// Bytes in the range.
+    pub len: u64,
+    /// [`MappingKind::Map`]: the offset in the file that `start` maps (0 for an unmap).
+    pub offset: u64,
+    /// [`MappingKind::Map`]: the file, an absolute path (a trace string, never
+    /// block-local), as /proc/PID/maps names it.
+    pub path: Option<StrId>,
+    /// [`MappingKind::Map`]: the file's identity (`st_dev` in the kernel's encoding,
+    /// `st_ino`), when known.
+    pub file: Option<(u64, u64)>,
+    /// [`MappingKind::Map`]: the file's GNU build id, the raw bytes of its
+    /// `NT_GNU_BUILD_ID` note (a trace string), when it has one.
+    pub build_id: Option<StrId>,
+}
+
+impl Mapping {
+    /// End of the range (exclusive), saturating.
+    pub fn end(&self) -> u64 {
+        self.start.saturating_add(self.len)
+    }
 }
 
 /// Which fields of a [`FileStat`] are known.

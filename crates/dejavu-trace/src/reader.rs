@@ -2,10 +2,13 @@
 //! tables), verifies every block's checksum, and never panics on bad input: corruption is
 //! an error naming the byte offset; a trace cut off mid-block ends early with a warning.
 
-use crate::codec::{self, codec_id, get_record, get_stack, get_stat, kind, Deltas, Limits};
+use crate::codec::{
+    self, codec_id, get_mapping, get_record, get_stack, get_stat, kind, Deltas, Limits,
+};
 use crate::error::{Result, TraceError};
 use crate::model::*;
 use crate::varint::Cursor;
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::Path;
@@ -122,6 +125,10 @@ pub struct TraceReader<R: Read> {
     records_read: u64,
     lost_events: u64,
     decompressor: zstd::bulk::Decompressor<'static>,
+    /// A mapping block waiting for its data block: (its offset, its payload).
+    staged_maps: Option<(u64, Vec<u8>)>,
+    /// The current data block's mappings, by the number of its records before each.
+    maps: VecDeque<(u64, Mapping)>,
 }
 
 impl<R: Read> std::fmt::Debug for TraceReader<R> {
@@ -156,6 +163,7 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 
 enum Block {
     Data,
+    Mappings,
     End,
     Eof,
 }
@@ -212,6 +220,8 @@ impl<R: Read> TraceReader<R> {
             records_read: 0,
             lost_events: 0,
             decompressor: zstd::bulk::Decompressor::new()?,
+            staged_maps: None,
+            maps: VecDeque::new(),
         };
         match r.read_block_raw()? {
             Some(kind::META) => {
@@ -308,6 +318,13 @@ impl<R: Read> TraceReader<R> {
     #[inline]
     pub fn next_record(&mut self) -> Result<Option<Record>> {
         loop {
+            if let Some(&(at, m)) = self.maps.front() {
+                if at <= self.block_record {
+                    self.maps.pop_front();
+                    self.records_read += 1;
+                    return Ok(Some(Record::Mapping(m)));
+                }
+            }
             if self.remaining > 0 {
                 return self.decode_one().map(Some);
             }
@@ -423,8 +440,27 @@ impl<R: Read> TraceReader<R> {
                         self.pos,
                     ));
                 }
+                if let Some((mo, payload)) = self.staged_maps.take() {
+                    self.maps =
+                        parse_mappings(&payload, mo, self.strings.len() as u32, self.remaining)?;
+                }
+            }
+            Block::Mappings => {
+                if self.staged_maps.is_some() {
+                    return Err(TraceError::corrupt(
+                        self.block_offset,
+                        "a mapping block follows a mapping block (each goes before its data block)",
+                    ));
+                }
+                self.staged_maps = Some((self.block_offset, std::mem::take(&mut self.raw)));
             }
             Block::End => {
+                if self.staged_maps.is_some() {
+                    return Err(TraceError::corrupt(
+                        self.block_offset,
+                        "the end block follows a mapping block without its data block",
+                    ));
+                }
                 self.end = Some(serde_json::from_slice(&self.raw).map_err(|e| {
                     TraceError::corrupt(
                         self.block_offset,
@@ -439,6 +475,8 @@ impl<R: Read> TraceReader<R> {
                 self.done = true;
             }
             Block::Eof => {
+                // A mapping block whose data block was cut off goes with it.
+                self.staged_maps = None;
                 self.done = true;
             }
         }
@@ -450,6 +488,8 @@ impl<R: Read> TraceReader<R> {
             match self.read_block_raw()? {
                 None => return Ok(Block::Eof),
                 Some(kind::DATA) => return Ok(Block::Data),
+                // Mapping blocks are format 2.1; an older trace's block 128 is not ours.
+                Some(kind::MAPPINGS) if self.version >= (2, 1) => return Ok(Block::Mappings),
                 Some(kind::END) => return Ok(Block::End),
                 Some(kind::META) => {
                     return Err(TraceError::corrupt(
@@ -564,6 +604,44 @@ impl<R: Read> TraceReader<R> {
         self.offset += (hdr.len() + stored_len as usize) as u64;
         Ok(Some(block_kind))
     }
+}
+
+/// The entries of the mapping block at `offset` (`payload`), for a data block of
+/// `records` records with `strings` trace strings defined once it is read.
+fn parse_mappings(
+    payload: &[u8],
+    offset: u64,
+    strings: u32,
+    records: u64,
+) -> Result<VecDeque<(u64, Mapping)>> {
+    let bad = |what: &str, i: u64, at: usize| {
+        TraceError::corrupt(
+            offset,
+            format!("mapping block, entry {i} (payload byte {at}): {what}"),
+        )
+    };
+    let mut c = Cursor::new(payload);
+    let n = c.u64().ok_or_else(|| bad("entry count missing", 0, 0))?;
+    let mut out = VecDeque::new();
+    let mut prev_ts = 0u64;
+    let mut prev_at = 0u64;
+    for i in 0..n {
+        let at = c.pos();
+        let (before, m) = get_mapping(&mut c, &mut prev_ts, strings).map_err(|w| bad(w, i, at))?;
+        if before < prev_at || before > records {
+            return Err(bad(
+                "its place is out of order or past its data block's records",
+                i,
+                at,
+            ));
+        }
+        prev_at = before;
+        out.push_back((before, m));
+    }
+    if c.pos() != payload.len() {
+        return Err(bad("bytes after the last entry", n, c.pos()));
+    }
+    Ok(out)
 }
 
 impl<R: Read> Iterator for TraceReader<R> {

@@ -1,7 +1,7 @@
 //! The streaming trace writer: interns strings and stat answers, encodes records into
 //! blocks, and writes each block with a single `write` so a crash leaves whole blocks.
 
-use crate::codec::{self, codec_id, kind, put_record, put_stack, put_stat, Deltas};
+use crate::codec::{self, codec_id, kind, put_mapping, put_record, put_stack, put_stat, Deltas};
 use crate::error::Result;
 use crate::model::*;
 use crate::varint::put_u64;
@@ -50,6 +50,10 @@ pub struct TraceWriter<W: Write> {
     generation: u32,
     records: Vec<u8>,
     record_count: u64,
+    /// Mapping records of the pending block (its mapping block) and their count.
+    maps: Vec<u8>,
+    map_count: u64,
+    map_ts: u64,
     block_first_ts: Option<u64>,
     deltas: Deltas,
     scratch: Vec<u8>,
@@ -143,6 +147,9 @@ impl<W: Write> TraceWriter<W> {
             generation: 0,
             records: Vec::with_capacity(opts.block_bytes + 1024),
             record_count: 0,
+            maps: Vec::new(),
+            map_count: 0,
+            map_ts: 0,
             block_first_ts: None,
             deltas: Deltas::default(),
             scratch: Vec::new(),
@@ -244,12 +251,26 @@ impl<W: Write> TraceWriter<W> {
                 self.check_local(Some(e.exe))?;
                 self.check_local(Some(e.argv))?;
             }
+            Record::Mapping(m) if [m.path, m.build_id].iter().flatten().any(|s| s.is_local()) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "a mapping's path and build id are trace strings (intern), never block-local",
+                )
+                .into());
+            }
             _ => {}
         }
         let ts = rec.ts();
         let first = *self.block_first_ts.get_or_insert(ts);
-        put_record(&mut self.records, &mut self.deltas, rec);
-        self.record_count += 1;
+        if let Record::Mapping(m) = rec {
+            // In the mapping block written with this data block, placed before the
+            // record that comes next.
+            put_mapping(&mut self.maps, self.record_count, &mut self.map_ts, m);
+            self.map_count += 1;
+        } else {
+            put_record(&mut self.records, &mut self.deltas, rec);
+            self.record_count += 1;
+        }
         self.total_records += 1;
         if let Record::Lost(l) = rec {
             self.lost_events += l.count;
@@ -276,6 +297,7 @@ impl<W: Write> TraceWriter<W> {
     /// Writes everything pending as one data block (no-op when nothing is pending).
     pub fn flush_block(&mut self) -> Result<()> {
         if self.record_count == 0
+            && self.map_count == 0
             && self.new_string_count == 0
             && self.new_stat_count == 0
             && self.new_stack_count == 0
@@ -295,10 +317,25 @@ impl<W: Write> TraceWriter<W> {
         raw.extend_from_slice(&self.new_local);
         put_u64(&mut raw, self.record_count);
         raw.extend_from_slice(&self.records);
-        let res = self.write_block(kind::DATA, &raw, true);
+        let res = if self.map_count == 0 {
+            self.write_block(kind::DATA, &raw, true)
+        } else {
+            // The mapping block goes first, in the same write as its data block, so a
+            // crash leaves both or neither (or a mapping block alone, which readers drop
+            // with the cut-off data block).
+            let mut maps = Vec::with_capacity(self.maps.len() + 10);
+            put_u64(&mut maps, self.map_count);
+            maps.extend_from_slice(&self.maps);
+            self.block_bytes(kind::MAPPINGS, &maps, true)
+                .and_then(|mut b| {
+                    b.extend_from_slice(&self.block_bytes(kind::DATA, &raw, true)?);
+                    Ok(b)
+                })
+                .and_then(|b| self.write_all(&b))
+        };
         self.scratch = raw;
         if res.is_err() {
-            self.unwritten += self.record_count;
+            self.unwritten += self.record_count + self.map_count;
         }
         // Whatever happened, the block is gone: a failed write must not make the next
         // block refer to strings it would then never define twice.
@@ -313,12 +350,27 @@ impl<W: Write> TraceWriter<W> {
         self.generation = (self.generation + 1) & 0x7f;
         self.records.clear();
         self.record_count = 0;
+        self.maps.clear();
+        self.map_count = 0;
+        self.map_ts = 0;
         self.block_first_ts = None;
         self.deltas = Deltas::default();
         res
     }
 
     fn write_block(&mut self, block_kind: u8, raw: &[u8], compress: bool) -> Result<()> {
+        let block = self.block_bytes(block_kind, raw, compress)?;
+        self.write_all(&block)
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
+        self.out.write_all(bytes)?;
+        self.bytes_written += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// A block as it goes to the file: header and (compressed) payload.
+    fn block_bytes(&mut self, block_kind: u8, raw: &[u8], compress: bool) -> Result<Vec<u8>> {
         let compressed;
         let (codec, stored): (u8, &[u8]) = match (&mut self.compressor, compress) {
             (Some(c), true) => {
@@ -339,9 +391,7 @@ impl<W: Write> TraceWriter<W> {
         h.update(stored);
         block.extend_from_slice(&h.finalize().to_le_bytes());
         block.extend_from_slice(stored);
-        self.out.write_all(&block)?;
-        self.bytes_written += block.len() as u64;
-        Ok(())
+        Ok(block)
     }
 
     /// Records of blocks that failed to write (a full disk), so far.

@@ -60,7 +60,7 @@ fn the_seeds_are_traces_of_this_format_that_reach_every_decoder() {
         assert!(calls.iter().any(|s| s.fingerprint.is_some()), "{name}");
         assert!(calls.iter().any(|s| s.sys == Sys::Mmap), "{name}");
         assert!(calls.iter().any(|s| s.stat.is_some()), "{name}");
-        for kind in ["spawn", "exec", "signal", "exit", "mark", "lost"] {
+        for kind in ["spawn", "exec", "signal", "exit", "mark", "lost", "mapping"] {
             assert!(
                 recs.iter()
                     .any(|x| format!("{x:?}").to_lowercase().starts_with(kind)),

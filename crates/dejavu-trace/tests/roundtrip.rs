@@ -292,9 +292,9 @@ fn trace_with_a_mark(kind: MarkKind) -> (Vec<u8>, usize) {
 fn a_mark_round_trips_through_writer_and_reader() {
     for kind in [MarkKind::AgentReady, MarkKind::MainDone] {
         let (bytes, _) = trace_with_a_mark(kind);
-        assert_eq!(&bytes[8..12], &[2, 0, 0, 0], "written as format 2.0");
+        assert_eq!(&bytes[8..12], &[2, 0, 1, 0], "written as format 2.1");
         let (got, r) = read_all(&bytes).unwrap();
-        assert_eq!(r.version(), (2, 0));
+        assert_eq!(r.version(), (2, 1));
         assert_eq!(
             got[1],
             Record::Mark(Mark {
@@ -328,6 +328,23 @@ fn a_bad_mark_kind_is_an_error_naming_its_offset() {
         assert!(msg.contains("record 1 (payload byte "), "{msg}");
         assert!(msg.ends_with("unknown mark kind"), "{msg}");
     }
+}
+
+#[test]
+fn a_version_2_0_trace_still_reads() {
+    // Written by dejavu's 2.0 writer (the fuzz seed every-kind-zstd.trace before format
+    // 2.1): every record kind but mappings, zstd blocks.
+    let bytes = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/v2.0-every-kind.trace"
+    ))
+    .unwrap();
+    assert_eq!(&bytes[8..12], &[2, 0, 0, 0]);
+    let (got, r) = read_all(&bytes).unwrap();
+    assert_eq!(r.version(), (2, 0));
+    assert_eq!(r.end().unwrap().records, got.len() as u64);
+    assert!(got.iter().any(|rec| matches!(rec, Record::Mark(_))));
+    assert!(got.iter().all(|rec| !matches!(rec, Record::Mapping(_))));
 }
 
 #[test]
@@ -370,6 +387,7 @@ fn a_version_1_trace_still_reads() {
     w.push(&Record::Syscall(s)).unwrap();
     let mut bytes = w.finish(End::default()).unwrap();
     bytes[8] = 1;
+    bytes[10] = 0;
     let (got, r) = read_all(&bytes).unwrap();
     assert_eq!(r.version(), (1, 0));
     assert_eq!(got, vec![Record::Syscall(s)]);

@@ -95,6 +95,16 @@ fn attach_records_and_ctrl_c_detaches_leaving_the_process_running() {
         .as_str()
         .unwrap()
         .ends_with("attach_target"));
+    // Its code as it was when attached (stacks are on by default): the program, ld.so and
+    // libc, from /proc/PID/maps (trace-format.md, "Mapping block"). The eBPF backend
+    // records an attached process without stacks, so without mappings.
+    let mapped = v["mappings"]["mapped"].as_u64().unwrap();
+    if std::env::var("DEJAVU_BACKEND").as_deref() == Ok("ebpf") {
+        assert_eq!(mapped, 0, "{}", v["mappings"]);
+    } else {
+        assert!(mapped >= 3, "{}", v["mappings"]);
+        assert_eq!(v["mappings"]["with_build_id"].as_u64(), Some(mapped));
+    }
 }
 
 #[test]

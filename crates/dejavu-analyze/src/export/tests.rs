@@ -456,3 +456,45 @@ fn block_local_strings_export_their_own_bytes_in_every_block() {
         assert_eq!(lines[i + 1]["path"], format!("/log/{i}"));
     }
 }
+
+#[test]
+fn mappings_export_with_their_path_identity_and_build_id_in_hex() {
+    let mut t = TestTrace::new(&meta(&["prog"]));
+    let path = t.s("/usr/lib/libc.so.6");
+    let bid = t.s([0x93, 0xac, 0x00, 0x0f]);
+    t.push(Record::Mapping(Mapping {
+        ts: 5,
+        pid: 10,
+        kind: MappingKind::Map,
+        start: 0x7f00_0000_0000,
+        len: 0x2000,
+        offset: 0x1000,
+        path: Some(path),
+        file: Some((0xfe00, 42)),
+        build_id: Some(bid),
+    }));
+    t.push(Record::Mapping(Mapping {
+        ts: 6,
+        pid: 10,
+        kind: MappingKind::Unmap,
+        start: 0x7f00_0000_0000,
+        len: 0x1000,
+        offset: 0,
+        path: None,
+        file: None,
+        build_id: None,
+    }));
+    let (res, lines) = export(&t.finish(End::default()));
+    assert_eq!(res.unwrap().records, 2);
+    assert_eq!(
+        lines[1],
+        json!({"type": "mapping", "ts": 5, "pid": 10, "kind": "map",
+            "start": 0x7f00_0000_0000u64, "len": 0x2000, "offset": 0x1000,
+            "path": "/usr/lib/libc.so.6", "dev": 0xfe00, "ino": 42, "build_id": "93ac000f"})
+    );
+    assert_eq!(
+        lines[2],
+        json!({"type": "mapping", "ts": 6, "pid": 10, "kind": "unmap",
+            "start": 0x7f00_0000_0000u64, "len": 0x1000})
+    );
+}

@@ -104,3 +104,6 @@ pub const ARGS_AT_EXIT: bool = false;
 pub const NR_SCHED_GETAFFINITY: u64 = libc::SYS_sched_getaffinity as u64;
 /// sched_setaffinity(2).
 pub const NR_SCHED_SETAFFINITY: u64 = libc::SYS_sched_setaffinity as u64;
+/// munmap(2): traced with native stacks on, never recorded as a call: an Unmap record
+/// when the range held code the trace has a Mapping for (codemaps.rs).
+pub const NR_MUNMAP: u64 = libc::SYS_munmap as u64;

@@ -206,6 +206,15 @@ impl Stacks {
         self.native.mappings_changed(pid);
     }
 
+    /// The code mappings known for `pid` from its exec (and mmap calls since), when stacks
+    /// are on: (start, end, file offset, path); None before its exec layout.
+    pub fn exec_code(&self, pid: Tid) -> Option<Vec<native::CodeRange>> {
+        if self.mode != StackMode::On {
+            return None;
+        }
+        self.native.layout(pid)
+    }
+
     /// Process `pid` now runs `exe`, whose program headers the kernel put at `at_phdr`
     /// and whose interpreter at `at_base` (see `native::Native::exec_layout`).
     pub fn exec_layout(&mut self, pid: Tid, exe: &[u8], at_phdr: u64, at_base: u64) {

@@ -17,6 +17,10 @@
 
 mod elf;
 mod layout;
+pub use layout::build_id;
+
+/// A code mapping: (start, end, file offset, path).
+pub type CodeRange = (u64, u64, u64, Vec<u8>);
 mod maps;
 
 use crate::arch::SyscallRegs;
@@ -758,6 +762,27 @@ impl Native {
         if let Some(l) = self.layouts.get_mut(&pid) {
             layout::mapped(l, start, len, offset, path);
         }
+    }
+
+    /// The code mappings known for `pid` from its exec and mmap calls (`exec_layout`,
+    /// `mapped_code`): (start, end, file offset, path); None before its exec layout.
+    pub fn layout(&self, pid: Tid) -> Option<Vec<CodeRange>> {
+        let l = self.layouts.get(&pid)?;
+        Some(
+            l.iter()
+                .map(|m| (m.start, m.end, m.offset, m.path.clone()))
+                .collect(),
+        )
+    }
+
+    /// The executable file mappings of the live process `pid`, from /proc/PID/maps.
+    pub fn proc_code(pid: Tid) -> Vec<CodeRange> {
+        maps::read(pid)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|m| m.exec && m.is_file())
+            .map(|m| (m.start, m.end, m.offset, m.path))
+            .collect()
     }
 
     /// `child` is a copy of `parent` (fork): the same code where it was.

@@ -79,6 +79,68 @@ fn headers_end(data: &[u8]) -> Option<usize> {
     Some(ph_end.max(usize::try_from(interp_end).ok()?))
 }
 
+/// Most bytes of PT_NOTE segments read for a build id (a build-id note is 36 bytes; the
+/// notes of a program are a few hundred).
+const MAX_NOTES: u64 = 64 << 10;
+
+/// The GNU build id of the ELF file at `path`: the descriptor of its `NT_GNU_BUILD_ID`
+/// note, found through its PT_NOTE program headers. Reads the headers (as at exec) and
+/// the note segments, never the whole file; None for a file without one (or not ELF).
+pub fn build_id(path: &Path) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let data = head(path)?;
+    let hdr = elf::FileHeader64::<object::Endianness>::parse(&data[..]).ok()?;
+    let endian = hdr.endian().ok()?;
+    let phdrs = hdr.program_headers(endian, &data[..]).ok()?;
+    let mut file = None;
+    for p in phdrs.iter().filter(|p| p.p_type(endian) == elf::PT_NOTE) {
+        let (off, len) = (p.p_offset(endian), p.p_filesz(endian).min(MAX_NOTES));
+        let end = usize::try_from(off.checked_add(len)?).ok()?;
+        let owned;
+        let notes: &[u8] = if end <= data.len() {
+            &data[off as usize..end]
+        } else {
+            let f = match &file {
+                Some(f) => f,
+                None => file.insert(std::fs::File::open(path).ok()?),
+            };
+            let mut b = vec![0u8; len as usize];
+            f.read_exact_at(&mut b, off).ok()?;
+            owned = b;
+            &owned
+        };
+        let align = if p.p_align(endian) == 8 { 8 } else { 4 };
+        if let Some(id) = gnu_build_id(notes, endian, align) {
+            return Some(id);
+        }
+    }
+    None
+}
+
+/// The `NT_GNU_BUILD_ID` descriptor among the notes in `b` (entries aligned to `align`).
+fn gnu_build_id(mut b: &[u8], endian: object::Endianness, align: usize) -> Option<Vec<u8>> {
+    use object::Endian;
+    let word = |b: &[u8], at: usize| -> Option<u32> {
+        let w: [u8; 4] = b.get(at..at + 4)?.try_into().ok()?;
+        Some(endian.read_u32_bytes(w))
+    };
+    let up = |n: usize| n.checked_add(align - 1).map(|n| n & !(align - 1));
+    while b.len() >= 12 {
+        let namesz = word(b, 0)? as usize;
+        let descsz = word(b, 4)? as usize;
+        let kind = word(b, 8)?;
+        let desc_at = up(12usize.checked_add(namesz)?)?;
+        let next = up(desc_at.checked_add(descsz)?)?;
+        let name = b.get(12..12 + namesz)?;
+        let desc = b.get(desc_at..desc_at + descsz)?;
+        if kind == elf::NT_GNU_BUILD_ID && name == b"GNU\0" && !desc.is_empty() {
+            return Some(desc.to_vec());
+        }
+        b = b.get(next..)?;
+    }
+    None
+}
+
 /// The executable PT_LOAD segments of the ELF file at `path` loaded with `bias` (memory
 /// address = file address + bias), as mappings; and its interpreter (PT_INTERP), if any.
 /// `at_phdr`, when given, says where its program headers are in memory and so decides the
@@ -291,6 +353,45 @@ mod tests {
                 "{m:x?}"
             );
         }
+    }
+
+    /// Our own test binary's build id, as the note reader finds it, is what `readelf -n`
+    /// prints; a file without notes has none, and a non-ELF file none, without a panic.
+    #[test]
+    fn the_build_id_is_read_from_the_notes() {
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        let got = build_id(&exe);
+        // readelf comes with binutils, which gcc (the tests' C workloads) needs.
+        let out = std::process::Command::new("readelf")
+            .arg("-n")
+            .arg(&exe)
+            .output()
+            .expect("readelf runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let want = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Build ID: "))
+            .map(|h| h.trim().to_string());
+        assert!(
+            want.is_some(),
+            "rustc gives test binaries a build id: {text}"
+        );
+        let got = got.map(|b| b.iter().map(|x| format!("{x:02x}")).collect::<String>());
+        assert_eq!(got, want);
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("x");
+        std::fs::write(&f, b"#!/bin/sh\n").unwrap();
+        assert_eq!(build_id(&f), None);
+        // A note list that claims more than it holds.
+        let mut notes = vec![4, 0, 0, 0, 200, 0, 0, 0, 3, 0, 0, 0];
+        notes.extend_from_slice(b"GNU\0");
+        notes.extend_from_slice(&[1, 2, 3]);
+        assert_eq!(gnu_build_id(&notes, object::Endianness::Little, 4), None);
+        notes[4] = 3;
+        assert_eq!(
+            gnu_build_id(&notes, object::Endianness::Little, 4),
+            Some(vec![1, 2, 3])
+        );
     }
 
     #[test]
