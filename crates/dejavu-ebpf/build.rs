@@ -16,11 +16,31 @@ fn main() {
     }
     match build() {
         Ok(()) => println!("cargo:rustc-cfg=dejavu_bpf"),
-        Err(why) => println!(
-            "cargo:warning=dejavu is built without its eBPF backend ({why}); \
-             --backend ptrace works. scripts/setup installs clang and libbpf-dev."
-        ),
+        Err(why) => {
+            println!(
+                "cargo:warning=dejavu is built without its eBPF backend ({why}); \
+                 --backend ptrace works. scripts/setup installs clang and libbpf-dev."
+            );
+            // What installing them adds: cargo looks again at every build while one of these
+            // is missing (a path that does not exist counts as changed), so a build after
+            // scripts/setup has the backend without a `cargo clean`.
+            println!(
+                "cargo:rerun-if-changed={}",
+                libbpf_include().join("bpf/bpf_helpers.h").display()
+            );
+            for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+                println!("cargo:rerun-if-changed={}", dir.join("clang").display());
+            }
+            println!("cargo:rerun-if-env-changed=PATH");
+        }
     }
+}
+
+/// Where libbpf's headers are looked for (`bpf/bpf_helpers.h` under it).
+fn libbpf_include() -> PathBuf {
+    std::env::var_os("DEJAVU_LIBBPF_INCLUDE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/include"))
 }
 
 fn build() -> Result<(), String> {
@@ -34,9 +54,7 @@ fn build() -> Result<(), String> {
         ));
     }
     let clang = find_clang().ok_or("clang not found (set DEJAVU_CLANG to use another)")?;
-    let include = std::env::var_os("DEJAVU_LIBBPF_INCLUDE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/include"));
+    let include = libbpf_include();
     if !include.join("bpf/bpf_helpers.h").exists() {
         return Err(format!(
             "libbpf's headers not found ({}/bpf/bpf_helpers.h; set DEJAVU_LIBBPF_INCLUDE)",
