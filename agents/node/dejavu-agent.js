@@ -760,12 +760,23 @@ function stickyCall(w, p, first) {
     return false;
   }
   if (sticky.size >= MAX_STICKY) sticky.clear();
-  if (e !== undefined && e.cwd === cwd) {
-    // The site changed: from now on this path's site is checked at every call.
+  if (e !== undefined && e.cwd === cwd && e.fn === w) {
+    // The site of the same function on the same path changed (another line calls it):
+    // from now on this path's site is checked at every call. Another function on the
+    // path (the module loader's readFileSync of a script that then stats itself) is not
+    // that: its calls are checked less and less often again (below).
     e.site = site;
     e.fn = w;
     e.volatile = true;
     e.n = e.next = 0;
+  } else if (e !== undefined && e.cwd === cwd) {
+    // Another function: its next call checks (the one before may be called again from
+    // another line), then less and less often; a path called from several lines stays
+    // checked at every call, whatever function.
+    e.site = site;
+    e.fn = w;
+    e.n = e.next = 0;
+    if (!e.volatile) e.gap = 1;
   } else {
     sticky.set(p, { site, fn: w, cwd, n: 1, next: 2, gap: 1, volatile: false });
   }

@@ -384,9 +384,16 @@ def _sticky_call(w, tid, p):
         _sticky.pop(k, None)
         return False
     _site_sent(key, sid)
-    if e is not None:
-        # The site changed: from now on this path's site is checked at every call.
+    if e is not None and e[1] is w:
+        # The site of the same function on the same path changed (another line calls
+        # it): from now on this path's site is checked at every call. Another function on
+        # the path is not that: its calls are checked less and less often again (below).
         e[:] = [sid, w, 0, 0, 1, True]
+    elif e is not None:
+        # Another function: its next call checks (the one before may be called again
+        # from another line), then less and less often; a path called from several lines
+        # stays checked at every call, whatever function.
+        e[:] = [sid, w, 0, 0, 1, e[5]]
     else:
         if len(_sticky) >= _MAX_STICKY:
             _sticky.clear()

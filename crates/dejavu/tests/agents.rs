@@ -820,6 +820,52 @@ fn python_repeated_calls_are_said_once_and_still_name_each_line() {
     assert_repeats(Lang::Python, "repeats.py", (100, 50), 15);
 }
 
+#[test]
+fn a_switch_of_function_on_a_path_does_not_check_its_site_at_every_call() {
+    // The program reads a file, then stats it 1,000 times from one line (Node.js's module
+    // loader reads a script that then stats itself): a different function on the path is
+    // not another line calling the same function, so the stats are checked now and then
+    // (1, 2, 4, ... then every 256th or 16th call), not at every call (before: 1,000
+    // stack captures or frame walks, a stat loop 2.5 times slower under the default).
+    require!("node");
+    require!("python3");
+    for (lang, script, what, most) in [
+        (Lang::Node, "switch.js", "captures", 20),
+        (Lang::Python, "switch.py", "walks", 100),
+    ] {
+        let d = scratch();
+        let file = d.path().join("f");
+        std::fs::write(&file, "f").unwrap();
+        let out = Command::new(dejavu())
+            .arg("record")
+            .arg("-o")
+            .arg(d.path().join("t.dvt"))
+            .arg("--")
+            .arg(lang.program())
+            .arg(workload(script))
+            .arg(&file)
+            .arg("1000")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let n: usize = text
+            .strip_prefix(what)
+            .and_then(|t| t.split_whitespace().next())
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("{script}: no count in {text:?}"));
+        assert!(
+            n <= most,
+            "{script}: {n} {what} for 1000 stats (at most {most})"
+        );
+        assert!(n >= 2, "{script}: the site is still checked: {text}");
+    }
+}
+
 /// The repeated-call fixture `script` (repeats.js, repeats.py): each line's calls at that
 /// line, but for up to `price` at the change from one loop to another on the same path
 /// (`phases`: the calls of F, then of E); and said in far fewer reports than calls
