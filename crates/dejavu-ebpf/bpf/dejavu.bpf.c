@@ -814,9 +814,12 @@ static __noinline u16 native_stack(struct scratch *sc, struct config *c, struct 
 	e->h.size = sizeof(*e) + len;
 	/* Wake the reader if it is idle (few copies waiting): the sooner it answers (fills
 	 * the cache), the fewer copies. A busy one drains soon anyway, and a wakeup costs an
-	 * interrupt of another CPU. */
+	 * interrupt of another CPU; but not when a quarter of the ring waits (as for the
+	 * calls): until the cache has a place, a loop sends a copy per call, gigabytes a
+	 * second, and fills the ring within the drainer's pause between two looks. */
 	u64 flags = BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_query(&stackbuf, BPF_RB_AVAIL_DATA) < WAKE_IDLE_BYTES)
+	u64 waiting = bpf_ringbuf_query(&stackbuf, BPF_RB_AVAIL_DATA);
+	if (waiting < WAKE_IDLE_BYTES || waiting >= c->wake_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&stackbuf, buf, (sizeof(*e) + len) & (BUF_SIZE - 1), flags) != 0) {
 		count_lost_of(LOST_STACK); /* no room: a short copy goes with the call */

@@ -4,6 +4,7 @@
 //! a loaded machine) without the kernel running out of room and losing records. perf
 //! record does the same: it copies the ring buffers out and leaves the work for later.
 
+use crate::event;
 use aya::maps::{MapData, PerCpuArray, RingBuf};
 use dejavu_capture::os as kernel;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -23,6 +24,9 @@ const BATCH_BYTES: usize = 4 << 20;
 /// ring buffer is readable as soon as it holds one record: looking at once would hand the
 /// reader a batch per record), unless that look found an eighth of the ring or more.
 const GAP: Duration = Duration::from_millis(1);
+/// How far past the time of the last call of a batch the drainer takes copies of stacks
+/// for it (see `drain_loop`).
+const COPIES_PAST_NS: u64 = 1_000_000;
 /// The least memory the records waiting for the reader may take; more with a larger ring
 /// buffer (`backlog_limit`).
 const MIN_BACKLOG: usize = 256 << 20;
@@ -337,20 +341,7 @@ fn drain_loop(rings: Rings, pidfd: Option<OwnedFd>, s: &Shared, tx: &mpsc::Sende
             root_exited: exited,
             ..Batch::default()
         };
-        while let Some(item) = stacks.next() {
-            b.copies.push(&item);
-        }
-        more = false;
-        while let Some(item) = events.next() {
-            b.records.push(&item);
-            if b.records.data.len() >= BATCH_BYTES {
-                more = true;
-                break;
-            }
-        }
-        while let Some(item) = stacks.next() {
-            b.copies.push(&item);
-        }
+        more = look(&mut stacks, &mut events, &mut b);
         found = b.records.data.len() + b.copies.data.len();
         if !more {
             b.ack = req;
@@ -389,6 +380,59 @@ fn drain_loop(rings: Rings, pidfd: Option<OwnedFd>, s: &Shared, tx: &mpsc::Sende
     }
 }
 
+/// A ring buffer the drainer reads (the kernel's, or a test's).
+trait Source {
+    /// Takes the next record into `out` and returns its time (u64::MAX when it has no
+    /// readable header), or None when the ring is empty.
+    fn take_into(&mut self, out: &mut Packed) -> Option<u64>;
+}
+
+impl Source for RingBuf<MapData> {
+    fn take_into(&mut self, out: &mut Packed) -> Option<u64> {
+        let item = self.next()?;
+        out.push(&item);
+        Some(event::header(&item).map_or(u64::MAX, |h| h.ts))
+    }
+}
+
+/// One look at the rings into `b`: copies of stacks, calls and other records, then the
+/// copies of the calls just read. Returns whether a bound stopped it (more is waiting).
+///
+/// Copies are read at most BATCH_BYTES at a time: a program that sends copies as fast as
+/// they are taken (a loop whose place the kernel's cache does not have yet sends one per
+/// call, gigabytes a second) would otherwise keep the drainer in its first loop until the
+/// program stopped, and the reader, given nothing, would never fill that cache: a C loop
+/// of 60,000 calls waited 380 ms for its first batch, with 280 MiB of copies behind it.
+/// The records are read at every look, whatever the copies do.
+fn look(stacks: &mut impl Source, events: &mut impl Source, b: &mut Batch) -> bool {
+    let mut more = false;
+    while stacks.take_into(&mut b.copies).is_some() {
+        if b.copies.data.len() >= BATCH_BYTES {
+            more = true;
+            break;
+        }
+    }
+    let mut last = 0;
+    while let Some(ts) = events.take_into(&mut b.records) {
+        if ts != u64::MAX {
+            last = last.max(ts);
+        }
+        if b.records.data.len() >= BATCH_BYTES {
+            more = true;
+            break;
+        }
+    }
+    // The copies of the calls just read, each sent before its call: those up to the last
+    // record's time (and a little past it: CPUs put their records in the ring in an order
+    // close to, not always exactly, that of their times).
+    while let Some(ts) = stacks.take_into(&mut b.copies) {
+        if ts > last.saturating_add(COPIES_PAST_NS) {
+            break;
+        }
+    }
+    more
+}
+
 fn pollfd(fd: i32) -> libc::pollfd {
     libc::pollfd {
         fd,
@@ -414,6 +458,96 @@ mod tests {
         assert!(v[1].is_empty());
         assert_eq!(v[2], &[7u8; 300][..]);
         assert_eq!(p.len(), 3);
+    }
+
+    /// A ring of records of `size` bytes with times `first`, `first + step`, ...; `left`
+    /// of them (as many as asked: a program that keeps sending).
+    struct Fake {
+        next: u64,
+        step: u64,
+        size: usize,
+        left: usize,
+    }
+
+    impl Source for Fake {
+        fn take_into(&mut self, out: &mut Packed) -> Option<u64> {
+            if self.left == 0 {
+                return None;
+            }
+            self.left -= 1;
+            let mut r = vec![0u8; self.size];
+            r[4..8].copy_from_slice(&(self.size as u32).to_le_bytes());
+            r[8..16].copy_from_slice(&self.next.to_le_bytes());
+            out.push(&r);
+            let ts = self.next;
+            self.next += self.step;
+            Some(ts)
+        }
+    }
+
+    fn times(p: &Packed) -> Vec<u64> {
+        p.iter().map(|r| event::header(r).unwrap().ts).collect()
+    }
+
+    #[test]
+    fn copies_sent_faster_than_they_are_read_still_let_the_calls_through() {
+        // A program that sends copies as fast as the drainer takes them: a million waiting
+        // (one every 2 us), and the calls between them. A look reads a bounded part of
+        // the copies, then calls, so the reader can answer (fill the kernel's cache) at
+        // once; before, the first loop read every copy there was.
+        let mut stacks = Fake {
+            next: 0,
+            step: 2_000,
+            size: 64,
+            left: 1_000_000,
+        };
+        let mut events = Fake {
+            next: 1_000,
+            step: 2_000,
+            size: 160,
+            left: 10_000,
+        };
+        let mut b = Batch::default();
+        assert!(look(&mut stacks, &mut events, &mut b));
+        assert_eq!(b.records.len(), 10_000, "the calls in the first batch");
+        // BATCH_BYTES of copies (those of the calls read are among them), and the one
+        // past the last call that ends the second read of copies.
+        let copies = b.copies.len();
+        assert_eq!(copies, BATCH_BYTES / 64 + 1, "{copies} copies");
+    }
+
+    #[test]
+    fn every_call_has_its_copy_in_its_batch_or_an_earlier_one() {
+        // Copy i at time 10 i, its call at 10 i + 1, and in between the drainer's looks
+        // stop at their bounds (large records: a few per batch).
+        let mut stacks = Fake {
+            next: 0,
+            step: 10,
+            size: 1 << 20,
+            left: 40,
+        };
+        let mut events = Fake {
+            next: 1,
+            step: 10,
+            size: 1 << 20,
+            left: 40,
+        };
+        let mut copies_seen = std::collections::BTreeSet::new();
+        let mut calls = 0;
+        for _ in 0..100 {
+            let mut b = Batch::default();
+            let more = look(&mut stacks, &mut events, &mut b);
+            copies_seen.extend(times(&b.copies));
+            for t in times(&b.records) {
+                assert!(copies_seen.contains(&(t - 1)), "call {t} before its copy");
+                calls += 1;
+            }
+            if !more && stacks.left == 0 && events.left == 0 {
+                break;
+            }
+        }
+        assert_eq!(calls, 40);
+        assert_eq!(copies_seen.len(), 40);
     }
 
     #[test]

@@ -126,8 +126,8 @@ fn cache_entry(bp: u64, id: u32, deps: &Deps, copied: usize) -> Option<StkVal> {
 
 /// A copy of the top of a thread's stack, out of the ring buffer until its call comes.
 struct HeldCopy {
-    /// The batch (`StackCache::take`) that brought it.
-    gen: u32,
+    /// When the kernel sent it.
+    ts: u64,
     mm: u64,
     ip: u64,
     sp: u64,
@@ -166,24 +166,30 @@ struct StackCache {
 }
 
 impl StackCache {
-    /// Takes the copies of a batch, before its calls. A copy waits for its call at most
-    /// until the batch after its own (the drainer reads the copies after the calls too, so
-    /// a call is never in a batch before its copy's); one older than that lost its call
+    /// Takes the copies of a batch, before its calls. A copy waits for its call (which
+    /// comes in the same batch or a later one: the drainer reads the copies after the
+    /// calls too, and may send a batch of copies alone) for COPY_WAIT_NS of the
+    /// recording's time after the newest copy taken; one older than that lost its call
     /// (the calls' ring buffer was full) and would wait for ever.
     fn take(&mut self, copies: &Packed) {
-        let last = self.gen;
-        if !self.copies.is_empty() {
-            self.copies.retain(|_, c| c.gen == last);
+        let newest = copies
+            .iter()
+            .filter_map(|c| event::header(c).map(|h| h.ts))
+            .max()
+            .unwrap_or(0);
+        if !self.copies.is_empty() && newest > COPY_WAIT_NS {
+            let cut = newest - COPY_WAIT_NS;
+            self.copies.retain(|_, c| c.ts >= cut);
         }
         self.gen = self.gen.wrapping_add(1);
         for item in copies.iter() {
-            let Some(sl) = event::slice(item) else {
+            let (Some(sl), Some(h)) = (event::slice(item), event::header(item)) else {
                 continue;
             };
             self.copies.insert(
                 sl.seq,
                 HeldCopy {
-                    gen: self.gen,
+                    ts: h.ts,
                     mm: sl.mm,
                     ip: sl.ip,
                     sp: sl.sp,
@@ -293,6 +299,10 @@ impl StackCache {
         }
     }
 }
+
+/// How long a copy of a stack waits for its call (see `StackCache::take`): the two are
+/// sent microseconds apart, but the drainer may hand them over in different batches.
+const COPY_WAIT_NS: u64 = 100_000_000;
 
 /// Places marked as named by an agent remembered at most (see `StackCache::after_call`);
 /// a handle forgotten leaves its place marked until the kernel's LRU drops it.
