@@ -131,6 +131,9 @@ pub fn features() -> &'static Features {
 #[derive(Debug)]
 pub struct EbpfLoader<'a> {
     btf: Option<Cow<'a, Btf>>,
+    // dejavu patch (DEJAVU-PATCH.md): true until `btf()` is called; `load()` then reads
+    // the system BTF, which `new()` no longer parses eagerly.
+    btf_from_sys_fs: bool,
     map_pin_path: Option<PathBuf>,
     globals: HashMap<&'a str, (&'a [u8], bool)>,
     max_entries: HashMap<&'a str, u32>,
@@ -168,7 +171,8 @@ impl<'a> EbpfLoader<'a> {
     /// Creates a new loader instance.
     pub fn new() -> Self {
         Self {
-            btf: Btf::from_sys_fs().ok().map(Cow::Owned),
+            btf: None,
+            btf_from_sys_fs: true,
             map_pin_path: None,
             globals: HashMap::new(),
             max_entries: HashMap::new(),
@@ -197,6 +201,7 @@ impl<'a> EbpfLoader<'a> {
     /// ```
     pub fn btf(&mut self, btf: Option<&'a Btf>) -> &mut Self {
         self.btf = btf.map(Cow::Borrowed);
+        self.btf_from_sys_fs = false;
         self
     }
 
@@ -388,6 +393,7 @@ impl<'a> EbpfLoader<'a> {
     pub fn load(&mut self, data: &[u8]) -> Result<Ebpf, EbpfError> {
         let Self {
             btf,
+            btf_from_sys_fs,
             map_pin_path,
             globals,
             max_entries,
@@ -395,6 +401,9 @@ impl<'a> EbpfLoader<'a> {
             verifier_log_level,
             allow_unsupported_maps,
         } = self;
+        if std::mem::take(btf_from_sys_fs) {
+            *btf = Btf::from_sys_fs().ok().map(Cow::Owned);
+        }
         let mut obj = Object::parse(data)?;
         obj.patch_map_data(globals.clone())?;
 
