@@ -377,10 +377,12 @@ struct Pending {
     prepared: std::thread::JoinHandle<Result<Prepared, RecordError>>,
 }
 
-/// Begins loading. aya's loader parses the kernel's BTF when it is made (15-25 ms here) and
-/// keeps it private (nothing in aya 0.13 makes one without it). The CO-RE relocations and
-/// the BTF tracepoints' type ids are taken from the cache when this kernel and this build
-/// made them before (core_cache.rs), else computed from a parse of our own, beside aya's.
+/// Begins loading. The CO-RE relocations and the BTF tracepoints' type ids are taken from
+/// the cache when this kernel and this build made them before (core_cache.rs), else
+/// computed from a parse of the kernel's BTF of our own. aya's loader is made on a thread
+/// of its own, from when aya 0.13's `EbpfLoader::new` parsed the kernel's BTF itself (15-25
+/// ms here); the vendored aya (vendor/aya/DEJAVU-PATCH.md) parses it only in `load` and only
+/// if no BTF was given, and `load` below always gives one, so making it is now cheap.
 /// Neither needs RLIMIT_MEMLOCK raised (`load` raises it), so a program started meanwhile
 /// does not inherit a raised limit.
 fn begin_load() -> Pending {
