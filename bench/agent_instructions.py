@@ -71,6 +71,11 @@ def instructions(python: str, n: int, target: Path, agent_dir: Path | None) -> i
     if t:
         t.join()
         os.close(r)
+        if not drained or drained[0] == 0:
+            # An agent that fails to load (a syntax error) costs nothing: say so rather
+            # than print a cost of zero.
+            raise SystemExit(f"the agent in {agent_dir} sent nothing: it did not load "
+                             f"({p.stderr.strip()[-300:]})")
     m = re.search(r"refs:\s+([\d,]+)", p.stderr)
     if p.returncode != 0 or not m:
         raise SystemExit(f"valgrind: exit {p.returncode}: {p.stderr[-400:]}")

@@ -62,17 +62,26 @@ _pidb = b""
 _nsb = b""
 _dropped = 0
 _site_seq = 0
-# (code, lasti, ...) of a call site -> its number, once dejavu has its definition.
+# (id(code), lasti, ...) of a call site -> its number, once dejavu has its definition;
+# and the site's (code, lasti, ...), which keeps those code objects alive while the site
+# is remembered, so that their ids name them. Ids, not the code objects: a code object
+# hashes its contents at every lookup (0.4 us for a module's), and a check of a repeated
+# call's site did that twice (docs/agents.md, "Repeated calls").
 _sites = {}
-# code object -> what its frames are: _OWN, _RUNTIME (stdlib, frozen) or _AGENT
+_site_codes = {}
+# The same for sites not yet written (their SITE message may still fail).
+_new_sites = {}
+# id(code) -> (what its frames are: _OWN, _RUNTIME (stdlib, frozen) or _AGENT; the code
+# object, kept alive so that its id names it)
 _kinds = {}
-# thread id -> wrapped calls in progress on that thread
+# thread id -> wrapped calls in progress on that thread (only threads inside one: an
+# empty dict says no thread is)
 _depth = {}
 # (namespace object, name, original, wrapper) of everything installed, for unhook.
 _installed = []
-# Repeated calls (docs/agents.md, "Repeated calls"): (thread, path as given, working
-# directory for a relative one) -> [site, wrapper, calls since, next check, gap, volatile]:
-# the site dejavu was last told (STICKY) for that thread and path.
+# Repeated calls (docs/agents.md, "Repeated calls"): path as given -> [site, wrapper,
+# calls since, next check, gap, volatile, thread, working directory for a relative path
+# else ""]: the site dejavu was last told (STICKY) for that thread and path.
 _sticky = {}
 # The os functions whose syscalls all name their one path argument.
 _STICKY_OS = frozenset(
@@ -175,33 +184,42 @@ def _own_package():
     return _own_dir
 
 
-def _key(f):
-    """The call site of frame `f` and its callers: (code, lasti) of the runtime's and the
-    libraries' frames up to the program's first (os.path.isdir's, importlib's, a
+def _code_kind(c):
+    """What the frames of code object `c` are (_kind of its file), cached by id."""
+    e = _kinds.get(id(c))
+    if e is not None and e[1] is c:
+        return e[0]
+    if len(_kinds) > _MAX_CACHE:
+        _kinds.clear()
+    k = _kind(c.co_filename)
+    if k != _LIBRARY or _own_dir is not None:
+        _kinds[id(c)] = (k, c)
+    return k
+
+
+def _key(f, objects=False):
+    """The call site of frame `f` and its callers: (id(code), lasti) of the runtime's and
+    the libraries' frames up to the program's first (os.path.isdir's, importlib's, a
     package's: they say what made the call for the program; at most _MAX_INNER, the
     innermost), then up to _FRAMES of the program's own frames (the others between them
     skipped), innermost first; the agent's frames never. With no frame of the program's,
-    the others alone. Empty when there is no frame at all."""
+    the others alone. Empty when there is no frame at all. With `objects`, the code
+    objects themselves instead of their ids."""
     key = ()
     own = 0
     inner = 0
     walked = 0
     while f is not None and walked < _MAX_WALK:
         c = f.f_code
-        k = _kinds.get(c)
-        if k is None:
-            if len(_kinds) > _MAX_CACHE:
-                _kinds.clear()
-            k = _kind(c.co_filename)
-            if k != _LIBRARY or _own_dir is not None:
-                _kinds[c] = k
+        e = _kinds.get(id(c))
+        k = e[0] if e is not None and e[1] is c else _code_kind(c)
         if k == _OWN:
-            key += (c, f.f_lasti)
+            key += (c if objects else id(c), f.f_lasti)
             own += 1
             if own == _FRAMES:
                 break
         elif k != _AGENT and own == 0 and inner < _MAX_INNER:
-            key += (c, f.f_lasti)
+            key += (c if objects else id(c), f.f_lasti)
             inner += 1
         f = f.f_back
         walked += 1
@@ -259,8 +277,7 @@ def _define(sid, key, f):
             + len(fb).to_bytes(2, _LE)
             + fb
         )
-        k = _kinds.get(c)
-        kinds.append(k if k is not None else _kind(c.co_filename))
+        kinds.append(_code_kind(c))
     # One write: the program's frames (at most 4 x 912 bytes) always fit; the runtime's
     # outermost go first when the names are long.
     size = 17 + sum(len(b) for b in frames)
@@ -344,14 +361,24 @@ def _site_for(caller):
     if sid is not None:
         return key, sid, b""
     _site_seq += 1
-    return key, _site_seq, _define(_site_seq, key, caller)
+    codes = _key(caller, True)
+    if len(_new_sites) > 1000:
+        _new_sites.clear()
+    _new_sites[key] = codes
+    return key, _site_seq, _define(_site_seq, codes, caller)
 
 
 def _site_sent(key, sid):
     """dejavu has site `sid` now (its SITE was written)."""
+    codes = _new_sites.pop(key, None)
+    if codes is None and key not in _sites:
+        return  # its code objects are not known to be alive: not remembered
     if len(_sites) > _MAX_CACHE:
         _sites.clear()
+        _site_codes.clear()
     _sites[key] = sid
+    if codes is not None:
+        _site_codes[key] = codes
 
 
 def _sticky_call(w, tid, p):
@@ -359,10 +386,12 @@ def _sticky_call(w, tid, p):
     wrapper `w` on `p`: whether dejavu has, or was just told, its site for this thread and
     path, so the call needs no ENTER and EXIT. Between checks it costs a dict lookup; a
     check walks the frames as any call does; a changed site is said at once, and from then
-    on that path is checked at every call."""
+    on that path is checked at every call. One entry per path, for the thread that called
+    last (another thread's call on it starts over: correct, if dearer)."""
     cwd = "" if p[:1] == "/" else _os.getcwd()
-    k = (tid, p, cwd)
-    e = _sticky.get(k)
+    e = _sticky.get(p)
+    if e is not None and (e[6] != tid or e[7] != cwd):
+        e = None
     if e is not None and e[1] is w and e[2] < e[3]:
         e[2] += 1
         return True
@@ -381,23 +410,23 @@ def _sticky_call(w, tid, p):
         return False
     data += _msg(_STICKY, _pidb + tid.to_bytes(4, _LE) + _nsb + sid.to_bytes(4, _LE) + len(path).to_bytes(2, _LE) + path)
     if not _send(data):
-        _sticky.pop(k, None)
+        _sticky.pop(p, None)
         return False
     _site_sent(key, sid)
     if e is not None and e[1] is w:
         # The site of the same function on the same path changed (another line calls
         # it): from now on this path's site is checked at every call. Another function on
         # the path is not that: its calls are checked less and less often again (below).
-        e[:] = [sid, w, 0, 0, 1, True]
+        e[:] = [sid, w, 0, 0, 1, True, tid, cwd]
     elif e is not None:
         # Another function: its next call checks (the one before may be called again
         # from another line), then less and less often; a path called from several lines
         # stays checked at every call, whatever function.
-        e[:] = [sid, w, 0, 0, 1, e[5]]
+        e[:] = [sid, w, 0, 0, 1, e[5], tid, cwd]
     else:
         if len(_sticky) >= _MAX_STICKY:
             _sticky.clear()
-        _sticky[k] = [sid, w, 1, 2, 1, False]
+        _sticky[p] = [sid, w, 1, 2, 1, False, tid, cwd]
     return True
 
 
@@ -412,21 +441,31 @@ def _wrap(orig, opened=None, repeats=False):
         if repeats and args:
             # A repeated call between two checks of its site (_sticky_call): a dict
             # lookup and a count, inline (it is most of the calls of a loop, and a Python
-            # call is a good part of what the agent costs per call). Anything else, and
-            # any failure here, takes the path below.
+            # call is a good part of what the agent costs per call): the path's entry,
+            # this wrapper's, due no check, this thread's, the same working directory for
+            # a relative path, and no wrapped call in progress on this thread (`_depth`
+            # holds only threads inside one). Anything else, and any failure here, takes
+            # the path below.
             p = args[0]
             fast = False
             if type(p) is str and _fd >= 0:
                 try:
-                    tid = _gnid()
-                    e = _sticky.get((tid, p, "" if p[:1] == "/" else _os.getcwd()))
-                    if e is not None and e[1] is wrapper and e[2] < e[3] and not _depth.get(tid):
-                        e[2] += 1
-                        fast = True
+                    e = _sticky.get(p)
+                    if e is not None and e[1] is wrapper and e[2] < e[3]:
+                        tid = _gnid()
+                        if (
+                            e[6] == tid
+                            and (p[:1] == "/" or e[7] == _os.getcwd())
+                            and (not _depth or not _depth.get(tid))
+                        ):
+                            e[2] += 1
+                            fast = True
                 except Exception:
                     pass
             if fast:
-                return orig(*args, **kwargs)
+                if kwargs:
+                    return orig(*args, **kwargs)
+                return orig(*args)
         if _fd < 0:
             return orig(*args, **kwargs)
         if opened is _opened_file:
@@ -475,7 +514,10 @@ def _wrap(orig, opened=None, repeats=False):
             return r
         finally:
             try:
-                _depth[tid] = d
+                if d:
+                    _depth[tid] = d
+                else:
+                    _depth.pop(tid, None)
                 _send(more + b"\x0b\x00\x04" + _pidb + tid.to_bytes(4, _LE) + d.to_bytes(2, _LE))
             except Exception:
                 pass
@@ -703,6 +745,8 @@ def _hello():
 def _after_fork():
     # A forked child is a new process: new pid, and dejavu knows none of its sites.
     _sites.clear()
+    _site_codes.clear()
+    _new_sites.clear()
     _depth.clear()
     _sticky.clear()
     try:

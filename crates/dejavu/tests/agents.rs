@@ -821,6 +821,23 @@ fn python_repeated_calls_are_said_once_and_still_name_each_line() {
 }
 
 #[test]
+fn python_threads_calling_on_one_path_each_keep_their_line() {
+    // The Python agent keeps one repeated-call entry per path, for the thread that called
+    // last: two threads looping on one path take it from each other (each take checks and
+    // says its site again), and every call keeps its own line (the STICKY dejavu keeps is
+    // per thread and path).
+    require!("python3");
+    let script = "repeats_threads.py";
+    let (calls, _, _) = record_calls(Lang::Python, script, &[]);
+    let by_line = calls_by_marked_line(&calls, "stat", script, STATS);
+    let want: BTreeMap<String, usize> = [("L", 300), ("R", 300)]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    assert_eq!(by_line, want, "every call at its own line");
+}
+
+#[test]
 fn a_switch_of_function_on_a_path_does_not_check_its_site_at_every_call() {
     // The program reads a file, then stats it 1,000 times from one line (Node.js's module
     // loader reads a script that then stats itself): a different function on the path is
