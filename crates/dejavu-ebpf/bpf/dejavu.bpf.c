@@ -586,6 +586,27 @@ static __always_inline int wants_payload(struct task_struct *t, s64 fd)
 	return (mode & S_IFMT) != S_IFREG || (flags & O_APPEND);
 }
 
+/* argv_one's answer when argument `i` is there but there is no room for it. */
+#define ARGV_FULL 0x10000
+
+/* Argument `i` of execve's argv, copied after the `at` bytes blob_argv has at `off`: its
+ * length with the NUL, 0 (or less) past the last argument or where argv or the string
+ * cannot be read, ARGV_FULL when it is there but there is no room. A global function,
+ * verified once: blob_argv's loop of 64 then costs the verifier a call per turn, not a
+ * copy of this body. */
+__noinline long argv_one(struct scratch *sc, u32 off, u32 at, u64 argv, u32 i)
+{
+	if (!sc)
+		return 0;
+	u64 p = 0;
+	if (!argv || bpf_probe_read_user(&p, sizeof(p), (const void *)(argv + i * 8)) != 0 || !p)
+		return 0;
+	if (at >= ARGV_LIMIT || off + sizeof(struct blob) + at > OFF_MASK)
+		return ARGV_FULL;
+	u32 pos = (off + sizeof(struct blob) + at) & (BUF_SIZE / 2 - 1);
+	return bpf_probe_read_user_str(sc->buf + pos, 1024, (const void *)p);
+}
+
 /* execve's argv, NUL-joined, as one blob (a failed exec: its memory is still there). */
 __noinline u32 blob_argv(struct scratch *sc, u32 off, u64 argv)
 {
@@ -601,16 +622,11 @@ __noinline u32 blob_argv(struct scratch *sc, u32 off, u64 argv)
 	b->addr = argv;
 	b->kind = B_ARGV;
 	for (int i = 0; i < 64; i++) {
-		u64 p = 0;
-		if (!argv || bpf_probe_read_user(&p, sizeof(p), (const void *)(argv + i * 8)) != 0 ||
-		    !p)
-			break;
-		if (at >= ARGV_LIMIT || off + sizeof(*b) + at > OFF_MASK) {
+		long n = argv_one(sc, off, at, argv, i);
+		if (n == ARGV_FULL) {
 			flags = BF_TRUNC;
 			break;
 		}
-		u32 pos = (off + sizeof(*b) + at) & (BUF_SIZE / 2 - 1);
-		long n = bpf_probe_read_user_str(buf + pos, 1024, (const void *)p);
 		if (n <= 0)
 			break;
 		at += n;
@@ -730,31 +746,43 @@ __noinline u32 blob_stack(struct scratch *sc, u32 off, u64 ip, u64 sp, u64 bp)
 	return off + sizeof(*b) + 16 + INLINE_STACK;
 }
 
-/* The stack of the call being made: CF_STACK_HIT with its id in *sid when the stack
+/* What native_stack needs of the call: its registers and address space, and where the
+ * stack's id goes. */
+struct stk_call {
+	u64 mm;
+	u64 ip;
+	u64 sp;
+	u64 bp;
+	u64 sid;
+};
+
+/* The stack of the call being made: CF_STACK_HIT with its id in call->sid when the stack
  * cache (`stacks`) holds it, else CF_STACK_SLICE after sending a copy of the top of the
- * stack (EV_STACK), else 0 (nothing readable, or no room). */
-static __noinline u16 native_stack(struct scratch *sc, struct config *c, struct task_struct *t,
-				   struct pt_regs *regs, u64 *sid)
+ * stack (EV_STACK), else 0 (nothing readable, or no room). A global function, verified
+ * once for any arguments; a static one was verified again for each state of its caller
+ * and returned to it once per constant it can return (half the verifier's work on
+ * on_sys_exit, the longest part of dejavu's start). */
+__noinline u32 native_stack(struct scratch *sc, struct config *c, struct stk_call *call)
 {
-	if (!sc || !c)
+	if (!sc || !c || !call)
 		return 0;
 	u64 id = bpf_get_current_pid_tgid();
 	u8 *buf = sc->buf;
-	struct mm_struct *mm = BPF_CORE_READ(t, mm);
-	u64 sp = regs->sp;
+	struct mm_struct *mm = (struct mm_struct *)call->mm;
+	u64 sp = call->sp;
 	struct stk_key k = {
 		.mm = (u64)mm,
-		.ip = regs->ip,
+		.ip = call->ip,
 		.sp = sp,
 		.tgid = id >> 32,
 		.pad = 0,
 	};
 	struct stk_val *v = bpf_map_lookup_elem(&stacks, &k);
 	if (v && v->agent) {
-		*sid = v->id;
+		call->sid = v->id;
 		return CF_STACK_AGENT;
 	}
-	if (v && (v->bp_any || v->bp == regs->bp)) {
+	if (v && (v->bp_any || v->bp == call->bp)) {
 		u64 span = v->span, n = v->n;
 		/* The bound where the verifier needs it (see BOUND). */
 		asm volatile("%0 &= 32767" : "+r"(span));
@@ -768,7 +796,7 @@ static __noinline u16 native_stack(struct scratch *sc, struct config *c, struct 
 				h = stk_mix(h, *(u64 *)(buf + o * 8));
 			}
 			if (h == v->hash) {
-				*sid = v->id;
+				call->sid = v->id;
 				return CF_STACK_HIT;
 			}
 		}
@@ -799,9 +827,9 @@ static __noinline u16 native_stack(struct scratch *sc, struct config *c, struct 
 	e->h.pid = id >> 32;
 	e->h.tid = (u32)id;
 	e->mm = (u64)mm;
-	e->ip = regs->ip;
+	e->ip = call->ip;
 	e->sp = sp;
-	e->bp = regs->bp;
+	e->bp = call->bp;
 	e->len = len;
 	e->pad = 0;
 	u32 zero = 0;
@@ -825,7 +853,7 @@ static __noinline u16 native_stack(struct scratch *sc, struct config *c, struct 
 		count_lost_of(LOST_STACK); /* no room: a short copy goes with the call */
 		return CF_STACK_INLINE;
 	}
-	*sid = seq;
+	call->sid = seq;
 	return CF_STACK_SLICE;
 }
 
@@ -893,8 +921,17 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	 * their native stack, and a call repeated from one place costs a cache lookup. */
 	u64 sid = 0;
 	/* munmap is traced only for the trace's Unmap records: it needs no stack. */
-	if (c->stacks && nr != NR_munmap)
-		cflags |= native_stack(sc, c, t, regs, &sid);
+	if (c->stacks && nr != NR_munmap) {
+		struct stk_call call = {
+			.mm = (u64)BPF_CORE_READ(t, mm),
+			.ip = regs->ip,
+			.sp = regs->sp,
+			.bp = regs->bp,
+			.sid = 0,
+		};
+		cflags |= native_stack(sc, c, &call);
+		sid = call.sid;
+	}
 
 	struct call_ev *e = (void *)buf;
 	e->h.kind = EV_CALL;

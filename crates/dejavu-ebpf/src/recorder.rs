@@ -309,7 +309,8 @@ const COPY_WAIT_NS: u64 = 100_000_000;
 const MAX_AGENT_KEYS: usize = 1 << 16;
 
 struct Loaded {
-    bpf: Ebpf,
+    /// The programs, attached while this lives.
+    _bpf: Ebpf,
     /// Handed to the drainer when the reader starts.
     rings: Option<Rings>,
     traced: HashMap<MapData, u32, u8>,
@@ -370,24 +371,21 @@ impl Drop for MemlockRaised {
     }
 }
 
-/// Loading begun: aya's loader being made and the kernel's BTF being prepared, each on a
-/// thread of its own, while dejavu starts the program (`record`).
+/// Loading begun: the kernel's BTF being prepared on a thread of its own while dejavu
+/// starts the program (`record`).
 struct Pending {
-    loader: std::thread::JoinHandle<EbpfLoader<'static>>,
     prepared: std::thread::JoinHandle<Result<Prepared, RecordError>>,
 }
 
 /// Begins loading. The CO-RE relocations and the BTF tracepoints' type ids are taken from
 /// the cache when this kernel and this build made them before (core_cache.rs), else
-/// computed from a parse of the kernel's BTF of our own. aya's loader is made on a thread
-/// of its own, from when aya 0.13's `EbpfLoader::new` parsed the kernel's BTF itself (15-25
-/// ms here); the vendored aya (vendor/aya/DEJAVU-PATCH.md) parses it only in `load` and only
-/// if no BTF was given, and `load` below always gives one, so making it is now cheap.
-/// Neither needs RLIMIT_MEMLOCK raised (`load` raises it), so a program started meanwhile
-/// does not inherit a raised limit.
+/// computed from a parse of the kernel's BTF of our own. (aya's loader is made in `load`:
+/// the vendored aya, vendor/aya/DEJAVU-PATCH.md, no longer parses the kernel's BTF in
+/// `EbpfLoader::new`, which took 15-25 ms on a thread of its own.) It does not need
+/// RLIMIT_MEMLOCK raised (`load` raises it), so a program started meanwhile does not
+/// inherit a raised limit.
 fn begin_load() -> Pending {
     Pending {
-        loader: std::thread::spawn(EbpfLoader::new),
         prepared: std::thread::spawn(|| {
             core_cache::FileBytes::open("/sys/kernel/btf/vmlinux")
                 .map_err(|e| load_error("reading the kernel's BTF", e))
@@ -396,23 +394,46 @@ fn begin_load() -> Pending {
     }
 }
 
-fn load(pending: Pending, eopts: &Options, stacks: bool) -> Result<Loaded, RecordError> {
-    let ring_bytes = eopts
+/// The size of each ring buffer: `--buffer-size`, a page at least, up to a power of two.
+fn ring_bytes(eopts: &Options) -> Result<u32, RecordError> {
+    Ok(eopts
         .buffer_bytes
         .max(4096)
         .checked_next_power_of_two()
         .filter(|&n| n <= 1 << 31)
-        .ok_or_else(|| unavailable("--buffer-size is too large", "At most 2 GiB."))?
-        as u32;
+        .ok_or_else(|| unavailable("--buffer-size is too large", "At most 2 GiB."))? as u32)
+}
+
+/// Takes map `name` out of the object as a `T`.
+fn take<T: TryFrom<aya::maps::Map, Error = aya::maps::MapError>>(
+    bpf: &mut Ebpf,
+    name: &str,
+) -> Result<T, RecordError> {
+    T::try_from(
+        bpf.take_map(name)
+            .ok_or_else(|| load_error(name, "missing"))?,
+    )
+    .map_err(|e| load_error(name, e))
+}
+
+/// Loads the programs and attaches them, with `config` in effect and `follow` (a program
+/// dejavu started, stopped until it is resumed) already followed.
+fn load(
+    pending: Pending,
+    ring_bytes: u32,
+    stacks: bool,
+    config: Config,
+    follow: Option<i32>,
+) -> Result<Loaded, RecordError> {
     let panicked = |_| load_error("loading the BPF program", "a loading thread panicked");
-    let prepared = pending.prepared.join().map_err(panicked);
-    let mut loader = pending.loader.join().map_err(panicked)?;
-    let prepared = prepared??;
+    let prepared = pending.prepared.join().map_err(panicked)??;
+    let mut loader = EbpfLoader::new();
     let _memlock = MemlockRaised::raise();
     loader
         .set_max_entries("events", ring_bytes)
         // Copies of stacks get a ring of their own, of the same size (a page when off).
         .set_max_entries("stackbuf", if stacks { ring_bytes } else { 4096 });
+    // The maps are created here; the programs are loaded (verified) below.
     let mut bpf = match &prepared.object {
         // Relocated here: aya's own relocation off.
         Some(object) => loader.btf(None).load(object.bytes()),
@@ -420,6 +441,19 @@ fn load(pending: Pending, eopts: &Options, stacks: bool) -> Result<Loaded, Recor
         None => loader.btf(Some(&prepared.btf)).load(OBJECT),
     }
     .map_err(|e| load_error("loading the BPF program", e))?;
+    // The maps out of the object first, to be filled while the programs are verified
+    // (their descriptors are already in the programs' instructions, and stay open).
+    let mut wanted: Array<MapData, u8> = take(&mut bpf, "wanted")?;
+    let mut cfg: Array<MapData, Config> = take(&mut bpf, "config")?;
+    let mut traced: HashMap<MapData, u32, u8> = take(&mut bpf, "traced")?;
+    let lost: PerCpuArray<MapData, u64> = take(&mut bpf, "lost")?;
+    let stack_map: HashMap<MapData, StkKey, StkVal> = take(&mut bpf, "stacks")?;
+    let events = bpf
+        .take_map("events")
+        .ok_or_else(|| load_error("events", "missing"))?;
+    let stackbuf = bpf
+        .take_map("stackbuf")
+        .ok_or_else(|| load_error("stackbuf", "missing"))?;
     let mut all: std::collections::HashMap<&str, &mut aya::programs::Program> =
         bpf.programs_mut().collect();
     let mut progs = Vec::with_capacity(PROGRAMS.len());
@@ -431,11 +465,12 @@ fn load(pending: Pending, eopts: &Options, stacks: bool) -> Result<Loaded, Recor
             .map_err(|e| load_error(prog, e))?;
         progs.push((prog, tp, p));
     }
-    // The verifier takes most of the loading, most of it on sys_exit (about 1,600
-    // instructions, 15-25 ms): that one is verified on a thread of its own while the others
-    // are, then all are attached in order. Nothing is traced before the program starts.
+    // The verifier takes most of the loading, most of it on sys_exit: that one is verified
+    // on a thread of its own while the others are, and meanwhile the maps are filled and
+    // the ring buffers mapped into dejavu (docs/ebpf-backend.md, "Start-up"). Then all are
+    // attached in order. Nothing is traced before the program starts.
     let btf = &prepared.btf;
-    let loaded: Vec<Result<(), RecordError>> = std::thread::scope(|s| {
+    let (loaded, rings) = std::thread::scope(|s| {
         let (exit, rest): (Vec<_>, Vec<_>) = progs
             .iter_mut()
             .partition(|(prog, _, _)| *prog == "on_sys_exit");
@@ -447,15 +482,36 @@ fn load(pending: Pending, eopts: &Options, stacks: bool) -> Result<Loaded, Recor
             .into_iter()
             .map(|(prog, tp, p)| p.load(tp, btf).map_err(|e| load_error(prog, e)))
             .collect();
+        let rings = (|| -> Result<(RingBuf<MapData>, RingBuf<MapData>), RecordError> {
+            for &(nr, _) in arch::table() {
+                wanted
+                    .set(nr, 1u8, 0)
+                    .map_err(|e| load_error("filling the syscall filter", e))?;
+            }
+            if stacks {
+                // For the trace's Unmap records (dejavu_capture::codemaps); no stack copied.
+                wanted
+                    .set(arch::NR_MUNMAP as u32, 1u8, 0)
+                    .map_err(|e| load_error("filling the syscall filter", e))?;
+            }
+            cfg.set(0, config, 0).map_err(|e| load_error("config", e))?;
+            if let Some(pid) = follow {
+                trace(&mut traced, pid)?;
+            }
+            let events = RingBuf::try_from(events).map_err(|e| load_error("events", e))?;
+            let stackbuf = RingBuf::try_from(stackbuf).map_err(|e| load_error("stackbuf", e))?;
+            Ok((events, stackbuf))
+        })();
         res.extend(exit.into_iter().map(|h| {
             h.join()
                 .unwrap_or_else(|_| Err(load_error("on_sys_exit", "the loading thread panicked")))
         }));
-        res
+        (res, rings)
     });
     for r in loaded {
         r?;
     }
+    let (ring, stack_ring) = rings?;
     for (prog, _, p) in &mut progs {
         p.attach().map_err(|e| load_error(prog, e))?;
     }
@@ -465,51 +521,8 @@ fn load(pending: Pending, eopts: &Options, stacks: bool) -> Result<Loaded, Recor
     if let Some((dir, key, entry)) = &prepared.store {
         let _ = core_cache::write(dir, OBJECT, *key, entry);
     }
-    {
-        let mut wanted: Array<_, u8> = Array::try_from(
-            bpf.map_mut("wanted")
-                .ok_or_else(|| load_error("wanted", "missing"))?,
-        )
-        .map_err(|e| load_error("wanted", e))?;
-        for &(nr, _) in arch::table() {
-            wanted
-                .set(nr, 1u8, 0)
-                .map_err(|e| load_error("filling the syscall filter", e))?;
-        }
-        if stacks {
-            // For the trace's Unmap records (dejavu_capture::codemaps); no stack copied.
-            wanted
-                .set(arch::NR_MUNMAP as u32, 1u8, 0)
-                .map_err(|e| load_error("filling the syscall filter", e))?;
-        }
-    }
-    let ring = RingBuf::try_from(
-        bpf.take_map("events")
-            .ok_or_else(|| load_error("events", "missing"))?,
-    )
-    .map_err(|e| load_error("events", e))?;
-    let traced = HashMap::try_from(
-        bpf.take_map("traced")
-            .ok_or_else(|| load_error("traced", "missing"))?,
-    )
-    .map_err(|e| load_error("traced", e))?;
-    let lost = PerCpuArray::try_from(
-        bpf.take_map("lost")
-            .ok_or_else(|| load_error("lost", "missing"))?,
-    )
-    .map_err(|e| load_error("lost", e))?;
-    let stacks = HashMap::try_from(
-        bpf.take_map("stacks")
-            .ok_or_else(|| load_error("stacks", "missing"))?,
-    )
-    .map_err(|e| load_error("stacks", e))?;
-    let stack_ring = RingBuf::try_from(
-        bpf.take_map("stackbuf")
-            .ok_or_else(|| load_error("stackbuf", "missing"))?,
-    )
-    .map_err(|e| load_error("stackbuf", e))?;
     Ok(Loaded {
-        bpf,
+        _bpf: bpf,
         rings: Some(Rings {
             events: ring,
             stacks: stack_ring,
@@ -527,7 +540,7 @@ fn load(pending: Pending, eopts: &Options, stacks: bool) -> Result<Loaded, Recor
             marked: std::collections::HashMap::new(),
             agent_skips: 0,
             agent_misses: 0,
-            map: stacks,
+            map: stack_map,
             deps: Deps::default(),
             slices: 0,
             hits: 0,
@@ -600,12 +613,9 @@ fn prepare(kernel: &[u8], dir: Option<std::path::PathBuf>) -> Result<Prepared, R
     })
 }
 
-fn configure(
-    l: &mut Loaded,
-    opts: &RecordOptions,
-    agent_fd: Option<i32>,
-) -> Result<(), RecordError> {
-    let c = Config {
+/// The kernel half's settings for this recording (bpf/dejavu.bpf.c, `struct config`).
+fn config(opts: &RecordOptions, agent_fd: Option<i32>, ring_bytes: u32) -> Config {
+    Config {
         payload_bytes: opts.payload_bytes.min(PAYLOAD_MAX),
         agent_fd: agent_fd.unwrap_or(-1),
         stacks: if opts.stacks == dejavu_capture::StackMode::On {
@@ -617,24 +627,17 @@ fn configure(
         } else {
             0
         },
-        wake_bytes: l.ring_bytes / 4,
+        wake_bytes: ring_bytes / 4,
         open_identity: opts.open_identity as u32,
         pad: std::env::var_os("DEJAVU_EXP_ALLNATIVE").is_some() as u32,
-    };
-    let mut cfg: Array<_, Config> = Array::try_from(
-        l.bpf
-            .map_mut("config")
-            .ok_or_else(|| load_error("config", "missing"))?,
-    )
-    .map_err(|e| load_error("config", e))?;
-    cfg.set(0, c, 0).map_err(|e| load_error("config", e))
+    }
 }
 
 /// `traced` value: followed.
 const TRACED: u8 = 1;
 
-fn trace(l: &mut Loaded, tgid: i32) -> Result<(), RecordError> {
-    l.traced
+fn trace(traced: &mut HashMap<MapData, u32, u8>, tgid: i32) -> Result<(), RecordError> {
+    traced
         .insert(tgid as u32, TRACED, 0)
         .map_err(|e| load_error("following the process", e))
 }
@@ -670,10 +673,11 @@ pub fn record<W: Write>(
             let child = spawn::fork_child(&path, &argv, None, &env, inherit)?;
             let pid = child.pid;
             let started = (|| {
+                let ring_bytes = ring_bytes(eopts)?;
+                let c = config(&opts, agent_at, ring_bytes);
                 spawn::wait_stopped(&child, &path)?;
-                let mut l = load(pending, eopts, stacks_on)?;
-                configure(&mut l, &opts, agent_at)?;
-                trace(&mut l, pid)?;
+                // Followed before the programs are attached: it is stopped until resumed.
+                let l = load(pending, ring_bytes, stacks_on, c, Some(pid))?;
                 Ok((l, make_writer(&meta)?))
             })();
             let (l, w) = match started {
@@ -747,12 +751,14 @@ pub fn record<W: Write>(
                     meta.cwd = String::from_utf8_lossy(&c).into_owned();
                 }
             }
-            let mut l = load(pending, eopts, stacks_on)?;
-            configure(&mut l, &opts, None)?;
-            // Follow first, then list threads: a thread created in between is reported
-            // by the fork hook, one listed twice is ignored.
+            let ring_bytes = ring_bytes(eopts)?;
+            let c = config(&opts, None, ring_bytes);
+            let mut l = load(pending, ring_bytes, stacks_on, c, None)?;
+            // Followed once every program is attached (a fork before the fork hook would
+            // be missed); follow first, then list threads: a thread created in between is
+            // reported by the fork hook, one listed twice is ignored.
             for &p in &pids {
-                trace(&mut l, p)?;
+                trace(&mut l.traced, p)?;
             }
             let w = make_writer(&meta)?;
             let mut feed = Feed::new(

@@ -467,7 +467,7 @@ impl<'a> EbpfLoader<'a> {
         if let Some(btf) = &btf {
             obj.relocate_btf(btf)?;
         }
-        let mut maps = HashMap::new();
+        let mut todo = Vec::new();
         for (name, mut obj) in obj.maps.drain() {
             if let (false, EbpfSectionKind::Bss | EbpfSectionKind::Data | EbpfSectionKind::Rodata) =
                 (FEATURES.bpf_global_data(), obj.section_kind())
@@ -499,22 +499,69 @@ impl<'a> EbpfLoader<'a> {
                 }
                 _ => (),
             }
-            let btf_fd = btf_fd.as_deref().map(|fd| fd.as_fd());
+            todo.push((name, obj));
+        }
+        // dejavu patch (DEJAVU-PATCH.md): the maps are created on two threads. The kernel
+        // allocates (and zeroes) what a map preallocates when it is created: a ring buffer
+        // of 16 MiB takes 2-3 ms, and one after the other the maps took ~10 ms.
+        let map_btf_fd = btf_fd.as_deref().map(|fd| fd.as_fd());
+        let map_pin_path = map_pin_path.as_deref();
+        let create = |(name, obj): (String, aya_obj::Map)| -> Result<(String, MapData), EbpfError> {
+            let btf_fd = map_btf_fd;
             let mut map = match obj.pinning() {
                 PinningType::None => MapData::create(obj, &name, btf_fd)?,
                 PinningType::ByName => {
                     // pin maps in /sys/fs/bpf by default to align with libbpf
                     // behavior https://github.com/libbpf/libbpf/blob/v1.2.2/src/libbpf.c#L2161.
-                    let path = map_pin_path
-                        .as_deref()
-                        .unwrap_or_else(|| Path::new("/sys/fs/bpf"));
+                    let path = map_pin_path.unwrap_or_else(|| Path::new("/sys/fs/bpf"));
 
                     MapData::create_pinned_by_name(path, obj, &name, btf_fd)?
                 }
             };
             map.finalize()?;
-            maps.insert(name, map);
+            Ok((name, map))
+        };
+        // The largest first, each to the thread with less to create so far (what a map
+        // preallocates: a ring buffer's bytes, a hash or array's entries).
+        let weight = |obj: &aya_obj::Map| -> u64 {
+            let n = u64::from(obj.max_entries());
+            if obj.map_type() == bpf_map_type::BPF_MAP_TYPE_RINGBUF as u32 {
+                n
+            } else {
+                n * u64::from(obj.key_size() + obj.value_size())
+            }
+        };
+        todo.sort_by_key(|(_, obj)| std::cmp::Reverse(weight(obj)));
+        let (mut here, mut there) = (Vec::new(), Vec::new());
+        let (mut w_here, mut w_there) = (0u64, 0u64);
+        for m in todo {
+            let w = weight(&m.1);
+            if w_here <= w_there {
+                w_here += w;
+                here.push(m);
+            } else {
+                w_there += w;
+                there.push(m);
+            }
         }
+        let (here, there) = std::thread::scope(|s| {
+            let t = (!there.is_empty()).then(|| {
+                s.spawn(|| {
+                    there
+                        .into_iter()
+                        .map(&create)
+                        .collect::<Result<Vec<_>, _>>()
+                })
+            });
+            let here = here.into_iter().map(&create).collect::<Result<Vec<_>, _>>();
+            let there = match t {
+                Some(t) => t.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
+                None => Ok(Vec::new()),
+            };
+            (here, there)
+        });
+        let mut maps: HashMap<String, MapData> = here?.into_iter().collect();
+        maps.extend(there?);
 
         let text_sections = obj
             .functions
