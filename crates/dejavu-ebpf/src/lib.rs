@@ -18,11 +18,16 @@ pub use dejavu_capture::{Outcome, RecordError, RecordOptions, Target};
 use dejavu_trace::{Meta, TraceError, TraceWriter};
 use std::io::Write;
 
-/// The ring buffer's default size. At the heaviest rate measured here (a stat loop, about
-/// 450,000 calls a second, ~330 bytes each: 150 MB/s) it holds about 100 ms, ten times
-/// the reader's polling interval; a bigger one costs milliseconds at every start (the
-/// kernel allocates and maps it).
-pub const DEFAULT_BUFFER_BYTES: u64 = 16 << 20;
+/// The default size of each ring buffer (the calls', and the stack copies' with stacks on).
+/// The drainer thread copies records out as they come (drainer.rs), so a ring holds only
+/// what arrives while the drainer waits for a CPU: at the heaviest rate measured here (a
+/// stat loop, about 450,000 calls a second, ~330 bytes each: 150 MB/s) 4 MiB hold about 27
+/// ms, and the kernel wakes the drainer when a quarter waits. No workload of bench/ (nor
+/// `find /usr`, `du`, `cat` of 3,000 files) lost a record with 1 MiB while three busy
+/// loops competed for the two CPUs. A bigger ring costs milliseconds at every start (the
+/// kernel allocates, zeroes and maps it, and unmaps it at the end): 16 MiB, the default
+/// before, made `dejavu record -- true` ~5 ms slower (bench/RESULTS.md).
+pub const DEFAULT_BUFFER_BYTES: u64 = 4 << 20;
 
 /// eBPF-specific options.
 #[derive(Debug, Clone)]

@@ -171,9 +171,9 @@ pub struct CaptureFlags {
     /// on stderr (docs/ebpf-backend.md).
     #[arg(long, value_enum, value_name = "BACKEND")]
     pub backend: Option<Backend>,
-    /// eBPF ring buffer size, e.g. 16M (default), 256M, 1G; rounded up to a power of two.
+    /// eBPF ring buffer size, e.g. 4M (default), 256M, 1G; rounded up to a power of two.
     /// Records that do not fit are counted as lost and reported, never silently dropped.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "16M")]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "4M")]
     pub buffer_size: u64,
 }
 
