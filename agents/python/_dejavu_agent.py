@@ -443,25 +443,28 @@ def _wrap(orig, opened=None, repeats=False):
             # lookup and a count, inline (it is most of the calls of a loop, and a Python
             # call is a good part of what the agent costs per call): the path's entry,
             # this wrapper's, due no check, this thread's, the same working directory for
-            # a relative path, and no wrapped call in progress on this thread (`_depth`
-            # holds only threads inside one). Anything else, and any failure here, takes
-            # the path below.
-            p = args[0]
+            # a relative path (an absolute one's entry holds ""), no wrapped call in
+            # progress on this thread (`_depth` holds only threads inside one), a str
+            # path (the only kind _sticky_call keeps). No test of _fd: unhook() empties
+            # _sticky. Each test costs here (~2,800 instructions per call went to this
+            # path before it was cut to these; bench/agent_instructions.py). Anything
+            # else, and any failure here, takes the path below.
             fast = False
-            if type(p) is str and _fd >= 0:
-                try:
-                    e = _sticky.get(p)
-                    if e is not None and e[1] is wrapper and e[2] < e[3]:
-                        tid = _gnid()
-                        if (
-                            e[6] == tid
-                            and (p[:1] == "/" or e[7] == _os.getcwd())
-                            and (not _depth or not _depth.get(tid))
-                        ):
-                            e[2] += 1
-                            fast = True
-                except Exception:
-                    pass
+            try:
+                e = _sticky.get(args[0])
+                if (
+                    e is not None
+                    and e[1] is wrapper
+                    and e[2] < e[3]
+                    and e[6] == _gnid()
+                    and (not e[7] or e[7] == _os.getcwd())
+                    and (not _depth or not _depth.get(e[6]))
+                    and type(args[0]) is str
+                ):
+                    e[2] += 1
+                    fast = True
+            except Exception:
+                pass
             if fast:
                 if kwargs:
                     return orig(*args, **kwargs)
@@ -759,6 +762,8 @@ def unhook():
     """Restores every original still in place and stops reporting. Safe to call twice."""
     global _fd
     _fd = -1
+    # The wrappers' fast path finds no entry: every call takes the path that tests _fd.
+    _sticky.clear()
     for ns, name, orig, w in reversed(_installed):
         if ns is None:
             # The import watch.

@@ -838,6 +838,21 @@ fn python_threads_calling_on_one_path_each_keep_their_line() {
 }
 
 #[test]
+fn python_a_relative_path_after_a_chdir_is_said_again() {
+    // The Python agent's entry for a relative path holds the working directory it was
+    // said in: after a chdir the same string names another file, so its calls are said
+    // again (at once, not at the next check of the site), and every call keeps its line.
+    require!("python3");
+    let script = "repeats_cwd.py";
+    let (calls, _, _) = record_calls(Lang::Python, script, &[]);
+    for target in ["a/stat", "b/stat"] {
+        let by_line = calls_by_marked_line(&calls, target, script, STATS);
+        let want: BTreeMap<String, usize> = [("S".to_string(), 300)].into_iter().collect();
+        assert_eq!(by_line, want, "{target}: every call at its line");
+    }
+}
+
+#[test]
 fn a_switch_of_function_on_a_path_does_not_check_its_site_at_every_call() {
     // The program reads a file, then stats it 1,000 times from one line (Node.js's module
     // loader reads a script that then stats itself): a different function on the path is
