@@ -22,7 +22,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,42 +34,16 @@ def instructions(python: str, n: int, target: Path, agent_dir: Path | None) -> i
     """Instructions callgrind counts for stat_loop.py N, with the agent from agent_dir."""
     # A fixed hash seed: dict and set probing, and so the count, the same every run.
     env = dict(os.environ, PYTHONHASHSEED="0")
-    pass_fds: tuple[int, ...] = ()
-    r = w = -1
-    if agent_dir is not None:
-        r, w = os.pipe2(os.O_CLOEXEC)
-        os.set_blocking(w, False)  # as dejavu makes it: a full pipe drops, never waits
-        os.dup2(w, ag.AGENT_FD, inheritable=True)
-        os.close(w)
-        ino = os.fstat(ag.AGENT_FD).st_ino
-        env.update(DEJAVU_AGENT_FD=f"{ag.AGENT_FD}:{ino}", PYTHONPATH=str(agent_dir / "python"))
-        pass_fds = (ag.AGENT_FD,)
-    drained: list[int] = []
-
-    def drain() -> None:
-        total = 0
-        while True:
-            b = os.read(r, 1 << 16)
-            if not b:
-                break
-            total += len(b)
-        drained.append(total)
-
-    t = threading.Thread(target=drain) if agent_dir is not None else None
-    if t:
-        t.start()
-    try:
-        p = subprocess.run(
-            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", python,
-             str(WORKLOAD), str(n), str(target)],
-            env=env, pass_fds=pass_fds, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
-    finally:
-        if agent_dir is not None:
-            os.close(ag.AGENT_FD)
-    if t:
-        t.join()
-        os.close(r)
+    argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", python,
+            str(WORKLOAD), str(n), str(target)]
+    quiet = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                 stderr=subprocess.PIPE, text=True, check=False)
+    if agent_dir is None:
+        p = subprocess.run(argv, env=env, **quiet)
+    else:
+        env["PYTHONPATH"] = str(agent_dir / "python")
+        with ag.agent_channel(env) as drained:
+            p = subprocess.run(argv, env=env, pass_fds=(ag.AGENT_FD,), **quiet)
         if not drained or drained[0] == 0:
             # An agent that fails to load (a syntax error) costs nothing: say so rather
             # than print a cost of zero.

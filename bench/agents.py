@@ -26,6 +26,7 @@ library only; the machinery comes from overhead.py beside it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -35,6 +36,7 @@ import time
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import overhead as ov  # noqa: E402  (bench/overhead.py, next to this file)
@@ -68,13 +70,19 @@ def agents_at(rev: str | None, dest: Path) -> Path:
     return dest / "agents"
 
 
-def run_with_pipe(v: Variant, cwd: Path) -> float:
-    """Runs `v` with DEJAVU_AGENT_FD naming a pipe at AGENT_FD that a thread drains."""
+@contextlib.contextmanager
+def agent_channel(env: dict[str, str]) -> Iterator[list[int]]:
+    """A channel for an agent, as dejavu gives one: a pipe whose write end is AGENT_FD
+    (non-blocking: a full pipe drops, never waits), named in `env` (DEJAVU_AGENT_FD), read
+    by a thread here. Yields a list that holds the bytes the agent sent once the block
+    ends; whatever AGENT_FD was before is put back. (agent_instructions.py uses it too.)"""
     r, w = os.pipe2(os.O_CLOEXEC)
-    os.set_blocking(w, False)  # as dejavu makes it: a full pipe drops, never waits
-    ino = os.fstat(w).st_ino
-    env = dict(os.environ, **v.env, DEJAVU_AGENT_FD=f"{AGENT_FD}:{ino}")
-    got = []
+    os.set_blocking(w, False)
+    saved = os.dup(AGENT_FD) if _is_open(AGENT_FD) else None
+    os.dup2(w, AGENT_FD, inheritable=True)
+    os.close(w)
+    env["DEJAVU_AGENT_FD"] = f"{AGENT_FD}:{os.fstat(AGENT_FD).st_ino}"
+    got: list[int] = []
 
     def drain() -> None:
         n = 0
@@ -87,21 +95,25 @@ def run_with_pipe(v: Variant, cwd: Path) -> float:
 
     t = threading.Thread(target=drain)
     t.start()
-    saved = os.dup(AGENT_FD) if _is_open(AGENT_FD) else None
-    os.dup2(w, AGENT_FD, inheritable=True)
-    os.close(w)
     try:
-        t0 = time.perf_counter()
-        p = subprocess.run(v.argv, cwd=cwd, env=env, pass_fds=(AGENT_FD,),
-                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-        wall = time.perf_counter() - t0
+        yield got
     finally:
         os.close(AGENT_FD)
         if saved is not None:
             os.dup2(saved, AGENT_FD)
             os.close(saved)
-    t.join()
-    os.close(r)
+        t.join()
+        os.close(r)
+
+
+def run_with_pipe(v: Variant, cwd: Path) -> float:
+    """Runs `v` with DEJAVU_AGENT_FD naming a pipe at AGENT_FD that a thread drains."""
+    env = dict(os.environ, **v.env)
+    with agent_channel(env) as got:
+        t0 = time.perf_counter()
+        p = subprocess.run(v.argv, cwd=cwd, env=env, pass_fds=(AGENT_FD,),
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        wall = time.perf_counter() - t0
     if p.returncode != 0 or not got or got[0] == 0:
         raise SystemExit(f"{v.name}: exit {p.returncode}, {got} bytes reported")
     return wall
