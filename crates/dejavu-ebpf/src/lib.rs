@@ -18,14 +18,15 @@ pub use dejavu_capture::{Outcome, RecordError, RecordOptions, Target};
 use dejavu_trace::{Meta, TraceError, TraceWriter};
 use std::io::Write;
 
-/// The default size of each ring buffer (the calls', and the stack copies' with stacks on).
-/// The drainer thread copies records out as they come (drainer.rs), so a ring holds only
-/// what arrives while the drainer waits for a CPU: at the heaviest rate measured here (a
-/// stat loop, about 450,000 calls a second, ~330 bytes each: 150 MB/s) 4 MiB hold about 27
-/// ms, and the kernel wakes the drainer when a quarter waits. No workload of bench/ (nor
-/// `find /usr`, `du`, `cat` of 3,000 files) lost a record with 1 MiB while three busy
-/// loops competed for the two CPUs. A bigger ring costs milliseconds at every start (the
-/// kernel allocates, zeroes and maps it, and unmaps it at the end): 16 MiB, the default
+/// The default size of each ring buffer (the calls', and the stack copies' with stacks on). The
+/// drainer thread copies records out as they come (drainer.rs), so a ring holds only what
+/// arrives while the drainer waits for a CPU: at the heaviest rate measured here (a stat loop,
+/// about 450,000 calls a second, ~330 bytes each: 150 MB/s) 4 MiB hold about 27 ms, and the
+/// kernel wakes the drainer when a quarter waits. No record was lost: with 1 MiB and three busy
+/// loops competing for the two CPUs, by the Python stat loop (stacks on and off), the Node.js
+/// one (off) and the C loops of bench/; with 2 MiB, by `make -j2`, and with two busy loops, by
+/// `find /usr`, `du` and `cat` of 3,000 files. A bigger ring costs milliseconds at every start
+/// (the kernel allocates, zeroes and maps it, and unmaps it at the end): 16 MiB, the default
 /// before, made `dejavu record -- true` ~5 ms slower (bench/RESULTS.md).
 pub const DEFAULT_BUFFER_BYTES: u64 = 4 << 20;
 
