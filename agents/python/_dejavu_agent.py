@@ -444,27 +444,30 @@ def _wrap(orig, opened=None, repeats=False):
             # call is a good part of what the agent costs per call): the path's entry,
             # this wrapper's, due no check, this thread's, the same working directory for
             # a relative path (an absolute one's entry holds ""), no wrapped call in
-            # progress on this thread (`_depth` holds only threads inside one), a str
-            # path (the only kind _sticky_call keeps). No test of _fd: unhook() empties
-            # _sticky. Each test costs here (~2,800 instructions per call went to this
-            # path before it was cut to these; bench/agent_instructions.py). Anything
-            # else, and any failure here, takes the path below.
+            # progress on this thread (`_depth` holds only threads inside one). A str
+            # path first (the only kind _sticky_call keeps): the lookup then runs no
+            # __hash__ of the program's (a pathlib.Path's is Python code). No test of
+            # _fd: unhook() empties _sticky. Each test costs here (~2,800 instructions per
+            # call went to this path before it was cut to these;
+            # bench/agent_instructions.py). Anything else, and any failure here, takes
+            # the path below.
             fast = False
-            try:
-                e = _sticky.get(args[0])
-                if (
-                    e is not None
-                    and e[1] is wrapper
-                    and e[2] < e[3]
-                    and e[6] == _gnid()
-                    and (not e[7] or e[7] == _os.getcwd())
-                    and (not _depth or not _depth.get(e[6]))
-                    and type(args[0]) is str
-                ):
-                    e[2] += 1
-                    fast = True
-            except Exception:
-                pass
+            p = args[0]
+            if type(p) is str:
+                try:
+                    e = _sticky.get(p)
+                    if (
+                        e is not None
+                        and e[1] is wrapper
+                        and e[2] < e[3]
+                        and e[6] == _gnid()
+                        and (not e[7] or e[7] == _os.getcwd())
+                        and (not _depth or not _depth.get(e[6]))
+                    ):
+                        e[2] += 1
+                        fast = True
+                except Exception:
+                    pass
             if fast:
                 if kwargs:
                     return orig(*args, **kwargs)

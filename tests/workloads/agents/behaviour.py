@@ -116,6 +116,27 @@ attempt("shutil fd functions", lambda: shutil._use_fd_functions)
 attempt("rmtree is safe", lambda: shutil.rmtree.avoids_symlink_attacks)
 attempt("walk", lambda: sorted((os.path.relpath(r, DIR), sorted(d), sorted(f)) for r, d, f in os.walk(DIR)))
 
+
+# A path object the program hashes itself (pathlib.Path's __hash__ is Python code): the
+# agent's wrappers must not run it (os.stat does not).
+class Hashed(os.PathLike):
+    hashes = 0
+
+    def __init__(self, p):
+        self.p = p
+
+    def __fspath__(self):
+        return self.p
+
+    def __hash__(self):
+        Hashed.hashes += 1
+        return hash(self.p)
+
+
+hp = Hashed(a)
+attempt("path object", lambda: [os.stat(hp).st_size for _ in range(50)][-1])
+out("hashes of the path object", Hashed.hashes)
+
 # What the functions look like.
 for name in ("stat", "lstat", "open", "listdir", "scandir", "mkdir", "remove", "rename", "access"):
     f = getattr(os, name)
