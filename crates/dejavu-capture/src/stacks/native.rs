@@ -42,6 +42,8 @@ const MAX_FRAMES: usize = 128;
 /// Distinct stacks remembered per process before the cache starts over (deep recursion
 /// can make every stack distinct; memory stays bounded).
 const MAX_CACHED_STACKS: usize = 1 << 16;
+/// Shapes of stacks remembered (see `shape_of`) before the memory starts over.
+const MAX_SHAPES: usize = 1 << 16;
 /// Unknown pages remembered per process: an address that stays unknown after a re-read
 /// of the maps (a garbage return address) does not cause another re-read.
 const MAX_MISSING: usize = 4096;
@@ -98,6 +100,10 @@ impl Proc {
     }
 }
 
+/// What the unwinds of one shape of stack depended on: whether the frame pointer register
+/// did, and the offsets (from the stack pointer) of the tried words that did.
+type ShapeDeps = (bool, Box<[u64]>);
+
 /// Counters for `DEJAVU_NATIVE_STATS=1` (printed when the recording ends).
 #[derive(Debug, Default)]
 struct Stats {
@@ -108,6 +114,12 @@ struct Stats {
     layouts: u64,
     symbolized: u64,
     frames: u64,
+    /// Unwinds of a copy again with some of its words replaced (`capture_slice`).
+    trials: u64,
+    /// The words those unwinds tried (one unwind each, tried alone).
+    tried_words: u64,
+    /// Copies whose stack had a shape seen before (no tries).
+    shape_hits: u64,
     modules: u64,
     bytes_read: u64,
     /// Time spent parsing modules and symbolizing sites (DWARF and symbol tables are
@@ -217,6 +229,9 @@ pub struct Native {
     layouts: FxHashMap<Tid, Vec<maps::Mapping>>,
     layout_only: bool,
     cache: CacheN,
+    /// What the unwinds of a shape of stack depended on (`shape_of`): the frame pointer
+    /// register, and the offsets of the tried words that matter.
+    shapes: FxHashMap<Box<[u64]>, ShapeDeps>,
     /// Frames by (module, file offset): each code address is named once.
     sites: FxHashMap<(u32, u64), Box<[Frame]>>,
     stack: StackCopy,
@@ -248,7 +263,9 @@ impl Drop for Native {
             eprintln!(
                 "dejavu: native stacks: {} captures, {} from the stack cache, {} maps reads \
                  ({} from exec and mmap), {} modules ({:.1} ms), {} sites symbolized \
-                 ({:.1} ms), {} frames unwound, {} stack bytes read",
+                 ({:.1} ms), {} frames unwound, {} stack bytes read, {} unwinds to find \
+                 what a copy's stack depended on ({} words tried; {} copies of a shape seen \
+                 before)",
                 s.captures,
                 s.stack_hits,
                 s.maps_reads,
@@ -258,10 +275,43 @@ impl Drop for Native {
                 s.symbolized,
                 s.symbolize_ns as f64 / 1e6,
                 s.frames,
-                s.bytes_read
+                s.bytes_read,
+                s.trials,
+                s.tried_words,
+                s.shape_hits
             );
         }
     }
+}
+
+/// The shape of an unwound stack, the same in every process that runs the same files
+/// the same way: each frame by module and file offset, then the offsets (from the stack
+/// pointer) of the words the unwind read (`words`, sorted), those that were tried
+/// (`tried`, a sorted part of them) marked. None when a frame
+/// is in code of no file (JIT code, [vdso]): such code may change under the same address.
+fn shape_of(
+    p: &Proc,
+    addrs: &[u64],
+    words: &[(u64, u64)],
+    tried: &[(u64, u64)],
+) -> Option<Box<[u64]>> {
+    let mut k = Vec::with_capacity(addrs.len() + words.len() + 2);
+    k.push(addrs.len() as u64);
+    for &a in addrs {
+        let c = p.code_at(a)?;
+        let off = a - c.start + c.offset;
+        if off >> 40 != 0 {
+            return None;
+        }
+        k.push(u64::from(c.module?) << 40 | off);
+    }
+    k.push(words.len() as u64);
+    k.extend(
+        words
+            .iter()
+            .map(|w| w.0 << 1 | u64::from(tried.binary_search(w).is_ok())),
+    );
+    Some(k.into_boxed_slice())
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -287,6 +337,7 @@ impl Native {
             layouts: FxHashMap::default(),
             layout_only: std::env::var_os("DEJAVU_NATIVE_LAYOUT_ONLY").is_some(),
             cache: CacheN::new(),
+            shapes: FxHashMap::default(),
             sites: FxHashMap::default(),
             stack: StackCopy {
                 pid: 0,
@@ -523,26 +574,75 @@ impl Native {
             n.unwind(pid, regs);
             n.addrs == addrs
         };
-        let other_fp = SyscallRegs {
-            fp: regs.fp ^ POISON,
-            ..*regs
-        };
-        deps.fp = !same(self, &other_fp);
         // A code address: where a return address was read, it makes the walk go on.
         let code = addrs[0].wrapping_add(1);
+        // The words that hold a return address (or the code address itself) matter; the
+        // others (saved registers, the word that ended the walk) are tried: replaced by
+        // the code address, the copy unwound again.
+        let mut tried = Vec::new();
         for &(off, v) in &words {
-            let o = off as usize;
-            let is_return = addrs.contains(&v.wrapping_sub(1));
-            let matters = is_return || v == code || {
-                self.stack.buf[o..o + 8].copy_from_slice(&code.to_ne_bytes());
-                let s = same(self, regs);
-                self.stack.buf[o..o + 8].copy_from_slice(&v.to_ne_bytes());
-                !s
-            };
-            if matters {
+            if addrs.contains(&v.wrapping_sub(1)) || v == code {
                 deps.words.push((off, v));
+            } else {
+                tried.push((off, v));
             }
         }
+        // Which of them matter is a matter of the unwind rules of the code the frames are
+        // in, not of the values: another process running the same files (each compiler
+        // of a build) that unwound the same frames (by file and offset) reading the same
+        // offsets needs no tries. Found by tries once per such shape of stack.
+        let shape = self.procs.get(&pid).and_then(|p| shape_of(p, &addrs, &words, &tried));
+        if let Some((fp, matter)) = shape.as_ref().and_then(|k| self.shapes.get(k)) {
+            deps.fp = *fp;
+            deps.words.extend(tried.iter().filter(|w| matter.contains(&w.0)));
+            self.stats.shape_hits += 1;
+        } else {
+            let other_fp = SyscallRegs {
+                fp: regs.fp ^ POISON,
+                ..*regs
+            };
+            deps.fp = !same(self, &other_fp);
+            self.stats.trials += 1;
+            self.stats.tried_words += tried.len() as u64;
+            let first = deps.words.len();
+            // Tried in groups (all at once, then the halves of a group whose replacement
+            // changed the stack, down to single words): the same words as trying each
+            // alone, since a word that changes the stack alone changes it in any group
+            // (the others get the same code address, which cannot bring the walk back to
+            // the same return addresses).
+            let mut groups = vec![&tried[..]];
+            while let Some(g) = groups.pop() {
+                if g.is_empty() {
+                    continue;
+                }
+                for &(off, _) in g {
+                    let o = off as usize;
+                    self.stack.buf[o..o + 8].copy_from_slice(&code.to_ne_bytes());
+                }
+                let s = same(self, regs);
+                self.stats.trials += 1;
+                for &(off, v) in g {
+                    let o = off as usize;
+                    self.stack.buf[o..o + 8].copy_from_slice(&v.to_ne_bytes());
+                }
+                match (s, g.len()) {
+                    (true, _) => {}
+                    (false, 1) => deps.words.push(g[0]),
+                    (false, n) => {
+                        groups.push(&g[n / 2..]);
+                        groups.push(&g[..n / 2]);
+                    }
+                }
+            }
+            if let Some(k) = shape {
+                if self.shapes.len() >= MAX_SHAPES {
+                    self.shapes.clear();
+                }
+                let matter = deps.words[first..].iter().map(|w| w.0).collect();
+                self.shapes.insert(k, (deps.fp, matter));
+            }
+        }
+        deps.words.sort_unstable();
         self.addrs = addrs;
         self.stack.words = words;
         if let (Some(p), Some(id)) = (self.procs.get_mut(&pid), id) {
@@ -1021,6 +1121,43 @@ mod tests {
             ..SyscallRegs::default()
         };
         (n.capture_slice(w, me(), &regs, &copy, deps, true), copy, sp)
+    }
+
+    #[test]
+    fn a_stack_of_a_shape_seen_before_needs_no_tries_and_depends_on_the_same_words() {
+        let mut n = Native::new(true);
+        let mut w = writer();
+        let (ip, sp, fp) = registers_here!();
+        let mut copy = vec![0u8; 16 * 1024];
+        let got = os::read_mem(me(), sp, &mut copy).unwrap_or(0);
+        copy.truncate(got);
+        let regs = SyscallRegs {
+            ip,
+            sp,
+            fp,
+            ..SyscallRegs::default()
+        };
+        let mut first = Deps::default();
+        let id = n.capture_slice(&mut w, me(), &regs, &copy, &mut first, true);
+        assert!(id.is_some());
+        let trials = n.stats.trials;
+        assert!(trials >= 1, "the first copy of a shape is tried");
+        assert_eq!(n.stats.shape_hits, 0);
+        // As another process running the same files would: the same place, not in this
+        // process's cache of unwound copies.
+        n.procs.get_mut(&me()).unwrap().slices.clear();
+        let mut again = Deps::default();
+        assert_eq!(n.capture_slice(&mut w, me(), &regs, &copy, &mut again, true), id);
+        assert_eq!(n.stats.shape_hits, 1);
+        assert_eq!(n.stats.trials, trials, "no tries for a shape seen before");
+        assert_eq!(again, first);
+        // Found by tries again, the same words.
+        n.procs.get_mut(&me()).unwrap().slices.clear();
+        n.shapes.clear();
+        let mut tried = Deps::default();
+        assert_eq!(n.capture_slice(&mut w, me(), &regs, &copy, &mut tried, true), id);
+        assert_eq!(tried, first);
+        assert_eq!(n.stats.trials, 2 * trials);
     }
 
     #[test]

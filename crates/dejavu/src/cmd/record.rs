@@ -125,8 +125,26 @@ pub fn capture(
         for n in &outcome.notes {
             eprintln!("dejavu: {n}");
         }
+        if let Some((user, sys)) = own_cpu() {
+            eprintln!(
+                "dejavu: its own CPU time: {user:.3} s user, {sys:.3} s system (every thread of \
+                 dejavu; the program's is not in it)"
+            );
+        }
     }
     Ok(outcome)
+}
+
+/// dejavu's own CPU time so far (user, system; seconds): all its threads, none of the
+/// program's (getrusage RUSAGE_SELF counts the calling process only).
+fn own_cpu() -> Option<(f64, f64)> {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return None;
+    }
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some((s(u.ru_utime), s(u.ru_stime)))
 }
 
 /// The backend to use: --backend, else $DEJAVU_BACKEND, else auto.
