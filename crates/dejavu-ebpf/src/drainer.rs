@@ -76,6 +76,11 @@ impl Packed {
     fn bytes(&self) -> usize {
         self.data.len() + self.ends.len() * std::mem::size_of::<usize>()
     }
+
+    fn clear(&mut self) {
+        self.data.clear();
+        self.ends.clear();
+    }
 }
 
 /// The kernel's counts of records it had no room for, when a batch was taken.
@@ -108,6 +113,21 @@ pub(crate) struct Batch {
     bytes: usize,
 }
 
+impl Batch {
+    /// As `Batch::default()`, keeping the memory.
+    fn empty(&mut self) {
+        self.copies.clear();
+        self.records.clear();
+        self.lost = None;
+        self.ack = 0;
+        self.root_exited = false;
+        self.bytes = 0;
+    }
+}
+
+/// Emptied batches kept for the drainer to fill again.
+const SPARES: usize = 2;
+
 struct Shared {
     /// An eventfd: the reader's requests and the stop wake the drainer.
     wake: OwnedFd,
@@ -121,6 +141,10 @@ struct Shared {
     full: AtomicU64,
     /// Batches sent.
     batches: AtomicU64,
+    /// Batches the reader is done with, emptied, for the drainer to fill again: their
+    /// memory is already the size a batch grows to (no growing by copies, no fresh pages
+    /// to fault in at every batch).
+    spares: std::sync::Mutex<Vec<Batch>>,
 }
 
 impl Shared {
@@ -171,6 +195,7 @@ impl Drainer {
             limit,
             full: AtomicU64::new(0),
             batches: AtomicU64::new(0),
+            spares: std::sync::Mutex::new(Vec::new()),
         });
         let (tx, rx) = mpsc::channel();
         let s = Arc::clone(&shared);
@@ -201,8 +226,16 @@ impl Drainer {
     }
 
     /// Says the reader is done with a batch (its memory no longer waits).
-    pub fn done(&self, b: Batch) {
+    pub fn done(&self, mut b: Batch) {
         self.shared.backlog.fetch_sub(b.bytes, Ordering::Relaxed);
+        if let Ok(mut spares) = self.shared.spares.lock() {
+            // (Not one that grew past a few batches' size: a burst's memory goes back.)
+            let kept = b.copies.data.capacity() + b.records.data.capacity();
+            if spares.len() < SPARES && kept <= 4 * BATCH_BYTES {
+                b.empty();
+                spares.push(b);
+            }
+        }
     }
 
     /// Asks for everything the kernel has written by now; `each` gets every batch up to
@@ -337,10 +370,13 @@ fn drain_loop(rings: Rings, pidfd: Option<OwnedFd>, s: &Shared, tx: &mpsc::Sende
             more = false;
             continue;
         }
-        let mut b = Batch {
-            root_exited: exited,
-            ..Batch::default()
-        };
+        let mut b = s
+            .spares
+            .lock()
+            .ok()
+            .and_then(|mut v| v.pop())
+            .unwrap_or_default();
+        b.root_exited = exited;
         more = look(&mut stacks, &mut events, &mut b);
         found = b.records.data.len() + b.copies.data.len();
         if !more {
@@ -514,6 +550,39 @@ mod tests {
         // past the last call that ends the second read of copies.
         let copies = b.copies.len();
         assert_eq!(copies, BATCH_BYTES / 64 + 1, "{copies} copies");
+    }
+
+    #[test]
+    fn an_emptied_batch_is_a_new_one_that_keeps_its_memory() {
+        let mut stacks = Fake {
+            next: 0,
+            step: 10,
+            size: 64,
+            left: 100,
+        };
+        let mut events = Fake {
+            next: 1,
+            step: 10,
+            size: 160,
+            left: 100,
+        };
+        let mut b = Batch::default();
+        look(&mut stacks, &mut events, &mut b);
+        b.ack = 7;
+        b.root_exited = true;
+        b.lost = Some(Lost {
+            at: 1,
+            events: vec![1],
+            agent: 0,
+            stacks: 0,
+        });
+        assert!(b.records.len() > 0 && b.copies.len() > 0);
+        let cap = b.records.data.capacity();
+        b.empty();
+        assert_eq!((b.records.len(), b.copies.len()), (0, 0));
+        assert_eq!(b.records.iter().count() + b.copies.iter().count(), 0);
+        assert!(b.lost.is_none() && b.ack == 0 && !b.root_exited && b.bytes == 0);
+        assert_eq!(b.records.data.capacity(), cap);
     }
 
     #[test]

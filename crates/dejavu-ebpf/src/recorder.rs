@@ -124,6 +124,9 @@ fn cache_entry(bp: u64, id: u32, deps: &Deps, copied: usize) -> Option<StkVal> {
     Some(v)
 }
 
+/// Memory of unwound copies kept for the next ones (see `StackCache::spare`).
+const MAX_SPARE_COPIES: usize = 64;
+
 /// A copy of the top of a thread's stack, out of the ring buffer until its call comes.
 struct HeldCopy {
     /// When the kernel sent it.
@@ -152,6 +155,9 @@ struct StackCache {
     marked: std::collections::HashMap<StkKey, u32>,
     map: HashMap<MapData, StkKey, StkVal>,
     deps: Deps,
+    /// The memory of copies unwound, for the next ones (a copy is a few KiB: no
+    /// allocation and free per copy).
+    spare: Vec<Vec<u8>>,
     /// Stack copies unwound, calls whose stack the kernel found in the cache, entries
     /// stored.
     slices: u64,
@@ -194,7 +200,12 @@ impl StackCache {
                     ip: sl.ip,
                     sp: sl.sp,
                     bp: sl.bp,
-                    bytes: sl.bytes.to_vec(),
+                    bytes: {
+                        let mut v = self.spare.pop().unwrap_or_default();
+                        v.clear();
+                        v.extend_from_slice(sl.bytes);
+                        v
+                    },
                 },
             );
         }
@@ -249,6 +260,9 @@ impl StackCache {
                 }
                 self.stored.insert(k, (self.gen, v.hash));
             }
+        }
+        if self.spare.len() < MAX_SPARE_COPIES {
+            self.spare.push(c.bytes);
         }
         NativeStack::Pending
     }
@@ -542,6 +556,7 @@ fn load(
             agent_misses: 0,
             map: stack_map,
             deps: Deps::default(),
+            spare: Vec::new(),
             slices: 0,
             hits: 0,
             cached: 0,
