@@ -61,7 +61,7 @@ pub struct Deps {
 }
 
 /// An executable mapping of a process.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Code {
     start: u64,
     end: u64,
@@ -120,6 +120,8 @@ struct Stats {
     tried_words: u64,
     /// Copies whose stack had a shape seen before (no tries).
     shape_hits: u64,
+    /// Processes that started with their parent's mappings (fork).
+    inherited: u64,
     modules: u64,
     bytes_read: u64,
     /// Time spent parsing modules and symbolizing sites (DWARF and symbol tables are
@@ -262,7 +264,7 @@ impl Drop for Native {
             let s = &self.stats;
             eprintln!(
                 "dejavu: native stacks: {} captures, {} from the stack cache, {} maps reads \
-                 ({} from exec and mmap), {} modules ({:.1} ms), {} sites symbolized \
+                 ({} from exec and mmap; {} processes started with their parent's), {} modules ({:.1} ms), {} sites symbolized \
                  ({:.1} ms), {} frames unwound, {} stack bytes read, {} unwinds to find \
                  what a copy's stack depended on ({} words tried; {} copies of a shape seen \
                  before)",
@@ -270,6 +272,7 @@ impl Drop for Native {
                 s.stack_hits,
                 s.maps_reads,
                 s.layouts,
+                s.inherited,
                 s.modules,
                 s.load_ns as f64 / 1e6,
                 s.symbolized,
@@ -885,11 +888,49 @@ impl Native {
             .collect()
     }
 
-    /// `child` is a copy of `parent` (fork): the same code where it was.
+    /// `child` is a copy of `parent` (fork): the same code where it was. The child starts
+    /// with what is known of the parent's mappings, not with a read of its own (a build
+    /// forks a process per command, and each stack its child unwinds before its exec
+    /// would read /proc/PID/maps first); an address they do not hold reads the child's, as
+    /// for any process.
     pub fn forked(&mut self, parent: Tid, child: Tid) {
         if let Some(l) = self.layouts.get(&parent).cloned() {
             self.layouts.insert(child, l);
         }
+        if !self.enabled || self.procs.contains_key(&child) {
+            return;
+        }
+        let Some(p) = self.procs.get(&parent) else {
+            return;
+        };
+        let mut unwinder = UnwinderN::new();
+        for c in &p.code {
+            let (Some(m), Some(delta)) = (c.module, c.delta) else {
+                continue;
+            };
+            let Some(elf) = self.modules.get(m as usize) else {
+                continue;
+            };
+            let bias = c.start.wrapping_sub(c.offset).wrapping_sub(delta);
+            if bias <= c.start {
+                unwinder.add_module(framehop::Module::new(
+                    String::from_utf8_lossy(&c.path).into_owned(),
+                    c.start..c.end,
+                    bias,
+                    elf.section_info(),
+                ));
+            }
+        }
+        let proc = Proc {
+            maps: p.maps.clone(),
+            code: p.code.clone(),
+            unwinder,
+            stacks: FxHashMap::default(),
+            missing: FxHashSet::default(),
+            slices: FxHashMap::default(),
+        };
+        self.stats.inherited += 1;
+        self.procs.insert(child, proc);
     }
 }
 
@@ -1158,6 +1199,40 @@ mod tests {
         assert_eq!(n.capture_slice(&mut w, me(), &regs, &copy, &mut tried, true), id);
         assert_eq!(tried, first);
         assert_eq!(n.stats.trials, 2 * trials);
+    }
+
+    #[test]
+    fn a_forked_child_unwinds_with_its_parents_mappings_without_reading_its_own() {
+        let mut n = Native::new(true);
+        let mut w = writer();
+        let (ip, sp, fp) = registers_here!();
+        let mut copy = vec![0u8; 16 * 1024];
+        let got = os::read_mem(me(), sp, &mut copy).unwrap_or(0);
+        copy.truncate(got);
+        let regs = SyscallRegs {
+            ip,
+            sp,
+            fp,
+            ..SyscallRegs::default()
+        };
+        let mut deps = Deps::default();
+        let id = n.capture_slice(&mut w, me(), &regs, &copy, &mut deps, true);
+        assert!(id.is_some());
+        assert_eq!(n.stats.maps_reads, 1);
+        // A pid that is no process (as a child that has exec'd or exited by the time its
+        // copies are read): only the parent's mappings can name its frames.
+        let child: Tid = 0x3fff_fff0;
+        n.forked(me(), child);
+        assert_eq!(n.stats.inherited, 1);
+        let mut again = Deps::default();
+        let cid = n.capture_slice(&mut w, child, &regs, &copy, &mut again, true);
+        assert!(cid.is_some(), "the child's stack, from its parent's mappings");
+        assert_eq!(n.stats.maps_reads, 1, "no read of the child's");
+        assert_eq!(again, deps);
+        assert_eq!(cid, id, "the same frames: the same stack of the trace");
+        // Nothing known of a parent: nothing inherited.
+        n.forked(0x3fff_fff1, 0x3fff_fff2);
+        assert_eq!(n.stats.inherited, 1);
     }
 
     #[test]
