@@ -76,7 +76,8 @@ const MAX_PATH = 3000;
  * 4, ...); CALM doubles with each switch the path has seen (8, 16, 32, ...), so lines
  * that take turns often keep it checked at every call. The price: at a switch that comes
  * while the path is checked less often (the first, and each after a calm run), up to
- * STICKY_GAP - 1 of the new line's first calls are still given to the earlier line.
+ * STICKY_GAP of the new line's first calls (the calls between two checks) are still given
+ * to the earlier line.
  */
 const STICKY_SYNC = new Set([
   'accessSync', 'appendFileSync', 'chmodSync', 'chownSync', 'existsSync', 'lchownSync',

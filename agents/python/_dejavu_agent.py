@@ -96,7 +96,8 @@ _STICKY_OS = frozenset(
 # again (1, 2, 4, ... then every _STICKY_GAP): a helper called from two lines one after the
 # other is not walked at every call for good, and lines that take turns often keep their
 # path checked at every call. The price: at a switch found while checking less often (the
-# first, and each after a calm run), up to _STICKY_GAP - 1 calls name the earlier line.
+# first, and each after a calm run), up to _STICKY_GAP calls (the calls between two
+# checks) name the earlier line.
 _STICKY_GAP = 16
 _STICKY_CALM = 8
 _STICKY_CALM_SHIFT = 16

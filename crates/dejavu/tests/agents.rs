@@ -874,19 +874,21 @@ fn printed_count(out: &str, what: &str, script: &str) -> usize {
 #[test]
 fn node_repeated_calls_are_said_once_and_still_name_each_line() {
     // A loop on one path at one line is said once (STICKY) and checked now and then; a
-    // path called from several lines is checked at every call. Every call keeps its line,
-    // but for the documented price: when another line starts calling the same function on
-    // a path, up to 255 of its first calls (the Node.js agent checks every 256th) may
-    // still go to the line before (F, E: 300 calls each).
+    // path whose site switched is checked at every call until a calm run. Every call
+    // keeps its line, but for the documented price: when another line starts calling the
+    // same function on a path, up to 256 of its first calls (the Node.js agent lets up to
+    // 256 calls pass between two checks) may still go to the line before (F, E: 300 calls
+    // each).
     require!("node");
-    assert_repeats(Lang::Node, "repeats.js", (300, 300), 255);
+    assert_repeats(Lang::Node, "repeats.js", (300, 300), 256);
 }
 
 #[test]
 fn python_repeated_calls_are_said_once_and_still_name_each_line() {
-    // Python's agent checks every 16th call: up to 15 (F, E: 100 then 50 calls).
+    // Python's agent lets up to 16 calls pass between two checks: up to 16 (F, E: 100
+    // then 50 calls).
     require!("python3");
-    assert_repeats(Lang::Python, "repeats.py", (100, 50), 15);
+    assert_repeats(Lang::Python, "repeats.py", (100, 50), 16);
 }
 
 #[test]
@@ -975,13 +977,13 @@ fn a_helper_called_from_two_lines_is_checked_at_every_call_only_for_a_while() {
     // in a row found the same site, then 1, 2, 4, ... calls apart again (docs/agents.md,
     // "Repeated calls"). Before, it stayed checked at every call: 1,987 stack captures
     // (Node.js) and 2,003 frame walks (Python) for these 2,050 calls; now 29 and 134. Every
-    // call names its caller, but for the documented price at the switch: up to 255
-    // (Node.js) or 15 (Python) of the second line's first calls may name the first.
+    // call names its caller, but for the documented price at the switch: up to 256
+    // (Node.js) or 16 (Python) of the second line's first calls may name the first.
     require!("node");
     require!("python3");
     for (lang, script, what, most, price) in [
-        (Lang::Node, "helper.js", "captures", 100, 255),
-        (Lang::Python, "helper.py", "walks", 300, 15),
+        (Lang::Node, "helper.js", "captures", 100, 256),
+        (Lang::Python, "helper.py", "walks", 300, 16),
     ] {
         let (calls, _, _, out) = record_calls_out(lang, script, &[]);
         let n = printed_count(&out, what, script);
