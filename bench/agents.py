@@ -3,7 +3,10 @@
 
 For the stat loops (Node.js bench/workloads/stat_loop.js: fs.statSync of one file N times;
 Python bench/workloads/stat_loop.py: os.stat of one file N times; N defaults to 200,000),
-this runs, interleaved round-robin so that machine noise hits every variant alike:
+and with --workloads stat_js_helper,stat_py_helper the same calls in a helper called from
+two lines, a warm-up of 100 calls, then N (bench/workloads/stat_helper.js and .py: the
+path's site switches once), this runs, interleaved round-robin so that machine noise hits
+every variant alike:
 
     native                  the workload alone
     pipe                    with the agent loaded and reporting to a pipe this script
@@ -22,6 +25,7 @@ library only; the machinery comes from overhead.py beside it.
     cargo build --release -p dejavu
     python3 bench/agents.py --reps 5
     python3 bench/agents.py --before HEAD~1 --before-dejavu /tmp/dejavu-before --reps 5
+    python3 bench/agents.py --before main --no-dejavu --workloads stat_js_helper --reps 5
 """
 from __future__ import annotations
 
@@ -43,6 +47,13 @@ import overhead as ov  # noqa: E402  (bench/overhead.py, next to this file)
 
 REPO = ov.REPO
 AGENT_FD = 1000
+# --workloads: key -> (runtime, script in bench/workloads)
+WORKLOADS = {
+    "stat_js": ("node", "stat_loop.js"),
+    "stat_py": ("python", "stat_loop.py"),
+    "stat_js_helper": ("node", "stat_helper.js"),
+    "stat_py_helper": ("python", "stat_helper.py"),
+}
 
 
 @dataclass
@@ -135,36 +146,41 @@ def main() -> int:
     ap.add_argument("--before", metavar="REV", help="also the agents of this git revision")
     ap.add_argument("--before-dejavu", metavar="BINARY",
                     help="also this dejavu binary (built at --before)")
-    ap.add_argument("--workloads", default="stat_js,stat_py")
+    ap.add_argument("--workloads", default="stat_js,stat_py",
+                    help=f"comma-separated, of {', '.join(WORKLOADS)} (default stat_js,stat_py)")
+    ap.add_argument("--no-dejavu", action="store_true",
+                    help="only native and pipe: the agents alone, no dejavu record rows")
     args = ap.parse_args()
+    for key in args.workloads.split(","):
+        if key not in WORKLOADS:
+            ap.error(f"unknown workload {key!r} (known: {', '.join(WORKLOADS)})")
 
     facts = ov.machine_facts(Path(args.dejavu), args.dejavu)
     with tempfile.TemporaryDirectory(prefix="dejavu-agents-bench-") as tmp:
         tmp = Path(tmp)
         target = ov.write_stat_target(tmp)
         trees = {"after": agents_at(None, tmp / "after")}
-        binaries = {"after": args.dejavu}
+        binaries = {} if args.no_dejavu else {"after": args.dejavu}
         if args.before:
             trees["before"] = agents_at(args.before, tmp / "before")
-        if args.before_dejavu:
+        if args.before_dejavu and not args.no_dejavu:
             binaries["before"] = args.before_dejavu
         print(f"- date (UTC): {facts['date_utc']}; {facts['nproc']} CPUs, {facts['cpu']}; "
               f"load at start {facts['load_start']}")
         print(f"- node {facts['versions']['node']}, python {facts['versions']['python (workload)']}")
         print(f"- N = {args.n}, {args.reps} runs per variant, interleaved; after = the working "
-              f"tree's agents and {args.dejavu}" + (f"; before = {args.before}'s agents and "
-                                                    f"{args.before_dejavu}" if args.before else ""))
+              f"tree's agents" + ("" if args.no_dejavu else f" and {args.dejavu}")
+              + (f"; before = {args.before}'s agents" if args.before else "")
+              + (f" and {args.before_dejavu}" if args.before and "before" in binaries else ""))
         for key in args.workloads.split(","):
-            if key == "stat_js":
-                prog = ["node", str(ov.WORKLOADS_DIR / "stat_loop.js"), str(args.n), str(target)]
-            else:
-                # The real interpreter, not a pyenv shim (see overhead.py).
-                prog = [sys.executable, str(ov.WORKLOADS_DIR / "stat_loop.py"), str(args.n),
-                        str(target)]
+            runtime, script = WORKLOADS[key]
+            # Python: the real interpreter, not a pyenv shim (see overhead.py).
+            prog = ["node" if runtime == "node" else sys.executable,
+                    str(ov.WORKLOADS_DIR / script), str(args.n), str(target)]
             variants = [Variant("native", prog)]
             for label, tree in trees.items():
                 env = ({"NODE_OPTIONS": f"--require {tree / 'node' / 'dejavu-agent.js'}"}
-                       if key == "stat_js" else {"PYTHONPATH": str(tree / "python")})
+                       if runtime == "node" else {"PYTHONPATH": str(tree / "python")})
                 variants.append(Variant(f"pipe ({label})", prog, env, pipe=True))
             for label, exe in binaries.items():
                 for backend in ["ptrace", "ebpf"]:

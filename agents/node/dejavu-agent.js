@@ -70,10 +70,14 @@ const MAX_PATH = 3000;
  * syscalls all name their one path argument (or the descriptor they open on it). A call
  * of one of them on a path whose site dejavu already has for this thread (STICKY) sends
  * nothing and captures no stack; its site is checked again after 1, 2, 4, 8, ... calls,
- * then every STICKY_GAP calls, and a change is said at once (after which that path is
- * checked at every call). The price: when another line starts calling the same function
- * on the same path, up to STICKY_GAP - 1 of its first calls are still given to the
- * earlier line.
+ * then every STICKY_GAP calls, and a change is said at once. After a change (a switch:
+ * another line calls the same function on the path) the path is checked at every call
+ * until CALM checks in a row found the same site, then less and less often again (1, 2,
+ * 4, ...); CALM doubles with each switch the path has seen (8, 16, 32, ...), so lines
+ * that take turns often keep it checked at every call. The price: at a switch that comes
+ * while the path is checked less often (the first, and each after a calm run), up to
+ * STICKY_GAP of the new line's first calls (the calls between two checks) are still given
+ * to the earlier line.
  */
 const STICKY_SYNC = new Set([
   'accessSync', 'appendFileSync', 'chmodSync', 'chownSync', 'existsSync', 'lchownSync',
@@ -88,6 +92,16 @@ const STICKY_SYNC = new Set([
  * (bench/agents.py). Python's agent checks every 16th call: its frame walk is cheap.
  */
 const STICKY_GAP = 256;
+/**
+ * Checks in a row that must find the same site before a path whose site switched is
+ * checked less often again: STICKY_CALM << (switches - 1), the shift at most
+ * STICKY_CALM_SHIFT. A helper called from two lines one after the other (a warm-up, then
+ * the loop) is checked at every call for 8 calls, not for good (a V8 stack per call was
+ * 4x native for a statSync loop); lines taking turns in blocks of m calls stop decaying
+ * once CALM exceeds m - 1, after at most 1 + log2(m / 8) decays.
+ */
+const STICKY_CALM = 8;
+const STICKY_CALM_SHIFT = 16;
 /** Most paths remembered (past it the memory starts again: the next call of each checks). */
 const MAX_STICKY = 4096;
 
@@ -140,8 +154,10 @@ const sites = new Map();
 /**
  * Path argument (as the program gave it) -> the site dejavu was last told for it (STICKY),
  * the wrapper that made that call, the working directory then, the calls since, the count
- * at which the site is checked again, and whether it ever changed (then every call checks).
- * @type {Map<string, { site: number, fn: Function, cwd: string, n: number, next: number, gap: number, volatile: boolean }>}
+ * at which the site is checked again, the calls between checks, whether a switch of its
+ * site is recent (then every call checks), the switches seen (of the same function's
+ * site), and while volatile the checks in a row that found the same site.
+ * @type {Map<string, { site: number, fn: Function, cwd: string, n: number, next: number, gap: number, volatile: boolean, switches: number, calm: number }>}
  */
 const sticky = new Map();
 /** promise -> request number, for fs.promises calls in flight */
@@ -738,11 +754,18 @@ function stickyCall(w, p, first) {
   if (e !== undefined && e.site === site && e.cwd === cwd) {
     e.fn = w;
     e.n++;
-    // A path called from one line only: checked less and less often. One called from
-    // several lines (a check found the site changed): checked at every call for good.
+    // A path called from one line only: checked less and less often. One whose site
+    // switched (another line called the same function on it): checked at every call until
+    // enough checks in a row found the same site, then less and less often again, from
+    // the next call but one; the calm needed doubles with each switch.
     if (!e.volatile) {
       e.gap = Math.min(e.gap * 2, STICKY_GAP);
       e.next = e.n + e.gap;
+    } else if (++e.calm >= STICKY_CALM << Math.min(e.switches - 1, STICKY_CALM_SHIFT)) {
+      e.volatile = false;
+      e.calm = 0;
+      e.gap = 1;
+      e.next = e.n + 1;
     }
     return true;
   }
@@ -761,24 +784,28 @@ function stickyCall(w, p, first) {
   }
   if (sticky.size >= MAX_STICKY) sticky.clear();
   if (e !== undefined && e.cwd === cwd && e.fn === w) {
-    // The site of the same function on the same path changed (another line calls it):
-    // from now on this path's site is checked at every call. Another function on the
-    // path (the module loader's readFileSync of a script that then stats itself) is not
-    // that: its calls are checked less and less often again (below).
+    // The site of the same function on the same path changed (another line calls it),
+    // a switch: this path's site is checked at every call until a calm run (above), which
+    // must be longer with each switch. Another function on the path (the module loader's
+    // readFileSync of a script that then stats itself) is not that: its calls are checked
+    // less and less often again (below).
     e.site = site;
     e.fn = w;
     e.volatile = true;
+    e.switches++;
+    e.calm = 0;
     e.n = e.next = 0;
   } else if (e !== undefined && e.cwd === cwd) {
     // Another function: its next call checks (the one before may be called again from
-    // another line), then less and less often; a path called from several lines stays
-    // checked at every call, whatever function.
+    // another line), then less and less often; a path whose site switched stays checked
+    // at every call, whatever function, until its calm run (the counts are kept: a change
+    // of function is found at once, it is no switch of lines).
     e.site = site;
     e.fn = w;
     e.n = e.next = 0;
     if (!e.volatile) e.gap = 1;
   } else {
-    sticky.set(p, { site, fn: w, cwd, n: 1, next: 2, gap: 1, volatile: false });
+    sticky.set(p, { site, fn: w, cwd, n: 1, next: 2, gap: 1, volatile: false, switches: 0, calm: 0 });
   }
   return true;
 }

@@ -81,14 +81,26 @@ _depth = {}
 _installed = []
 # Repeated calls (docs/agents.md, "Repeated calls"): path as given -> [site, wrapper,
 # calls since, next check, gap, volatile, thread, working directory for a relative path
-# else ""]: the site dejavu was last told (STICKY) for that thread and path.
+# else "", switches, calm]: the site dejavu was last told (STICKY) for that thread and
+# path. volatile: a check found the same function's site switched (another line calls it)
+# and no calm run followed yet: every call checks. switches: how many times it did;
+# calm: while volatile, the checks in a row that found the same site.
 _sticky = {}
 # The os functions whose syscalls all name their one path argument.
 _STICKY_OS = frozenset(
     ("stat", "lstat", "access", "listdir", "readlink", "chmod", "utime", "truncate", "statvfs")
 )
-# Most calls between two checks of a repeated call's site; most entries kept.
+# Most calls between two checks of a repeated call's site; most entries kept. After a
+# switch, a path is checked at every call until _STICKY_CALM << (switches - 1) checks in a
+# row (the shift at most _STICKY_CALM_SHIFT) found the same site, then less and less often
+# again (1, 2, 4, ... then every _STICKY_GAP): a helper called from two lines one after the
+# other is not walked at every call for good, and lines that take turns often keep their
+# path checked at every call. The price: at a switch found while checking less often (the
+# first, and each after a calm run), up to _STICKY_GAP calls (the calls between two
+# checks) name the earlier line.
 _STICKY_GAP = 16
+_STICKY_CALM = 8
+_STICKY_CALM_SHIFT = 16
 _MAX_STICKY = 4096
 _getframe = _sys._getframe
 _write = _os.write
@@ -386,8 +398,9 @@ def _sticky_call(w, tid, p):
     wrapper `w` on `p`: whether dejavu has, or was just told, its site for this thread and
     path, so the call needs no ENTER and EXIT. Between checks it costs a dict lookup; a
     check walks the frames as any call does; a changed site is said at once, and from then
-    on that path is checked at every call. One entry per path, for the thread that called
-    last (another thread's call on it starts over: correct, if dearer)."""
+    on that path is checked at every call until a calm run of checks found the same site
+    (longer with each switch). One entry per path, for the thread that called last
+    (another thread's call on it starts over: correct, if dearer)."""
     cwd = "" if p[:1] == "/" else _os.getcwd()
     e = _sticky.get(p)
     if e is not None and (e[6] != tid or e[7] != cwd):
@@ -404,6 +417,15 @@ def _sticky_call(w, tid, p):
         if not e[5]:
             e[4] = min(e[4] * 2, _STICKY_GAP)
             e[3] = e[2] + e[4]
+        else:
+            # Switched before: checked at every call until a calm run, which doubles with
+            # each switch; then less and less often again, from the next call but one.
+            e[9] += 1
+            if e[9] >= _STICKY_CALM << min(max(e[8] - 1, 0), _STICKY_CALM_SHIFT):
+                e[5] = False
+                e[9] = 0
+                e[4] = 1
+                e[3] = e[2] + 1
         return True
     path = _resolve(p, cwd or _os.getcwd())
     if len(path) > 3000:
@@ -415,18 +437,20 @@ def _sticky_call(w, tid, p):
     _site_sent(key, sid)
     if e is not None and e[1] is w:
         # The site of the same function on the same path changed (another line calls
-        # it): from now on this path's site is checked at every call. Another function on
-        # the path is not that: its calls are checked less and less often again (below).
-        e[:] = [sid, w, 0, 0, 1, True, tid, cwd]
+        # it), a switch: this path's site is checked at every call until a calm run
+        # (above), longer with each switch. Another function on the path is not that: its
+        # calls are checked less and less often again (below).
+        e[:] = [sid, w, 0, 0, 1, True, tid, cwd, e[8] + 1, 0]
     elif e is not None:
         # Another function: its next call checks (the one before may be called again
-        # from another line), then less and less often; a path called from several lines
-        # stays checked at every call, whatever function.
-        e[:] = [sid, w, 0, 0, 1, e[5], tid, cwd]
+        # from another line), then less and less often; a path whose site switched stays
+        # checked at every call, whatever function, until its calm run (the counts are
+        # kept: a change of function is found at once, it is no switch of lines).
+        e[:] = [sid, w, 0, 0, 1, e[5], tid, cwd, e[8], e[9]]
     else:
         if len(_sticky) >= _MAX_STICKY:
             _sticky.clear()
-        _sticky[p] = [sid, w, 1, 2, 1, False, tid, cwd]
+        _sticky[p] = [sid, w, 1, 2, 1, False, tid, cwd, 0, 0]
     return True
 
 
