@@ -124,6 +124,60 @@ fn cache_entry(bp: u64, id: u32, deps: &Deps, copied: usize) -> Option<StkVal> {
     Some(v)
 }
 
+/// Stacks unwound before they are stored in the kernel's cache at the latest.
+const MAX_PENDING: usize = 256;
+
+/// BPF_MAP_UPDATE_BATCH of `entries` into `map`: how many were stored, or how many were
+/// before the error (errno) stopped it.
+fn update_batch(
+    map: &aya::maps::MapData,
+    entries: &[(StkKey, StkVal)],
+) -> Result<usize, (usize, i32)> {
+    use std::os::fd::{AsFd, AsRawFd};
+    let keys: Vec<StkKey> = entries.iter().map(|e| e.0).collect();
+    let values: Vec<StkVal> = entries.iter().map(|e| e.1).collect();
+    // union bpf_attr's `batch` member (include/uapi/linux/bpf.h).
+    #[repr(C)]
+    #[derive(Default)]
+    struct BatchAttr {
+        in_batch: u64,
+        out_batch: u64,
+        keys: u64,
+        values: u64,
+        count: u32,
+        map_fd: u32,
+        elem_flags: u64,
+        flags: u64,
+    }
+    const BPF_MAP_UPDATE_BATCH: libc::c_long = 26;
+    let mut attr = BatchAttr {
+        keys: keys.as_ptr() as u64,
+        values: values.as_ptr() as u64,
+        count: u32::try_from(entries.len()).map_err(|_| (0, libc::EINVAL))?,
+        map_fd: map.fd().as_fd().as_raw_fd() as u32,
+        ..BatchAttr::default()
+    };
+    // SAFETY: the attr points at `keys` and `values`, alive and of `count` entries each of
+    // the map's key and value sizes; the kernel reads them and writes back `count`.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_MAP_UPDATE_BATCH,
+            &mut attr as *mut BatchAttr,
+            std::mem::size_of::<BatchAttr>() as libc::c_uint,
+        )
+    };
+    let n = (attr.count as usize).min(entries.len());
+    if r == 0 {
+        Ok(entries.len())
+    } else {
+        Err((
+            n,
+            std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+        ))
+    }
+}
+
 /// Memory of unwound copies kept for the next ones (see `StackCache::spare`).
 const MAX_SPARE_COPIES: usize = 64;
 
@@ -158,6 +212,10 @@ struct StackCache {
     /// The memory of copies unwound, for the next ones (a copy is a few KiB: no
     /// allocation and free per copy).
     spare: Vec<Vec<u8>>,
+    /// Stacks unwound, not yet stored in the kernel's cache (`flush`).
+    pending: Vec<(StkKey, StkVal)>,
+    /// Whether the kernel stores them in one call (false once it said it cannot).
+    batch_updates: bool,
     /// Stack copies unwound, calls whose stack the kernel found in the cache, entries
     /// stored.
     slices: u64,
@@ -252,19 +310,53 @@ impl StackCache {
             }
             // Once per key and read of the ring: the copies that came before the kernel
             // had the answer are the same stack again (each insert is a system call).
-            if self.stored.get(&k) != Some(&(self.gen, v.hash)) && self.map.insert(k, v, 0).is_ok()
-            {
-                self.cached += 1;
+            if self.stored.get(&k) != Some(&(self.gen, v.hash)) {
                 if self.stored.len() >= MAX_AGENT_KEYS {
                     self.stored.clear();
                 }
                 self.stored.insert(k, (self.gen, v.hash));
+                self.pending.push((k, v));
+                if self.pending.len() >= MAX_PENDING {
+                    self.flush();
+                }
             }
         }
         if self.spare.len() < MAX_SPARE_COPIES {
             self.spare.push(c.bytes);
         }
         NativeStack::Pending
+    }
+
+    /// Stores the stacks unwound since the last time in the kernel's cache: one `bpf`
+    /// call for all of them (BPF_MAP_UPDATE_BATCH) where the kernel has it, instead of one
+    /// per stack (a build stores ~12,000). Called at the end of each batch of records,
+    /// every MAX_PENDING stacks, and before an agent's mark, so that the kernel sees the
+    /// entries in the order they were decided.
+    fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let mut done = 0;
+        if self.batch_updates {
+            match update_batch(aya::maps::IterableMap::map(&self.map), &self.pending) {
+                Ok(n) => done = n,
+                Err((n, e)) => {
+                    done = n;
+                    // Not this kernel's (before 5.6), or not for this map: one at a time
+                    // from now on. Anything else (no memory): the rest one at a time.
+                    if matches!(e, libc::EINVAL | libc::ENOTSUP | libc::ENOTTY | 524) {
+                        self.batch_updates = false;
+                    }
+                }
+            }
+        }
+        self.cached += done as u64;
+        for (k, v) in &self.pending[done.min(self.pending.len())..] {
+            if self.map.insert(*k, *v, 0).is_ok() {
+                self.cached += 1;
+            }
+        }
+        self.pending.clear();
     }
 
     /// After a call was decoded: `named` says whether a language agent gave its site.
@@ -279,6 +371,8 @@ impl StackCache {
             if !named {
                 self.agent_misses += 1;
                 if let Some(k) = self.agent_keys.remove(&(handle as u32)) {
+                    // In the order they were decided: the stored stacks first.
+                    self.flush();
                     let _ = self.map.remove(&k);
                 }
             }
@@ -308,6 +402,7 @@ impl StackCache {
             bp_any: 1,
             agent: 1,
         };
+        self.flush();
         if self.map.insert(k, v, 0).is_ok() {
             self.agent_keys.insert(self.next_handle, k);
         }
@@ -557,6 +652,8 @@ fn load(
             map: stack_map,
             deps: Deps::default(),
             spare: Vec::new(),
+            pending: Vec::new(),
+            batch_updates: true,
             slices: 0,
             hits: 0,
             cached: 0,
@@ -1040,6 +1137,7 @@ impl<W: Write> Reader<W> {
                 self.malformed += 1;
             }
         }
+        self.l.stacks.flush();
         for pid in self.guard.untrace.drain(..) {
             let _ = self.l.traced.remove(&(pid as u32));
         }

@@ -594,10 +594,14 @@ impl Native {
         // in, not of the values: another process running the same files (each compiler
         // of a build) that unwound the same frames (by file and offset) reading the same
         // offsets needs no tries. Found by tries once per such shape of stack.
-        let shape = self.procs.get(&pid).and_then(|p| shape_of(p, &addrs, &words, &tried));
+        let shape = self
+            .procs
+            .get(&pid)
+            .and_then(|p| shape_of(p, &addrs, &words, &tried));
         if let Some((fp, matter)) = shape.as_ref().and_then(|k| self.shapes.get(k)) {
             deps.fp = *fp;
-            deps.words.extend(tried.iter().filter(|w| matter.contains(&w.0)));
+            deps.words
+                .extend(tried.iter().filter(|w| matter.contains(&w.0)));
             self.stats.shape_hits += 1;
         } else {
             let other_fp = SyscallRegs {
@@ -1188,7 +1192,10 @@ mod tests {
         // process's cache of unwound copies.
         n.procs.get_mut(&me()).unwrap().slices.clear();
         let mut again = Deps::default();
-        assert_eq!(n.capture_slice(&mut w, me(), &regs, &copy, &mut again, true), id);
+        assert_eq!(
+            n.capture_slice(&mut w, me(), &regs, &copy, &mut again, true),
+            id
+        );
         assert_eq!(n.stats.shape_hits, 1);
         assert_eq!(n.stats.trials, trials, "no tries for a shape seen before");
         assert_eq!(again, first);
@@ -1196,7 +1203,10 @@ mod tests {
         n.procs.get_mut(&me()).unwrap().slices.clear();
         n.shapes.clear();
         let mut tried = Deps::default();
-        assert_eq!(n.capture_slice(&mut w, me(), &regs, &copy, &mut tried, true), id);
+        assert_eq!(
+            n.capture_slice(&mut w, me(), &regs, &copy, &mut tried, true),
+            id
+        );
         assert_eq!(tried, first);
         assert_eq!(n.stats.trials, 2 * trials);
     }
@@ -1226,7 +1236,10 @@ mod tests {
         assert_eq!(n.stats.inherited, 1);
         let mut again = Deps::default();
         let cid = n.capture_slice(&mut w, child, &regs, &copy, &mut again, true);
-        assert!(cid.is_some(), "the child's stack, from its parent's mappings");
+        assert!(
+            cid.is_some(),
+            "the child's stack, from its parent's mappings"
+        );
         assert_eq!(n.stats.maps_reads, 1, "no read of the child's");
         assert_eq!(again, deps);
         assert_eq!(cid, id, "the same frames: the same stack of the trace");
