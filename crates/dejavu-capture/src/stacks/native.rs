@@ -44,6 +44,8 @@ const MAX_FRAMES: usize = 128;
 const MAX_CACHED_STACKS: usize = 1 << 16;
 /// Shapes of stacks remembered (see `shape_of`) before the memory starts over.
 const MAX_SHAPES: usize = 1 << 16;
+/// Mappings learned for one stack at most (see `Native::learn`).
+const MAX_LEARNED: usize = 4;
 /// Unknown pages remembered per process: an address that stays unknown after a re-read
 /// of the maps (a garbage return address) does not cause another re-read.
 const MAX_MISSING: usize = 4096;
@@ -122,6 +124,8 @@ struct Stats {
     shape_hits: u64,
     /// Processes that started with their parent's mappings (fork).
     inherited: u64,
+    /// Mappings asked of the kernel one address at a time (PROCMAP_QUERY).
+    queries: u64,
     modules: u64,
     bytes_read: u64,
     /// Time spent parsing modules and symbolizing sites (DWARF and symbol tables are
@@ -264,7 +268,7 @@ impl Drop for Native {
             let s = &self.stats;
             eprintln!(
                 "dejavu: native stacks: {} captures, {} from the stack cache, {} maps reads \
-                 ({} from exec and mmap; {} processes started with their parent's), {} modules ({:.1} ms), {} sites symbolized \
+                 ({} from exec and mmap; {} processes started with their parent's; {} addresses asked alone), {} modules ({:.1} ms), {} sites symbolized \
                  ({:.1} ms), {} frames unwound, {} stack bytes read, {} unwinds to find \
                  what a copy's stack depended on ({} words tried; {} copies of a shape seen \
                  before)",
@@ -273,6 +277,7 @@ impl Drop for Native {
                 s.maps_reads,
                 s.layouts,
                 s.inherited,
+                s.queries,
                 s.modules,
                 s.load_ns as f64 / 1e6,
                 s.symbolized,
@@ -464,6 +469,69 @@ impl Native {
             missing,
             slices,
         })
+    }
+
+    /// Learns the mapping that holds `addr` (an address the process's list does not
+    /// hold): asked of the kernel for that address alone (`maps::query`) and added to the
+    /// list, its module to the unwinder; the whole list read again (`refresh`) where the
+    /// kernel cannot say, or where the mapping overlaps one the list holds (the list is
+    /// stale there: a library unloaded, a heap grown).
+    fn learn(&mut self, pid: Tid, addr: u64) {
+        if self.layout_only || !self.procs.contains_key(&pid) {
+            return self.refresh(pid);
+        }
+        let m = match maps::query(pid, addr) {
+            Err(()) => return self.refresh(pid),
+            Ok(None) => {
+                self.stats.queries += 1;
+                return;
+            }
+            Ok(Some(m)) => m,
+        };
+        self.stats.queries += 1;
+        let overlaps = self
+            .procs
+            .get(&pid)
+            .is_some_and(|p| p.maps.iter().any(|x| x.start < m.end && m.start < x.end));
+        if overlaps {
+            return self.refresh(pid);
+        }
+        let module = (m.exec && m.is_file())
+            .then(|| self.module_for(&m))
+            .flatten();
+        let elf = module.and_then(|i| self.modules.get(i as usize));
+        let delta = elf.and_then(|e| e.svma_delta(m.offset, m.end - m.start));
+        let info = elf.zip(delta).and_then(|(elf, delta)| {
+            let bias = m.start.wrapping_sub(m.offset).wrapping_sub(delta);
+            (bias <= m.start).then(|| (bias, elf.section_info()))
+        });
+        let Some(p) = self.procs.get_mut(&pid) else {
+            return;
+        };
+        if m.exec {
+            if let Some((bias, section_info)) = info {
+                p.unwinder.add_module(framehop::Module::new(
+                    String::from_utf8_lossy(&m.path).into_owned(),
+                    m.start..m.end,
+                    bias,
+                    section_info,
+                ));
+            }
+            let i = p.code.partition_point(|c| c.start < m.start);
+            p.code.insert(
+                i,
+                Code {
+                    start: m.start,
+                    end: m.end,
+                    offset: m.offset,
+                    module,
+                    delta,
+                    path: m.path.clone(),
+                },
+            );
+        }
+        let i = p.maps.partition_point(|x| x.start < m.start);
+        p.maps.insert(i, m);
     }
 
     fn refresh(&mut self, pid: Tid) {
@@ -679,9 +747,11 @@ impl Native {
         }
         // The stack pointer and the instruction pointer are mapped for certain: a list
         // that does not hold them is stale (a thread's new stack, a dlopen'd library).
-        // If a re-read does not find them either, their page is remembered, so that
-        // whatever is odd about this process does not cost a re-read per call.
-        let mut refreshed = false;
+        // If the kernel does not find them either, their page is remembered, so that
+        // whatever is odd about this process does not cost a look per call.
+        // Mappings learned for this stack (`learn`): one per library loaded since the list
+        // was made, a few at most.
+        let mut learned = 0;
         // (With a copy of the stack, where the stack pointer's mapping ends does not
         // matter: the copy says how far the stack can be read.)
         let copied = slice.is_some();
@@ -695,8 +765,8 @@ impl Native {
             .map(|(a, _)| a)
         };
         if let Some(a) = self.procs.get(&pid).and_then(unknown) {
-            self.refresh(pid);
-            refreshed = true;
+            self.learn(pid, a);
+            learned += 1;
             if let Some(p) = self.procs.get_mut(&pid) {
                 if unknown(p) == Some(a) && p.missing.len() < MAX_MISSING {
                     p.missing.insert(a >> 12);
@@ -719,17 +789,18 @@ impl Native {
         self.incomplete = false;
         while let Some(addr) = self.unwind(pid, regs) {
             // A return address outside every known mapping: a library loaded since the
-            // maps were read, or garbage where unwinding went wrong. Re-read once; if the
-            // address is still unknown, remember its page so garbage costs one re-read.
+            // maps were read, or garbage where unwinding went wrong. Learn its mapping; if
+            // there is none, remember its page so garbage costs one look.
             let page = addr >> 12;
             self.incomplete = true;
             let Some(p) = self.procs.get(&pid) else { break };
-            if refreshed || p.missing.contains(&page) || p.missing.len() >= MAX_MISSING {
+            if learned >= MAX_LEARNED || p.missing.contains(&page) || p.missing.len() >= MAX_MISSING
+            {
                 break;
             }
             self.incomplete = false;
-            self.refresh(pid);
-            refreshed = true;
+            self.learn(pid, addr);
+            learned += 1;
             if let Some(p) = self.procs.get_mut(&pid) {
                 if p.code_at(addr).is_none() {
                     p.missing.insert(page);
@@ -1133,19 +1204,63 @@ mod tests {
             let id = n.capture_slice(&mut w, me(), &regs, &bytes, &mut deps, true);
             assert!(id.is_some());
         }
-        assert_eq!(
-            n.stats.maps_reads, 2,
-            "the first load, and one read for the garbage"
-        );
+        // A look: a read of /proc/PID/maps, or a query for the one address where the
+        // kernel answers those (PROCMAP_QUERY).
+        let looks = |n: &Native| n.stats.maps_reads + n.stats.queries;
+        assert_eq!(looks(&n), 2, "the first load, and one look for the garbage");
+        assert_eq!(n.stats.maps_reads, 1 + u64::from(n.stats.queries == 0));
         // A walk that ended at an address no mapping holds is not remembered (code mapped
         // later could make it go on): nothing it depended on is said.
         assert!(deps.words.is_empty());
         n.mappings_changed(me());
         n.capture_slice(&mut w, me(), &regs, &bytes, &mut deps, true);
         assert_eq!(
-            n.stats.maps_reads, 3,
-            "a new file mapping may hold it: read once more"
+            looks(&n),
+            3,
+            "a new file mapping may hold it: looked for once more"
         );
+    }
+
+    #[test]
+    fn code_mapped_after_the_list_was_made_is_learned_alone() {
+        use std::os::fd::AsRawFd;
+        let mut n = Native::new(true);
+        let mut w = writer();
+        let mut deps = Deps::default();
+        assert!(slice_here(&mut n, &mut w, &mut deps).0.is_some());
+        assert_eq!(n.stats.maps_reads, 1);
+        // Our own file mapped again, executable, somewhere new (as a dlopen would).
+        let f = std::fs::File::open(std::env::current_exe().unwrap()).unwrap();
+        // SAFETY: a new private read-only mapping of a file we hold open; unmapped below.
+        let at = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_EXEC,
+                libc::MAP_PRIVATE,
+                f.as_raw_fd(),
+                0,
+            )
+        };
+        assert_ne!(at, libc::MAP_FAILED);
+        let start = at as u64;
+        let (_, sp, _) = registers_here!();
+        let regs = SyscallRegs {
+            ip: start + 0x10,
+            sp,
+            ..SyscallRegs::default()
+        };
+        n.capture_slice(&mut w, me(), &regs, &[0u8; 64], &mut deps, true);
+        let p = n.procs.get(&me()).unwrap();
+        let known = p.code_at(start + 0x10).map(|c| (c.start, c.end));
+        // SAFETY: the mapping made above, not used after this.
+        unsafe { libc::munmap(at, 4096) };
+        assert_eq!(known, Some((start, start + 4096)), "the new code is known");
+        if n.stats.queries > 0 {
+            assert_eq!(n.stats.maps_reads, 1, "asked alone, not read again");
+        } else {
+            assert_eq!(n.stats.maps_reads, 2, "a kernel before 6.11: read again");
+        }
     }
 
     /// Like `capture_here`, from a copy of our own stack (as the eBPF side sends).
