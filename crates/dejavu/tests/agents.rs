@@ -803,15 +803,7 @@ fn calls_by_marked_line(
     sys: &[Sys],
 ) -> BTreeMap<String, usize> {
     let file = workload(fixture);
-    let text = std::fs::read_to_string(&file).unwrap();
-    let names: BTreeMap<u32, String> = text
-        .lines()
-        .enumerate()
-        .filter_map(|(i, l)| {
-            let n = l.split("// @line ").nth(1).or(l.split("# @line ").nth(1))?;
-            Some((i as u32 + 1, n.trim().to_string()))
-        })
-        .collect();
+    let names = line_markers(&file);
     let mut out = BTreeMap::new();
     for c in calls.get(target).into_iter().flatten() {
         if !sys.contains(&c.sys) {
@@ -828,6 +820,19 @@ fn calls_by_marked_line(
     out
 }
 
+/// The `@line NAME` markers of a fixture (`// @line NAME` or `# @line NAME` ending a
+/// line), by line number.
+fn line_markers(file: &std::path::Path) -> BTreeMap<u32, String> {
+    let text = std::fs::read_to_string(file).unwrap();
+    text.lines()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let n = l.split("// @line ").nth(1).or(l.split("# @line ").nth(1))?;
+            Some((i as u32 + 1, n.trim().to_string()))
+        })
+        .collect()
+}
+
 /// The calls on DIR/`target` of kinds `sys`, in trace order, each named by the `@line NAME`
 /// marker on the innermost of its frames in `fixture` that carries one ("-" for none): for
 /// the calls of a helper, the line that called the helper.
@@ -838,15 +843,7 @@ fn marked_callers(
     sys: &[Sys],
 ) -> Vec<String> {
     let file = workload(fixture);
-    let text = std::fs::read_to_string(&file).unwrap();
-    let names: BTreeMap<u32, String> = text
-        .lines()
-        .enumerate()
-        .filter_map(|(i, l)| {
-            let n = l.split("// @line ").nth(1).or(l.split("# @line ").nth(1))?;
-            Some((i as u32 + 1, n.trim().to_string()))
-        })
-        .collect();
+    let names = line_markers(&file);
     let file = file.display().to_string();
     calls
         .get(target)

@@ -1263,6 +1263,23 @@ mod tests {
         }
     }
 
+    /// This thread's registers and a copy of the top of its stack (as the eBPF side
+    /// sends), made here.
+    #[inline(never)]
+    fn copy_here() -> (SyscallRegs, Vec<u8>) {
+        let (ip, sp, fp) = registers_here!();
+        let mut copy = vec![0u8; 16 * 1024];
+        let got = os::read_mem(me(), sp, &mut copy).unwrap_or(0);
+        copy.truncate(got);
+        let regs = SyscallRegs {
+            ip,
+            sp,
+            fp,
+            ..SyscallRegs::default()
+        };
+        (regs, copy)
+    }
+
     /// Like `capture_here`, from a copy of our own stack (as the eBPF side sends).
     #[inline(never)]
     fn slice_here(
@@ -1270,33 +1287,19 @@ mod tests {
         w: &mut TraceWriter<Vec<u8>>,
         deps: &mut Deps,
     ) -> (Option<StackId>, Vec<u8>, u64) {
-        let (ip, sp, fp) = registers_here!();
-        let mut copy = vec![0u8; 16 * 1024];
-        let got = os::read_mem(me(), sp, &mut copy).unwrap_or(0);
-        copy.truncate(got);
-        let regs = SyscallRegs {
-            ip,
-            sp,
-            fp,
-            ..SyscallRegs::default()
-        };
-        (n.capture_slice(w, me(), &regs, &copy, deps, true), copy, sp)
+        let (regs, copy) = copy_here();
+        (
+            n.capture_slice(w, me(), &regs, &copy, deps, true),
+            copy,
+            regs.sp,
+        )
     }
 
     #[test]
     fn a_stack_of_a_shape_seen_before_needs_no_tries_and_depends_on_the_same_words() {
         let mut n = Native::new(true);
         let mut w = writer();
-        let (ip, sp, fp) = registers_here!();
-        let mut copy = vec![0u8; 16 * 1024];
-        let got = os::read_mem(me(), sp, &mut copy).unwrap_or(0);
-        copy.truncate(got);
-        let regs = SyscallRegs {
-            ip,
-            sp,
-            fp,
-            ..SyscallRegs::default()
-        };
+        let (regs, copy) = copy_here();
         let mut first = Deps::default();
         let id = n.capture_slice(&mut w, me(), &regs, &copy, &mut first, true);
         assert!(id.is_some());
@@ -1330,16 +1333,7 @@ mod tests {
     fn a_forked_child_unwinds_with_its_parents_mappings_without_reading_its_own() {
         let mut n = Native::new(true);
         let mut w = writer();
-        let (ip, sp, fp) = registers_here!();
-        let mut copy = vec![0u8; 16 * 1024];
-        let got = os::read_mem(me(), sp, &mut copy).unwrap_or(0);
-        copy.truncate(got);
-        let regs = SyscallRegs {
-            ip,
-            sp,
-            fp,
-            ..SyscallRegs::default()
-        };
+        let (regs, copy) = copy_here();
         let mut deps = Deps::default();
         let id = n.capture_slice(&mut w, me(), &regs, &copy, &mut deps, true);
         assert!(id.is_some());
