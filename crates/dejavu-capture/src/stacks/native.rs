@@ -429,29 +429,11 @@ impl Native {
             } else {
                 None
             };
-            let elf = module.and_then(|i| self.modules.get(i as usize));
-            let delta = elf.and_then(|e| e.svma_delta(m.offset, m.end - m.start));
-            if let (Some(elf), Some(delta)) = (elf, delta) {
-                // framehop addresses a module by its load bias: where the file's address 0
-                // would be in memory (address = SVMA + bias).
-                let bias = m.start.wrapping_sub(m.offset).wrapping_sub(delta);
-                if bias <= m.start {
-                    unwinder.add_module(framehop::Module::new(
-                        String::from_utf8_lossy(&m.path).into_owned(),
-                        m.start..m.end,
-                        bias,
-                        elf.section_info(),
-                    ));
-                }
+            let c = self.code_of(m, module);
+            if let Some(um) = self.unwind_module(&c) {
+                unwinder.add_module(um);
             }
-            code.push(Code {
-                start: m.start,
-                end: m.end,
-                offset: m.offset,
-                module,
-                delta,
-                path: m.path.clone(),
-            });
+            code.push(c);
         }
         let (stacks, missing, slices) = match old {
             // Stack ids by address stay right as long as every code mapping they may name
@@ -468,6 +450,35 @@ impl Native {
             stacks,
             missing,
             slices,
+        })
+    }
+
+    /// The code entry of executable mapping `m`, whose file is `module`.
+    fn code_of(&self, m: &maps::Mapping, module: Option<u32>) -> Code {
+        let elf = module.and_then(|i| self.modules.get(i as usize));
+        Code {
+            start: m.start,
+            end: m.end,
+            offset: m.offset,
+            module,
+            delta: elf.and_then(|e| e.svma_delta(m.offset, m.end - m.start)),
+            path: m.path.clone(),
+        }
+    }
+
+    /// What framehop needs to unwind through code entry `c`, when its file was parsed.
+    fn unwind_module(&self, c: &Code) -> Option<framehop::Module<Bytes>> {
+        let elf = self.modules.get(c.module? as usize)?;
+        // framehop addresses a module by its load bias: where the file's address 0 would
+        // be in memory (address = SVMA + bias).
+        let bias = c.start.wrapping_sub(c.offset).wrapping_sub(c.delta?);
+        (bias <= c.start).then(|| {
+            framehop::Module::new(
+                String::from_utf8_lossy(&c.path).into_owned(),
+                c.start..c.end,
+                bias,
+                elf.section_info(),
+            )
         })
     }
 
@@ -499,36 +510,17 @@ impl Native {
         let module = (m.exec && m.is_file())
             .then(|| self.module_for(&m))
             .flatten();
-        let elf = module.and_then(|i| self.modules.get(i as usize));
-        let delta = elf.and_then(|e| e.svma_delta(m.offset, m.end - m.start));
-        let info = elf.zip(delta).and_then(|(elf, delta)| {
-            let bias = m.start.wrapping_sub(m.offset).wrapping_sub(delta);
-            (bias <= m.start).then(|| (bias, elf.section_info()))
-        });
+        let c = m.exec.then(|| self.code_of(&m, module));
+        let um = c.as_ref().and_then(|c| self.unwind_module(c));
         let Some(p) = self.procs.get_mut(&pid) else {
             return;
         };
-        if m.exec {
-            if let Some((bias, section_info)) = info {
-                p.unwinder.add_module(framehop::Module::new(
-                    String::from_utf8_lossy(&m.path).into_owned(),
-                    m.start..m.end,
-                    bias,
-                    section_info,
-                ));
+        if let Some(c) = c {
+            if let Some(um) = um {
+                p.unwinder.add_module(um);
             }
-            let i = p.code.partition_point(|c| c.start < m.start);
-            p.code.insert(
-                i,
-                Code {
-                    start: m.start,
-                    end: m.end,
-                    offset: m.offset,
-                    module,
-                    delta,
-                    path: m.path.clone(),
-                },
-            );
+            let i = p.code.partition_point(|x| x.start < c.start);
+            p.code.insert(i, c);
         }
         let i = p.maps.partition_point(|x| x.start < m.start);
         p.maps.insert(i, m);
@@ -979,22 +971,8 @@ impl Native {
             return;
         };
         let mut unwinder = UnwinderN::new();
-        for c in &p.code {
-            let (Some(m), Some(delta)) = (c.module, c.delta) else {
-                continue;
-            };
-            let Some(elf) = self.modules.get(m as usize) else {
-                continue;
-            };
-            let bias = c.start.wrapping_sub(c.offset).wrapping_sub(delta);
-            if bias <= c.start {
-                unwinder.add_module(framehop::Module::new(
-                    String::from_utf8_lossy(&c.path).into_owned(),
-                    c.start..c.end,
-                    bias,
-                    elf.section_info(),
-                ));
-            }
+        for um in p.code.iter().filter_map(|c| self.unwind_module(c)) {
+            unwinder.add_module(um);
         }
         let proc = Proc {
             maps: p.maps.clone(),
