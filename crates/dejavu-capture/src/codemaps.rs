@@ -90,8 +90,7 @@ impl<W: Write> Capture<W> {
     fn code_file(&mut self, path: &[u8]) -> Option<FileInfo> {
         // By its real path, as /proc/PID/maps and the frames' modules name it.
         let given = Path::new(std::ffi::OsStr::from_bytes(path));
-        let real = std::fs::canonicalize(given).unwrap_or_else(|_| given.to_path_buf());
-        let meta = std::fs::metadata(&real).ok();
+        let (real, meta) = crate::realpath::resolve(given);
         let file = meta.as_ref().map(|m| (m.dev(), m.ino()));
         let build_id = match &meta {
             Some(m) => {

@@ -11,6 +11,7 @@ pub mod decode;
 mod error;
 pub mod feed;
 pub mod os;
+pub mod realpath;
 pub mod recording;
 pub mod signals;
 pub mod snapshot;

@@ -18,10 +18,9 @@ use std::path::Path;
 const PAGE: u64 = 4096;
 
 /// A file's identity as /proc/PID/maps gives it: (major, minor), inode.
-fn identity(path: &Path) -> Option<((u32, u32), u64)> {
-    let m = std::fs::metadata(path).ok()?;
+fn identity(m: &std::fs::Metadata) -> ((u32, u32), u64) {
     let dev = m.dev();
-    Some(((libc::major(dev), libc::minor(dev)), m.ino()))
+    ((libc::major(dev), libc::minor(dev)), m.ino())
 }
 
 /// Bytes read first from a program's file: its ELF header, program headers and
@@ -55,6 +54,42 @@ fn head(path: &Path) -> Option<Vec<u8>> {
         }
     }
     (headers_end(&data)? <= data.len()).then_some(data)
+}
+
+/// Files whose start `head_of` keeps (the programs and interpreters of a recording's
+/// execs: a few).
+const MAX_HEADS: usize = 64;
+
+type HeadKey = (u64, u64, u64, i64, i64);
+
+thread_local! {
+    static HEADS: std::cell::RefCell<rustc_hash::FxHashMap<HeadKey, std::rc::Rc<Vec<u8>>>> =
+        std::cell::RefCell::new(rustc_hash::FxHashMap::default());
+}
+
+/// `head(path)`, read once per file: kept by the identity `meta` (a stat of `path`) gives
+/// it, its device, inode, size and modification time (a build execs the same cc1 and
+/// ld.so 32 times, and each exec read both again).
+fn head_of(path: &Path, meta: &std::fs::Metadata) -> Option<std::rc::Rc<Vec<u8>>> {
+    let key = (
+        meta.dev(),
+        meta.ino(),
+        meta.size(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+    );
+    if let Some(h) = HEADS.with(|h| h.borrow().get(&key).cloned()) {
+        return Some(h);
+    }
+    let data = std::rc::Rc::new(head(path)?);
+    HEADS.with(|h| {
+        let mut h = h.borrow_mut();
+        if h.len() >= MAX_HEADS {
+            h.clear();
+        }
+        h.insert(key, data.clone());
+    });
+    Some(data)
 }
 
 /// How many bytes from the start of an ELF file hold its program headers and interpreter
@@ -150,7 +185,8 @@ fn load(
     bias: Option<u64>,
     at_phdr: Option<u64>,
 ) -> Option<(Vec<Mapping>, Option<Vec<u8>>)> {
-    let data = head(path)?;
+    let meta = std::fs::metadata(path).ok()?;
+    let data = head_of(path, &meta)?;
     let data = data.as_slice();
     let hdr = elf::FileHeader64::<object::Endianness>::parse(data).ok()?;
     let endian = hdr.endian().ok()?;
@@ -174,7 +210,7 @@ fn load(
         }
         (None, None) => return None,
     };
-    let (dev, inode) = identity(path)?;
+    let (dev, inode) = identity(&meta);
     let interp = phdrs
         .iter()
         .find_map(|p| p.interpreter(endian, data).ok().flatten())
@@ -215,7 +251,7 @@ pub fn at_exec(exe: &Path, at_phdr: u64, at_base: u64) -> Vec<Mapping> {
         let i = i.strip_suffix(b"\0").unwrap_or(&i).to_vec();
         // By its real path (/lib64/ld-linux-x86-64.so.2 is a link), as /proc names it.
         let given = Path::new(std::ffi::OsStr::from_bytes(&i));
-        let ipath = std::fs::canonicalize(given).unwrap_or_else(|_| given.to_path_buf());
+        let ipath = crate::realpath::resolve(given).0;
         if let Some((m, _)) = load(&ipath, Some(at_base), None) {
             maps.extend(m);
         }
@@ -232,10 +268,11 @@ pub fn mapped(maps: &mut Vec<Mapping>, start: u64, len: u64, offset: u64, path: 
     };
     // By its real path, as /proc names it (ld.so opens libraries by their search path).
     let given = Path::new(std::ffi::OsStr::from_bytes(path));
-    let real = std::fs::canonicalize(given).unwrap_or_else(|_| given.to_path_buf());
-    let Some((dev, inode)) = identity(&real) else {
+    let (real, meta) = crate::realpath::resolve(given);
+    let Some(m) = meta else {
         return;
     };
+    let (dev, inode) = identity(&m);
     unmapped(maps, start, len);
     maps.push(Mapping {
         start,
