@@ -12,6 +12,7 @@ use dejavu_capture::os as kernel;
 use dejavu_capture::stacks::{native::Deps, NativeStack};
 use dejavu_capture::{arch, signals, spawn, Outcome, RecordError, RecordOptions, Target};
 use dejavu_trace::{ExitStatus, Meta, StackId, TraceError, TraceWriter};
+use rustc_hash::FxHashMap;
 use std::io::Write;
 use std::os::fd::FromRawFd;
 use std::time::{Duration, Instant};
@@ -190,23 +191,26 @@ struct HeldCopy {
     sp: u64,
     bp: u64,
     bytes: Vec<u8>,
+    /// The stack, when it is one unwound before (`StackCache::answer`): `bytes` is then
+    /// empty.
+    known: Option<u32>,
 }
 
 /// The copies of stacks whose calls have not come yet, the kernel's stack cache, and
 /// counters for `DEJAVU_NATIVE_STATS=1`.
 struct StackCache {
     /// Copies read from the kernel's ring whose calls have not come yet, by `seq`.
-    copies: std::collections::HashMap<u64, HeldCopy>,
+    copies: FxHashMap<u64, HeldCopy>,
     gen: u32,
     /// Where the call being decoded was made, when its stack came as a copy.
     last: Option<StkKey>,
     /// Places an agent names, by handle; the last handle given.
-    agent_keys: std::collections::HashMap<u32, StkKey>,
+    agent_keys: FxHashMap<u32, StkKey>,
     next_handle: u32,
     /// The read of the ring in which each key's entry was stored (with its hash), and
     /// marked as an agent's.
-    stored: std::collections::HashMap<StkKey, (u32, u64)>,
-    marked: std::collections::HashMap<StkKey, u32>,
+    stored: FxHashMap<StkKey, (u32, u64)>,
+    marked: FxHashMap<StkKey, u32>,
     map: HashMap<MapData, StkKey, StkVal>,
     deps: Deps,
     /// The memory of copies unwound, for the next ones (a copy is a few KiB: no
@@ -214,11 +218,19 @@ struct StackCache {
     spare: Vec<Vec<u8>>,
     /// Stacks unwound, not yet stored in the kernel's cache (`flush`).
     pending: Vec<(StkKey, StkVal)>,
+    /// The entry of each place unwound last, as stored in the kernel's cache: the copies
+    /// the kernel sent before it had the entry are answered here by the same test, not
+    /// unwound again (a loop's call sends a copy per call until then: ~1,500 for a
+    /// readlink loop, 1,213 per cc1 of a build for one of its readlink loops).
+    answers: FxHashMap<StkKey, StkVal>,
+    /// DEJAVU_EBPF_DEBUG: each entry stored is printed (read once, not per stack).
+    debug: bool,
     /// Whether the kernel stores them in one call (false once it said it cannot).
     batch_updates: bool,
-    /// Stack copies unwound, calls whose stack the kernel found in the cache, entries
-    /// stored.
+    /// Stack copies, those of them answered by `answers`, calls whose stack the kernel
+    /// found in the cache, entries stored.
     slices: u64,
+    answered: u64,
     hits: u64,
     cached: u64,
     /// Calls that came with a short copy (the copies' ring was full).
@@ -250,6 +262,15 @@ impl StackCache {
             let (Some(sl), Some(h)) = (event::slice(item), event::header(item)) else {
                 continue;
             };
+            let k = StkKey {
+                mm: sl.mm,
+                ip: sl.ip,
+                sp: sl.sp,
+                tgid: h.pid as u32,
+                pad: 0,
+            };
+            // A place unwound in an earlier batch: answered now, the bytes not kept.
+            let known = self.answer(&k, sl.bp, sl.bytes);
             self.copies.insert(
                 sl.seq,
                 HeldCopy {
@@ -258,12 +279,16 @@ impl StackCache {
                     ip: sl.ip,
                     sp: sl.sp,
                     bp: sl.bp,
-                    bytes: {
-                        let mut v = self.spare.pop().unwrap_or_default();
-                        v.clear();
-                        v.extend_from_slice(sl.bytes);
-                        v
+                    bytes: match known {
+                        Some(_) => Vec::new(),
+                        None => {
+                            let mut v = self.spare.pop().unwrap_or_default();
+                            v.clear();
+                            v.extend_from_slice(sl.bytes);
+                            v
+                        }
                     },
+                    known,
                 },
             );
         }
@@ -283,13 +308,6 @@ impl StackCache {
             return NativeStack::None;
         };
         self.slices += 1;
-        let regs = arch::SyscallRegs {
-            ip: c.ip,
-            sp: c.sp,
-            fp: c.bp,
-            ..arch::SyscallRegs::default()
-        };
-        let id = feed.stack_slice(pid, tid, &regs, &c.bytes, &mut self.deps, true);
         let k = StkKey {
             mm: c.mm,
             ip: c.ip,
@@ -299,10 +317,26 @@ impl StackCache {
         };
         // Where the call was made, for `after_call` (an agent's place needs no words).
         self.last = Some(k);
+        // The same place as a copy unwound before, with the same words where that unwind
+        // read: the stack the kernel would have answered, had it had the entry then.
+        if let Some(id) = c.known.or_else(|| self.answer(&k, c.bp, &c.bytes)) {
+            self.answered += 1;
+            if c.known.is_none() && self.spare.len() < MAX_SPARE_COPIES {
+                self.spare.push(c.bytes);
+            }
+            return NativeStack::Known(StackId(id));
+        }
+        let regs = arch::SyscallRegs {
+            ip: c.ip,
+            sp: c.sp,
+            fp: c.bp,
+            ..arch::SyscallRegs::default()
+        };
+        let id = feed.stack_slice(pid, tid, &regs, &c.bytes, &mut self.deps, true);
         // The same call from the same place, with the same words where this unwind read,
         // is the same stack: the kernel half then sends its id, not a copy.
         if let Some(v) = id.and_then(|id| cache_entry(c.bp, id.0, &self.deps, c.bytes.len())) {
-            if std::env::var_os("DEJAVU_EBPF_DEBUG").is_some() {
+            if self.debug {
                 eprintln!(
                     "stack cache: ip {:#x} sp {:#x} bp_any {} words {:x?}",
                     k.ip, k.sp, v.bp_any, self.deps.words
@@ -315,6 +349,10 @@ impl StackCache {
                     self.stored.clear();
                 }
                 self.stored.insert(k, (self.gen, v.hash));
+                if self.answers.len() >= MAX_AGENT_KEYS {
+                    self.answers.clear();
+                }
+                self.answers.insert(k, v);
                 self.pending.push((k, v));
                 if self.pending.len() >= MAX_PENDING {
                     self.flush();
@@ -325,6 +363,25 @@ impl StackCache {
             self.spare.push(c.bytes);
         }
         NativeStack::Pending
+    }
+
+    /// The stack of a copy from place `k` (frame pointer `bp`) when it is the one unwound
+    /// there last: the kernel's test of its cache (bpf/dejavu.bpf.c, native_stack), on
+    /// the copy: the frame pointer where it mattered, and the hash of the words the unwind
+    /// read.
+    fn answer(&self, k: &StkKey, bp: u64, bytes: &[u8]) -> Option<u32> {
+        let v = self.answers.get(k)?;
+        let n = usize::from(v.n);
+        if (v.bp_any == 0 && v.bp != bp) || v.span < 8 || usize::from(v.span) > bytes.len() {
+            return None;
+        }
+        let words = v.off.get(..n)?.iter().map(|&o| {
+            let at = usize::from(o) * 8;
+            bytes
+                .get(at..at + 8)
+                .map_or(0, |w| u64::from_ne_bytes(w.try_into().unwrap_or([0; 8])))
+        });
+        (stack_hash(words) == v.hash).then_some(v.id)
     }
 
     /// Stores the stacks unwound since the last time in the kernel's cache: one `bpf`
@@ -640,21 +697,24 @@ fn load(
         }),
         traced,
         stacks: StackCache {
-            copies: std::collections::HashMap::new(),
+            copies: FxHashMap::default(),
             gen: 0,
             last: None,
-            agent_keys: std::collections::HashMap::new(),
+            agent_keys: FxHashMap::default(),
             next_handle: 0,
-            stored: std::collections::HashMap::new(),
-            marked: std::collections::HashMap::new(),
+            stored: FxHashMap::default(),
+            marked: FxHashMap::default(),
             agent_skips: 0,
             agent_misses: 0,
             map: stack_map,
             deps: Deps::default(),
             spare: Vec::new(),
             pending: Vec::new(),
+            answers: FxHashMap::default(),
+            debug: std::env::var_os("DEJAVU_EBPF_DEBUG").is_some(),
             batch_updates: true,
             slices: 0,
+            answered: 0,
             hits: 0,
             cached: 0,
             inline: 0,
@@ -1250,10 +1310,11 @@ impl<W: Write> Reader<W> {
         if std::env::var_os("DEJAVU_NATIVE_STATS").is_some() {
             let c = &self.l.stacks;
             eprintln!(
-                "dejavu: eBPF stacks: {} copies unwound, {} cached in the kernel, {} calls \
+                "dejavu: eBPF stacks: {} copies, {} cached in the kernel, {} calls \
                  answered from that cache, {} with a short copy, {} left to the agents \
                  ({} of them not named: their place copies again); {} batches, at most {} \
-                 KiB waited for the reader",
+                 KiB waited for the reader; {} copies the same as one unwound before \
+                 (sent before the kernel had it; not unwound again)",
                 c.slices,
                 c.cached,
                 c.hits,
@@ -1261,7 +1322,8 @@ impl<W: Write> Reader<W> {
                 c.agent_skips,
                 c.agent_misses,
                 self.drainer.batches(),
-                peak.div_ceil(1024)
+                peak.div_ceil(1024),
+                c.answered
             );
         }
         // Detach the programs before the trace is closed.
