@@ -73,6 +73,15 @@ impl Packed {
         self.ends.len()
     }
 
+    /// Item `i`.
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        let start = match i {
+            0 => 0,
+            _ => *self.ends.get(i - 1)?,
+        };
+        self.data.get(start..*self.ends.get(i)?)
+    }
+
     fn bytes(&self) -> usize {
         self.data.len() + self.ends.len() * std::mem::size_of::<usize>()
     }
@@ -494,6 +503,11 @@ mod tests {
         assert!(v[1].is_empty());
         assert_eq!(v[2], &[7u8; 300][..]);
         assert_eq!(p.len(), 3);
+        // Each by its index too, as iter gives them.
+        for (i, r) in v.iter().enumerate() {
+            assert_eq!(p.get(i), Some(*r));
+        }
+        assert_eq!(p.get(3), None);
     }
 
     /// A ring of records of `size` bytes with times `first`, `first + step`, ...; `left`

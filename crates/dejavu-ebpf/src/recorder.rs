@@ -194,6 +194,10 @@ struct HeldCopy {
     /// The stack, when it is one unwound before (`StackCache::answer`): `bytes` is then
     /// empty.
     known: Option<u32>,
+    /// While the batch it came in is decoded, the copy is that batch's item `at` (and
+    /// `bytes` is empty): most calls come in the same batch as their copy, whose bytes
+    /// are then unwound where they are. The others are copied out (`StackCache::keep`).
+    at: Option<usize>,
 }
 
 /// The copies of stacks whose calls have not come yet, the kernel's stack cache, and
@@ -258,7 +262,7 @@ impl StackCache {
             self.copies.retain(|_, c| c.ts >= cut);
         }
         self.gen = self.gen.wrapping_add(1);
-        for item in copies.iter() {
+        for (i, item) in copies.iter().enumerate() {
             let (Some(sl), Some(h)) = (event::slice(item), event::header(item)) else {
                 continue;
             };
@@ -279,33 +283,48 @@ impl StackCache {
                     ip: sl.ip,
                     sp: sl.sp,
                     bp: sl.bp,
-                    bytes: match known {
-                        Some(_) => Vec::new(),
-                        None => {
-                            let mut v = self.spare.pop().unwrap_or_default();
-                            v.clear();
-                            v.extend_from_slice(sl.bytes);
-                            v
-                        }
-                    },
+                    bytes: Vec::new(),
                     known,
+                    at: known.is_none().then_some(i),
                 },
             );
         }
     }
 
+    /// After the records of the batch whose copies were `copies`: the copies whose calls
+    /// did not come in it are copied out of it (it goes back to the drainer).
+    fn keep(&mut self, copies: &Packed) {
+        for c in self.copies.values_mut() {
+            let Some(i) = c.at.take() else { continue };
+            if let Some(sl) = copies.get(i).and_then(event::slice) {
+                let mut v = self.spare.pop().unwrap_or_default();
+                v.clear();
+                v.extend_from_slice(sl.bytes);
+                c.bytes = v;
+            }
+        }
+    }
+
     /// The stack of a call of `tid` (of `pid`) whose copy is `seq`: unwound now, and the
-    /// answer stored in the kernel's cache.
+    /// answer stored in the kernel's cache. `batch`: the copies of the batch being decoded.
     fn unwind<W: Write>(
         &mut self,
         feed: &mut Feed<W>,
         pid: i32,
         tid: i32,
         seq: u64,
+        batch: &Packed,
     ) -> NativeStack {
         // Sent before its call: taken with this batch or the one before.
         let Some(c) = self.copies.remove(&seq) else {
             return NativeStack::None;
+        };
+        let bytes = match c.at {
+            Some(i) => batch
+                .get(i)
+                .and_then(event::slice)
+                .map_or(&[][..], |sl| sl.bytes),
+            None => &c.bytes[..],
         };
         self.slices += 1;
         let k = StkKey {
@@ -319,9 +338,9 @@ impl StackCache {
         self.last = Some(k);
         // The same place as a copy unwound before, with the same words where that unwind
         // read: the stack the kernel would have answered, had it had the entry then.
-        if let Some(id) = c.known.or_else(|| self.answer(&k, c.bp, &c.bytes)) {
+        if let Some(id) = c.known.or_else(|| self.answer(&k, c.bp, bytes)) {
             self.answered += 1;
-            if c.known.is_none() && self.spare.len() < MAX_SPARE_COPIES {
+            if !c.bytes.is_empty() && self.spare.len() < MAX_SPARE_COPIES {
                 self.spare.push(c.bytes);
             }
             return NativeStack::Known(StackId(id));
@@ -332,10 +351,10 @@ impl StackCache {
             fp: c.bp,
             ..arch::SyscallRegs::default()
         };
-        let id = feed.stack_slice(pid, tid, &regs, &c.bytes, &mut self.deps, true);
+        let id = feed.stack_slice(pid, tid, &regs, bytes, &mut self.deps, true);
         // The same call from the same place, with the same words where this unwind read,
         // is the same stack: the kernel half then sends its id, not a copy.
-        if let Some(v) = id.and_then(|id| cache_entry(c.bp, id.0, &self.deps, c.bytes.len())) {
+        if let Some(v) = id.and_then(|id| cache_entry(c.bp, id.0, &self.deps, bytes.len())) {
             if self.debug {
                 eprintln!(
                     "stack cache: ip {:#x} sp {:#x} bp_any {} words {:x?}",
@@ -359,7 +378,7 @@ impl StackCache {
                 }
             }
         }
-        if self.spare.len() < MAX_SPARE_COPIES {
+        if !c.bytes.is_empty() && self.spare.len() < MAX_SPARE_COPIES {
             self.spare.push(c.bytes);
         }
         NativeStack::Pending
@@ -1190,13 +1209,20 @@ impl<W: Write> Reader<W> {
         self.l.stacks.take(&b.copies);
         for rec in b.records.iter() {
             self.records += 1;
-            if !handle(&mut self.feed, &mut self.l.stacks, &mut self.guard, rec) {
+            if !handle(
+                &mut self.feed,
+                &mut self.l.stacks,
+                &mut self.guard,
+                &b.copies,
+                rec,
+            ) {
                 if std::env::var_os("DEJAVU_EBPF_DEBUG").is_some() {
                     eprintln!("malformed: {:02x?}", &rec[..rec.len().min(400)]);
                 }
                 self.malformed += 1;
             }
         }
+        self.l.stacks.keep(&b.copies);
         self.l.stacks.flush();
         for pid in self.guard.untrace.drain(..) {
             let _ = self.l.traced.remove(&(pid as u32));
@@ -1337,6 +1363,7 @@ fn handle<W: Write>(
     feed: &mut Feed<W>,
     stacks: &mut StackCache,
     guard: &mut Guard,
+    copies: &Packed,
     b: &[u8],
 ) -> bool {
     let Some(h) = event::header(b) else {
@@ -1357,7 +1384,7 @@ fn handle<W: Write>(
                 stacks.hits += 1;
                 NativeStack::Known(StackId(c.stack_id as u32))
             } else if c.flags & event::CF_STACK_SLICE != 0 {
-                stacks.unwind(feed, h.pid, h.tid, c.stack_id)
+                stacks.unwind(feed, h.pid, h.tid, c.stack_id, copies)
             } else if let Some(sl) = inline {
                 stacks.inline += 1;
                 let regs = arch::SyscallRegs {
