@@ -191,9 +191,6 @@ struct HeldCopy {
     sp: u64,
     bp: u64,
     bytes: Vec<u8>,
-    /// The stack, when it is one unwound before (`StackCache::answer`): `bytes` is then
-    /// empty.
-    known: Option<u32>,
     /// While the batch it came in is decoded, the copy is that batch's item `at` (and
     /// `bytes` is empty): most calls come in the same batch as their copy, whose bytes
     /// are then unwound where they are. The others are copied out (`StackCache::keep`).
@@ -222,19 +219,13 @@ struct StackCache {
     spare: Vec<Vec<u8>>,
     /// Stacks unwound, not yet stored in the kernel's cache (`flush`).
     pending: Vec<(StkKey, StkVal)>,
-    /// The entry of each place unwound last, as stored in the kernel's cache: the copies
-    /// the kernel sent before it had the entry are answered here by the same test, not
-    /// unwound again (a loop's call sends a copy per call until then: ~1,500 for a
-    /// readlink loop, 1,213 per cc1 of a build for one of its readlink loops).
-    answers: FxHashMap<StkKey, StkVal>,
     /// DEJAVU_EBPF_DEBUG: each entry stored is printed (read once, not per stack).
     debug: bool,
     /// Whether the kernel stores them in one call (false once it said it cannot).
     batch_updates: bool,
-    /// Stack copies, those of them answered by `answers`, calls whose stack the kernel
-    /// found in the cache, entries stored.
+    /// Stack copies unwound, calls whose stack the kernel found in the cache, entries
+    /// stored.
     slices: u64,
-    answered: u64,
     hits: u64,
     cached: u64,
     /// Calls that came with a short copy (the copies' ring was full).
@@ -266,15 +257,6 @@ impl StackCache {
             let (Some(sl), Some(h)) = (event::slice(item), event::header(item)) else {
                 continue;
             };
-            let k = StkKey {
-                mm: sl.mm,
-                ip: sl.ip,
-                sp: sl.sp,
-                tgid: h.pid as u32,
-                pad: 0,
-            };
-            // A place unwound in an earlier batch: answered now, the bytes not kept.
-            let known = self.answer(&k, sl.bp, sl.bytes);
             self.copies.insert(
                 sl.seq,
                 HeldCopy {
@@ -284,8 +266,7 @@ impl StackCache {
                     sp: sl.sp,
                     bp: sl.bp,
                     bytes: Vec::new(),
-                    known,
-                    at: known.is_none().then_some(i),
+                    at: Some(i),
                 },
             );
         }
@@ -336,15 +317,6 @@ impl StackCache {
         };
         // Where the call was made, for `after_call` (an agent's place needs no words).
         self.last = Some(k);
-        // The same place as a copy unwound before, with the same words where that unwind
-        // read: the stack the kernel would have answered, had it had the entry then.
-        if let Some(id) = c.known.or_else(|| self.answer(&k, c.bp, bytes)) {
-            self.answered += 1;
-            if !c.bytes.is_empty() && self.spare.len() < MAX_SPARE_COPIES {
-                self.spare.push(c.bytes);
-            }
-            return NativeStack::Known(StackId(id));
-        }
         let regs = arch::SyscallRegs {
             ip: c.ip,
             sp: c.sp,
@@ -368,10 +340,6 @@ impl StackCache {
                     self.stored.clear();
                 }
                 self.stored.insert(k, (self.gen, v.hash));
-                if self.answers.len() >= MAX_AGENT_KEYS {
-                    self.answers.clear();
-                }
-                self.answers.insert(k, v);
                 self.pending.push((k, v));
                 if self.pending.len() >= MAX_PENDING {
                     self.flush();
@@ -382,25 +350,6 @@ impl StackCache {
             self.spare.push(c.bytes);
         }
         NativeStack::Pending
-    }
-
-    /// The stack of a copy from place `k` (frame pointer `bp`) when it is the one unwound
-    /// there last: the kernel's test of its cache (bpf/dejavu.bpf.c, native_stack), on
-    /// the copy: the frame pointer where it mattered, and the hash of the words the unwind
-    /// read.
-    fn answer(&self, k: &StkKey, bp: u64, bytes: &[u8]) -> Option<u32> {
-        let v = self.answers.get(k)?;
-        let n = usize::from(v.n);
-        if (v.bp_any == 0 && v.bp != bp) || v.span < 8 || usize::from(v.span) > bytes.len() {
-            return None;
-        }
-        let words = v.off.get(..n)?.iter().map(|&o| {
-            let at = usize::from(o) * 8;
-            bytes
-                .get(at..at + 8)
-                .map_or(0, |w| u64::from_ne_bytes(w.try_into().unwrap_or([0; 8])))
-        });
-        (stack_hash(words) == v.hash).then_some(v.id)
     }
 
     /// Stores the stacks unwound since the last time in the kernel's cache: one `bpf`
@@ -729,11 +678,9 @@ fn load(
             deps: Deps::default(),
             spare: Vec::new(),
             pending: Vec::new(),
-            answers: FxHashMap::default(),
             debug: std::env::var_os("DEJAVU_EBPF_DEBUG").is_some(),
             batch_updates: true,
             slices: 0,
-            answered: 0,
             hits: 0,
             cached: 0,
             inline: 0,
@@ -1336,11 +1283,10 @@ impl<W: Write> Reader<W> {
         if std::env::var_os("DEJAVU_NATIVE_STATS").is_some() {
             let c = &self.l.stacks;
             eprintln!(
-                "dejavu: eBPF stacks: {} copies, {} cached in the kernel, {} calls \
+                "dejavu: eBPF stacks: {} copies unwound, {} cached in the kernel, {} calls \
                  answered from that cache, {} with a short copy, {} left to the agents \
                  ({} of them not named: their place copies again); {} batches, at most {} \
-                 KiB waited for the reader; {} copies the same as one unwound before \
-                 (sent before the kernel had it; not unwound again)",
+                 KiB waited for the reader",
                 c.slices,
                 c.cached,
                 c.hits,
@@ -1348,8 +1294,7 @@ impl<W: Write> Reader<W> {
                 c.agent_skips,
                 c.agent_misses,
                 self.drainer.batches(),
-                peak.div_ceil(1024),
-                c.answered
+                peak.div_ceil(1024)
             );
         }
         // Detach the programs before the trace is closed.

@@ -111,6 +111,9 @@ type ShapeDeps = (bool, Box<[u64]>);
 struct Stats {
     captures: u64,
     stack_hits: u64,
+    /// Of those, copies of a place unwound before with the same words where that unwind
+    /// read (`capture_slice`): not unwound again.
+    slice_hits: u64,
     maps_reads: u64,
     /// Of those, layouts from exec and mmap (the process was gone).
     layouts: u64,
@@ -271,7 +274,7 @@ impl Drop for Native {
                  ({} from exec and mmap; {} processes started with their parent's; {} addresses asked alone), {} modules ({:.1} ms), {} sites symbolized \
                  ({:.1} ms), {} frames unwound, {} stack bytes read, {} unwinds to find \
                  what a copy's stack depended on ({} words tried; {} copies of a shape seen \
-                 before)",
+                 before); {} copies the same as one unwound before (not unwound again)",
                 s.captures,
                 s.stack_hits,
                 s.maps_reads,
@@ -286,7 +289,8 @@ impl Drop for Native {
                 s.bytes_read,
                 s.trials,
                 s.tried_words,
-                s.shape_hits
+                s.shape_hits,
+                s.slice_hits
             );
         }
     }
@@ -618,6 +622,7 @@ impl Native {
             if (!d.fp || *fp == regs.fp) && d.words.iter().all(|&(o, v)| word(o) == Some(v)) {
                 self.stats.captures += 1;
                 self.stats.stack_hits += 1;
+                self.stats.slice_hits += 1;
                 deps.clone_from(d);
                 return Some(*id);
             }
