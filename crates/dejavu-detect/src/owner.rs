@@ -200,6 +200,14 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
                         && file[..file.len() - suffix.len()].ends_with(own)
                         && file[file.len() - suffix.len() - own.len() - 1] == b'/'
                 };
+                // An installed package run as a tool (`python -m pytest`): the `<module>`
+                // of its __main__.py is the entry point, as a console script's (below):
+                // `raise SystemExit(pytest.console_main())` names every call of the run;
+                // the line that made a call is in the package's code it leads to.
+                if hit(b"/__main__.py") && function == b"<module>" && contains(file, b"-packages/")
+                {
+                    return Class::Plumbing;
+                }
                 if hit(b".py") || hit(b"/__main__.py") || hit(b"/__init__.py") {
                     return Class::Own;
                 }

@@ -509,3 +509,38 @@ fn python_a_package_call_deep_in_site_packages_names_the_programs_line() {
     );
     assert_library_call(&calls, &dir, &program, "/site-packages/deeppkg/");
 }
+
+/// An installed tool run as `python -m tool` (as `python -m pytest`): its __main__.py
+/// only calls the package's code, and the finding names the line in that code that made
+/// the calls, not the entry's `raise SystemExit(main())` that every call passes through
+/// (as for the same tool's console script).
+#[test]
+fn python_an_installed_tool_run_with_dash_m_is_named_at_its_packages_line() {
+    require!("python3");
+    let (_d, dir) = scratch();
+    let site = dir.join("lib/site-packages");
+    for (from, to) in [
+        ("library/tool_main.py", "tool/__main__.py"),
+        ("library/tool_impl.py", "_tool/__init__.py"),
+    ] {
+        let to = site.join(to);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(workload(from), &to).unwrap();
+    }
+    let data = dir.join("data.json");
+    std::fs::write(&data, "{}").unwrap();
+    let py = python();
+    // `-m` finds the package in the working directory.
+    let (r, stderr) = run_report(&[&py, "-m", "tool", data.to_str().unwrap(), "30"], &site);
+    let f = findings(&r, "repeated-lookup")
+        .into_iter()
+        .find(|f| f["paths"][0] == data.to_str().unwrap())
+        .unwrap_or_else(|| {
+            panic!(
+                "no repeated-lookup of {data:?}: {:#} {stderr}",
+                r["findings"]
+            )
+        });
+    assert_eq!(f["redundant_calls"].as_u64(), Some(29), "{f:#}");
+    assert_callsite(&f["callsites"][0], &site.join("_tool/__init__.py"), "probe");
+}
