@@ -80,9 +80,9 @@ _depth = {}
 # (namespace object, name, original, wrapper) of everything installed, for unhook.
 _installed = []
 # Repeated calls (docs/agents.md, "Repeated calls"): path as given -> [site, wrapper,
-# calls since, next check, gap, volatile, thread, working directory for a relative path
-# else "", switches, calm]: the site dejavu was last told (STICKY) for that thread and
-# path. volatile: a check found the same function's site switched (another line calls it)
+# calls left before the next check, gap, volatile, thread, working directory for a
+# relative path else "", switches, calm]: the site dejavu was last told (STICKY) for that
+# thread and path. volatile: a check found the same function's site switched (another line calls it)
 # and no calm run followed yet: every call checks. switches: how many times it did;
 # calm: while volatile, the checks in a row that found the same site.
 _sticky = {}
@@ -103,6 +103,8 @@ _STICKY_CALM = 8
 _STICKY_CALM_SHIFT = 16
 _MAX_STICKY = 4096
 _getframe = _sys._getframe
+# A wrapper's first parameter when the call passed no positional argument.
+_NOARG = object()
 _write = _os.write
 
 
@@ -416,29 +418,30 @@ def _sticky_call(w, tid, p):
     (another thread's call on it starts over: correct, if dearer)."""
     cwd = "" if p[:1] == "/" else _os.getcwd()
     e = _sticky.get(p)
-    if e is not None and (e[6] != tid or e[7] != cwd):
+    if e is not None and (e[5] != tid or e[6] != cwd):
         e = None
-    if e is not None and e[1] is w and e[2] < e[3]:
-        e[2] += 1
+    if e is not None and e[1] is w and e[2] > 0:
+        e[2] -= 1
         return True
     key, sid, data = _site_for(_getframe(2))  # the wrapper's caller
     if not key:
         return False
     if not data and e is not None and e[0] == sid:
         e[1] = w
-        e[2] += 1
-        if not e[5]:
-            e[4] = min(e[4] * 2, _STICKY_GAP)
-            e[3] = e[2] + e[4]
+        if not e[4]:
+            e[3] = min(e[3] * 2, _STICKY_GAP)
+            e[2] = e[3]
         else:
             # Switched before: checked at every call until a calm run, which doubles with
             # each switch; then less and less often again, from the next call but one.
-            e[9] += 1
-            if e[9] >= _STICKY_CALM << min(max(e[8] - 1, 0), _STICKY_CALM_SHIFT):
-                e[5] = False
-                e[9] = 0
-                e[4] = 1
-                e[3] = e[2] + 1
+            if e[2] > 0:
+                e[2] -= 1
+            e[8] += 1
+            if e[8] >= _STICKY_CALM << min(max(e[7] - 1, 0), _STICKY_CALM_SHIFT):
+                e[4] = False
+                e[8] = 0
+                e[3] = 1
+                e[2] = 1
         return True
     path = _resolve(p, cwd or _os.getcwd())
     if len(path) > 3000:
@@ -453,17 +456,17 @@ def _sticky_call(w, tid, p):
         # it), a switch: this path's site is checked at every call until a calm run
         # (above), longer with each switch. Another function on the path is not that: its
         # calls are checked less and less often again (below).
-        e[:] = [sid, w, 0, 0, 1, True, tid, cwd, e[8] + 1, 0]
+        e[:] = [sid, w, 0, 1, True, tid, cwd, e[7] + 1, 0]
     elif e is not None:
         # Another function: its next call checks (the one before may be called again
         # from another line), then less and less often; a path whose site switched stays
         # checked at every call, whatever function, until its calm run (the counts are
         # kept: a change of function is found at once, it is no switch of lines).
-        e[:] = [sid, w, 0, 0, 1, e[5], tid, cwd, e[8], e[9]]
+        e[:] = [sid, w, 0, 1, e[4], tid, cwd, e[7], e[8]]
     else:
         if len(_sticky) >= _MAX_STICKY:
             _sticky.clear()
-        _sticky[p] = [sid, w, 1, 2, 1, False, tid, cwd, 0, 0]
+        _sticky[p] = [sid, w, 1, 1, False, tid, cwd, 0, 0]
     return True
 
 
@@ -474,41 +477,43 @@ def _wrap(orig, opened=None, repeats=False):
     happen after open returned) the same site. `repeats`: its calls name their one path
     argument, so a repeated call's site is said once (_sticky_call)."""
 
-    def wrapper(*args, **kwargs):
-        if repeats and args:
+    def wrapper(p=_NOARG, /, *args, **kwargs):
+        # The first argument on its own (positional-only: a keyword of any name goes to
+        # kwargs, as to the original), so that a call with one argument builds no tuple
+        # and calls the original with it alone.
+        if type(p) is str:
             # A repeated call between two checks of its site (_sticky_call): a dict
             # lookup and a count, inline (it is most of the calls of a loop, and a Python
             # call is a good part of what the agent costs per call): the path's entry,
-            # this wrapper's, due no check, this thread's, the same working directory for
-            # a relative path (an absolute one's entry holds ""), no wrapped call in
-            # progress on this thread (`_depth` holds only threads inside one). A str
-            # path first (the only kind _sticky_call keeps): the lookup then runs no
-            # __hash__ of the program's (a pathlib.Path's is Python code). No test of
-            # _fd: unhook() empties _sticky. Each test costs here (~2,800 instructions per
-            # call went to this path before it was cut to these;
-            # bench/agent_instructions.py). Anything else, and any failure here, takes
-            # the path below.
-            fast = False
-            p = args[0]
-            if type(p) is str:
-                try:
-                    e = _sticky.get(p)
-                    if (
-                        e is not None
-                        and e[1] is wrapper
-                        and e[2] < e[3]
-                        and e[6] == _tls.tid
-                        and (not e[7] or e[7] == _os.getcwd())
-                        and (not _depth or not _depth.get(e[6]))
-                    ):
-                        e[2] += 1
-                        fast = True
-                except Exception:
-                    pass
-            if fast:
-                if kwargs:
-                    return orig(*args, **kwargs)
-                return orig(*args)
+            # this wrapper's (only a `repeats` wrapper's are kept), due no check, this
+            # thread's, the same working directory for a relative path (an absolute
+            # one's entry holds ""), no wrapped call in progress on this thread (`_depth`
+            # holds only threads inside one). A str path first (the only kind
+            # _sticky_call keeps): the lookup then runs no __hash__ of the program's (a
+            # pathlib.Path's is Python code). No test of _fd: unhook() empties _sticky.
+            # Each test costs here (bench/agent_instructions.py). Anything else, and any
+            # failure here (a new thread has no _tls.tid yet), takes the path below.
+            try:
+                e = _sticky.get(p)
+                if (
+                    e is not None
+                    and e[1] is wrapper
+                    and e[2]
+                    and e[5] == _tls.tid
+                    and (not e[6] or e[6] == _os.getcwd())
+                    and (not _depth or not _depth.get(e[5]))
+                ):
+                    e[2] -= 1
+                else:
+                    e = None
+            except Exception:
+                e = None
+            if e is not None:
+                if args or kwargs:
+                    return orig(p, *args, **kwargs)
+                return orig(p)
+        if p is not _NOARG:
+            args = (p,) + args
         if _fd < 0:
             return orig(*args, **kwargs)
         if opened is _opened_file:
