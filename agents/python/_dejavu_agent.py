@@ -81,10 +81,11 @@ _depth = {}
 _installed = []
 # Repeated calls (docs/agents.md, "Repeated calls"): path as given -> [site, wrapper,
 # calls left before the next check, gap, volatile, thread, working directory for a
-# relative path else "", switches, calm]: the site dejavu was last told (STICKY) for that
-# thread and path. volatile: a check found the same function's site switched (another line calls it)
-# and no calm run followed yet: every call checks. switches: how many times it did;
-# calm: while volatile, the checks in a row that found the same site.
+# relative path else "", switches, calm, chain]: the site dejavu was last told (STICKY)
+# for that thread and path. volatile: a check found the same function's site switched
+# (another line calls it) and no calm run followed yet: every call checks. switches: how
+# many times it did; calm: while volatile, the checks in a row that found the same site;
+# chain: the frames that site was last found from (_same_chain).
 _sticky = {}
 # The os functions whose syscalls all name their one path argument.
 _STICKY_OS = frozenset(
@@ -224,14 +225,15 @@ def _code_kind(c):
     return k
 
 
-def _key(f, objects=False):
+def _key(f, objects=False, chain=None):
     """The call site of frame `f` and its callers: (id(code), lasti) of the runtime's and
     the libraries' frames up to the program's first (os.path.isdir's, importlib's, a
     package's: they say what made the call for the program; at most _MAX_INNER, the
     innermost), then up to _FRAMES of the program's own frames (the others between them
     skipped), innermost first; the agent's frames never. With no frame of the program's,
     the others alone. Empty when there is no frame at all. With `objects`, the code
-    objects themselves instead of their ids."""
+    objects themselves instead of their ids. With a list `chain`, the frames walked are
+    added to it (_same_chain)."""
     key = ()
     own = 0
     inner = 0
@@ -240,6 +242,12 @@ def _key(f, objects=False):
         c = f.f_code
         e = _kinds.get(id(c))
         k = e[0] if e is not None and e[1] is c else _code_kind(c)
+        if chain is not None:
+            chain += (c, f.f_lasti)
+            if k == _LIBRARY and _own_dir is None:
+                # This code's kind may change yet (_own_package): no chain.
+                chain[:] = [None, None, None]
+                chain = None
         if k == _OWN:
             key += (c if objects else id(c), f.f_lasti)
             own += 1
@@ -250,7 +258,28 @@ def _key(f, objects=False):
             inner += 1
         f = f.f_back
         walked += 1
+    if chain is not None and f is None:
+        chain.append(None)
     return key
+
+
+def _same_chain(f, chain):
+    """Whether frame `f` and its callers are the frames (code object, instruction offset)
+    that _key walked to make `chain`: then their key is the same (a code object's kind
+    does not change), found at a fraction of the cost (no kinds, no tuple, no hash). The
+    walk stopped at the program's _FRAMES-th frame or at _MAX_WALK frames (the frames
+    after do not count), or ran out of frames (`chain` ends with None: `f`'s must too)."""
+    i = 0
+    n = len(chain)
+    while i < n:
+        c = chain[i]
+        if c is None:
+            return f is None
+        if f is None or f.f_code is not c or f.f_lasti != chain[i + 1]:
+            return False
+        f = f.f_back
+        i += 2
+    return True
 
 
 def _text(s, limit):
@@ -376,12 +405,12 @@ def _resolve(p, cwd):
     return b"/" + r
 
 
-def _site_for(caller):
+def _site_for(caller, chain=None):
     """The call site of frame `caller`: (key, site number, the SITE message to send first
     when dejavu does not have it yet, else b""); the key is empty when there is no frame.
-    Once the message is written, _site_sent remembers the site."""
+    Once the message is written, _site_sent remembers the site. `chain`: as _key's."""
     global _site_seq
-    key = _key(caller)
+    key = _key(caller, False, chain)
     if not key:
         return key, 0, b""
     sid = _sites.get(key)
@@ -423,14 +452,24 @@ def _sticky_call(w, tid, p):
     if e is not None and e[1] is w and e[2] > 0:
         e[2] -= 1
         return True
-    key, sid, data = _site_for(_getframe(2))  # the wrapper's caller
-    if not key:
-        return False
-    if not data and e is not None and e[0] == sid:
+    caller = _getframe(2)  # the wrapper's caller
+    if e is not None and _same_chain(caller, e[9]):
+        # The frames of the last check, or of the call that said the site: the same site
+        # (a check of a loop's call costs that comparison).
+        same = True
+    else:
+        chain = []
+        key, sid, data = _site_for(caller, chain)
+        if not key:
+            return False
+        same = not data and e is not None and e[0] == sid
+        if same:
+            e[9] = chain
+    if same:
         e[1] = w
         if not e[4]:
-            e[3] = min(e[3] * 2, _STICKY_GAP)
-            e[2] = e[3]
+            gap = e[3] * 2
+            e[2] = e[3] = gap if gap < _STICKY_GAP else _STICKY_GAP
         else:
             # Switched before: checked at every call until a calm run, which doubles with
             # each switch; then less and less often again, from the next call but one.
@@ -456,17 +495,17 @@ def _sticky_call(w, tid, p):
         # it), a switch: this path's site is checked at every call until a calm run
         # (above), longer with each switch. Another function on the path is not that: its
         # calls are checked less and less often again (below).
-        e[:] = [sid, w, 0, 1, True, tid, cwd, e[7] + 1, 0]
+        e[:] = [sid, w, 0, 1, True, tid, cwd, e[7] + 1, 0, chain]
     elif e is not None:
         # Another function: its next call checks (the one before may be called again
         # from another line), then less and less often; a path whose site switched stays
         # checked at every call, whatever function, until its calm run (the counts are
         # kept: a change of function is found at once, it is no switch of lines).
-        e[:] = [sid, w, 0, 1, e[4], tid, cwd, e[7], e[8]]
+        e[:] = [sid, w, 0, 1, e[4], tid, cwd, e[7], e[8], chain]
     else:
         if len(_sticky) >= _MAX_STICKY:
             _sticky.clear()
-        _sticky[p] = [sid, w, 1, 1, False, tid, cwd, 0, 0]
+        _sticky[p] = [sid, w, 1, 1, False, tid, cwd, 0, 0, chain]
     return True
 
 
