@@ -80,8 +80,9 @@ _depth = {}
 # (namespace object, name, original, wrapper) of everything installed, for unhook.
 _installed = []
 # Repeated calls (docs/agents.md, "Repeated calls"): path as given -> [site, wrapper,
-# calls left before the next check, gap, volatile, thread, working directory for a
-# relative path else "", switches, calm, chain]: the site dejavu was last told (STICKY)
+# calls left before the next check (an iterator that yields the wrapper once for each:
+# one next() is the test of the wrapper, the test of the count and the count), gap,
+# volatile, thread, working directory for a relative path else "", switches, calm, chain]: the site dejavu was last told (STICKY)
 # for that thread and path. volatile: a check found the same function's site switched
 # (another line calls it) and no calm run followed yet: every call checks. switches: how
 # many times it did; calm: while volatile, the checks in a row that found the same site;
@@ -106,6 +107,8 @@ _MAX_STICKY = 4096
 _getframe = _sys._getframe
 # A wrapper's first parameter when the call passed no positional argument.
 _NOARG = object()
+# No calls left before the next check of a repeated call (_sticky).
+_NO_CALLS = iter(())
 _write = _os.write
 
 
@@ -449,8 +452,7 @@ def _sticky_call(w, tid, p):
     e = _sticky.get(p)
     if e is not None and (e[5] != tid or e[6] != cwd):
         e = None
-    if e is not None and e[1] is w and e[2] > 0:
-        e[2] -= 1
+    if e is not None and e[1] is w and next(e[2], None) is w:
         return True
     caller = _getframe(2)  # the wrapper's caller
     if e is not None and _same_chain(caller, e[9]):
@@ -469,18 +471,19 @@ def _sticky_call(w, tid, p):
         e[1] = w
         if not e[4]:
             gap = e[3] * 2
-            e[2] = e[3] = gap if gap < _STICKY_GAP else _STICKY_GAP
+            e[3] = gap = gap if gap < _STICKY_GAP else _STICKY_GAP
+            e[2] = iter((w,) * gap)
         else:
             # Switched before: checked at every call until a calm run, which doubles with
             # each switch; then less and less often again, from the next call but one.
-            if e[2] > 0:
-                e[2] -= 1
+            # (No calls left to count down: a path is volatile only after a switch, which
+            # left none, and until a calm run.)
             e[8] += 1
             if e[8] >= _STICKY_CALM << min(max(e[7] - 1, 0), _STICKY_CALM_SHIFT):
                 e[4] = False
                 e[8] = 0
                 e[3] = 1
-                e[2] = 1
+                e[2] = iter((w,))
         return True
     path = _resolve(p, cwd or _os.getcwd())
     if len(path) > 3000:
@@ -495,17 +498,17 @@ def _sticky_call(w, tid, p):
         # it), a switch: this path's site is checked at every call until a calm run
         # (above), longer with each switch. Another function on the path is not that: its
         # calls are checked less and less often again (below).
-        e[:] = [sid, w, 0, 1, True, tid, cwd, e[7] + 1, 0, chain]
+        e[:] = [sid, w, _NO_CALLS, 1, True, tid, cwd, e[7] + 1, 0, chain]
     elif e is not None:
         # Another function: its next call checks (the one before may be called again
         # from another line), then less and less often; a path whose site switched stays
         # checked at every call, whatever function, until its calm run (the counts are
         # kept: a change of function is found at once, it is no switch of lines).
-        e[:] = [sid, w, 0, 1, e[4], tid, cwd, e[7], e[8], chain]
+        e[:] = [sid, w, _NO_CALLS, 1, e[4], tid, cwd, e[7], e[8], chain]
     else:
         if len(_sticky) >= _MAX_STICKY:
             _sticky.clear()
-        _sticky[p] = [sid, w, 1, 1, False, tid, cwd, 0, 0, chain]
+        _sticky[p] = [sid, w, iter((w,)), 1, False, tid, cwd, 0, 0, chain]
     return True
 
 
@@ -534,16 +537,13 @@ def _wrap(orig, opened=None, repeats=False):
             # failure here (a new thread has no _tls.tid yet), takes the path below.
             try:
                 e = _sticky.get(p)
-                if (
+                if not (
                     e is not None
-                    and e[1] is wrapper
-                    and e[2]
                     and e[5] == _tls.tid
                     and (not e[6] or e[6] == _os.getcwd())
                     and (not _depth or not _depth.get(e[5]))
+                    and next(e[2], None) is wrapper
                 ):
-                    e[2] -= 1
-                else:
                     e = None
             except Exception:
                 e = None
@@ -551,20 +551,27 @@ def _wrap(orig, opened=None, repeats=False):
                 if args or kwargs:
                     return orig(p, *args, **kwargs)
                 return orig(p)
+            if repeats and _fd >= 0:
+                # A check of the repeated call's site, or its first call: said once
+                # (_sticky_call), unless inside another wrapped call on this thread.
+                try:
+                    try:
+                        tid = _tls.tid
+                    except AttributeError:
+                        tid = _tid()
+                    said = not _depth.get(tid) and _sticky_call(wrapper, tid, p)
+                except Exception:
+                    said = False
+                if said:
+                    if args or kwargs:
+                        return orig(p, *args, **kwargs)
+                    return orig(p)
         if p is not _NOARG:
             args = (p,) + args
         if _fd < 0:
             return orig(*args, **kwargs)
         if opened is _opened_file:
             args, kwargs = _open_warning_first(args, kwargs)
-        if repeats and args and type(args[0]) is str:
-            try:
-                tid = _tid()
-                said = not _depth.get(tid) and _sticky_call(wrapper, tid, args[0])
-            except Exception:
-                said = False
-            if said:
-                return orig(*args, **kwargs)
         d = -1
         sid = 0
         try:
