@@ -86,7 +86,7 @@ _installed = []
 # for that thread and path. volatile: a check found the same function's site switched
 # (another line calls it) and no calm run followed yet: every call checks. switches: how
 # many times it did; calm: while volatile, the checks in a row that found the same site;
-# chain: the frames that site was last found from (_same_chain).
+# chain: the frames that site was last found from (_key, _sticky_call).
 _sticky = {}
 # The os functions whose syscalls all name their one path argument.
 _STICKY_OS = frozenset(
@@ -236,7 +236,8 @@ def _key(f, objects=False, chain=None):
     skipped), innermost first; the agent's frames never. With no frame of the program's,
     the others alone. Empty when there is no frame at all. With `objects`, the code
     objects themselves instead of their ids. With a list `chain`, the frames walked are
-    added to it (_same_chain)."""
+    added to it, (code object, instruction offset) each, then (None, -1) if the walk ran
+    out of frames (_sticky_call)."""
     key = ()
     own = 0
     inner = 0
@@ -246,10 +247,10 @@ def _key(f, objects=False, chain=None):
         e = _kinds.get(id(c))
         k = e[0] if e is not None and e[1] is c else _code_kind(c)
         if chain is not None:
-            chain += (c, f.f_lasti)
+            chain.append((c, f.f_lasti))
             if k == _LIBRARY and _own_dir is None:
-                # This code's kind may change yet (_own_package): no chain.
-                chain[:] = [None, None, None]
+                # This code's kind may change yet (_own_package): a chain no frame matches.
+                chain[:] = [(_NOARG, -1)]
                 chain = None
         if k == _OWN:
             key += (c if objects else id(c), f.f_lasti)
@@ -262,27 +263,8 @@ def _key(f, objects=False, chain=None):
         f = f.f_back
         walked += 1
     if chain is not None and f is None:
-        chain.append(None)
+        chain.append((None, -1))
     return key
-
-
-def _same_chain(f, chain):
-    """Whether frame `f` and its callers are the frames (code object, instruction offset)
-    that _key walked to make `chain`: then their key is the same (a code object's kind
-    does not change), found at a fraction of the cost (no kinds, no tuple, no hash). The
-    walk stopped at the program's _FRAMES-th frame or at _MAX_WALK frames (the frames
-    after do not count), or ran out of frames (`chain` ends with None: `f`'s must too)."""
-    i = 0
-    n = len(chain)
-    while i < n:
-        c = chain[i]
-        if c is None:
-            return f is None
-        if f is None or f.f_code is not c or f.f_lasti != chain[i + 1]:
-            return False
-        f = f.f_back
-        i += 2
-    return True
 
 
 def _text(s, limit):
@@ -455,11 +437,24 @@ def _sticky_call(w, tid, p):
     if e is not None and e[1] is w and next(e[2], None) is w:
         return True
     caller = _getframe(2)  # the wrapper's caller
-    if e is not None and _same_chain(caller, e[9]):
-        # The frames of the last check, or of the call that said the site: the same site
-        # (a check of a loop's call costs that comparison).
-        same = True
-    else:
+    same = False
+    if e is not None:
+        # The frames (code object, instruction offset) the site was last found from, up
+        # to where _key's walk stopped (the program's _FRAMES-th frame, _MAX_WALK frames:
+        # the frames after do not count; or no frame left, which `caller`'s must end at
+        # too): the same frames are the same site (a code object's kind does not change),
+        # at a fraction of the cost of its key (no kinds, no tuple, no hash).
+        f = caller
+        for c, lasti in e[9]:
+            if c is None:
+                same = f is None
+                break
+            if f is None or f.f_code is not c or f.f_lasti != lasti:
+                break
+            f = f.f_back
+        else:
+            same = True
+    if not same:
         chain = []
         key, sid, data = _site_for(caller, chain)
         if not key:
