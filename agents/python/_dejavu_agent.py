@@ -80,11 +80,13 @@ _depth = {}
 # (namespace object, name, original, wrapper) of everything installed, for unhook.
 _installed = []
 # Repeated calls (docs/agents.md, "Repeated calls"): path as given -> [site, wrapper,
-# calls since, next check, gap, volatile, thread, working directory for a relative path
-# else "", switches, calm]: the site dejavu was last told (STICKY) for that thread and
-# path. volatile: a check found the same function's site switched (another line calls it)
-# and no calm run followed yet: every call checks. switches: how many times it did;
-# calm: while volatile, the checks in a row that found the same site.
+# calls left before the next check (an iterator that yields the wrapper once for each:
+# one next() is the test of the wrapper, the test of the count and the count), gap,
+# volatile, thread, working directory for a relative path else "", switches, calm, chain]: the site dejavu was last told (STICKY)
+# for that thread and path. volatile: a check found the same function's site switched
+# (another line calls it) and no calm run followed yet: every call checks. switches: how
+# many times it did; calm: while volatile, the checks in a row that found the same site;
+# chain: the frames that site was last found from (_key, _sticky_call).
 _sticky = {}
 # The os functions whose syscalls all name their one path argument.
 _STICKY_OS = frozenset(
@@ -103,7 +105,24 @@ _STICKY_CALM = 8
 _STICKY_CALM_SHIFT = 16
 _MAX_STICKY = 4096
 _getframe = _sys._getframe
+# A wrapper's first parameter when the call passed no positional argument.
+_NOARG = object()
+# No calls left before the next check of a repeated call (_sticky).
+_NO_CALLS = iter(())
 _write = _os.write
+
+
+def _tid():
+    """This thread's native id (what dejavu knows it by). threading.get_native_id() is a
+    gettid syscall at every call (~0.2 us, ~0.4 us under dejavu's eBPF backend: more than
+    the rest of a repeated call's fast path): it is asked once per thread and kept in a
+    thread-local, which a new thread (even one whose threading.get_ident() a dead thread
+    had) finds empty. A forked child's is set again (_after_fork)."""
+    try:
+        return _tls.tid
+    except AttributeError:
+        tid = _tls.tid = _gnid()
+        return tid
 
 
 def _channel():
@@ -209,14 +228,16 @@ def _code_kind(c):
     return k
 
 
-def _key(f, objects=False):
+def _key(f, objects=False, chain=None):
     """The call site of frame `f` and its callers: (id(code), lasti) of the runtime's and
     the libraries' frames up to the program's first (os.path.isdir's, importlib's, a
     package's: they say what made the call for the program; at most _MAX_INNER, the
     innermost), then up to _FRAMES of the program's own frames (the others between them
     skipped), innermost first; the agent's frames never. With no frame of the program's,
     the others alone. Empty when there is no frame at all. With `objects`, the code
-    objects themselves instead of their ids."""
+    objects themselves instead of their ids. With a list `chain`, the frames walked are
+    added to it, (code object, instruction offset) each, then (None, -1) if the walk ran
+    out of frames (_sticky_call)."""
     key = ()
     own = 0
     inner = 0
@@ -225,6 +246,12 @@ def _key(f, objects=False):
         c = f.f_code
         e = _kinds.get(id(c))
         k = e[0] if e is not None and e[1] is c else _code_kind(c)
+        if chain is not None:
+            chain.append((c, f.f_lasti))
+            if k == _LIBRARY and _own_dir is None:
+                # This code's kind may change yet (_own_package): a chain no frame matches.
+                chain[:] = [(_NOARG, -1)]
+                chain = None
         if k == _OWN:
             key += (c if objects else id(c), f.f_lasti)
             own += 1
@@ -235,6 +262,8 @@ def _key(f, objects=False):
             inner += 1
         f = f.f_back
         walked += 1
+    if chain is not None and f is None:
+        chain.append((None, -1))
     return key
 
 
@@ -361,12 +390,12 @@ def _resolve(p, cwd):
     return b"/" + r
 
 
-def _site_for(caller):
+def _site_for(caller, chain=None):
     """The call site of frame `caller`: (key, site number, the SITE message to send first
     when dejavu does not have it yet, else b""); the key is empty when there is no frame.
-    Once the message is written, _site_sent remembers the site."""
+    Once the message is written, _site_sent remembers the site. `chain`: as _key's."""
     global _site_seq
-    key = _key(caller)
+    key = _key(caller, False, chain)
     if not key:
         return key, 0, b""
     sid = _sites.get(key)
@@ -403,29 +432,53 @@ def _sticky_call(w, tid, p):
     (another thread's call on it starts over: correct, if dearer)."""
     cwd = "" if p[:1] == "/" else _os.getcwd()
     e = _sticky.get(p)
-    if e is not None and (e[6] != tid or e[7] != cwd):
+    if e is not None and (e[5] != tid or e[6] != cwd):
         e = None
-    if e is not None and e[1] is w and e[2] < e[3]:
-        e[2] += 1
+    if e is not None and e[1] is w and next(e[2], None) is w:
         return True
-    key, sid, data = _site_for(_getframe(2))  # the wrapper's caller
-    if not key:
-        return False
-    if not data and e is not None and e[0] == sid:
+    caller = _getframe(2)  # the wrapper's caller
+    same = False
+    if e is not None:
+        # The frames (code object, instruction offset) the site was last found from, up
+        # to where _key's walk stopped (the program's _FRAMES-th frame, _MAX_WALK frames:
+        # the frames after do not count; or no frame left, which `caller`'s must end at
+        # too): the same frames are the same site (a code object's kind does not change),
+        # at a fraction of the cost of its key (no kinds, no tuple, no hash).
+        f = caller
+        for c, lasti in e[9]:
+            if c is None:
+                same = f is None
+                break
+            if f is None or f.f_code is not c or f.f_lasti != lasti:
+                break
+            f = f.f_back
+        else:
+            same = True
+    if not same:
+        chain = []
+        key, sid, data = _site_for(caller, chain)
+        if not key:
+            return False
+        same = not data and e is not None and e[0] == sid
+        if same:
+            e[9] = chain
+    if same:
         e[1] = w
-        e[2] += 1
-        if not e[5]:
-            e[4] = min(e[4] * 2, _STICKY_GAP)
-            e[3] = e[2] + e[4]
+        if not e[4]:
+            gap = e[3] * 2
+            e[3] = gap = gap if gap < _STICKY_GAP else _STICKY_GAP
+            e[2] = iter((w,) * gap)
         else:
             # Switched before: checked at every call until a calm run, which doubles with
             # each switch; then less and less often again, from the next call but one.
-            e[9] += 1
-            if e[9] >= _STICKY_CALM << min(max(e[8] - 1, 0), _STICKY_CALM_SHIFT):
-                e[5] = False
-                e[9] = 0
-                e[4] = 1
-                e[3] = e[2] + 1
+            # (No calls left to count down: a path is volatile only after a switch, which
+            # left none, and until a calm run.)
+            e[8] += 1
+            if e[8] >= _STICKY_CALM << min(max(e[7] - 1, 0), _STICKY_CALM_SHIFT):
+                e[4] = False
+                e[8] = 0
+                e[3] = 1
+                e[2] = iter((w,))
         return True
     path = _resolve(p, cwd or _os.getcwd())
     if len(path) > 3000:
@@ -440,17 +493,17 @@ def _sticky_call(w, tid, p):
         # it), a switch: this path's site is checked at every call until a calm run
         # (above), longer with each switch. Another function on the path is not that: its
         # calls are checked less and less often again (below).
-        e[:] = [sid, w, 0, 0, 1, True, tid, cwd, e[8] + 1, 0]
+        e[:] = [sid, w, _NO_CALLS, 1, True, tid, cwd, e[7] + 1, 0, chain]
     elif e is not None:
         # Another function: its next call checks (the one before may be called again
         # from another line), then less and less often; a path whose site switched stays
         # checked at every call, whatever function, until its calm run (the counts are
         # kept: a change of function is found at once, it is no switch of lines).
-        e[:] = [sid, w, 0, 0, 1, e[5], tid, cwd, e[8], e[9]]
+        e[:] = [sid, w, _NO_CALLS, 1, e[4], tid, cwd, e[7], e[8], chain]
     else:
         if len(_sticky) >= _MAX_STICKY:
             _sticky.clear()
-        _sticky[p] = [sid, w, 1, 2, 1, False, tid, cwd, 0, 0]
+        _sticky[p] = [sid, w, iter((w,)), 1, False, tid, cwd, 0, 0, chain]
     return True
 
 
@@ -461,57 +514,63 @@ def _wrap(orig, opened=None, repeats=False):
     happen after open returned) the same site. `repeats`: its calls name their one path
     argument, so a repeated call's site is said once (_sticky_call)."""
 
-    def wrapper(*args, **kwargs):
-        if repeats and args:
+    def wrapper(p=_NOARG, /, *args, **kwargs):
+        # The first argument on its own (positional-only: a keyword of any name goes to
+        # kwargs, as to the original), so that a call with one argument builds no tuple
+        # and calls the original with it alone.
+        if type(p) is str:
             # A repeated call between two checks of its site (_sticky_call): a dict
             # lookup and a count, inline (it is most of the calls of a loop, and a Python
             # call is a good part of what the agent costs per call): the path's entry,
-            # this wrapper's, due no check, this thread's, the same working directory for
-            # a relative path (an absolute one's entry holds ""), no wrapped call in
-            # progress on this thread (`_depth` holds only threads inside one). A str
-            # path first (the only kind _sticky_call keeps): the lookup then runs no
-            # __hash__ of the program's (a pathlib.Path's is Python code). No test of
-            # _fd: unhook() empties _sticky. Each test costs here (~2,800 instructions per
-            # call went to this path before it was cut to these;
-            # bench/agent_instructions.py). Anything else, and any failure here, takes
-            # the path below.
-            fast = False
-            p = args[0]
-            if type(p) is str:
+            # this wrapper's (only a `repeats` wrapper's are kept), due no check, this
+            # thread's, the same working directory for a relative path (an absolute
+            # one's entry holds ""), no wrapped call in progress on this thread (`_depth`
+            # holds only threads inside one). A str path first (the only kind
+            # _sticky_call keeps): the lookup then runs no __hash__ of the program's (a
+            # pathlib.Path's is Python code). No test of _fd: unhook() empties _sticky.
+            # Each test costs here (bench/agent_instructions.py). Anything else, and any
+            # failure here (a new thread has no _tls.tid yet), takes the path below.
+            try:
+                e = _sticky.get(p)
+                if not (
+                    e is not None
+                    and e[5] == _tls.tid
+                    and (not e[6] or e[6] == _os.getcwd())
+                    and (not _depth or not _depth.get(e[5]))
+                    and next(e[2], None) is wrapper
+                ):
+                    e = None
+            except Exception:
+                e = None
+            if e is not None:
+                if args or kwargs:
+                    return orig(p, *args, **kwargs)
+                return orig(p)
+            if repeats and _fd >= 0:
+                # A check of the repeated call's site, or its first call: said once
+                # (_sticky_call), unless inside another wrapped call on this thread.
                 try:
-                    e = _sticky.get(p)
-                    if (
-                        e is not None
-                        and e[1] is wrapper
-                        and e[2] < e[3]
-                        and e[6] == _gnid()
-                        and (not e[7] or e[7] == _os.getcwd())
-                        and (not _depth or not _depth.get(e[6]))
-                    ):
-                        e[2] += 1
-                        fast = True
+                    try:
+                        tid = _tls.tid
+                    except AttributeError:
+                        tid = _tid()
+                    said = not _depth.get(tid) and _sticky_call(wrapper, tid, p)
                 except Exception:
-                    pass
-            if fast:
-                if kwargs:
-                    return orig(*args, **kwargs)
-                return orig(*args)
+                    said = False
+                if said:
+                    if args or kwargs:
+                        return orig(p, *args, **kwargs)
+                    return orig(p)
+        if p is not _NOARG:
+            args = (p,) + args
         if _fd < 0:
             return orig(*args, **kwargs)
         if opened is _opened_file:
             args, kwargs = _open_warning_first(args, kwargs)
-        if repeats and args and type(args[0]) is str:
-            try:
-                tid = _gnid()
-                said = not _depth.get(tid) and _sticky_call(wrapper, tid, args[0])
-            except Exception:
-                said = False
-            if said:
-                return orig(*args, **kwargs)
         d = -1
         sid = 0
         try:
-            tid = _gnid()
+            tid = _tid()
             key, sid, data = _site_for(_getframe(1))
             if key:
                 depth = _depth.get(tid, 0)
@@ -780,6 +839,8 @@ def _after_fork():
     _depth.clear()
     _sticky.clear()
     try:
+        # The thread that forked is the child's one thread, with a new id.
+        _tls.tid = _gnid()
         _hello()
     except Exception:
         unhook()
@@ -815,13 +876,14 @@ def unhook():
 
 
 def _start():
-    global _fd, _STDLIB, _gnid
+    global _fd, _STDLIB, _gnid, _tls
     fd = _channel()
     if fd < 0:
         return
     import _thread
 
     _gnid = _thread.get_native_id
+    _tls = _thread._local()
     _STDLIB = _os.path.dirname(_os.__file__) + _os.sep
     _fd = fd
     import builtins
@@ -864,6 +926,7 @@ def _start():
 
 _STDLIB = "\0"
 _gnid = None
+_tls = None
 try:
     _start()
 except Exception:
