@@ -727,6 +727,30 @@ def _wrap_logging(mod):
             _install_method(c, "emit")
 
 
+def _unbind_in_pathlib(mod):
+    """pathlib's accessor (Python 3.8 to 3.10) keeps os.stat, os.open, ... as attributes
+    of its class and calls `self._accessor.stat(path)`: the builtins are no methods, but a
+    wrapper (a Python function) there would be one, and be given the accessor as its path
+    (TypeError: stat() takes exactly 1 positional argument (2 given)). The wrappers it
+    holds become static methods, as the builtins behave. (Only there: a wrapper that
+    never binds, such as a functools.partial, costs ~270 instructions at every call, and
+    a partial or a staticmethod cannot be pickled by reference as os.stat is.)"""
+    cls = getattr(mod, "_NormalAccessor", None)
+    if not isinstance(cls, type):
+        return
+    ours = {id(e[3]): e[2] for e in _installed if e[0] is not None and not isinstance(e[0], type)}
+    for name, v in list(vars(cls).items()):
+        orig = ours.get(id(v))
+        if orig is None:
+            continue
+        sm = staticmethod(v)
+        try:
+            setattr(cls, name, sm)
+        except Exception:
+            continue
+        _installed.append((cls, name, orig, sm))
+
+
 def _install_method(cls, name):
     orig = cls.__dict__.get(name)
     if orig is None or not callable(orig):
@@ -806,6 +830,8 @@ class _ImportWatch:
 def _watch_imports():
     _WATCHED["subprocess"] = _wrap_subprocess
     _WATCHED["logging"] = _wrap_logging
+    if _sys.version_info < (3, 11):
+        _WATCHED["pathlib"] = _unbind_in_pathlib
     for name, then in list(_WATCHED.items()):
         mod = _sys.modules.get(name)
         if mod is not None:
@@ -861,7 +887,9 @@ def unhook():
                 pass
             continue
         try:
-            if getattr(ns, name, None) is w:
+            # A class's own attribute as it holds it (a staticmethod, not what it gives).
+            cur = ns.__dict__.get(name) if isinstance(ns, type) else getattr(ns, name, None)
+            if cur is w:
                 setattr(ns, name, orig)
         except Exception:
             pass

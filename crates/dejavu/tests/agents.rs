@@ -45,6 +45,8 @@ fn python_agent_dir() -> &'static Path {
 enum Lang {
     Node,
     Python,
+    /// Python, another interpreter than the `python3` on PATH.
+    PythonAt(&'static str),
 }
 
 impl Lang {
@@ -52,6 +54,7 @@ impl Lang {
         match self {
             Lang::Node => "node",
             Lang::Python => "python3",
+            Lang::PythonAt(p) => p,
         }
     }
 }
@@ -156,7 +159,7 @@ fn run(lang: Lang, script: &Path, args: &[&str], mode: Mode, scratch: &Path) -> 
                 "NODE_OPTIONS",
                 format!("--require {}", node_agent().display()),
             ),
-            Lang::Python => cmd.env("PYTHONPATH", python_agent_dir()),
+            Lang::Python | Lang::PythonAt(_) => cmd.env("PYTHONPATH", python_agent_dir()),
         };
     }
     let mut reader = None;
@@ -386,6 +389,50 @@ fn python_sees_the_same_files_while_its_agent_reports() {
 fn python_sees_the_same_files_under_dejavu_record() {
     require!("python3");
     assert_unnoticed(Lang::Python, "behaviour.py", &[], &[Mode::Recorded]);
+}
+
+/// Python 3.8 to 3.10 (pyenv's, or python3.X on PATH): their pathlib keeps os.stat and
+/// the others as class attributes of its accessor and calls them through it, where a
+/// wrapper that is a Python function would become a method (and be given the accessor
+/// as its path: pathlib's every call failed under the agent). behaviour.py's pathlib
+/// calls run under dejavu record as without it.
+#[test]
+fn older_pythons_see_the_same_files_under_dejavu_record() {
+    let mut found = Vec::new();
+    for v in ["3.8", "3.9", "3.10"] {
+        let pyenv = std::env::var_os("PYENV_ROOT")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")));
+        let installed = pyenv
+            .and_then(|r| std::fs::read_dir(r.join("versions")).ok())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.strip_prefix(v).is_some_and(|r| r.starts_with('.')))
+            })
+            .map(|p| p.join("bin/python3"))
+            .find(|p| p.exists());
+        match installed {
+            Some(p) => found.push(p.display().to_string()),
+            None if common::have(&format!("python{v}")) => found.push(format!("python{v}")),
+            None => {}
+        }
+    }
+    if found.is_empty() {
+        common::skip(
+            "python3.10",
+            "no Python 3.8, 3.9 or 3.10 here (pyenv's or on PATH)",
+        );
+        return;
+    }
+    for py in found {
+        let py: &'static str = Box::leak(py.into_boxed_str());
+        assert_unnoticed(Lang::PythonAt(py), "behaviour.py", &[], &[Mode::Recorded]);
+    }
 }
 
 #[test]
