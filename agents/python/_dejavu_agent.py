@@ -638,6 +638,16 @@ def _wrap(orig, opened=None, repeats=False):
 _SUPPORTS = ("supports_dir_fd", "supports_fd", "supports_follow_symlinks", "supports_effective_ids")
 
 
+def _put(ns, name, orig, w):
+    """Sets `ns.name` (now `orig`) to `w`, remembered for unhook; False if it cannot be."""
+    try:
+        setattr(ns, name, w)
+    except Exception:
+        return False
+    _installed.append((ns, name, orig, w))
+    return True
+
+
 def _install(ns, name, opened=None):
     try:
         orig = getattr(ns, name)
@@ -646,11 +656,8 @@ def _install(ns, name, opened=None):
     if not callable(orig):
         return
     w = _wrap(orig, opened, ns is _os and name in _STICKY_OS)
-    try:
-        setattr(ns, name, w)
-    except Exception:
+    if not _put(ns, name, orig, w):
         return
-    _installed.append((ns, name, orig, w))
     if ns is _os:
         for s in _SUPPORTS:
             group = getattr(_os, s, None)
@@ -743,24 +750,14 @@ def _unbind_in_pathlib(mod):
         orig = ours.get(id(v))
         if orig is None:
             continue
-        sm = staticmethod(v)
-        try:
-            setattr(cls, name, sm)
-        except Exception:
-            continue
-        _installed.append((cls, name, orig, sm))
+        _put(cls, name, orig, staticmethod(v))
 
 
 def _install_method(cls, name):
     orig = cls.__dict__.get(name)
     if orig is None or not callable(orig):
         return
-    w = _wrap(orig)
-    try:
-        setattr(cls, name, w)
-    except Exception:
-        return
-    _installed.append((cls, name, orig, w))
+    _put(cls, name, orig, _wrap(orig))
 
 
 class _AfterImport:

@@ -637,6 +637,19 @@ fn ebpf_names_the_same_call_sites_as_ptrace_in_code_without_frame_pointers() {
     same_sites_under_both_backends(&rs, &[t.to_str().unwrap(), "2000"], &dir, "probe_config");
 }
 
+/// The line of `DEJAVU_NATIVE_STATS=1`'s output (`err`) holding `what`, and its numbers.
+fn counters<'a>(err: &'a str, what: &str) -> (&'a str, Vec<u64>) {
+    let line = err
+        .lines()
+        .find(|l| l.contains(what))
+        .unwrap_or_else(|| panic!("no {what} counters in {err}"));
+    let nums = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    (line, nums)
+}
+
 /// Under eBPF, a call repeated from one place is unwound once: the kernel half answers
 /// the repeats from its cache (the stack's id instead of a copy of the stack), and every
 /// repeat gets the same stack as the first. Runs in the eBPF pass.
@@ -667,14 +680,7 @@ fn ebpf_unwinds_a_repeated_call_once_and_answers_the_repeats_from_its_cache() {
     let err = String::from_utf8_lossy(&out.stderr);
     // "dejavu: eBPF stacks: C copies unwound, K cached in the kernel, H calls answered
     // from that cache"
-    let line = err
-        .lines()
-        .find(|l| l.contains("eBPF stacks:"))
-        .unwrap_or_else(|| panic!("no stack counters in {err}"));
-    let nums: Vec<u64> = line
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|w| w.parse().ok())
-        .collect();
+    let (line, nums) = counters(&err, "eBPF stacks:");
     let (copies, hits) = (nums[0], nums[2]);
     assert!(
         hits >= 100_000 && copies < 100_000,
@@ -684,14 +690,7 @@ fn ebpf_unwinds_a_repeated_call_once_and_answers_the_repeats_from_its_cache() {
     // reader's round trip) are found to be the stack unwound before, not unwound again:
     // what is unwound is the loop's one place and the program's start.
     // "dejavu: native stacks: N captures, ...; S copies the same as one unwound before"
-    let native = err
-        .lines()
-        .find(|l| l.contains("native stacks:"))
-        .unwrap_or_else(|| panic!("no native counters in {err}"));
-    let n: Vec<u64> = native
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|w| w.parse().ok())
-        .collect();
+    let (native, n) = counters(&err, "native stacks:");
     let (captures, same) = (n[0], *n.last().unwrap());
     assert!(
         same <= captures && captures - same < 200,
