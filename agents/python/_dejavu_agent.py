@@ -518,11 +518,13 @@ def _wrap(orig, opened=None, repeats=False):
         # The first argument on its own (positional-only: a keyword of any name goes to
         # kwargs, as to the original), so that a call with one argument builds no tuple
         # and calls the original with it alone.
-        if type(p) is str:
+        if repeats and type(p) is str:
             # A repeated call between two checks of its site (_sticky_call): a dict
             # lookup and a count, inline (it is most of the calls of a loop, and a Python
             # call is a good part of what the agent costs per call): the path's entry,
-            # this wrapper's (only a `repeats` wrapper's are kept), due no check, this
+            # this wrapper's (only a `repeats` wrapper looks: another function's call
+            # on the path must not use up the calls its entry has left before a check,
+            # which moved the checks off the calls whose line changed), due no check, this
             # thread's, the same working directory for a relative path (an absolute
             # one's entry holds ""), no wrapped call in progress on this thread (`_depth`
             # holds only threads inside one). A str path first (the only kind
@@ -546,7 +548,7 @@ def _wrap(orig, opened=None, repeats=False):
                 if args or kwargs:
                     return orig(p, *args, **kwargs)
                 return orig(p)
-            if repeats and _fd >= 0:
+            if _fd >= 0:
                 # A check of the repeated call's site, or its first call: said once
                 # (_sticky_call), unless inside another wrapped call on this thread.
                 try:
