@@ -18,9 +18,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// What says that a stat found the same file as before.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-struct Identity {
+/// What says that a stat found the same file as before (also the key of the ELF heads
+/// `stacks::native::layout` keeps).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) struct Identity {
     dev: u64,
     ino: u64,
     size: u64,
@@ -29,7 +30,7 @@ struct Identity {
 }
 
 impl Identity {
-    fn of(m: &Metadata) -> Self {
+    pub(crate) fn of(m: &Metadata) -> Self {
         Identity {
             dev: m.dev(),
             ino: m.ino(),

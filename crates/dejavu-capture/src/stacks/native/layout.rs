@@ -60,24 +60,17 @@ fn head(path: &Path) -> Option<Vec<u8>> {
 /// execs: a few).
 const MAX_HEADS: usize = 64;
 
-type HeadKey = (u64, u64, u64, i64, i64);
+type Heads = rustc_hash::FxHashMap<crate::realpath::Identity, std::rc::Rc<Vec<u8>>>;
 
 thread_local! {
-    static HEADS: std::cell::RefCell<rustc_hash::FxHashMap<HeadKey, std::rc::Rc<Vec<u8>>>> =
-        std::cell::RefCell::new(rustc_hash::FxHashMap::default());
+    static HEADS: std::cell::RefCell<Heads> = std::cell::RefCell::new(Heads::default());
 }
 
 /// `head(path)`, read once per file: kept by the identity `meta` (a stat of `path`) gives
 /// it, its device, inode, size and modification time (a build execs the same cc1 and
 /// ld.so 32 times, and each exec read both again).
 fn head_of(path: &Path, meta: &std::fs::Metadata) -> Option<std::rc::Rc<Vec<u8>>> {
-    let key = (
-        meta.dev(),
-        meta.ino(),
-        meta.size(),
-        meta.mtime(),
-        meta.mtime_nsec(),
-    );
+    let key = crate::realpath::Identity::of(meta);
     if let Some(h) = HEADS.with(|h| h.borrow().get(&key).cloned()) {
         return Some(h);
     }
