@@ -302,6 +302,70 @@ struct {
 	__type(value, struct inflight);
 } inflight SEC(".maps");
 
+/* Whether the last process a CPU asked about is traced, kept per CPU (`tcache`) while
+ * `gens` says `traced` did not change: a tight loop's calls ask the hash map once,
+ * not twice per call (a hash lookup is a chain of calls in the kernel, each paying the
+ * return-thunk mitigations of today's CPUs: ~80 ns per call, docs/ebpf-backend.md). */
+struct tcache {
+	u32 tgid;
+	u32 state; /* 0: nothing kept, 1: not traced, 2: traced */
+	u64 gen;   /* gens[0] + gens[1] when kept */
+	u64 since; /* bytes this CPU sent since it last looked at the ring's fill */
+	u64 pad;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct tcache);
+} tcache SEC(".maps");
+
+/* Changes of `traced`: [0] counted by the kernel half (fork, exit), [1] by user space
+ * (the first process, attaching, a process let go). Each only grows, so their sum
+ * changes with any change of the set. */
+#define GEN_KERNEL 0
+#define GEN_USER 1
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, u32);
+	__type(value, u64);
+} gens SEC(".maps");
+
+static __always_inline struct tcache *tcache_get(void)
+{
+	u32 zero = 0;
+	return bpf_map_lookup_elem(&tcache, &zero);
+}
+
+/* `traced` changed: the CPUs' kept answers are stale. Called after the change. */
+static __always_inline void traced_changed(void)
+{
+	u32 k = GEN_KERNEL;
+	u64 *g = bpf_map_lookup_elem(&gens, &k);
+	if (g)
+		__sync_fetch_and_add(g, 1);
+}
+
+static __always_inline int is_traced(u32 tgid)
+{
+	u32 k0 = GEN_KERNEL, k1 = GEN_USER;
+	struct tcache *tc = tcache_get();
+	u64 *g0 = bpf_map_lookup_elem(&gens, &k0);
+	u64 *g1 = bpf_map_lookup_elem(&gens, &k1);
+	if (!tc || !g0 || !g1)
+		return bpf_map_lookup_elem(&traced, &tgid) != 0;
+	/* Read before the set: a change after this read makes the kept answer stale. */
+	u64 gen = *(volatile u64 *)g0 + *(volatile u64 *)g1;
+	if (tc->state && tc->tgid == tgid && tc->gen == gen)
+		return tc->state == 2;
+	int yes = bpf_map_lookup_elem(&traced, &tgid) != 0;
+	tc->tgid = tgid;
+	tc->gen = gen;
+	tc->state = yes ? 2 : 1;
+	return yes;
+}
+
 static __always_inline struct inflight *slot(u32 tid)
 {
 	u32 k = tid & (SLOTS - 1);
@@ -361,6 +425,52 @@ struct {
 	__type(key, struct stk_key);
 	__type(value, struct stk_val);
 } stacks SEC(".maps");
+
+/* The entry of `stacks` a CPU found last, kept while user space has not changed the map
+ * since (`stacks_gen`, counted by user space at each change): a loop's calls from one
+ * place ask the LRU map once (a lookup, and the LRU's bookkeeping, per call otherwise).
+ * What an entry says stays true once the LRU dropped it (a stack's id is the trace's). */
+struct scache {
+	struct stk_key k;
+	struct stk_val v;
+	u64 gen;
+	u64 kept; /* 0: nothing kept */
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct scache);
+} scache SEC(".maps");
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} stacks_gen SEC(".maps");
+
+/* The entry of `stacks` for `k`, from this CPU's kept one when it is the same. */
+static __always_inline struct stk_val *stack_entry(struct stk_key *k)
+{
+	u32 zero = 0;
+	struct scache *pc = bpf_map_lookup_elem(&scache, &zero);
+	u64 *g = bpf_map_lookup_elem(&stacks_gen, &zero);
+	if (!pc || !g)
+		return bpf_map_lookup_elem(&stacks, k);
+	/* Read before the map: a change after this read makes the kept entry stale. */
+	u64 gen = *(volatile u64 *)g;
+	if (pc->kept && pc->gen == gen && pc->k.mm == k->mm && pc->k.ip == k->ip &&
+	    pc->k.sp == k->sp && pc->k.tgid == k->tgid)
+		return &pc->v;
+	struct stk_val *v = bpf_map_lookup_elem(&stacks, k);
+	if (!v)
+		return 0;
+	pc->k = *k;
+	__builtin_memcpy(&pc->v, v, sizeof(*v));
+	pc->gen = gen;
+	pc->kept = 1;
+	return &pc->v;
+}
 
 /* Keep in step with dejavu-ebpf's stack_hash. */
 static __always_inline u64 stk_mix(u64 h, u64 w)
@@ -423,8 +533,18 @@ static __always_inline void submit_as(u8 *buf, u32 size, struct config *c, u32 w
 {
 	u64 flags = BPF_RB_NO_WAKEUP;
 	size &= (BUF_SIZE - 1);
-	if (c && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= c->wake_bytes)
-		flags = BPF_RB_FORCE_WAKEUP;
+	/* The fill is looked at once per wake_bytes / 16 bytes this CPU sent, not per record
+	 * (a helper call, and the reader's line of the ring): the reader is then woken at
+	 * most that much later than the threshold. */
+	struct tcache *tc = tcache_get();
+	if (c && tc) {
+		tc->since += size;
+		if (tc->since >= c->wake_bytes / 16) {
+			tc->since = 0;
+			if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= c->wake_bytes)
+				flags = BPF_RB_FORCE_WAKEUP;
+		}
+	}
 	if (bpf_ringbuf_output(&events, buf, size, flags) != 0)
 		count_lost_of(which);
 }
@@ -690,13 +810,13 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 		return 0;
 	if (untraced_mmap(nr, regs->r10, regs->r8))
 		return 0;
-	u64 pid_tgid = bpf_get_current_pid_tgid();
-	u32 tgid = pid_tgid >> 32, tid = (u32)pid_tgid;
-	if (!bpf_map_lookup_elem(&traced, &tgid))
+	/* One helper call for the ids and the 32-bit test (plain loads of a trusted task). */
+	struct task_struct *task = bpf_get_current_task_btf();
+	u32 tgid = task->tgid, tid = task->pid;
+	if (!is_traced(tgid))
 		return 0;
 	/* A 32-bit call (int 0x80, or a 32-bit program) numbers syscalls differently: it
 	 * is not in the traced set (as with ptrace, docs/ebpf-backend.md). */
-	struct task_struct *task = bpf_get_current_task_btf();
 	if (bpf_core_field_exists(task->thread_info.status) &&
 	    (task->thread_info.status & TS_COMPAT))
 		return 0;
@@ -767,6 +887,7 @@ struct stk_call {
 	u64 sp;
 	u64 bp;
 	u64 sid;
+	u64 id; /* pid_tgid */
 };
 
 /* The stack of the call being made: CF_STACK_HIT with its id in call->sid when the stack
@@ -779,7 +900,7 @@ __noinline u32 native_stack(struct scratch *sc, struct config *c, struct stk_cal
 {
 	if (!sc || !c || !call)
 		return 0;
-	u64 id = bpf_get_current_pid_tgid();
+	u64 id = call->id;
 	u8 *buf = sc->buf;
 	struct mm_struct *mm = (struct mm_struct *)call->mm;
 	u64 sp = call->sp;
@@ -790,7 +911,7 @@ __noinline u32 native_stack(struct scratch *sc, struct config *c, struct stk_cal
 		.tgid = id >> 32,
 		.pad = 0,
 	};
-	struct stk_val *v = bpf_map_lookup_elem(&stacks, &k);
+	struct stk_val *v = stack_entry(&k);
 	if (v && v->agent) {
 		call->sid = v->id;
 		return CF_STACK_AGENT;
@@ -873,8 +994,10 @@ __noinline u32 native_stack(struct scratch *sc, struct config *c, struct stk_cal
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
-	u64 id = bpf_get_current_pid_tgid();
-	u32 tid = (u32)id;
+	/* One helper call for the ids (plain loads of a trusted task). */
+	struct task_struct *t = bpf_get_current_task_btf();
+	u32 tid = t->pid;
+	u64 id = ((u64)t->tgid << 32) | tid;
 	struct inflight *v = slot(tid);
 	if (!v)
 		return 0;
@@ -894,16 +1017,14 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		u8 *w = bpf_map_lookup_elem(&wanted, &k);
 		u32 tgid = id >> 32;
 		if (!w || !(*w & W_TRACE) || untraced_mmap(nr, regs->r10, regs->r8) ||
-		    !bpf_map_lookup_elem(&traced, &tgid))
+		    !is_traced(tgid))
 			return 0;
-		struct task_struct *me = bpf_get_current_task_btf();
-		if (bpf_core_field_exists(me->thread_info.status) &&
-		    (me->thread_info.status & TS_COMPAT))
+		if (bpf_core_field_exists(t->thread_info.status) &&
+		    (t->thread_info.status & TS_COMPAT))
 			return 0;
 		enter_ts = 0;
 		cflags = CF_NO_ENTER;
 	}
-	struct task_struct *t = bpf_get_current_task_btf();
 	struct config *c = cfg();
 	struct scratch *sc = scratch_get();
 	if (!c || !sc)
@@ -936,11 +1057,12 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	/* munmap is traced only for the trace's Unmap records: it needs no stack. */
 	if (c->stacks && nr != NR_munmap) {
 		struct stk_call call = {
-			.mm = (u64)BPF_CORE_READ(t, mm),
+			.mm = (u64)t->mm,
 			.ip = regs->ip,
 			.sp = regs->sp,
 			.bp = regs->bp,
 			.sid = 0,
+			.id = id,
 		};
 		cflags |= native_stack(sc, c, &call);
 		sid = call.sid;
@@ -1183,6 +1305,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (cpid != ptgid) {
 		u8 one = 1;
 		bpf_map_update_elem(&traced, &cpid, &one, BPF_ANY);
+		traced_changed();
 	}
 	struct fork_ev *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -1325,8 +1448,10 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	} else {
 		count_lost();
 	}
-	if (live == 0)
+	if (live == 0) {
 		bpf_map_delete_elem(&traced, &tgid);
+		traced_changed();
+	}
 	return 0;
 }
 

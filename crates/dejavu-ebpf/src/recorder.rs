@@ -213,6 +213,12 @@ struct StackCache {
     stored: FxHashMap<StkKey, (u32, u64)>,
     marked: FxHashMap<StkKey, u32>,
     map: HashMap<MapData, StkKey, StkVal>,
+    /// The count of changes to `map` (the kernel's `stacks_gen`): each CPU keeps the
+    /// entry it found last while the count is the same.
+    map_gen: Array<MapData, u64>,
+    map_changes: u64,
+    /// Changes the kernel could not be told of (`changed`).
+    gen_failures: u64,
     deps: Deps,
     /// The memory of copies unwound, for the next ones (a copy is a few KiB: no
     /// allocation and free per copy).
@@ -382,6 +388,18 @@ impl StackCache {
             }
         }
         self.pending.clear();
+        self.changed();
+    }
+
+    /// Says to the kernel that `map` changed: the entries the CPUs kept are stale.
+    fn changed(&mut self) {
+        self.map_changes += 1;
+        // A failure (none is expected of an array's update) leaves a CPU's kept entry in
+        // use: one for a place whose entry was replaced or removed. Counted, said in the
+        // native stats.
+        if self.map_gen.set(0, self.map_changes, 0).is_err() {
+            self.gen_failures += 1;
+        }
     }
 
     /// After a call was decoded: `named` says whether a language agent gave its site.
@@ -399,6 +417,7 @@ impl StackCache {
                     // In the order they were decided: the stored stacks first.
                     self.flush();
                     let _ = self.map.remove(&k);
+                    self.changed();
                 }
             }
             return;
@@ -430,6 +449,7 @@ impl StackCache {
         self.flush();
         if self.map.insert(k, v, 0).is_ok() {
             self.agent_keys.insert(self.next_handle, k);
+            self.changed();
         }
     }
 }
@@ -447,9 +467,45 @@ struct Loaded {
     _bpf: Ebpf,
     /// Handed to the drainer when the reader starts.
     rings: Option<Rings>,
-    traced: HashMap<MapData, u32, u8>,
+    traced: Traced,
     stacks: StackCache,
     ring_bytes: u32,
+}
+
+/// The kernel's set of followed processes (`traced`), and the count of user space's
+/// changes to it (`gens[1]`) that tells each CPU's kept answer it is stale (see
+/// `is_traced` in the kernel half).
+struct Traced {
+    set: HashMap<MapData, u32, u8>,
+    gens: Array<MapData, u64>,
+    changes: u64,
+}
+
+/// `traced` value: followed.
+const TRACED: u8 = 1;
+/// `gens` index counted by user space.
+const GEN_USER: u32 = 1;
+
+impl Traced {
+    fn changed(&mut self) -> Result<(), aya::maps::MapError> {
+        self.changes += 1;
+        self.gens.set(GEN_USER, self.changes, 0)
+    }
+
+    fn insert(&mut self, tgid: i32) -> Result<(), RecordError> {
+        self.set
+            .insert(tgid as u32, TRACED, 0)
+            .and_then(|()| self.changed())
+            .map_err(|e| load_error("following the process", e))
+    }
+
+    fn remove(&mut self, tgid: i32) {
+        if self.set.remove(&(tgid as u32)).is_ok() {
+            // Best effort, as the removal: a failure leaves the CPUs' answers as they were
+            // for this process, which then goes on being recorded (as before the removal).
+            let _ = self.changed();
+        }
+    }
 }
 
 fn load_error(what: &str, e: impl std::fmt::Display) -> RecordError {
@@ -579,9 +635,14 @@ fn load(
     // (their descriptors are already in the programs' instructions, and stay open).
     let mut wanted: Array<MapData, u8> = take(&mut bpf, "wanted")?;
     let mut cfg: Array<MapData, Config> = take(&mut bpf, "config")?;
-    let mut traced: HashMap<MapData, u32, u8> = take(&mut bpf, "traced")?;
+    let mut traced = Traced {
+        set: take(&mut bpf, "traced")?,
+        gens: take(&mut bpf, "gens")?,
+        changes: 0,
+    };
     let lost: PerCpuArray<MapData, u64> = take(&mut bpf, "lost")?;
     let stack_map: HashMap<MapData, StkKey, StkVal> = take(&mut bpf, "stacks")?;
+    let stack_map_gen: Array<MapData, u64> = take(&mut bpf, "stacks_gen")?;
     let events = bpf
         .take_map("events")
         .ok_or_else(|| load_error("events", "missing"))?;
@@ -630,7 +691,7 @@ fn load(
             }
             cfg.set(0, config, 0).map_err(|e| load_error("config", e))?;
             if let Some(pid) = follow {
-                trace(&mut traced, pid)?;
+                traced.insert(pid)?;
             }
             let events = RingBuf::try_from(events).map_err(|e| load_error("events", e))?;
             let stackbuf = RingBuf::try_from(stackbuf).map_err(|e| load_error("stackbuf", e))?;
@@ -675,6 +736,9 @@ fn load(
             agent_skips: 0,
             agent_misses: 0,
             map: stack_map,
+            map_gen: stack_map_gen,
+            map_changes: 0,
+            gen_failures: 0,
             deps: Deps::default(),
             spare: Vec::new(),
             pending: Vec::new(),
@@ -769,15 +833,6 @@ fn config(opts: &RecordOptions, agent_fd: Option<i32>, ring_bytes: u32) -> Confi
         open_identity: opts.open_identity as u32,
         pad: std::env::var_os("DEJAVU_EXP_ALLNATIVE").is_some() as u32,
     }
-}
-
-/// `traced` value: followed.
-const TRACED: u8 = 1;
-
-fn trace(traced: &mut HashMap<MapData, u32, u8>, tgid: i32) -> Result<(), RecordError> {
-    traced
-        .insert(tgid as u32, TRACED, 0)
-        .map_err(|e| load_error("following the process", e))
 }
 
 /// Records `target` (see `crate::record`).
@@ -896,7 +951,7 @@ pub fn record<W: Write>(
             // be missed); follow first, then list threads: a thread created in between is
             // reported by the fork hook, one listed twice is ignored.
             for &p in &pids {
-                trace(&mut l.traced, p)?;
+                l.traced.insert(p)?;
             }
             let w = make_writer(&meta)?;
             let mut feed = Feed::new(
@@ -1172,7 +1227,7 @@ impl<W: Write> Reader<W> {
         self.l.stacks.keep(&b.copies);
         self.l.stacks.flush();
         for pid in self.guard.untrace.drain(..) {
-            let _ = self.l.traced.remove(&(pid as u32));
+            self.l.traced.remove(pid);
         }
         if let Some(lost) = &b.lost {
             // events: the program's (written as Lost records); agent: the agents' reports,
@@ -1286,7 +1341,7 @@ impl<W: Write> Reader<W> {
                 "dejavu: eBPF stacks: {} copies unwound, {} cached in the kernel, {} calls \
                  answered from that cache, {} with a short copy, {} left to the agents \
                  ({} of them not named: their place copies again); {} batches, at most {} \
-                 KiB waited for the reader",
+                 KiB waited for the reader{}",
                 c.slices,
                 c.cached,
                 c.hits,
@@ -1294,7 +1349,15 @@ impl<W: Write> Reader<W> {
                 c.agent_skips,
                 c.agent_misses,
                 self.drainer.batches(),
-                peak.div_ceil(1024)
+                peak.div_ceil(1024),
+                if c.gen_failures > 0 {
+                    format!(
+                        "; {} changes of the cache not told to the CPUs' kept entries",
+                        c.gen_failures
+                    )
+                } else {
+                    String::new()
+                }
             );
         }
         // Detach the programs before the trace is closed.
