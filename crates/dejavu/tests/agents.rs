@@ -938,7 +938,7 @@ fn python_repeated_calls_are_said_once_and_still_name_each_line() {
 #[test]
 fn a_place_the_agent_stops_naming_gets_native_stacks_again() {
     // unnamed_place.py calls os.stat (wrapped: the agent names the calls) 300 times, then
-    // posix.stat (the original: not named) 20,000 times on another path, from one line
+    // posix.stat (the original: not named) 100,000 times on another path, from one line
     // and so from one native place. Under eBPF the kernel stops copying the stack of a
     // place the agent names, and must copy it again once calls there go unnamed: the
     // reader takes the place out of the kernel's cache when it sees the first of them,
@@ -987,7 +987,7 @@ fn a_place_the_agent_stops_naming_gets_native_stacks_again() {
     }
     assert_eq!(
         (stacks.len(), unnamed.len()),
-        (300, 20000),
+        (300, 100_000),
         "os.stat's and posix.stat's"
     );
     let native_only = |id: &Option<StackId>| {
@@ -1001,16 +1001,15 @@ fn a_place_the_agent_stops_naming_gets_native_stacks_again() {
         .filter(|id| id.is_some_and(|id| r.stack(id).iter().any(|f| f.kind == FrameKind::Python)))
         .count();
     assert_eq!(named, 300, "the agent names each os.stat call");
-    // The calls without a stack of their own lie in one window (those the kernel answered
-    // between the reader's mark of the place and its removal: the mark can come late,
-    // when the reader is behind), a few; every call after it has its own.
+    // The calls without a stack of their own are those the kernel answered before the
+    // reader took the place out (its delay: milliseconds, more on a loaded machine); every
+    // call after them has its own. (Kept entries never dropped: all 100,000 without.)
     let without: Vec<usize> = (0..unnamed.len())
         .filter(|&i| !native_only(&unnamed[i]))
         .collect();
-    let run = without.last().map_or(0, |l| l + 1 - without[0]);
     assert!(
-        run <= 5_000 && without.last().is_none_or(|&l| l < 19_000),
-        "posix.stat's 20,000 calls: {} without a native stack, at {:?}..{:?}\n{err}",
+        without.last().is_none_or(|&l| l < 90_000),
+        "posix.stat's 100,000 calls: {} without a native stack, at {:?}..{:?}\n{err}",
         without.len(),
         without.first(),
         without.last()
