@@ -215,8 +215,7 @@ struct StackCache {
     map: HashMap<MapData, StkKey, StkVal>,
     /// The count of changes to `map` (the kernel's `stacks_gen`): each CPU keeps the
     /// entry it found last while the count is the same.
-    map_gen: Array<MapData, u64>,
-    map_changes: u64,
+    map_changes: Changes,
     /// Changes the kernel could not be told of (`changed`).
     gen_failures: u64,
     deps: Deps,
@@ -393,11 +392,10 @@ impl StackCache {
 
     /// Says to the kernel that `map` changed: the entries the CPUs kept are stale.
     fn changed(&mut self) {
-        self.map_changes += 1;
         // A failure (none is expected of an array's update) leaves a CPU's kept entry in
         // use: one for a place whose entry was replaced or removed. Counted, said in the
         // native stats.
-        if self.map_gen.set(0, self.map_changes, 0).is_err() {
+        if self.map_changes.bump().is_err() {
             self.gen_failures += 1;
         }
     }
@@ -472,13 +470,37 @@ struct Loaded {
     ring_bytes: u32,
 }
 
+/// User space's count of its changes to a kernel map, in an entry of an array map the
+/// kernel half reads before it trusts what a CPU kept of that map (`gens[1]` for
+/// `traced`, `stacks_gen[0]` for `stacks`).
+struct Changes {
+    counter: Array<MapData, u64>,
+    index: u32,
+    count: u64,
+}
+
+impl Changes {
+    fn new(counter: Array<MapData, u64>, index: u32) -> Self {
+        Changes {
+            counter,
+            index,
+            count: 0,
+        }
+    }
+
+    /// Counts a change; call it after the change.
+    fn bump(&mut self) -> Result<(), aya::maps::MapError> {
+        self.count += 1;
+        self.counter.set(self.index, self.count, 0)
+    }
+}
+
 /// The kernel's set of followed processes (`traced`), and the count of user space's
-/// changes to it (`gens[1]`) that tells each CPU's kept answer it is stale (see
-/// `is_traced` in the kernel half).
+/// changes to it that tells each CPU's kept answer it is stale (see `is_traced` in the
+/// kernel half).
 struct Traced {
     set: HashMap<MapData, u32, u8>,
-    gens: Array<MapData, u64>,
-    changes: u64,
+    changes: Changes,
 }
 
 /// `traced` value: followed.
@@ -487,15 +509,10 @@ const TRACED: u8 = 1;
 const GEN_USER: u32 = 1;
 
 impl Traced {
-    fn changed(&mut self) -> Result<(), aya::maps::MapError> {
-        self.changes += 1;
-        self.gens.set(GEN_USER, self.changes, 0)
-    }
-
     fn insert(&mut self, tgid: i32) -> Result<(), RecordError> {
         self.set
             .insert(tgid as u32, TRACED, 0)
-            .and_then(|()| self.changed())
+            .and_then(|()| self.changes.bump())
             .map_err(|e| load_error("following the process", e))
     }
 
@@ -503,7 +520,7 @@ impl Traced {
         if self.set.remove(&(tgid as u32)).is_ok() {
             // Best effort, as the removal: a failure leaves the CPUs' answers as they were
             // for this process, which then goes on being recorded (as before the removal).
-            let _ = self.changed();
+            let _ = self.changes.bump();
         }
     }
 }
@@ -637,8 +654,7 @@ fn load(
     let mut cfg: Array<MapData, Config> = take(&mut bpf, "config")?;
     let mut traced = Traced {
         set: take(&mut bpf, "traced")?,
-        gens: take(&mut bpf, "gens")?,
-        changes: 0,
+        changes: Changes::new(take(&mut bpf, "gens")?, GEN_USER),
     };
     let lost: PerCpuArray<MapData, u64> = take(&mut bpf, "lost")?;
     let stack_map: HashMap<MapData, StkKey, StkVal> = take(&mut bpf, "stacks")?;
@@ -736,8 +752,7 @@ fn load(
             agent_skips: 0,
             agent_misses: 0,
             map: stack_map,
-            map_gen: stack_map_gen,
-            map_changes: 0,
+            map_changes: Changes::new(stack_map_gen, 0),
             gen_failures: 0,
             deps: Deps::default(),
             spare: Vec::new(),
