@@ -110,6 +110,15 @@ _NOARG = object()
 # No calls left before the next check of a repeated call (_sticky).
 _NO_CALLS = iter(())
 _write = _os.write
+# Whether no thread has been started (through _thread: threading's threads and _thread's
+# own) since the agent loaded: a repeated call's fast path then knows its thread without
+# asking (a thread-local's attribute is ~690 instructions, a fifth of that path; its
+# entry's thread is this one, the only one). Ended for good by the first thread started
+# (_watch_threads); a thread a C extension makes and enters Python from is not seen: its
+# calls on a path with another thread's entry then say nothing (no line for them, never
+# the other thread's, since dejavu keeps a STICKY per thread). docs/agents.md, "Repeated
+# calls".
+_lone = False
 
 
 def _tid():
@@ -536,7 +545,7 @@ def _wrap(orig, opened=None, repeats=False):
                 e = _sticky.get(p)
                 if not (
                     e is not None
-                    and e[5] == _tls.tid
+                    and (_lone or e[5] == _tls.tid)
                     and (not e[6] or e[6] == _os.getcwd())
                     and (not _depth or not _depth.get(e[5]))
                     and next(e[2], None) is wrapper
@@ -665,6 +674,48 @@ def _install(ns, name, opened=None):
             group = getattr(_os, s, None)
             if isinstance(group, set) and orig in group:
                 group.add(w)
+
+
+def _watch_threads(thread_mod):
+    """Makes `_lone` true until a thread is started: the functions that start one
+    (_thread's, and threading's names for them, which it took at its import) are wrapped
+    to end it first. Left false when a thread was already started, or when one of them
+    cannot be wrapped."""
+    global _lone
+    try:
+        if thread_mod._count() != 0:
+            return
+    except Exception:
+        return
+
+    def ender(orig):
+        def start(*args, **kwargs):
+            global _lone
+            _lone = False
+            return orig(*args, **kwargs)
+
+        start.__name__ = getattr(orig, "__name__", "start_new_thread")
+        start.__qualname__ = getattr(orig, "__qualname__", start.__name__)
+        start.__doc__ = getattr(orig, "__doc__", None)
+        start.__wrapped__ = orig
+        return start
+
+    threading = _sys.modules.get("threading")
+    places = [(thread_mod, n) for n in ("start_new_thread", "start_new", "start_joinable_thread")]
+    if threading is not None:
+        places += [(threading, n) for n in ("_start_new_thread", "_start_joinable_thread")]
+    wrapped = {}
+    for ns, name in places:
+        orig = getattr(ns, name, None)
+        if orig is None:
+            continue
+        w = wrapped.get(id(orig))
+        if w is None:
+            w = wrapped[id(orig)] = ender(orig)
+        if not _put(ns, name, orig, w):
+            return
+    if wrapped:
+        _lone = True
 
 
 def _keep_channel_in_children():
@@ -873,8 +924,9 @@ def _after_fork():
 
 def unhook():
     """Restores every original still in place and stops reporting. Safe to call twice."""
-    global _fd
+    global _fd, _lone
     _fd = -1
+    _lone = False
     # The wrappers' fast path finds no entry: every call takes the path that tests _fd.
     _sticky.clear()
     for ns, name, orig, w in reversed(_installed):
@@ -940,6 +992,7 @@ def _start():
     else:
         _install(builtins, "open", _opened_file)
     _keep_channel_in_children()
+    _watch_threads(_thread)
     _watch_imports()
     try:
         _os.register_at_fork(after_in_child=_after_fork)
