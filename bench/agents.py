@@ -5,7 +5,8 @@ For the stat loops (Node.js bench/workloads/stat_loop.js: fs.statSync of one fil
 Python bench/workloads/stat_loop.py: os.stat of one file N times; N defaults to 200,000),
 and with --workloads stat_js_helper,stat_py_helper the same calls in a helper called from
 two lines, a warm-up of 100 calls, then N (bench/workloads/stat_helper.js and .py: the
-path's site switches once), this runs, interleaved round-robin so that machine noise hits
+path's site switches once), with --workloads stat_js_rel,stat_py_rel the stat loops on a
+relative path (the file's name, in the working directory), this runs, interleaved round-robin so that machine noise hits
 every variant alike:
 
     native                  the workload alone
@@ -53,6 +54,9 @@ WORKLOADS = {
     "stat_py": ("python", "stat_loop.py"),
     "stat_js_helper": ("node", "stat_helper.js"),
     "stat_py_helper": ("python", "stat_helper.py"),
+    # The stat loops on the file's name alone, relative to the working directory.
+    "stat_js_rel": ("node", "stat_loop.js"),
+    "stat_py_rel": ("python", "stat_loop.py"),
 }
 
 
@@ -175,8 +179,10 @@ def main() -> int:
         for key in args.workloads.split(","):
             runtime, script = WORKLOADS[key]
             # Python: the real interpreter, not a pyenv shim (see overhead.py).
+            # (Every run's working directory is the target's.)
+            file = target.name if key.endswith("_rel") else str(target)
             prog = ["node" if runtime == "node" else sys.executable,
-                    str(ov.WORKLOADS_DIR / script), str(args.n), str(target)]
+                    str(ov.WORKLOADS_DIR / script), str(args.n), file]
             variants = [Variant("native", prog)]
             for label, tree in trees.items():
                 env = ({"NODE_OPTIONS": f"--require {tree / 'node' / 'dejavu-agent.js'}"}

@@ -119,6 +119,10 @@ _write = _os.write
 # the other thread's, since dejavu keeps a STICKY per thread). docs/agents.md, "Repeated
 # calls".
 _lone = False
+# The working directory as the agent last read it, "" when unknown; and a count of the
+# os.chdir and os.fchdir calls begun and ended, which forget it (_getcwd).
+_cwd = ""
+_cwd_gen = 0
 
 
 def _tid():
@@ -313,7 +317,7 @@ def _define(sid, key, f):
         if not file.startswith(("/", "<")):
             try:
                 if cwd is None:
-                    cwd = _os.getcwd()
+                    cwd = _getcwd()
                 file = _os.path.join(cwd, file)
             except Exception:
                 pass
@@ -384,6 +388,49 @@ def _open_warning_first(args, kwargs):
     return args, kwargs
 
 
+def _getcwd():
+    """The working directory, read once and kept until os.chdir or os.fchdir (wrapped to
+    forget it before and after they run, whichever thread calls them): a repeated call on
+    a relative path read it at every call, a getcwd syscall that doubled the syscalls of a
+    loop. A read that a chdir began or ended during is not kept. A chdir the agent does not
+    see (C code calling chdir(2)) leaves the kept one stale: the calls on relative paths
+    after it are then said for the old directory's files, which dejavu, resolving each
+    call in the directory the kernel saw, never gives them: no line, never another
+    file's (docs/agents.md, "Repeated calls")."""
+    global _cwd
+    c = _cwd
+    if c:
+        return c
+    g = _cwd_gen
+    c = _os.getcwd()
+    if g == _cwd_gen:
+        _cwd = c
+    return c
+
+
+def _forgetting_cwd(orig):
+    """`orig` (os.chdir, os.fchdir) made to forget the kept working directory (_getcwd)
+    before and after it runs."""
+
+    def changer(*args, **kwargs):
+        global _cwd, _cwd_gen
+        _cwd_gen += 1
+        _cwd = ""
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            _cwd_gen += 1
+            _cwd = ""
+
+    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(changer, attr, getattr(orig, attr))
+        except Exception:
+            pass
+    changer.__wrapped__ = orig
+    return changer
+
+
 def _opened_fd(r):
     """The descriptor os.open returned."""
     return r
@@ -439,7 +486,7 @@ def _sticky_call(w, tid, p):
     on that path is checked at every call until a calm run of checks found the same site
     (longer with each switch). One entry per path, for the thread that called last
     (another thread's call on it starts over: correct, if dearer)."""
-    cwd = "" if p[:1] == "/" else _os.getcwd()
+    cwd = "" if p[:1] == "/" else _getcwd()
     e = _sticky.get(p)
     if e is not None and (e[5] != tid or e[6] != cwd):
         e = None
@@ -489,7 +536,7 @@ def _sticky_call(w, tid, p):
                 e[3] = 1
                 e[2] = iter((w,))
         return True
-    path = _resolve(p, cwd or _os.getcwd())
+    path = _resolve(p, cwd or _getcwd())
     if len(path) > 3000:
         return False
     data += _msg(_STICKY, _pidb + tid.to_bytes(4, _LE) + _nsb + sid.to_bytes(4, _LE) + len(path).to_bytes(2, _LE) + path)
@@ -546,7 +593,7 @@ def _wrap(orig, opened=None, repeats=False):
                 if not (
                     e is not None
                     and (_lone or e[5] == _tls.tid)
-                    and (not e[6] or e[6] == _os.getcwd())
+                    and (not e[6] or e[6] == _cwd)
                     and (not _depth or not _depth.get(e[5]))
                     and next(e[2], None) is wrapper
                 ):
@@ -659,14 +706,18 @@ def _put(ns, name, orig, w):
     return True
 
 
-def _install(ns, name, opened=None):
+def _install(ns, name, opened=None, report=True):
     try:
         orig = getattr(ns, name)
     except AttributeError:
         return
     if not callable(orig):
         return
-    w = _wrap(orig, opened, ns is _os and name in _STICKY_OS)
+    w = _forgetting_cwd(orig) if ns is _os and name in ("chdir", "fchdir") else orig
+    if report:
+        w = _wrap(w, opened, ns is _os and name in _STICKY_OS)
+    elif w is orig:
+        return
     if not _put(ns, name, orig, w):
         return
     if ns is _os:
@@ -909,11 +960,13 @@ def _hello():
 
 def _after_fork():
     # A forked child is a new process: new pid, and dejavu knows none of its sites.
+    global _cwd
     _sites.clear()
     _site_codes.clear()
     _new_sites.clear()
     _depth.clear()
     _sticky.clear()
+    _cwd = ""
     try:
         # The thread that forked is the child's one thread, with a new id.
         _tls.tid = _gnid()
@@ -924,9 +977,10 @@ def _after_fork():
 
 def unhook():
     """Restores every original still in place and stops reporting. Safe to call twice."""
-    global _fd, _lone
+    global _fd, _lone, _cwd
     _fd = -1
     _lone = False
+    _cwd = ""
     # The wrappers' fast path finds no entry: every call takes the path that tests _fd.
     _sticky.clear()
     for ns, name, orig, w in reversed(_installed):
@@ -978,6 +1032,8 @@ def _start():
         "spawnvpe", "execv", "execve",
     ):
         _install(_os, name)
+    # Not reported (as before), but it changes the working directory the agent keeps.
+    _install(_os, "fchdir", report=False)
     # os.open's descriptor: its later calls (os.read, os.write) are the open's line.
     _install(_os, "open", _opened_fd)
     # builtins.open is io.open: one wrapper for both, so `open is io.open` stays true.

@@ -1058,15 +1058,28 @@ fn python_threads_calling_on_one_path_each_keep_their_line() {
 fn python_a_relative_path_after_a_chdir_is_said_again() {
     // The Python agent's entry for a relative path holds the working directory it was
     // said in: after a chdir the same string names another file, so its calls are said
-    // again (at once, not at the next check of the site), and every call keeps its line.
+    // again (at once, not at the next check of the site), and every call keeps its line;
+    // the same after an os.fchdir. The agent reads the working directory once per chdir,
+    // not at every call (a getcwd syscall per call before: 900 reads here).
     require!("python3");
     let script = "repeats_cwd.py";
-    let (calls, _, _) = record_calls(Lang::Python, script, &[]);
-    for target in ["a/stat", "b/stat"] {
+    let (calls, _, _, out) = record_calls_out(Lang::Python, script, &[]);
+    for target in ["a/stat", "b/stat", "c/stat"] {
         let by_line = calls_by_marked_line(&calls, target, script, STATS);
         let want: BTreeMap<String, usize> = [("S".to_string(), 300)].into_iter().collect();
         assert_eq!(by_line, want, "{target}: every call at its line");
     }
+    let reads: usize = out
+        .lines()
+        .find_map(|l| l.strip_prefix("getcwd calls: "))
+        .unwrap_or_else(|| panic!("no count printed: {out}"))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        reads <= 12,
+        "the agent read the working directory {reads} times"
+    );
 }
 
 #[test]
