@@ -152,6 +152,18 @@ fn is_interpreter_module(module: &[u8]) -> bool {
     .any(|p| b.starts_with(p))
 }
 
+/// Whether a function of CPython (python, libpython) is its import system's C part, which
+/// runs the import machinery of `importlib._bootstrap`: `PyImport_ImportModuleLevelObject`
+/// and the other `PyImport_Import*`, `import_find_and_load`, `builtin___import__`, the
+/// `_imp` module's functions.
+fn is_cpython_import(function: &[u8]) -> bool {
+    function.starts_with(b"PyImport_Import")
+        || function.starts_with(b"_PyImport_")
+        || function.starts_with(b"import_find_and_load")
+        || function.starts_with(b"builtin___import__")
+        || function.starts_with(b"_imp_")
+}
+
 /// What frame `f` is, in a process running `prog`.
 pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
     let get = |id: Option<dejavu_trace::StrId>| id.map_or(&[][..], |i| strings.get(i));
@@ -277,6 +289,13 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
             }
             if contains(file, b"/rustc/") {
                 return Class::Plumbing;
+            }
+            if is_interpreter_module(module) && is_cpython_import(function) {
+                // CPython's import system entered from C (a C extension's or a
+                // mypyc-compiled module's `import`, PyImport_ImportModule): its look-ups
+                // of the sys.path directories are the runtime's, as those it makes for
+                // an `import` statement (run by <frozen importlib._bootstrap>).
+                return Class::Loader;
             }
             if is_interpreter_module(module) && prog.runtime != Runtime::Native {
                 return Class::Interpreter;
@@ -586,6 +605,31 @@ mod tests {
             Owner::Runtime
         );
         assert_eq!(owner_by_path(b"/srv/code/a.txt", &prog, false), Owner::Own);
+    }
+
+    #[test]
+    fn cpythons_import_functions_are_its_import_system() {
+        for f in [
+            &b"PyImport_ImportModuleLevelObject"[..],
+            b"PyImport_ImportModule",
+            b"PyImport_Import",
+            b"import_find_and_load",
+            b"import_find_and_load.lto_priv.0",
+            b"builtin___import___impl",
+            b"_PyImport_LoadDynamicModuleWithSpec",
+            b"_imp_create_dynamic",
+        ] {
+            assert!(is_cpython_import(f), "{}", String::from_utf8_lossy(f));
+        }
+        for f in [
+            &b"_PyEval_EvalFrameDefault"[..],
+            b"posix_do_stat",
+            b"PyObject_CallMethodObjArgs",
+            b"import_name",
+            b"CPyImport_ImportMany",
+        ] {
+            assert!(!is_cpython_import(f), "{}", String::from_utf8_lossy(f));
+        }
     }
 
     #[test]

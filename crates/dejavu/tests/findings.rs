@@ -679,3 +679,47 @@ fn program_selects_the_findings_of_one_program() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--program"));
 }
+
+#[test]
+fn imports_made_from_c_are_the_runtimes_not_the_library_that_called_them() {
+    // A C extension or a mypyc-compiled module imports through CPython's C API: the import
+    // system's look-ups of the sys.path directories have the interpreter's import
+    // functions (PyImport_ImportModuleLevelObject, import_find_and_load) inside the first
+    // frame that is not the interpreter's (here libffi's, under ctypes). They are the
+    // runtime's, folded into its one line, as for an `import` statement; before, they were
+    // a dependency's finding at libffi's ffi_call (black, compiled with mypyc: the
+    // import system's stats of sys.path ranked above its own findings).
+    require!("python3");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let script = fixture("c_import.py");
+    let run = |name: &str, n: &str| {
+        let trace = record(&work, name, &["python3", script.to_str().unwrap(), n]);
+        findings(&report_json(&trace, &[]))
+    };
+    let redundant = |all: &[Value], owners: &[&str]| -> u64 {
+        all.iter()
+            .filter(|f| owners.iter().any(|o| f["owner"] == *o))
+            .map(|f| f["redundant_calls"].as_u64().unwrap_or(0))
+            .sum()
+    };
+    // 50 imports of a module that is nowhere, each looking in every sys.path directory;
+    // the twin imports it once. The runtime's start-up imports are in both.
+    let dirty = run("dirty", "50");
+    let clean = run("clean", "1");
+    let (rd, rc) = (
+        redundant(&dirty, &["runtime"]),
+        redundant(&clean, &["runtime"]),
+    );
+    assert!(
+        rd >= rc + 100,
+        "the 49 repeated imports' look-ups are the runtime's: {rd} against {rc}: {dirty:#?}"
+    );
+    for (what, all) in [("dirty", &dirty), ("clean", &clean)] {
+        let named = redundant(all, &["own", "dependency"]);
+        assert!(
+            named < 40,
+            "{what}: {named} redundant calls of the program's or a library's: {all:#?}"
+        );
+    }
+}
