@@ -422,13 +422,7 @@ def _forgetting_cwd(orig):
             _cwd_gen += 1
             _cwd = ""
 
-    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
-        try:
-            setattr(changer, attr, getattr(orig, attr))
-        except Exception:
-            pass
-    changer.__wrapped__ = orig
-    return changer
+    return _like(changer, orig)
 
 
 def _opened_fd(r):
@@ -669,25 +663,31 @@ def _wrap(orig, opened=None, repeats=False):
             except Exception:
                 pass
 
+    return _like(wrapper, orig)
+
+
+def _like(w, orig):
+    """Makes the agent's function `w` look like `orig`, which it stands for: its module,
+    name, qualified name and doc, and its code's name (a traceback through it reads "in
+    stat", not "in wrapper"); `__wrapped__` is `orig` (inspect.signature() follows it to
+    the original's signature). Returns `w`."""
     for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
         try:
-            setattr(wrapper, attr, getattr(orig, attr))
+            setattr(w, attr, getattr(orig, attr))
         except Exception:
             pass
     try:
-        # A traceback through the wrapper then reads "in stat", not "in wrapper".
         name = orig.__name__
-        code = wrapper.__code__
+        code = w.__code__
         try:
             code = code.replace(co_name=name, co_qualname=name)
         except TypeError:  # before 3.11: no co_qualname
             code = code.replace(co_name=name)
-        wrapper.__code__ = code
+        w.__code__ = code
     except Exception:
         pass
-    # inspect.signature() follows __wrapped__ to the original's signature.
-    wrapper.__wrapped__ = orig
-    return wrapper
+    w.__wrapped__ = orig
+    return w
 
 
 # The os.supports_* sets hold the functions that accept dir_fd, an fd, ...; shutil and
@@ -745,11 +745,7 @@ def _watch_threads(thread_mod):
             _lone = False
             return orig(*args, **kwargs)
 
-        start.__name__ = getattr(orig, "__name__", "start_new_thread")
-        start.__qualname__ = getattr(orig, "__qualname__", start.__name__)
-        start.__doc__ = getattr(orig, "__doc__", None)
-        start.__wrapped__ = orig
-        return start
+        return _like(start, orig)
 
     threading = _sys.modules.get("threading")
     places = [(thread_mod, n) for n in ("start_new_thread", "start_new", "start_joinable_thread")]
@@ -802,10 +798,7 @@ def _keep_channel_in_children():
             pass
         return reported(*args)
 
-    fork_exec.__name__ = orig.__name__
-    fork_exec.__qualname__ = getattr(orig, "__qualname__", orig.__name__)
-    fork_exec.__doc__ = orig.__doc__
-    fork_exec.__wrapped__ = orig
+    _like(fork_exec, orig)
     ps.fork_exec = fork_exec
     _installed.append((ps, "fork_exec", orig, fork_exec))
     sub = _sys.modules.get("subprocess")
