@@ -426,7 +426,7 @@ def _forgetting_cwd(orig):
 
 
 def _opened_fd(r):
-    """The descriptor os.open returned."""
+    """The descriptor os.open returned; the two os.pipe and os.pipe2 return."""
     return r
 
 
@@ -647,9 +647,10 @@ def _wrap(orig, opened=None, repeats=False):
             r = orig(*args, **kwargs)
             if opened is not None:
                 try:
-                    fd = opened(r)
-                    if type(fd) is int and 0 <= fd <= 0x7FFFFFFF:
-                        more = _fd_msg(tid, sid, fd)
+                    fds = opened(r)
+                    for fd in fds if type(fds) is tuple else (fds,):
+                        if type(fd) is int and 0 <= fd <= 0x7FFFFFFF:
+                            more += _fd_msg(tid, sid, fd)
                 except Exception:
                     pass
             return r
@@ -1029,6 +1030,11 @@ def _start():
     _install(_os, "fchdir", report=False)
     # os.open's descriptor: its later calls (os.read, os.write) are the open's line.
     _install(_os, "open", _opened_fd)
+    # A pipe's two descriptors: their later calls (a multiprocessing queue's writes, from
+    # its feeder thread, through os.write, which the standard library took at its import)
+    # are the line that made the pipe.
+    _install(_os, "pipe", _opened_fd)
+    _install(_os, "pipe2", _opened_fd)
     # builtins.open is io.open: one wrapper for both, so `open is io.open` stays true.
     # What the file object does later (its reads, writes, flushes, close) is on its
     # descriptor: the open's line.

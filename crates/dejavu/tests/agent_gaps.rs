@@ -424,6 +424,37 @@ fn python_logging_per_event_is_a_finding_at_the_logging_line() {
     );
 }
 
+#[test]
+fn python_writes_on_a_pipe_are_the_line_that_made_it() {
+    // os.pipe's two descriptors get the line that made the pipe (an FD message, as an
+    // open()'s): the small writes on it name that line. os.write itself is not wrapped
+    // (multiprocessing takes it at its import: black's queue writes had no line and were
+    // ranked as the program's own). The clean twin joins the messages into one write.
+    require!("python3");
+    let (_d, dir) = scratch();
+    let src = workload("pipe_writes.py");
+    let py = python();
+    let (r, _) = run_report(&[&py, src.to_str().unwrap()], &dir);
+    let f = findings(&r, "small-writes");
+    let pipe: Vec<&&Value> = f
+        .iter()
+        .filter(|f| f["paths"][0].as_str().unwrap_or("").starts_with("pipe:"))
+        .collect();
+    assert_eq!(pipe.len(), 1, "{:#}", r["findings"]);
+    assert!(
+        pipe[0]["redundant_calls"].as_u64().unwrap_or(0) >= 40,
+        "{:#}",
+        pipe[0]
+    );
+    assert_callsite(&pipe[0]["callsites"][0], &src, "pipe");
+    let (clean, _) = run_report(&[&py, src.to_str().unwrap(), "clean"], &dir);
+    assert!(
+        findings(&clean, "small-writes").is_empty(),
+        "{:#}",
+        clean["findings"]
+    );
+}
+
 // ---- a library's call several frames deep
 
 /// Lays out `program` beside `lib` installed as `dest` (relative), in a new directory.
