@@ -290,14 +290,16 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
             if contains(file, b"/rustc/") {
                 return Class::Plumbing;
             }
-            if is_interpreter_module(module) && is_cpython_import(function) {
+            // python, libpython, node, ...: asked once, for the three tests below.
+            let interpreter = is_interpreter_module(module);
+            if interpreter && is_cpython_import(function) {
                 // CPython's import system entered from C (a C extension's or a
                 // mypyc-compiled module's `import`, PyImport_ImportModule): its look-ups
                 // of the sys.path directories are the runtime's, as those it makes for
                 // an `import` statement (run by <frozen importlib._bootstrap>).
                 return Class::Loader;
             }
-            if is_interpreter_module(module) && prog.runtime != Runtime::Native {
+            if interpreter && prog.runtime != Runtime::Native {
                 return Class::Interpreter;
             }
             if contains(file, b"/.cargo/registry/")
@@ -308,7 +310,7 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
             {
                 return Class::Dependency;
             }
-            if is_interpreter_module(module) {
+            if interpreter {
                 return Class::Interpreter;
             }
             // The executable itself (not a shared object: `cc` runs
