@@ -617,15 +617,18 @@ function targetsOf(spec, args) {
 // Error stacks: a wrapper sits between the program and fs, so an error thrown through it
 // carries one more frame (this file's) in its stack. The wrapper does not catch it (a
 // rethrow would move the throw site Node.js prints above an uncaught error to this file);
-// it raises Error.stackTraceLimit by one while the original runs, so the program's own
-// frames are all still there.
+// it raises Error.stackTraceLimit by one while the original runs (two for a wrapper inside
+// a method, `shaped`), so the program's own frames are all still there.
 
-/** Raises Error.stackTraceLimit by one (our frame); returns what to restore, or null. */
-function raiseLimit() {
+/**
+ * Raises Error.stackTraceLimit by `n` (our frames); returns what to restore, or null.
+ * @param {number} [n]
+ */
+function raiseLimit(n = 1) {
   try {
     const lim = Error.stackTraceLimit;
     if (typeof lim !== 'number' || !hasOwn.call(Error, 'stackTraceLimit')) return null;
-    Error.stackTraceLimit = lim + 1;
+    Error.stackTraceLimit = lim + n;
     return lim;
   } catch {
     return null;
@@ -671,6 +674,32 @@ function lookAlike(o, w) {
       // ignore
     }
   }
+}
+
+/**
+ * What the program gets for original `o` and its wrapper `w`: `w`, made to look like `o`;
+ * or, where `o` has no prototype (an arrow function or a method: realpathSync.native and
+ * realpath.native are arrows), a method that calls `w` (no prototype, no constructor,
+ * as `o`), made to look like `o`. `install` keeps a wrapper only when it is shaped as its
+ * original: a plain function around an arrow was refused, and left the arrow unwrapped.
+ * The wrapper cuts its stacks at what this returns (the program's frame is the next).
+ * @param {Function} o
+ * @param {Function} w
+ * @returns {Function}
+ */
+function shaped(o, w) {
+  let top = w;
+  if (!hasOwn.call(o, 'prototype')) {
+    const name = typeof o.name === 'string' ? o.name : '';
+    top = {
+      /** @this {unknown} */
+      [name]() {
+        return ReflectApply(w, this, arguments);
+      },
+    }[name];
+  }
+  lookAlike(o, top);
+  return top;
 }
 
 /** The next request number (never 0). */
@@ -816,6 +845,9 @@ function stickyCall(w, p, first) {
  * @param {number} [first] frames captured first (see siteOf)
  */
 function wrapSync(o, first = FRAMES, repeats = false) {
+  /** What the program calls (shaped): the frames above it are the agent's. */
+  let top = /** @type {Function} */ (o);
+  let ours = 1;
   /** @this {unknown} */
   const w = function () {
     if (new.target !== undefined) return ReflectConstruct(o, arguments, new.target);
@@ -827,10 +859,10 @@ function wrapSync(o, first = FRAMES, repeats = false) {
     if (busy === 0) {
       try {
         const p = arguments[0];
-        if (repeats && forced === 0 && d === 0 && typeof p === 'string' && stickyCall(w, p, first)) {
+        if (repeats && forced === 0 && d === 0 && typeof p === 'string' && stickyCall(top, p, first)) {
           site = 0; // said by STICKY: no ENTER, no EXIT
         } else {
-          site = forced !== 0 ? forced : siteOf(w, first);
+          site = forced !== 0 ? forced : siteOf(top, first);
           if (site !== 0 && !enter(site, d)) site = 0;
         }
       } catch {
@@ -840,7 +872,7 @@ function wrapSync(o, first = FRAMES, repeats = false) {
     }
     if (site !== 0) depth = d + 1;
     busy++;
-    const lim = raiseLimit();
+    const lim = raiseLimit(ours);
     try {
       return ReflectApply(o, this, arguments);
     } finally {
@@ -852,8 +884,9 @@ function wrapSync(o, first = FRAMES, repeats = false) {
       }
     }
   };
-  lookAlike(o, w);
-  return w;
+  top = shaped(o, w);
+  if (top !== w) ours = 2;
+  return top;
 }
 
 /**
@@ -912,16 +945,19 @@ function asyncEnd(req) {
  * @param {string} spec
  */
 function wrapCallback(o, spec) {
+  /** What the program calls (shaped). */
+  let top = /** @type {Function} */ (o);
+  let ours = 1;
   /** @this {unknown} */
   const w = function () {
     if (new.target !== undefined) return ReflectConstruct(o, arguments, new.target);
     if (!on) return ReflectApply(o, this, arguments);
     const n = arguments.length;
-    const req = busy === 0 && n > 0 && typeof arguments[n - 1] === 'function' ? asyncBegin(w, spec, arguments) : 0;
+    const req = busy === 0 && n > 0 && typeof arguments[n - 1] === 'function' ? asyncBegin(top, spec, arguments) : 0;
     if (req === 0) {
       // Nothing to report: the original, with the wrapper's frame accounted for.
       busy++;
-      const lim = raiseLimit();
+      const lim = raiseLimit(ours);
       try {
         return ReflectApply(o, this, arguments);
       } finally {
@@ -938,7 +974,7 @@ function wrapCallback(o, spec) {
       return ReflectApply(cb, this, arguments);
     };
     busy++;
-    const lim = raiseLimit();
+    const lim = raiseLimit(ours);
     let queued = false;
     try {
       const r = ReflectApply(o, this, args);
@@ -951,8 +987,9 @@ function wrapCallback(o, spec) {
       if (!queued) asyncEnd(req);
     }
   };
-  lookAlike(o, w);
-  return w;
+  top = shaped(o, w);
+  if (top !== w) ours = 2;
+  return top;
 }
 
 /**
@@ -1055,7 +1092,8 @@ function handleBegin(w, self) {
 
 /**
  * Replaces obj[key] with make(original), when it is a function in a plain writable
- * property (anything else is left alone).
+ * property or behind an accessor with a setter that keeps it (anything else is left
+ * alone).
  * @param {any} obj
  * @param {string | symbol} key
  * @param {(o: Function) => Function} make
@@ -1064,12 +1102,24 @@ function handleBegin(w, self) {
 function install(obj, key, make) {
   try {
     const d = Object.getOwnPropertyDescriptor(obj, key);
-    if (d === undefined || !('value' in d) || !d.writable || typeof d.value !== 'function') return null;
-    const o = d.value;
+    if (d === undefined) return null;
+    let o;
+    if ('value' in d) {
+      if (!d.writable) return null;
+      o = d.value;
+    } else {
+      // A lazy accessor (Node.js 20's fs.opendir and fs.opendirSync): its getter gives
+      // the function (and makes a data property of it, as the program's first use would),
+      // its setter takes a replacement.
+      if (typeof d.get !== 'function' || typeof d.set !== 'function') return null;
+      o = obj[key];
+    }
+    if (typeof o !== 'function') return null;
     const w = make(o);
     // A wrapper must look like its original down to having a prototype or not.
     if (hasOwn.call(o, 'prototype') !== hasOwn.call(w, 'prototype')) return null;
     obj[key] = w;
+    if (obj[key] !== w) return null; // a setter that kept something else
     installed.push([obj, key, o, w]);
     return w;
   } catch {

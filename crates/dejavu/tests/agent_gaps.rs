@@ -455,6 +455,88 @@ fn python_writes_on_a_pipe_are_the_line_that_made_it() {
     );
 }
 
+// ---- the shapes of the functions wrapped, and what the agent does not see
+
+#[test]
+fn node_fs_functions_of_every_shape_name_their_line() {
+    // fs.realpathSync.native and fs.realpath.native are arrow functions in Node.js 20 (no
+    // prototype), fs.opendirSync a lazy accessor: the agent left all three unwrapped, and
+    // their calls had only Node.js's native frames (TypeScript's #1 finding, the readlinks
+    // of its module resolution through realpathSync.native, had no line).
+    require!("node");
+    let (_d, dir) = scratch();
+    let src = workload("realpath_native.js");
+    std::fs::write(dir.join("data.json"), "{}").unwrap();
+    std::fs::write(dir.join("other.json"), "{}").unwrap();
+    let err = dir.join("stderr.txt");
+    let calls = record(
+        &["node", src.to_str().unwrap(), dir.to_str().unwrap()],
+        &dir,
+        &err,
+    );
+    let on = |sys: Sys, name: &str| -> Vec<&Call> {
+        let p = dir.join(name).display().to_string();
+        calls
+            .iter()
+            .filter(|c| c.sys == sys && c.path == p)
+            .collect()
+    };
+    // libc's realpath reads each component's link: the file's own, once per call.
+    let native = on(Sys::Readlink, "data.json");
+    assert_eq!(native.len(), 20, "{native:?}");
+    assert_own_line(&native, &src, "native", FrameKind::Js);
+    let callback = on(Sys::Readlink, "other.json");
+    assert_eq!(callback.len(), 1, "{callback:?}");
+    assert_own_line(&callback, &src, "callback", FrameKind::Js);
+    let d = dir.display().to_string();
+    let opendir: Vec<&Call> = calls
+        .iter()
+        .filter(|c| matches!(c.sys, Sys::Openat | Sys::Open) && c.path == d)
+        .collect();
+    assert_eq!(opendir.len(), 20, "{opendir:?}");
+    assert_own_line(&opendir, &src, "opendir", FrameKind::Js);
+}
+
+#[test]
+fn python_a_call_the_agent_does_not_see_on_a_path_it_named_is_not_given_that_line() {
+    // The agent says a repeated os.stat's line once for the thread and path (STICKY); the
+    // opens of the same file by code it does not wrap (posix.open here, a C extension's
+    // own open) came after it and were given the stat's line. A sticky path now names only
+    // the kind of call it named first.
+    require!("python3");
+    let (_d, dir) = scratch();
+    let src = workload("sticky_kind.py");
+    std::fs::write(dir.join("data.json"), "{}").unwrap();
+    let err = dir.join("stderr.txt");
+    let py = python();
+    let calls = record(
+        &[&py, src.to_str().unwrap(), dir.to_str().unwrap()],
+        &dir,
+        &err,
+    );
+    let p = dir.join("data.json").display().to_string();
+    let stats: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.path == p && matches!(c.sys, Sys::Stat | Sys::Newfstatat | Sys::Statx))
+        .collect();
+    assert_eq!(stats.len(), 50, "{stats:?}");
+    assert_own_line(&stats, &src, "stat", FrameKind::Python);
+    let opens: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.path == p && matches!(c.sys, Sys::Openat | Sys::Open))
+        .collect();
+    assert_eq!(opens.len(), 5, "{opens:?}");
+    let (line, _) = site(&src, "stat");
+    for c in &opens {
+        assert!(
+            !c.frames
+                .iter()
+                .any(|f| f.0 == FrameKind::Python && f.3 == line),
+            "an open named as the stat's line: {c:?}"
+        );
+    }
+}
+
 // ---- a library's call several frames deep
 
 /// Lays out `program` beside `lib` installed as `dest` (relative), in a new directory.

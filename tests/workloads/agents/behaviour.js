@@ -79,6 +79,8 @@ attempt('readdirSync types', () => fs.readdirSync(dir, { withFileTypes: true }).
 attempt('readdirSync file', () => fs.readdirSync(a));
 attempt('realpathSync', () => rel(fs.realpathSync(path.join(sub, 'x', '..', 'x'))));
 attempt('realpathSync.native', () => rel(fs.realpathSync.native(sub)));
+attempt('realpathSync.native missing', () => fs.realpathSync.native(missing));
+attempt('opendirSync missing', () => fs.opendirSync(missing));
 attempt('symlinkSync', () => fs.symlinkSync('a.txt', path.join(dir, 'link')));
 attempt('readlinkSync', () => fs.readlinkSync(path.join(dir, 'link')));
 attempt('lstatSync link', () => fs.lstatSync(path.join(dir, 'link')).isSymbolicLink());
@@ -112,7 +114,7 @@ attempt('this is passed through', () => fs.statSync.call({ not: 'fs' }, a).size)
 attempt('apply with extra arguments', () => fs.existsSync.apply(null, [a, 1, 2, 3]));
 
 // ---- what the functions look like
-const names = ['statSync', 'readFileSync', 'openSync', 'stat', 'readFile', 'exists', 'read', 'realpath', 'realpathSync'];
+const names = ['statSync', 'readFileSync', 'openSync', 'stat', 'readFile', 'exists', 'read', 'realpath', 'realpathSync', 'opendir', 'opendirSync'];
 for (const n of names) {
   const f = fs[n];
   out(`fs.${n}`, { type: typeof f, name: f.name, length: f.length, keys: Reflect.ownKeys(f).map(String) });
@@ -122,6 +124,10 @@ for (const n of ['stat', 'readFile', 'open', 'writeFile']) {
   out(`fsp.${n}`, { type: typeof f, name: f.name, length: f.length, keys: Reflect.ownKeys(f).map(String), same: fs.promises[n] === f });
 }
 out('realpathSync.native', [typeof fs.realpathSync.native, fs.realpathSync.native.name]);
+for (const [n, f] of [['realpathSync.native', fs.realpathSync.native], ['realpath.native', fs.realpath.native]]) {
+  out(`${n} shape`, { name: f.name, length: f.length, keys: Reflect.ownKeys(f).map(String), prototype: Object.prototype.hasOwnProperty.call(f, 'prototype') });
+}
+out('opendirSync property', Object.keys(Object.getOwnPropertyDescriptor(fs, 'opendirSync') || {}));
 out('promisify.custom on exists', typeof fs.exists[util.promisify.custom]);
 out('Error settings', [Error.stackTraceLimit, typeof Error.prepareStackTrace, Object.getOwnPropertyNames(Error)]);
 

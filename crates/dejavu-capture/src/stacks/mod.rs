@@ -22,6 +22,7 @@ pub fn call_ref(c: &dejavu_trace::Syscall) -> CallRef {
             c.sys,
             dejavu_trace::Sys::Execve | dejavu_trace::Sys::Execveat
         ),
+        sys: Some(c.sys),
     }
 }
 

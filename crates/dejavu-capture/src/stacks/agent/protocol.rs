@@ -7,7 +7,7 @@
 //! Nothing here trusts the bytes: the pipe is writable by every process of the program, so
 //! a malformed message is counted and skipped, never a panic.
 
-use dejavu_trace::{Frame, FrameKind, MarkKind, StackId, StrId, TraceWriter};
+use dejavu_trace::{Frame, FrameKind, MarkKind, StackId, StrId, Sys, TraceWriter};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::io::Write;
 
@@ -165,6 +165,8 @@ pub struct CallRef {
     pub fd: Option<i32>,
     /// It is an exec (execve, execveat).
     pub exec: bool,
+    /// The system call, where known.
+    pub sys: Option<Sys>,
 }
 
 #[derive(Debug)]
@@ -183,7 +185,22 @@ struct Pending {
 struct Sticky {
     pid: u32,
     new: Vec<(Box<[u8]>, u32, u32)>,
-    by_path: FxHashMap<StrId, (u32, u32)>,
+    by_path: FxHashMap<StrId, StickyPath>,
+}
+
+/// What a thread's sticky path names: the site (ns, site), and the system call of the
+/// first call on the path it named. A wrapped function's repeated calls make one kind of
+/// call on their path (os.stat a newfstatat, statSync a statx, existsSync a faccessat2,
+/// readFileSync an openat): a call of another kind on it, after that, is not theirs but
+/// code the agent does not see (a native realpath's readlink, an extension's open of a
+/// file the program stat'ed), and gets no line from it rather than a wrong one. Calls on
+/// a descriptor (the reads of a file readFileSync opened, a listdir's getdents) are not
+/// held to it.
+#[derive(Debug, Clone, Copy)]
+struct StickyPath {
+    ns: u32,
+    site: u32,
+    sys: Option<Sys>,
 }
 
 /// The protocol's state for one recording.
@@ -659,9 +676,25 @@ impl State {
         let path = call.path?;
         if let Some(t) = self.sticky.get_mut(&tid).filter(|t| t.pid == pid) {
             for (p, ns, site) in t.new.drain(..) {
-                t.by_path.insert(w.intern(&p), (ns, site));
+                let e = StickyPath {
+                    ns,
+                    site,
+                    sys: None,
+                };
+                t.by_path.insert(w.intern(&p), e);
             }
-            if let Some(&(ns, site)) = t.by_path.get(&path) {
+            // A call on a path (not through a descriptor) is held to the kind of the
+            // first one the entry named (StickyPath).
+            let on_path = call.fd.is_none_or(|fd| fd < 0);
+            let found = t.by_path.get_mut(&path).and_then(|e| {
+                let fits =
+                    !on_path || call.sys.is_none() || e.sys.is_none_or(|s| Some(s) == call.sys);
+                if fits && on_path && e.sys.is_none() {
+                    e.sys = call.sys;
+                }
+                fits.then_some((e.ns, e.site))
+            });
+            if let Some((ns, site)) = found {
                 let s = self.stack(w, (pid, ns, site));
                 if s.is_some() {
                     self.counters.sticky_hits += 1;
@@ -934,6 +967,45 @@ mod tests {
         // An empty path is malformed.
         s.feed(&sticky(10, 10, 10, 2, ""), 0);
         assert_eq!(s.counters.malformed, 1);
+    }
+
+    #[test]
+    fn a_sticky_path_names_only_the_kind_of_call_it_named_first_and_calls_on_descriptors() {
+        let mut w = writer();
+        let mut s = State::default();
+        let p = w.intern(b"/app/data.db");
+        let call = |sys: Sys, fd: Option<i32>| CallRef {
+            path: Some(p),
+            fd,
+            sys: Some(sys),
+            ..CallRef::default()
+        };
+        let mut b = js_site(10, 10, 1, 12);
+        b.extend(js_site(10, 10, 2, 20));
+        b.extend(sticky(10, 10, 10, 1, "/app/data.db"));
+        s.feed(&b, 0);
+        let stat = s.lookup(&mut w, 10, 10, call(Sys::Statx, None)).unwrap();
+        assert_eq!(s.lookup(&mut w, 10, 10, call(Sys::Statx, None)), Some(stat));
+        // Another kind of call on the path: not the wrapped function's (a native
+        // realpath's readlink, an extension opening the file).
+        assert_eq!(s.lookup(&mut w, 10, 10, call(Sys::Readlink, None)), None);
+        assert_eq!(
+            s.lookup(&mut w, 10, 10, call(Sys::Openat, Some(-100))),
+            None
+        );
+        // A call through a descriptor on that path is not held to it.
+        assert_eq!(
+            s.lookup(&mut w, 10, 10, call(Sys::Read, Some(3))),
+            Some(stat)
+        );
+        // The agent says the path again (another line, another function): bound anew.
+        s.feed(&sticky(10, 10, 10, 2, "/app/data.db"), 0);
+        let open = s
+            .lookup(&mut w, 10, 10, call(Sys::Openat, Some(-100)))
+            .unwrap();
+        assert_ne!(open, stat);
+        assert_eq!(s.lookup(&mut w, 10, 10, call(Sys::Statx, None)), None);
+        assert_eq!(s.counters.sticky_hits, 4);
     }
 
     #[test]
