@@ -455,6 +455,37 @@ fn python_writes_on_a_pipe_are_the_line_that_made_it() {
     );
 }
 
+#[test]
+fn python_writes_on_a_pipe_in_a_forked_child_are_the_line_that_made_it() {
+    // A child forked after the pipe was made writes the messages on the descriptor it
+    // inherited (as multiprocessing's workers send their results: flake8's and black's
+    // first finding was such writes, with no line, ranked as the program's own). The
+    // child's agent numbers its sites anew; the descriptor keeps the parent's line.
+    require!("python3");
+    let (_d, dir) = scratch();
+    let src = workload("pipe_writes.py");
+    let py = python();
+    let (r, _) = run_report(&[&py, src.to_str().unwrap(), "fork"], &dir);
+    let f = findings(&r, "small-writes");
+    let pipe: Vec<&&Value> = f
+        .iter()
+        .filter(|f| f["paths"][0].as_str().unwrap_or("").starts_with("pipe:"))
+        .collect();
+    assert_eq!(pipe.len(), 1, "{:#}", r["findings"]);
+    assert!(
+        pipe[0]["redundant_calls"].as_u64().unwrap_or(0) >= 40,
+        "{:#}",
+        pipe[0]
+    );
+    assert_callsite(&pipe[0]["callsites"][0], &src, "pipe");
+    let (clean, _) = run_report(&[&py, src.to_str().unwrap(), "clean", "fork"], &dir);
+    assert!(
+        findings(&clean, "small-writes").is_empty(),
+        "{:#}",
+        clean["findings"]
+    );
+}
+
 // ---- the shapes of the functions wrapped, and what the agent does not see
 
 #[test]

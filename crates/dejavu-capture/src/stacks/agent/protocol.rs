@@ -140,6 +140,9 @@ struct FdSite {
     ns: u32,
     req: u32,
     site: u32,
+    /// The site's stack, for a descriptor a forked child inherited: resolved in the parent
+    /// at the fork (the child's agent numbers its sites anew; the parent may be gone).
+    stack: Option<StackId>,
 }
 
 /// A process started by a thread inside a wrapped call (`child_process.spawn`,
@@ -434,7 +437,12 @@ impl State {
                 if list.is_empty() {
                     order.push_back(fd);
                 }
-                list.push(FdSite { ns, req, site });
+                list.push(FdSite {
+                    ns,
+                    req,
+                    site,
+                    stack: None,
+                });
                 if list.len() > MAX_PENDING {
                     list.remove(0);
                 }
@@ -585,6 +593,37 @@ impl State {
                 self.spawned.remove(&child);
             }
         }
+        self.inherit_fds(w, ppid, child);
+    }
+
+    /// The child of a fork has its parent's descriptors: each keeps the line that opened
+    /// it (its own site, not the parent's calls queued on it), so that a worker's writes
+    /// on a pipe or file its parent made (multiprocessing's result sends) name that line,
+    /// as the parent's own do. Until the child closes or replaces the descriptor, or
+    /// execs (a new program's writes are its own).
+    fn inherit_fds<W: Write>(&mut self, w: &mut TraceWriter<W>, ppid: u32, child: u32) {
+        self.fds_released(child, 0, u32::MAX);
+        let Some(order) = self.fd_order.get(&ppid) else {
+            return;
+        };
+        let own: Vec<(u32, FdSite)> = order
+            .iter()
+            .filter_map(|&fd| {
+                let e = self.fds.get(&(ppid, fd))?.iter().find(|e| e.req == 0)?;
+                Some((fd, *e))
+            })
+            .collect();
+        for (fd, e) in own {
+            let Some(stack) = e.stack.or_else(|| self.stack(w, (ppid, e.ns, e.site))) else {
+                continue;
+            };
+            let site = FdSite {
+                stack: Some(stack),
+                ..e
+            };
+            self.fds.insert((child, fd), vec![site]);
+            self.fd_order.entry(child).or_default().push_back(fd);
+        }
     }
 
     /// Thread `tid` of process `pid` exec'd: its agents' state is gone; a wrapped call it
@@ -666,7 +705,7 @@ impl State {
                 .get(&(pid, fd as u32))
                 .and_then(|l| l.iter().find(|e| e.req != 0).or(l.first()))
             {
-                let s = self.stack(w, (pid, e.ns, e.site));
+                let s = e.stack.or_else(|| self.stack(w, (pid, e.ns, e.site)));
                 if s.is_some() {
                     self.counters.fd_hits += 1;
                     return s;
@@ -1006,6 +1045,33 @@ mod tests {
         assert_ne!(open, stat);
         assert_eq!(s.lookup(&mut w, 10, 10, call(Sys::Statx, None)), None);
         assert_eq!(s.counters.sticky_hits, 4);
+    }
+
+    #[test]
+    fn a_forked_child_keeps_the_sites_of_the_descriptors_it_inherited_until_it_execs() {
+        let mut w = writer();
+        let mut s = State::default();
+        let mut b = js_site(10, 10, 1, 12);
+        b.extend(fd(10, 10, 10, 1, 0, 5));
+        // A call queued on descriptor 6: the parent's, not inherited.
+        b.extend(js_site(10, 10, 2, 20));
+        b.extend(fd(10, 10, 10, 2, 7, 6));
+        s.feed(&b, 0);
+        let made = s.lookup(&mut w, 10, 10, fd_call(5)).unwrap();
+        s.on_fork(&mut w, 10, 10, 11);
+        assert_eq!(s.lookup(&mut w, 11, 11, fd_call(5)), Some(made));
+        assert_eq!(s.lookup(&mut w, 11, 11, fd_call(6)), None);
+        // The parent exits: the child's still has it.
+        s.forget_process(10);
+        assert_eq!(s.lookup(&mut w, 11, 11, fd_call(5)), Some(made));
+        // A child of the child too.
+        s.on_fork(&mut w, 11, 11, 12);
+        assert_eq!(s.lookup(&mut w, 12, 12, fd_call(5)), Some(made));
+        // Closed, or a new program: gone.
+        s.fds_released(11, 5, 5);
+        assert_eq!(s.lookup(&mut w, 11, 11, fd_call(5)), None);
+        s.forget_process(12);
+        assert_eq!(s.lookup(&mut w, 12, 12, fd_call(5)), None);
     }
 
     #[test]
