@@ -1178,6 +1178,42 @@ function wrapChildProcess() {
 }
 
 // ---------------------------------------------------------------------------------------
+// What the system is made of, asked synchronously: os.cpus() reads /proc/cpuinfo and
+// /proc/stat, os.totalmem() and freemem() /proc/meminfo, process.memoryUsage()
+// /proc/self/stat, constrainedMemory() the cgroup's limits, and process.report.getReport()
+// all of them (detect-libc asks it for the glibc version; rollup and esbuild's loaders ask
+// detect-libc). Each a call of its own line (ENTER..EXIT): vite's first finding, 34 such
+// reads on the main thread, had no line.
+
+const OS_INFO = [
+  'cpus', 'totalmem', 'freemem', 'loadavg', 'uptime', 'userInfo', 'homedir',
+  'networkInterfaces', 'availableParallelism',
+];
+const PROCESS_INFO = ['memoryUsage', 'constrainedMemory', 'availableMemory'];
+
+function wrapSystemInfo() {
+  /** @type {any} */
+  let os = null;
+  try {
+    os = require('os');
+  } catch {
+    // none
+  }
+  if (os !== null) for (const name of OS_INFO) install(os, name, (o) => wrapSync(o));
+  for (const name of PROCESS_INFO) {
+    const w = install(process, name, (o) => wrapSync(o));
+    // memoryUsage.rss() reads /proc/self/stat too (lookAlike shared the original's).
+    if (w !== null && typeof (/** @type {any} */ (w).rss) === 'function') install(w, 'rss', (o) => wrapSync(o));
+  }
+  try {
+    const report = /** @type {any} */ (process).report;
+    if (report !== null && typeof report === 'object') install(report, 'getReport', (o) => wrapSync(o));
+  } catch {
+    // no report (a build without it)
+  }
+}
+
+// ---------------------------------------------------------------------------------------
 // process.stdout and process.stderr (console.log, console.warn, ... write through them):
 // their write makes the write(2) on the calling thread (files: a synchronous fs write;
 // terminals: blocking; pipes: libuv writes at once what the pipe takes). A pipe that was
@@ -1766,6 +1802,7 @@ function start() {
     }
   }
   wrapChildProcess();
+  wrapSystemInfo();
   if (mainThread) wrapStdio();
   syncESM();
   if (mainThread) watchMain();

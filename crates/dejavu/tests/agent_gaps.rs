@@ -529,6 +529,38 @@ fn node_fs_functions_of_every_shape_name_their_line() {
 }
 
 #[test]
+fn node_system_information_reads_name_their_line() {
+    // os.cpus(), os.totalmem() and process.report.getReport() read /proc (and the
+    // cgroup's files) synchronously in libuv and Node.js: vite's first finding, 34 such
+    // reads on the main thread (detect-libc's getReport for rollup's and esbuild's
+    // loaders), had no line.
+    require!("node");
+    let (_d, dir) = scratch();
+    let src = workload("os_info.js");
+    let err = dir.join("stderr.txt");
+    let calls = record(&["node", src.to_str().unwrap()], &dir, &err);
+    let opens = |path: &str| -> Vec<&Call> {
+        calls
+            .iter()
+            .filter(|c| matches!(c.sys, Sys::Openat | Sys::Open) && c.path == path)
+            .collect()
+    };
+    let named = |list: &[&Call], name: &str| -> usize {
+        let (line, function) = site(&src, name);
+        let want = (FrameKind::Js, function, src.display().to_string(), line);
+        list.iter().filter(|c| own(c) == Some(&want)).count()
+    };
+    let cpuinfo = opens("/proc/cpuinfo");
+    assert_eq!(cpuinfo.len(), 8, "{cpuinfo:?}");
+    assert_eq!(named(&cpuinfo, "cpus"), 5, "{cpuinfo:?}");
+    assert_eq!(named(&cpuinfo, "report"), 3, "{cpuinfo:?}");
+    let stat = opens("/proc/self/stat");
+    assert_eq!(named(&stat, "report"), 3, "{stat:?}");
+    let meminfo = opens("/proc/meminfo");
+    assert_eq!(named(&meminfo, "totalmem"), 5, "{meminfo:?}");
+}
+
+#[test]
 fn python_a_call_the_agent_does_not_see_on_a_path_it_named_is_not_given_that_line() {
     // The agent says a repeated os.stat's line once for the thread and path (STICKY); the
     // opens of the same file by code it does not wrap (posix.open here, a C extension's

@@ -129,6 +129,13 @@ for (const [n, f] of [['realpathSync.native', fs.realpathSync.native], ['realpat
 }
 out('opendirSync property', Object.keys(Object.getOwnPropertyDescriptor(fs, 'opendirSync') || {}));
 out('promisify.custom on exists', typeof fs.exists[util.promisify.custom]);
+{
+  const os = require('os');
+  for (const [n, f] of [['os.cpus', os.cpus], ['os.totalmem', os.totalmem], ['os.availableParallelism', os.availableParallelism], ['process.memoryUsage', process.memoryUsage], ['process.memoryUsage.rss', process.memoryUsage.rss], ['process.report.getReport', process.report.getReport]]) {
+    out(`${n} shape`, { type: typeof f, name: f.name, length: f.length, keys: Reflect.ownKeys(f).map(String), prototype: Object.prototype.hasOwnProperty.call(f, 'prototype') });
+  }
+  out('system information', [os.cpus().length === os.cpus().length, os.totalmem() > 0, Object.keys(process.memoryUsage()), typeof process.memoryUsage.rss(), typeof process.report.getReport().header.glibcVersionRuntime]);
+}
 out('Error settings', [Error.stackTraceLimit, typeof Error.prepareStackTrace, Object.getOwnPropertyNames(Error)]);
 
 // ---- callbacks, promises, and their order against ticks and microtasks
