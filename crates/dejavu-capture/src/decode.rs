@@ -645,6 +645,9 @@ impl<W: Write> Capture<W> {
                     append: c.flags & libc::O_APPEND as u64 != 0,
                 };
                 self.install_fd(pid, fd, f);
+                if let Some(stack) = c.stack {
+                    self.stacks.fd_opened(pid, fd, stack);
+                }
             }
             Close
                 // Linux releases the descriptor even when close reports EINTR/EIO.

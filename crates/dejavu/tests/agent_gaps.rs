@@ -526,6 +526,41 @@ fn node_fs_functions_of_every_shape_name_their_line() {
         .collect();
     assert_eq!(opendir.len(), 20, "{opendir:?}");
     assert_own_line(&opendir, &src, "opendir", FrameKind::Js);
+    // The listing's reads, after opendirSync returned: the descriptor's line (the open
+    // was named, so its descriptor is).
+    let reads: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.sys == Sys::Getdents64 && c.path == d)
+        .collect();
+    assert!(reads.len() >= 20, "{reads:?}");
+    assert_own_line(&reads, &src, "opendir", FrameKind::Js);
+}
+
+#[test]
+fn python_a_directory_listed_through_scandir_names_the_scandir_line_on_its_reads() {
+    // os.scandir opens the directory inside the wrapped call; its reads (getdents64)
+    // come later, as the program iterates, on a descriptor the agent never sees: they
+    // take the line of the call that opened it.
+    require!("python3");
+    let (_d, dir) = scratch();
+    let src = workload("listing.py");
+    for i in 0..5 {
+        std::fs::write(dir.join(format!("f{i}")), "x").unwrap();
+    }
+    let err = dir.join("stderr.txt");
+    let py = python();
+    let calls = record(
+        &[&py, src.to_str().unwrap(), dir.to_str().unwrap()],
+        &dir,
+        &err,
+    );
+    let d = dir.display().to_string();
+    let reads: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.sys == Sys::Getdents64 && c.path == d)
+        .collect();
+    assert!(reads.len() >= 20, "{reads:?}");
+    assert_own_line(&reads, &src, "scandir", FrameKind::Python);
 }
 
 #[test]

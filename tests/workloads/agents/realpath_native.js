@@ -1,7 +1,8 @@
 // realpath_native.js: the fs functions Node.js 20 defines in shapes the agent once left
 // unwrapped: fs.realpathSync.native and fs.realpath.native are arrow functions (no
 // prototype; TypeScript resolves every module through realpathSync.native, taken once),
-// fs.opendirSync a lazy accessor. Each call must name its line
+// fs.opendirSync a lazy accessor. Each call must name its line (the directory's reads,
+// made after opendirSync returned, name the line that opened it)
 // (crates/dejavu/tests/agent_gaps.rs, node_fs_functions_of_every_shape_name_their_line).
 //
 // usage: node realpath_native.js DIR   (DIR holds data.json and other.json)
@@ -20,7 +21,11 @@ function resolveAll(n) {
 }
 
 function listAll(n) {
-  for (let i = 0; i < n; i++) fs.opendirSync(dir).closeSync(); // @site opendir listAll
+  for (let i = 0; i < n; i++) {
+    const d = fs.opendirSync(dir); // @site opendir listAll
+    while (d.readSync() !== null);
+    d.closeSync();
+  }
 }
 
 resolveAll(20);

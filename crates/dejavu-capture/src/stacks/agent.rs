@@ -142,6 +142,14 @@ impl Agents {
         }
     }
 
+    /// `pid` opened descriptor `fd` in a call whose stack is `stack` (see
+    /// `State::fd_opened`).
+    pub fn fd_opened(&mut self, pid: Tid, fd: i32, stack: StackId) {
+        if let Some(ch) = &self.channel {
+            ch.state_undrained().fd_opened(pid as u32, fd as u32, stack);
+        }
+    }
+
     /// What the agents reported so far (zeros when none was loaded).
     pub fn counters(&self) -> Counters {
         self.channel

@@ -247,6 +247,14 @@ impl Stacks {
         self.agent.on_exit(pid);
     }
 
+    /// Process `pid` opened `fd` in a call whose stack is `stack` (an agent's site gives
+    /// the descriptor's later calls that site).
+    pub fn fd_opened(&mut self, pid: Tid, fd: i32, stack: StackId) {
+        if self.mode == StackMode::On {
+            self.agent.fd_opened(pid, fd, stack);
+        }
+    }
+
     /// Process `pid` closed or replaced its descriptors `lo..=hi`.
     pub fn fds_released(&mut self, pid: Tid, lo: u32, hi: u32) {
         if self.mode == StackMode::On {

@@ -61,6 +61,9 @@ const MAX_SITES: usize = 1 << 20;
 pub const MAX_FRAMES: usize = 36;
 /// Most descriptors with a site kept per process (the oldest go first).
 const MAX_FDS: usize = 4096;
+/// Most agent stacks remembered for `State::fd_opened` (past it they are forgotten, and
+/// the descriptors opened at the forgotten sites get none until the site is used again).
+const MAX_AGENT_STACKS: usize = 1 << 16;
 /// Most sticky paths kept per thread (past it they are dropped, and the agent's next
 /// check of each says it again).
 const MAX_STICKY: usize = 4096;
@@ -230,6 +233,9 @@ pub struct State {
     main_done: FxHashSet<u32>,
     /// Marks not yet taken by the tracer, in the order they were read.
     marks: Vec<AgentMark>,
+    /// The stacks made of the agents' sites (`fd_opened` gives a descriptor the site of
+    /// the call that opened it only when that call had one of these).
+    agent_stacks: FxHashSet<StackId>,
     /// Public for tests and diagnostics.
     pub counters: Counters,
 }
@@ -782,7 +788,39 @@ impl State {
             .collect();
         let id = w.intern_stack(&frames);
         site.stack = Some(id);
+        if self.agent_stacks.len() >= MAX_AGENT_STACKS {
+            self.agent_stacks.clear();
+        }
+        self.agent_stacks.insert(id);
         Some(id)
+    }
+
+    /// Process `pid` opened descriptor `fd` in a call whose stack is `stack`: when that is
+    /// an agent's site (the open made inside a wrapped call, or named by a STICKY path),
+    /// the descriptor's later calls are that site's too, as if the agent had sent FD for
+    /// it. The agents send FD only where the function gives the descriptor back (open,
+    /// os.open, os.pipe); os.scandir's and fs.opendirSync's reads of the directory, made
+    /// after the wrapped call returned, had no line. An FD message for the descriptor
+    /// replaces it; a close ends it.
+    pub fn fd_opened(&mut self, pid: u32, fd: u32, stack: StackId) {
+        if fd > i32::MAX as u32 || !self.agent_stacks.contains(&stack) {
+            return;
+        }
+        let site = FdSite {
+            ns: 0,
+            req: 0,
+            site: 0,
+            stack: Some(stack),
+        };
+        let order = self.fd_order.entry(pid).or_default();
+        if self.fds.insert((pid, fd), vec![site]).is_none() {
+            order.push_back(fd);
+        }
+        if order.len() > MAX_FDS {
+            if let Some(old) = order.pop_front() {
+                self.fds.remove(&(pid, old));
+            }
+        }
     }
 }
 
@@ -1072,6 +1110,26 @@ mod tests {
         assert_eq!(s.lookup(&mut w, 11, 11, fd_call(5)), None);
         s.forget_process(12);
         assert_eq!(s.lookup(&mut w, 12, 12, fd_call(5)), None);
+    }
+
+    #[test]
+    fn a_descriptor_opened_at_an_agents_site_is_that_sites_until_it_is_closed() {
+        let mut w = writer();
+        let mut s = State::default();
+        let mut b = js_site(10, 10, 1, 12);
+        b.extend(enter(10, 10, 10, 1, 0));
+        s.feed(&b, 0);
+        let p = w.intern(b"/app/dir");
+        let open = s.lookup(&mut w, 10, 10, on(p)).unwrap();
+        s.feed(&exit(10, 10, 0), 0);
+        s.fd_opened(10, 7, open);
+        assert_eq!(s.lookup(&mut w, 10, 10, fd_call(7)), Some(open));
+        // A stack that is not an agent's (a native one) gives the descriptor nothing.
+        let native = w.intern_stack(&[]);
+        s.fd_opened(10, 8, native);
+        assert_eq!(s.lookup(&mut w, 10, 10, fd_call(8)), None);
+        s.fds_released(10, 7, 7);
+        assert_eq!(s.lookup(&mut w, 10, 10, fd_call(7)), None);
     }
 
     #[test]
