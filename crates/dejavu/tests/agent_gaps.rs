@@ -430,29 +430,7 @@ fn python_writes_on_a_pipe_are_the_line_that_made_it() {
     // open()'s): the small writes on it name that line. os.write itself is not wrapped
     // (multiprocessing takes it at its import: black's queue writes had no line and were
     // ranked as the program's own). The clean twin joins the messages into one write.
-    require!("python3");
-    let (_d, dir) = scratch();
-    let src = workload("pipe_writes.py");
-    let py = python();
-    let (r, _) = run_report(&[&py, src.to_str().unwrap()], &dir);
-    let f = findings(&r, "small-writes");
-    let pipe: Vec<&&Value> = f
-        .iter()
-        .filter(|f| f["paths"][0].as_str().unwrap_or("").starts_with("pipe:"))
-        .collect();
-    assert_eq!(pipe.len(), 1, "{:#}", r["findings"]);
-    assert!(
-        pipe[0]["redundant_calls"].as_u64().unwrap_or(0) >= 40,
-        "{:#}",
-        pipe[0]
-    );
-    assert_callsite(&pipe[0]["callsites"][0], &src, "pipe");
-    let (clean, _) = run_report(&[&py, src.to_str().unwrap(), "clean"], &dir);
-    assert!(
-        findings(&clean, "small-writes").is_empty(),
-        "{:#}",
-        clean["findings"]
-    );
+    assert_pipe_writes_named(&[]);
 }
 
 #[test]
@@ -461,11 +439,19 @@ fn python_writes_on_a_pipe_in_a_forked_child_are_the_line_that_made_it() {
     // inherited (as multiprocessing's workers send their results: flake8's and black's
     // first finding was such writes, with no line, ranked as the program's own). The
     // child's agent numbers its sites anew; the descriptor keeps the parent's line.
+    assert_pipe_writes_named(&["fork"]);
+}
+
+/// pipe_writes.py with `args`: one small-writes finding on its pipe, at the line that made
+/// the pipe; none for the clean twin.
+fn assert_pipe_writes_named(args: &[&str]) {
     require!("python3");
     let (_d, dir) = scratch();
     let src = workload("pipe_writes.py");
     let py = python();
-    let (r, _) = run_report(&[&py, src.to_str().unwrap(), "fork"], &dir);
+    let mut cmd = vec![py.as_str(), src.to_str().unwrap()];
+    cmd.extend_from_slice(args);
+    let (r, _) = run_report(&cmd, &dir);
     let f = findings(&r, "small-writes");
     let pipe: Vec<&&Value> = f
         .iter()
@@ -478,7 +464,8 @@ fn python_writes_on_a_pipe_in_a_forked_child_are_the_line_that_made_it() {
         pipe[0]
     );
     assert_callsite(&pipe[0]["callsites"][0], &src, "pipe");
-    let (clean, _) = run_report(&[&py, src.to_str().unwrap(), "clean", "fork"], &dir);
+    cmd.push("clean");
+    let (clean, _) = run_report(&cmd, &dir);
     assert!(
         findings(&clean, "small-writes").is_empty(),
         "{:#}",
