@@ -620,15 +620,9 @@ impl State {
             })
             .collect();
         for (fd, e) in own {
-            let Some(stack) = e.stack.or_else(|| self.stack(w, (ppid, e.ns, e.site))) else {
-                continue;
-            };
-            let site = FdSite {
-                stack: Some(stack),
-                ..e
-            };
-            self.fds.insert((child, fd), vec![site]);
-            self.fd_order.entry(child).or_default().push_back(fd);
+            if let Some(stack) = e.stack.or_else(|| self.stack(w, (ppid, e.ns, e.site))) {
+                self.set_fd_stack(child, fd, stack);
+            }
         }
     }
 
@@ -803,9 +797,14 @@ impl State {
     /// after the wrapped call returned, had no line. An FD message for the descriptor
     /// replaces it; a close ends it.
     pub fn fd_opened(&mut self, pid: u32, fd: u32, stack: StackId) {
-        if fd > i32::MAX as u32 || !self.agent_stacks.contains(&stack) {
-            return;
+        if fd <= i32::MAX as u32 && self.agent_stacks.contains(&stack) {
+            self.set_fd_stack(pid, fd, stack);
         }
+    }
+
+    /// Descriptor `fd` of `pid` has `stack` (resolved already) as its own site, in place of
+    /// whatever it had (`fd_opened`, `inherit_fds`).
+    fn set_fd_stack(&mut self, pid: u32, fd: u32, stack: StackId) {
         let site = FdSite {
             ns: 0,
             req: 0,
