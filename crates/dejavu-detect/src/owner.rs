@@ -164,6 +164,17 @@ fn is_cpython_import(function: &[u8]) -> bool {
         || function.starts_with(b"_imp_")
 }
 
+/// Whether a function of Node.js is a C++ binding only its module loader calls:
+/// `internalModuleStat` and `internalModuleReadJSON` (the CommonJS loader's look-ups and
+/// package.json reads, Node.js 20) and the `modules` binding that replaced the second
+/// (Node.js 22: ReadPackageJSON, GetNearestParentPackageJSON, GetPackageScopeConfig, the
+/// compile cache). They are not `fs`, so the agent names none of their calls.
+fn is_node_loader(function: &[u8]) -> bool {
+    function.starts_with(b"node::fs::InternalModuleStat")
+        || function.starts_with(b"node::fs::InternalModuleReadJSON")
+        || function.starts_with(b"node::modules::BindingData::")
+}
+
 /// What frame `f` is, in a process running `prog`.
 pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
     let get = |id: Option<dejavu_trace::StrId>| id.map_or(&[][..], |i| strings.get(i));
@@ -292,11 +303,14 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
             }
             // python, libpython, node, ...: asked once, for the three tests below.
             let interpreter = is_interpreter_module(module);
-            if interpreter && is_cpython_import(function) {
+            if interpreter && (is_cpython_import(function) || is_node_loader(function)) {
                 // CPython's import system entered from C (a C extension's or a
                 // mypyc-compiled module's `import`, PyImport_ImportModule): its look-ups
                 // of the sys.path directories are the runtime's, as those it makes for
-                // an `import` statement (run by <frozen importlib._bootstrap>).
+                // an `import` statement (run by <frozen importlib._bootstrap>). Node.js's
+                // loader stats each folder it looks in through a binding of its own
+                // (the global folders, $HOME/.node_modules and the rest, have no
+                // node_modules in their path to tell them by).
                 return Class::Loader;
             }
             if interpreter && prog.runtime != Runtime::Native {
@@ -631,6 +645,24 @@ mod tests {
             b"CPyImport_ImportMany",
         ] {
             assert!(!is_cpython_import(f), "{}", String::from_utf8_lossy(f));
+        }
+    }
+
+    #[test]
+    fn nodes_loader_bindings_are_its_module_loader() {
+        for f in [
+            &b"node::fs::InternalModuleStat(v8::FunctionCallbackInfo<v8::Value> const&)"[..],
+            b"node::fs::InternalModuleReadJSON(v8::FunctionCallbackInfo<v8::Value> const&)",
+            b"node::modules::BindingData::ReadPackageJSON(v8::FunctionCallbackInfo<v8::Value> const&)",
+        ] {
+            assert!(is_node_loader(f), "{}", String::from_utf8_lossy(f));
+        }
+        for f in [
+            &b"node::fs::Stat(v8::FunctionCallbackInfo<v8::Value> const&)"[..],
+            b"node::fs::ReadFileUtf8(v8::FunctionCallbackInfo<v8::Value> const&)",
+            b"uv_fs_stat",
+        ] {
+            assert!(!is_node_loader(f), "{}", String::from_utf8_lossy(f));
         }
     }
 

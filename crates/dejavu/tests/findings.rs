@@ -681,6 +681,51 @@ fn program_selects_the_findings_of_one_program() {
 }
 
 #[test]
+fn nodes_module_loader_looking_in_the_global_folders_is_the_runtime() {
+    // Node.js's loader looks for a package in every node_modules directory from the
+    // script's up and in the global folders ($HOME/.node_modules, $HOME/.node_libraries,
+    // $PREFIX/lib/node), through a C++ binding of its own (internalModuleStat): no fs call
+    // the agent names, and the global folders have no node_modules in their path. Their
+    // stats were the program's own finding, #1 and with no line (jest: /root/.node_modules
+    // and /root/.node_libraries, ranked above its runtime's 17,000 rereads); they are the
+    // runtime's, as the node_modules look-ups beside them.
+    require!("node");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let script = fixture("require_missing.js");
+    let run = |name: &str, n: &str| {
+        let trace = record(&work, name, &["node", script.to_str().unwrap(), n]);
+        findings(&report_json(&trace, &[]))
+    };
+    let redundant = |all: &[Value], owners: &[&str]| -> u64 {
+        all.iter()
+            .filter(|f| owners.iter().any(|o| f["owner"] == *o))
+            .map(|f| f["redundant_calls"].as_u64().unwrap_or(0))
+            .sum()
+    };
+    // 50 requires of a package that is nowhere; the twin requires it once.
+    let dirty = run("dirty", "50");
+    let clean = run("clean", "1");
+    let (rd, rc) = (
+        redundant(&dirty, &["runtime"]),
+        redundant(&clean, &["runtime"]),
+    );
+    // Six folders or more looked in per require (each node_modules from the fixture's
+    // directory up to /, the three global ones): 49 repeats of each.
+    assert!(
+        rd >= rc + 49 * 5,
+        "the 49 repeated requires' look-ups are the runtime's: {rd} against {rc}: {dirty:#?}"
+    );
+    for (what, all) in [("dirty", &dirty), ("clean", &clean)] {
+        let named = redundant(all, &["own", "dependency"]);
+        assert!(
+            named < 20,
+            "{what}: {named} redundant calls of the program's or a library's: {all:#?}"
+        );
+    }
+}
+
+#[test]
 fn imports_made_from_c_are_the_runtimes_not_the_library_that_called_them() {
     // A C extension or a mypyc-compiled module imports through CPython's C API: the import
     // system's look-ups of the sys.path directories have the interpreter's import
