@@ -94,14 +94,58 @@ impl Callsite {
             String::new()
         };
         if !self.function.is_empty() {
-            loc = if loc.is_empty() {
-                self.function.clone()
+            let f = if self.module.is_empty() {
+                &self.function
             } else {
-                format!("{} {loc}", self.function)
+                without_parameters(&self.function)
+            };
+            loc = if loc.is_empty() {
+                f.to_string()
+            } else {
+                format!("{f} {loc}")
             };
         }
         loc
     }
+}
+
+/// A demangled C++ function name without its parameter list (and the qualifiers after
+/// it): `node::fs::InternalModuleStat(v8::FunctionCallbackInfo<v8::Value> const&)` is
+/// `node::fs::InternalModuleStat`, which a report line has room for. Anything else as it
+/// is (a C name, `operator()` alone, unbalanced parentheses).
+pub fn without_parameters(name: &str) -> &str {
+    let mut t = name.trim_end();
+    while let Some(rest) = [" const", " volatile", " &&", " &", " noexcept"]
+        .iter()
+        .find_map(|q| t.strip_suffix(q))
+    {
+        t = rest.trim_end();
+    }
+    if !t.ends_with(')') {
+        return name;
+    }
+    let mut depth = 0usize;
+    for (i, c) in t.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth = match depth.checked_sub(1) {
+                    Some(d) => d,
+                    None => return name,
+                };
+                if depth == 0 {
+                    let head = t[..i].trim_end();
+                    return if head.is_empty() || head.ends_with("operator") {
+                        name
+                    } else {
+                        head
+                    };
+                }
+            }
+            _ => {}
+        }
+    }
+    name
 }
 
 fn is_zero64(v: &u64) -> bool {
@@ -259,4 +303,30 @@ pub struct Aspect {
     pub redundant_calls: u64,
     /// Of them, calls this finding flags too.
     pub shared_calls: u64,
+}
+
+#[cfg(test)]
+mod label_tests {
+    use super::without_parameters as w;
+
+    #[test]
+    fn cpp_names_lose_their_parameter_lists() {
+        assert_eq!(
+            w("node::fs::InternalModuleStat(v8::FunctionCallbackInfo<v8::Value> const&)"),
+            "node::fs::InternalModuleStat"
+        );
+        assert_eq!(
+            w("v8::internal::(anonymous namespace)::Invoke(v8::internal::Isolate*, int)"),
+            "v8::internal::(anonymous namespace)::Invoke"
+        );
+        assert_eq!(
+            w("tiledb::sm::Posix::write(std::string const&, void const*, unsigned long) const"),
+            "tiledb::sm::Posix::write"
+        );
+        assert_eq!(w("Foo::operator()(int)"), "Foo::operator()");
+        assert_eq!(w("operator()"), "operator()");
+        assert_eq!(w("uv__statx"), "uv__statx");
+        assert_eq!(w("f(int))"), "f(int))");
+        assert_eq!(w("(anonymous namespace)"), "(anonymous namespace)");
+    }
 }

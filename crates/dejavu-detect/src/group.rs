@@ -32,36 +32,77 @@ pub struct Tally {
     pub sites: Sites,
 }
 
-/// Redundant calls by call stack: the most frequent few stacks, the rest counted.
+/// Redundant calls by call stack: up to MAX_SITES distinct stacks per tally, the rest
+/// counted; a merge of tallies keeps all of theirs.
 #[derive(Clone, Debug, Default)]
 pub struct Sites {
     list: Vec<(StackId, u64, u64)>,
+    /// Where each stack is in `list`, once it is longer than LINEAR.
+    index: Option<FxHashMap<StackId, usize>>,
     /// Redundant calls from stacks beyond the kept ones.
     pub other: u64,
 }
 
-/// Distinct stacks kept per tally.
-const MAX_SITES: usize = 32;
+/// Distinct stacks kept per tally. A library's call deep in a program without frames of
+/// its own has many stacks for one line (a resolver's realpath: its callers' callers
+/// differ), and a call from a stack not kept is a call its line does not count.
+const MAX_SITES: usize = 4096;
+/// Stacks looked for by a walk of the list, below this many; by a hash map above.
+const LINEAR: usize = 32;
 
 impl Sites {
+    /// Where `st` is in the list, adding it while the list is shorter than `cap`.
+    #[inline]
+    fn slot(&mut self, st: StackId, cap: usize) -> Option<usize> {
+        let at = match &self.index {
+            Some(ix) => ix.get(&st).copied(),
+            None => self.list.iter().position(|e| e.0 == st),
+        };
+        if at.is_some() || self.list.len() >= cap {
+            return at;
+        }
+        let i = self.list.len();
+        self.list.push((st, 0, 0));
+        match &mut self.index {
+            Some(ix) => {
+                ix.insert(st, i);
+            }
+            None if self.list.len() > LINEAR => {
+                self.index = Some(
+                    self.list
+                        .iter()
+                        .enumerate()
+                        .map(|(i, e)| (e.0, i))
+                        .collect(),
+                );
+            }
+            None => {}
+        }
+        Some(i)
+    }
+
     /// `n` redundant calls taking `ns` from `stack` (calls without a stack are not listed).
     #[inline]
     pub fn add(&mut self, stack: Option<StackId>, n: u64, ns: u64) {
         let Some(st) = stack else { return };
-        if let Some(e) = self.list.iter_mut().find(|e| e.0 == st) {
-            e.1 += n;
-            e.2 += ns;
-        } else if self.list.len() < MAX_SITES {
-            self.list.push((st, n, ns));
-        } else {
-            self.other += n;
+        match self.slot(st, MAX_SITES) {
+            Some(i) => {
+                self.list[i].1 += n;
+                self.list[i].2 += ns;
+            }
+            None => self.other += n,
         }
     }
 
-    /// Adds another tally's sites.
+    /// Adds another tally's sites, all of them: a finding merges the tallies of its
+    /// paths, each with stacks of its own (a resolver's realpath of 90 directories), and
+    /// a stack left out there would be calls left out of their line's count.
     pub fn merge(&mut self, o: &Sites) {
         for &(st, n, ns) in &o.list {
-            self.add(Some(st), n, ns);
+            if let Some(i) = self.slot(st, usize::MAX) {
+                self.list[i].1 += n;
+                self.list[i].2 += ns;
+            }
         }
         self.other += o.other;
     }
