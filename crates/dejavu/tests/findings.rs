@@ -396,45 +396,58 @@ fn make_of_24_files_gives_one_finding_per_problem_not_one_per_compiler_process()
 
 #[test]
 fn a_go_functions_stat_names_the_function_not_the_runtime() {
+    // Built as `go build` builds it (DWARF), without DWARF (-w: the Go toolchain's own
+    // tools, most release builds) and without symbols either (-s -w): Go's line table
+    // (.gopclntab) names function, file and line in the last two.
     require!("go");
     let d = tempfile::tempdir().unwrap();
     let work = d.path().canonicalize().unwrap();
-    let exe = work.join("go_stat");
-    run_ok(
-        Command::new("go")
-            .args(["build", "-o"])
-            .arg(&exe)
-            .arg(".")
-            .current_dir(fixture("go_stat"))
-            .env("GOFLAGS", "-mod=mod")
-            .env("GOCACHE", work.join("gocache"))
-            .env("GOPATH", work.join("gopath")),
-    );
     let target = work.join("app.conf");
     std::fs::write(&target, "x").unwrap();
-    let trace = record(
-        &work,
-        "go",
-        &[
-            exe.to_str().unwrap(),
-            target.to_str().unwrap(),
-            "200",
-            "300",
-        ],
-    );
-    let v = report_json(&trace, &[]);
-    let mine: Vec<Value> = by_detector(&v, "repeated-lookup")
-        .into_iter()
-        .filter(|f| f["paths"][0] == target.to_str().unwrap())
-        .collect();
-    assert_eq!(mine.len(), 1, "{:#?}", findings(&v));
-    let f = &mine[0];
-    assert_eq!(f["redundant_calls"], 199);
-    assert_eq!(f["owner"], "own");
-    let site = &f["callsites"][0];
-    assert_eq!(site["function"], "main.probeConfig", "{f:#}");
-    assert_eq!(site["line"], line_of("go_stat/main.go", "STAT_LINE"));
-    assert_eq!(site["share"], 1.0);
+    for (name, ldflags) in [("dwarf", ""), ("nodwarf", "-w"), ("stripped", "-s -w")] {
+        let exe = work.join(format!("go_stat_{name}"));
+        run_ok(
+            Command::new("go")
+                .args(["build", "-ldflags", ldflags, "-o"])
+                .arg(&exe)
+                .arg(".")
+                .current_dir(fixture("go_stat"))
+                .env("GOFLAGS", "-mod=mod")
+                .env("GOCACHE", work.join("gocache"))
+                .env("GOPATH", work.join("gopath")),
+        );
+        let trace = record(
+            &work,
+            name,
+            &[
+                exe.to_str().unwrap(),
+                target.to_str().unwrap(),
+                "200",
+                "300",
+            ],
+        );
+        let v = report_json(&trace, &[]);
+        let mine: Vec<Value> = by_detector(&v, "repeated-lookup")
+            .into_iter()
+            .filter(|f| f["paths"][0] == target.to_str().unwrap())
+            .collect();
+        assert_eq!(mine.len(), 1, "{name}: {:#?}", findings(&v));
+        let f = &mine[0];
+        assert_eq!(f["redundant_calls"], 199, "{name}");
+        assert_eq!(f["owner"], "own", "{name}");
+        let site = &f["callsites"][0];
+        assert_eq!(site["function"], "main.probeConfig", "{name}: {f:#}");
+        assert!(
+            site["file"].as_str().unwrap().ends_with("go_stat/main.go"),
+            "{name}: {f:#}"
+        );
+        assert_eq!(
+            site["line"],
+            line_of("go_stat/main.go", "STAT_LINE"),
+            "{name}: {f:#}"
+        );
+        assert_eq!(site["share"], 1.0, "{name}");
+    }
 }
 
 /// Records requests.js writing to a pipe that `dejavu record` gives it.

@@ -16,6 +16,7 @@
 //! dlopen), and dropped at exec and exit.
 
 mod elf;
+mod gopcln;
 mod layout;
 pub use layout::build_id;
 

@@ -9,8 +9,9 @@
 //! Section data is copied into owned buffers, so nothing stays mapped or open, and a file
 //! replaced on disk later is noticed (its identity is checked again before a lazy read).
 
+use super::gopcln::GoLineTable;
 use dejavu_trace::is_runtime_module;
-use object::{Object, ObjectSection, ObjectSegment};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
 use std::borrow::Cow;
 use std::ops::Range;
 use std::os::unix::ffi::OsStrExt;
@@ -134,6 +135,8 @@ pub struct ElfModule {
     /// Loaded on the first symbolization in this file.
     symbols: OnceLock<Symbols>,
     dwarf: OnceLock<Option<addr2line::Context<Reader>>>,
+    /// Go's line table, read on the first symbolization DWARF could not name a line for.
+    go: OnceLock<Option<GoLineTable>>,
 }
 
 impl std::fmt::Debug for ElfModule {
@@ -234,6 +237,7 @@ impl ElfModule {
                 .map(|(name, _crc)| name.to_vec()),
             symbols: OnceLock::new(),
             dwarf: OnceLock::new(),
+            go: OnceLock::new(),
         })
     }
 
@@ -351,8 +355,38 @@ impl ElfModule {
             .as_ref()
     }
 
+    /// Go's line table (.gopclntab, or .data.rel.ro.gopclntab in a position-independent
+    /// executable), when this is a Go executable of 1.18 or later.
+    fn go_table(&self) -> Option<&GoLineTable> {
+        self.go
+            .get_or_init(|| {
+                let f = self.reopen()?;
+                let cache = object::ReadCache::new(f);
+                let file = object::File::parse(&cache).ok()?;
+                let s = file
+                    .section_by_name(".gopclntab")
+                    .or_else(|| file.section_by_name(".data.rel.ro.gopclntab"))?;
+                let data = s.uncompressed_data().ok()?.into_owned();
+                let text = file.section_by_name(".text")?.address();
+                // The inline trees are offsets from go:func.* (in .rodata), which only the
+                // symbol table locates.
+                let gofunc = file
+                    .symbols()
+                    .find(|s| matches!(s.name_bytes(), Ok(b"go:func.*")))
+                    .and_then(|sym| {
+                        let sec = file.section_by_index(sym.section_index()?).ok()?;
+                        let off =
+                            usize::try_from(sym.address().checked_sub(sec.address())?).ok()?;
+                        Some((sec.uncompressed_data().ok()?.into_owned(), off))
+                    });
+                GoLineTable::parse_with(data, text, gofunc)
+            })
+            .as_ref()
+    }
+
     /// The source frames at `svma` (innermost first), from DWARF where the file (or its
-    /// debug file) has it, else the symbol name alone. Empty when nothing is known.
+    /// debug file) has it, else from Go's line table in a Go executable, else the symbol
+    /// name alone. Empty when nothing is known.
     pub fn symbolize(&self, svma: u64, out: &mut Vec<SourceFrame>) {
         out.clear();
         if let Some(ctx) = self.dwarf() {
@@ -380,6 +414,24 @@ impl ElfModule {
                     if out.len() >= 32 {
                         break;
                     }
+                }
+            }
+        }
+        // No DWARF line here: a Go executable built without DWARF (-w) still has its line
+        // table, which names function, file and line (also when -s took the symbols).
+        if out.first().is_none_or(|f| f.file.is_none()) {
+            if let Some(t) = self.go_table() {
+                let mut frames = Vec::new();
+                t.frames(svma, &mut frames);
+                if !frames.is_empty() {
+                    out.clear();
+                    out.extend(frames.iter().map(|&(function, file, line)| SourceFrame {
+                        function: Some(String::from_utf8_lossy(function).into_owned()),
+                        file: file.map(|f| String::from_utf8_lossy(f).into_owned()),
+                        line,
+                        column: 0,
+                    }));
+                    return;
                 }
             }
         }
@@ -615,6 +667,7 @@ mod tests {
             debuglink: None,
             symbols: OnceLock::new(),
             dwarf: OnceLock::new(),
+            go: OnceLock::new(),
         }
     }
 
