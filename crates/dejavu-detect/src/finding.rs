@@ -77,7 +77,18 @@ impl Callsite {
     /// `function file:line`, `function (module)` or `module+0xoffset`: how a report names
     /// the site.
     pub fn label(&self) -> String {
-        let mut loc = if !self.file.is_empty() {
+        match self.label_parts() {
+            (f, loc) if f.is_empty() => loc,
+            (f, loc) if loc.is_empty() => f,
+            (f, loc) => format!("{f} {loc}"),
+        }
+    }
+
+    /// `label`'s two parts: the function (empty when unknown) and where it is (`file:line`,
+    /// `(module)` or `module+0xoffset`; empty when unknown), for a report that has to
+    /// shorten one of them.
+    pub fn label_parts(&self) -> (String, String) {
+        let loc = if !self.file.is_empty() {
             let mut l = self.file.clone();
             if self.line != 0 {
                 l += &format!(":{}", self.line);
@@ -93,19 +104,12 @@ impl Callsite {
         } else {
             String::new()
         };
-        if !self.function.is_empty() {
-            let f = if self.module.is_empty() {
-                &self.function
-            } else {
-                without_parameters(&self.function)
-            };
-            loc = if loc.is_empty() {
-                f.to_string()
-            } else {
-                format!("{f} {loc}")
-            };
-        }
-        loc
+        let f = if self.module.is_empty() {
+            &self.function
+        } else {
+            without_parameters(&self.function)
+        };
+        (f.to_string(), loc)
     }
 }
 

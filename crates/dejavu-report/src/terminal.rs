@@ -429,8 +429,7 @@ impl<'a> Render<'a> {
                 plural(c.redundant_calls, "call", "calls"),
                 fmt_share(c.share)
             );
-            let label = sanitize(&c.label());
-            let loc = shorten_middle(&label, room.saturating_sub(calls.len()));
+            let loc = fit_site(c, room.saturating_sub(calls.len()));
             field(
                 if n == 0 { "at:" } else { "" },
                 &format!("{loc}{calls}"),
@@ -1114,5 +1113,112 @@ mod tests {
             }
         }
         out
+    }
+}
+
+/// A call site's label in `width` characters: whole when it fits; else its location is
+/// shortened first (down to the file name and line: `cmd/…/cache/hash.go:168`), then the
+/// function, so that a long path does not take the function's name with it.
+fn fit_site(c: &dejavu_detect::Callsite, width: usize) -> String {
+    let (f, loc) = c.label_parts();
+    let (f, loc) = (sanitize(&f), sanitize(&loc));
+    let whole = c.label();
+    let whole = sanitize(&whole);
+    if whole.chars().count() <= width || f.is_empty() || loc.is_empty() {
+        return shorten_middle(&whole, width);
+    }
+    let flen = f.chars().count();
+    // The location down to its last path component (file name and line).
+    let tail = loc.rsplit('/').next().unwrap_or(&loc);
+    let min_loc = if tail.len() < loc.len() {
+        tail.chars().count() + 2 // "…/" before it
+    } else {
+        loc.chars().count()
+    };
+    if flen + 1 + min_loc <= width {
+        return format!("{f} {}", keep_tail(&loc, width - flen - 1));
+    }
+    let loc = keep_tail(&loc, min_loc.min(width));
+    let room = width.saturating_sub(loc.chars().count() + 1);
+    if room < 8 {
+        return shorten_middle(&whole, width);
+    }
+    format!("{} {loc}", shorten_middle(&f, room))
+}
+
+/// `loc` cut to `width` characters from its start (`…/jest-runtime/build/index.js:2291`):
+/// the end of a path names its file; cut at a `/` when one is near.
+fn keep_tail(loc: &str, width: usize) -> String {
+    let chars: Vec<char> = loc.chars().collect();
+    if chars.len() <= width {
+        return loc.to_string();
+    }
+    if width < 2 {
+        return "…".chars().take(width).collect();
+    }
+    let keep = width - 1;
+    let start = chars.len() - keep;
+    // The first '/' in what is kept, if that does not cost more than half of it.
+    let snap = (start..chars.len())
+        .find(|&i| chars[i] == '/')
+        .filter(|&i| i - start <= keep / 2)
+        .unwrap_or(start);
+    let mut out = String::from("…");
+    out.extend(&chars[snap..]);
+    out
+}
+
+#[cfg(test)]
+mod fit_tests {
+    use super::{fit_site, keep_tail};
+    use dejavu_detect::{Callsite, Owner};
+
+    fn site(function: &str, file: &str, line: u32) -> Callsite {
+        Callsite {
+            function: function.into(),
+            file: file.into(),
+            line,
+            column: 0,
+            module: String::new(),
+            addr: 0,
+            owner: Owner::Own,
+            redundant_calls: 1,
+            wasted_ns: 0,
+            share: 1.0,
+            stack: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_long_location_is_cut_before_the_function() {
+        let c = site(
+            "cmd/go/internal/cache.FileHash",
+            "/usr/local/go/src/cmd/go/internal/cache/hash.go",
+            168,
+        );
+        let s = fit_site(&c, 60);
+        assert!(s.chars().count() <= 60, "{s}");
+        assert!(s.starts_with("cmd/go/internal/cache.FileHash "), "{s}");
+        assert!(s.ends_with("/hash.go:168"), "{s}");
+        // Room for little: the function is cut, the file name and line stay.
+        let s = fit_site(&c, 36);
+        assert!(s.chars().count() <= 36, "{s}");
+        assert!(s.ends_with("…/hash.go:168"), "{s}");
+        // Fits: as it is.
+        let c = site("main", "/a/b.go", 3);
+        assert_eq!(fit_site(&c, 60), "main /a/b.go:3");
+    }
+
+    #[test]
+    fn a_tail_keeps_the_end_of_a_path() {
+        assert_eq!(
+            keep_tail(
+                "/tmp/rp/jt/node_modules/jest-runtime/build/index.js:2291",
+                36
+            ),
+            "…/jest-runtime/build/index.js:2291"
+        );
+        assert_eq!(keep_tail("short", 10), "short");
+        assert!(keep_tail("abcdefghijklmnop", 5).chars().count() <= 5);
     }
 }
