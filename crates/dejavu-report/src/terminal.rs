@@ -634,7 +634,8 @@ impl<'a> Render<'a> {
         if !stripped.is_empty() {
             let text = format!(
                 "{} {} no symbols, so call sites show module+offset: install {} debug symbols (a -dbg or \
-                 -dbgsym package, or set DEBUGINFOD_URLS), or build with -g.",
+                 -dbgsym package, or `debuginfod-find debuginfo FILE`, whose cache dejavu reads), or \
+                 build with -g.",
                 sanitize(&stripped.join(", ")),
                 if stripped.len() == 1 { "has" } else { "have" },
                 if stripped.len() == 1 { "its" } else { "their" },

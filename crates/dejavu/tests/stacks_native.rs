@@ -133,9 +133,21 @@ fn record(cmd: &[&Path], args: &[&str], stacks: bool) -> Trace {
 }
 
 fn record_with(backend: &str, cmd: &[&Path], args: &[&str], stacks: bool) -> Trace {
+    record_env(backend, cmd, args, stacks, &[])
+}
+
+/// `record_with`, with `env` set for dejavu (and the program).
+fn record_env(
+    backend: &str,
+    cmd: &[&Path],
+    args: &[&str],
+    stacks: bool,
+    env: &[(&str, &Path)],
+) -> Trace {
     let dir = tempfile::tempdir().expect("tmp");
     let trace = dir.path().join("t.dvt");
     let mut c = Command::new(env!("CARGO_BIN_EXE_dejavu"));
+    c.envs(env.iter().copied());
     c.args(["record", "--backend", backend])
         .arg("-o")
         .arg(&trace);
@@ -466,6 +478,69 @@ fn a_stripped_static_binary_gives_module_and_address_frames() {
         a
     };
     assert_eq!(addrs(bare), addrs(named), "same code, same addresses");
+}
+
+#[test]
+fn a_stripped_programs_debug_file_in_debuginfods_cache_names_its_frames() {
+    // `debuginfod-find debuginfo FILE` keeps what it fetched under its cache by build id
+    // (DEBUGINFOD_CACHE_PATH, else ~/.cache/debuginfod_client): dejavu reads it there, as
+    // it reads /usr/lib/debug/.build-id. A program stripped of everything, its debug file
+    // split off as a distribution's -dbgsym package would ship it.
+    let exe = gcc("stat_site.c", "bid", &["-g", "-O2", "-Wl,--build-id"]);
+    let debug = build_dir().join("bid.debug");
+    run_ok(
+        Command::new("objcopy")
+            .arg("--only-keep-debug")
+            .arg(&exe)
+            .arg(&debug),
+    );
+    let stripped = build_dir().join("bid-stripped");
+    run_ok(Command::new("strip").arg("-o").arg(&stripped).arg(&exe));
+    let notes = Command::new("readelf")
+        .arg("-n")
+        .arg(&stripped)
+        .output()
+        .expect("readelf runs");
+    let notes = String::from_utf8_lossy(&notes.stdout);
+    let id = notes
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .unwrap_or_else(|| panic!("a build id in:\n{notes}"))
+        .trim()
+        .to_string();
+    let cache = build_dir().join("debuginfod-cache");
+    std::fs::create_dir_all(cache.join(&id)).unwrap();
+    let t = target();
+    // Not in the cache yet: nothing names the program's frames.
+    let bare = record_env(
+        &backend(),
+        &[&stripped],
+        &[t.to_str().unwrap()],
+        true,
+        &[("DEBUGINFOD_CACHE_PATH", &cache)],
+    );
+    let bare = &bare.stats_of(&t)[0].frames;
+    assert!(
+        !bare.iter().any(|f| f.named("probe_config")),
+        "{}",
+        show(bare)
+    );
+    std::fs::copy(&debug, cache.join(&id).join("debuginfo")).unwrap();
+    let named = record_env(
+        &backend(),
+        &[&stripped],
+        &[t.to_str().unwrap()],
+        true,
+        &[("DEBUGINFOD_CACHE_PATH", &cache)],
+    );
+    let stats = named.stats_of(&t);
+    assert_called_from(
+        &stats[0].frames,
+        "stat_site.c",
+        "probe_config",
+        "STAT_LINE",
+        &stripped,
+    );
 }
 
 #[test]

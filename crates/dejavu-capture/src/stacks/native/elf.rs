@@ -326,6 +326,15 @@ impl ElfModule {
             if p.is_file() {
                 return Some(p);
             }
+            // What `debuginfod-find debuginfo FILE` fetched (elfutils' client keeps it by
+            // build id in its cache).
+            if let Some(p) = debuginfod_cache_dirs()
+                .into_iter()
+                .map(|d| d.join(&hex).join("debuginfo"))
+                .find(|p| p.is_file())
+            {
+                return Some(p);
+            }
         }
         let link = Path::new(std::ffi::OsStr::from_bytes(self.debuglink.as_deref()?));
         let dir = self.path.parent()?;
@@ -451,6 +460,31 @@ impl ElfModule {
             }
         }
     }
+}
+
+/// Where elfutils' debuginfod client keeps what it fetched: $DEBUGINFOD_CACHE_PATH when
+/// set, else $XDG_CACHE_HOME/debuginfod_client (~/.cache/debuginfod_client), and its
+/// older place, ~/.debuginfod_client_cache.
+fn debuginfod_cache_dirs() -> Vec<PathBuf> {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(p) = env("DEBUGINFOD_CACHE_PATH") {
+        return vec![p];
+    }
+    let home = env("HOME");
+    let mut dirs = Vec::new();
+    match (env("XDG_CACHE_HOME"), &home) {
+        (Some(x), _) => dirs.push(x.join("debuginfod_client")),
+        (None, Some(h)) => dirs.push(h.join(".cache/debuginfod_client")),
+        (None, None) => {}
+    }
+    if let Some(h) = home {
+        dirs.push(h.join(".debuginfod_client_cache"));
+    }
+    dirs
 }
 
 /// The function symbols of a file's symbol table (`names`: the table and its strings);
