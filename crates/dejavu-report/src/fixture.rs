@@ -219,7 +219,9 @@ pub fn analysis() -> Analysis {
             )
         },
     );
-    // A native call site without symbols: named by module and offset.
+    // A native call site without symbols: named by module and offset (a shared library's:
+    // the finding is a dependency's, as the engine would own it).
+    findings[1].owner = Owner::Dependency;
     findings[1].callsites.push(Callsite {
         function: String::new(),
         file: String::new(),

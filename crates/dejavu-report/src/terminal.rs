@@ -423,8 +423,20 @@ impl<'a> Render<'a> {
         // Where first: the line to change, and how much of the finding it covers.
         let limit = if details { usize::MAX } else { CALLSITES };
         for (n, c) in f.callsites.iter().take(limit).enumerate() {
+            // A site whose code is not the finding's owner's (the runtime's import system
+            // stats a directory the program's code stats too) says whose it is.
+            let whose = if c.owner == f.owner {
+                ""
+            } else {
+                match c.owner {
+                    Owner::Own => ", the program's",
+                    Owner::Dependency => ", a dependency's",
+                    Owner::Runtime => ", the runtime's",
+                    Owner::Launcher => ", a launcher's",
+                }
+            };
             let calls = format!(
-                "  ({} {}, {})",
+                "  ({} {}, {}{whose})",
                 fmt_count(c.redundant_calls),
                 plural(c.redundant_calls, "call", "calls"),
                 fmt_share(c.share)
