@@ -292,7 +292,7 @@ impl<'a> Render<'a> {
                 "{:>3}  {:<42}  {:<20}  {:>9}  {:>8}  {:>6}",
                 i + 1,
                 shorten_middle(&location(c), 42),
-                shorten_end(&sanitize(&c.function), 20),
+                shorten_end(&sanitize(&c.label_parts().0), 20),
                 fmt_count(c.redundant_calls),
                 fmt_duration(c.wasted_ns),
                 // Of the redundant time, so the column adds up to 100%.
