@@ -6,7 +6,7 @@ use dejavu_detect::{
 };
 
 /// A JavaScript call site with a two-frame stack (node's fs internals, then the site).
-fn site(function: &str, file: &str, line: u32, redundant: u64) -> Callsite {
+pub(crate) fn site(function: &str, file: &str, line: u32, redundant: u64) -> Callsite {
     let frame =
         |kind: &'static str, function: &str, file: &str, line: u32, internal: bool| CallFrame {
             kind,

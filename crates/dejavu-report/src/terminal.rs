@@ -1184,22 +1184,10 @@ fn keep_tail(loc: &str, width: usize) -> String {
 #[cfg(test)]
 mod fit_tests {
     use super::{fit_site, keep_tail};
-    use dejavu_detect::{Callsite, Owner};
+    use dejavu_detect::Callsite;
 
     fn site(function: &str, file: &str, line: u32) -> Callsite {
-        Callsite {
-            function: function.into(),
-            file: file.into(),
-            line,
-            column: 0,
-            module: String::new(),
-            addr: 0,
-            owner: Owner::Own,
-            redundant_calls: 1,
-            wasted_ns: 0,
-            share: 1.0,
-            stack: Vec::new(),
-        }
+        crate::fixture::site(function, file, line, 1)
     }
 
     #[test]

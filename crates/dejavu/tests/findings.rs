@@ -693,21 +693,16 @@ fn program_selects_the_findings_of_one_program() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--program"));
 }
 
-#[test]
-fn nodes_module_loader_looking_in_the_global_folders_is_the_runtime() {
-    // Node.js's loader looks for a package in every node_modules directory from the
-    // script's up and in the global folders ($HOME/.node_modules, $HOME/.node_libraries,
-    // $PREFIX/lib/node), through a C++ binding of its own (internalModuleStat): no fs call
-    // the agent names, and the global folders have no node_modules in their path. Their
-    // stats were the program's own finding, #1 and with no line (jest: /root/.node_modules
-    // and /root/.node_libraries, ranked above its runtime's 17,000 rereads); they are the
-    // runtime's, as the node_modules look-ups beside them.
-    require!("node");
+/// Records `cmd FIXTURE N` for a dirty twin (N = `dirty`) and its clean twin (N = 1) of
+/// repeated imports or requires of a module that is nowhere: the look-ups are the
+/// runtime's (at least `more` redundant calls over the clean twin's), and fewer than
+/// `named` redundant calls in either run are the program's or a library's.
+fn loader_lookups_are_the_runtimes(cmd: &str, script: &str, dirty: &str, more: u64, named: u64) {
     let d = tempfile::tempdir().unwrap();
     let work = d.path().canonicalize().unwrap();
-    let script = fixture("require_missing.js");
+    let script = fixture(script);
     let run = |name: &str, n: &str| {
-        let trace = record(&work, name, &["node", script.to_str().unwrap(), n]);
+        let trace = record(&work, name, &[cmd, script.to_str().unwrap(), n]);
         findings(&report_json(&trace, &[]))
     };
     let redundant = |all: &[Value], owners: &[&str]| -> u64 {
@@ -716,26 +711,39 @@ fn nodes_module_loader_looking_in_the_global_folders_is_the_runtime() {
             .map(|f| f["redundant_calls"].as_u64().unwrap_or(0))
             .sum()
     };
-    // 50 requires of a package that is nowhere; the twin requires it once.
-    let dirty = run("dirty", "50");
+    let dirty = run("dirty", dirty);
     let clean = run("clean", "1");
     let (rd, rc) = (
         redundant(&dirty, &["runtime"]),
         redundant(&clean, &["runtime"]),
     );
-    // Six folders or more looked in per require (each node_modules from the fixture's
-    // directory up to /, the three global ones): 49 repeats of each.
     assert!(
-        rd >= rc + 49 * 5,
-        "the 49 repeated requires' look-ups are the runtime's: {rd} against {rc}: {dirty:#?}"
+        rd >= rc + more,
+        "the repeated look-ups are the runtime's: {rd} against {rc}: {dirty:#?}"
     );
     for (what, all) in [("dirty", &dirty), ("clean", &clean)] {
-        let named = redundant(all, &["own", "dependency"]);
+        let mine = redundant(all, &["own", "dependency"]);
         assert!(
-            named < 20,
-            "{what}: {named} redundant calls of the program's or a library's: {all:#?}"
+            mine < named,
+            "{what}: {mine} redundant calls of the program's or a library's: {all:#?}"
         );
     }
+}
+
+#[test]
+fn nodes_module_loader_looking_in_the_global_folders_is_the_runtime() {
+    // Node.js's loader looks for a package in every node_modules directory from the
+    // script's up and in the global folders ($HOME/.node_modules, $HOME/.node_libraries,
+    // $PREFIX/lib/node), through a C++ binding of its own (internalModuleStat): no fs call
+    // the agent names, and the global folders have no node_modules in their path. Their
+    // stats were the program's own finding, #1 and with no line (jest: /root/.node_modules
+    // and /root/.node_libraries, ranked above its runtime's 17,000 rereads); they are the
+    // runtime's, as the node_modules look-ups beside them. 50 requires of a package that
+    // is nowhere, six folders or more looked in per require (each node_modules from the
+    // fixture's directory up to /, the three global ones): 49 repeats of each; the twin
+    // requires it once.
+    require!("node");
+    loader_lookups_are_the_runtimes("node", "require_missing.js", "50", 49 * 5, 20);
 }
 
 #[test]
@@ -746,38 +754,9 @@ fn imports_made_from_c_are_the_runtimes_not_the_library_that_called_them() {
     // frame that is not the interpreter's (here libffi's, under ctypes). They are the
     // runtime's, folded into its one line, as for an `import` statement; before, they were
     // a dependency's finding at libffi's ffi_call (black, compiled with mypyc: the
-    // import system's stats of sys.path ranked above its own findings).
+    // import system's stats of sys.path ranked above its own findings). 50 imports of a
+    // module that is nowhere, each looking in every sys.path directory; the twin imports
+    // it once. The runtime's start-up imports are in both.
     require!("python3");
-    let d = tempfile::tempdir().unwrap();
-    let work = d.path().canonicalize().unwrap();
-    let script = fixture("c_import.py");
-    let run = |name: &str, n: &str| {
-        let trace = record(&work, name, &["python3", script.to_str().unwrap(), n]);
-        findings(&report_json(&trace, &[]))
-    };
-    let redundant = |all: &[Value], owners: &[&str]| -> u64 {
-        all.iter()
-            .filter(|f| owners.iter().any(|o| f["owner"] == *o))
-            .map(|f| f["redundant_calls"].as_u64().unwrap_or(0))
-            .sum()
-    };
-    // 50 imports of a module that is nowhere, each looking in every sys.path directory;
-    // the twin imports it once. The runtime's start-up imports are in both.
-    let dirty = run("dirty", "50");
-    let clean = run("clean", "1");
-    let (rd, rc) = (
-        redundant(&dirty, &["runtime"]),
-        redundant(&clean, &["runtime"]),
-    );
-    assert!(
-        rd >= rc + 100,
-        "the 49 repeated imports' look-ups are the runtime's: {rd} against {rc}: {dirty:#?}"
-    );
-    for (what, all) in [("dirty", &dirty), ("clean", &clean)] {
-        let named = redundant(all, &["own", "dependency"]);
-        assert!(
-            named < 40,
-            "{what}: {named} redundant calls of the program's or a library's: {all:#?}"
-        );
-    }
+    loader_lookups_are_the_runtimes("python3", "c_import.py", "50", 100, 40);
 }
