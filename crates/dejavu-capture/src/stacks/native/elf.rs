@@ -137,6 +137,8 @@ pub struct ElfModule {
     dwarf: OnceLock<Option<addr2line::Context<Reader>>>,
     /// Go's line table, read on the first symbolization DWARF could not name a line for.
     go: OnceLock<Option<GoLineTable>>,
+    /// Whether the file has one (a Go executable): only then is it read again for it.
+    has_go_table: bool,
 }
 
 impl std::fmt::Debug for ElfModule {
@@ -238,6 +240,8 @@ impl ElfModule {
             symbols: OnceLock::new(),
             dwarf: OnceLock::new(),
             go: OnceLock::new(),
+            has_go_table: file.section_by_name(".gopclntab").is_some()
+                || file.section_by_name(".data.rel.ro.gopclntab").is_some(),
         })
     }
 
@@ -367,6 +371,10 @@ impl ElfModule {
     /// Go's line table (.gopclntab, or .data.rel.ro.gopclntab in a position-independent
     /// executable), when this is a Go executable of 1.18 or later.
     fn go_table(&self) -> Option<&GoLineTable> {
+        if !self.has_go_table {
+            // Not Go: the file is not parsed a second time.
+            return None;
+        }
         self.go
             .get_or_init(|| {
                 let f = self.reopen()?;
@@ -702,6 +710,7 @@ mod tests {
             symbols: OnceLock::new(),
             dwarf: OnceLock::new(),
             go: OnceLock::new(),
+            has_go_table: false,
         }
     }
 
