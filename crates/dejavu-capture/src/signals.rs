@@ -10,8 +10,9 @@
 //! program inherits it ignored as it would without dejavu. Attached, there is no program to
 //! inherit anything and all are caught: `dejavu record -p PID & ... kill -INT $!` in a
 //! script detaches. The program's process resets the caught ones to their default between
-//! fork and exec ([`reset_in_child`]): a signal forwarded in that window would otherwise
-//! run dejavu's handler in the child and be lost.
+//! fork and exec ([`reset_in_child`]), with them blocked from before the fork until then
+//! ([`block_for_fork`]): a signal forwarded in that window would otherwise run dejavu's
+//! handler in the child and be lost.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -152,6 +153,32 @@ impl Drop for Guard {
             unsafe { libc::sigaction(*sig, sa, std::ptr::null_mut()) };
         }
     }
+}
+
+/// Blocks the signals dejavu catches in the calling thread, for a fork: a signal dejavu
+/// forwards to the new process before it has reset them ([`reset_in_child`]) waits,
+/// pending, instead of running dejavu's handler there (where it would be lost: the program
+/// then ran as if never signalled). Returns the mask to restore, in both processes, after.
+pub fn block_for_fork() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; the calls fill and read it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for_each_caught(|s| {
+            libc::sigaddset(&mut set, s);
+        });
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        old
+    }
+}
+
+/// Puts back the mask [`block_for_fork`] returned (in the child, after
+/// [`reset_in_child`]: a signal that came meanwhile is delivered then, with its default
+/// action). Async-signal-safe.
+pub fn restore_mask(old: &libc::sigset_t) {
+    // SAFETY: restoring a mask the kernel gave us.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
 }
 
 /// In the program's process between fork and exec: the signals dejavu catches get their

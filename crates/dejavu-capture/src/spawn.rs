@@ -186,9 +186,15 @@ pub fn fork_child(
     }
     let (rd, wr) = (fds[0], fds[1]);
 
+    // The signals dejavu catches stay blocked from here until the child has reset them
+    // (and in the parent until fork returned): see signals::block_for_fork.
+    let mask = crate::signals::block_for_fork();
     // SAFETY: fork; the child branch below makes only async-signal-safe raw syscalls on
     // memory prepared before the fork, and always ends in execve or _exit.
     let pid = unsafe { libc::fork() };
+    if pid != 0 {
+        crate::signals::restore_mask(&mask);
+    }
     if pid < 0 {
         let e = io::Error::last_os_error();
         unsafe {
@@ -203,7 +209,7 @@ pub fn fork_child(
         } else {
             std::ptr::null()
         };
-        unsafe { child(wr, &prog_c, &arg_ptrs, envp, prog.as_ref(), pass) }
+        unsafe { child(wr, &prog_c, &arg_ptrs, envp, prog.as_ref(), pass, &mask) }
     }
     // SAFETY: closing our copy of the write end.
     unsafe { libc::close(wr) };
@@ -233,6 +239,7 @@ unsafe fn child(
     envp: *const *const libc::c_char,
     filter: Option<&libc::sock_fprog>,
     pass: Option<(i32, i32)>,
+    mask: &libc::sigset_t,
 ) -> ! {
     let fail = |stage: u8, errno: i32| -> ! {
         let mut b = [stage, 0, 0, 0, 0];
@@ -250,8 +257,11 @@ unsafe fn child(
         // std::process::Command also restores).
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         // A SIGTERM forwarded before exec must reach the program's default action, not
-        // dejavu's handler copied into this process.
+        // dejavu's handler copied into this process: the caught signals were blocked
+        // before the fork; reset, then unblocked (one that came meanwhile is delivered
+        // now, with its default action), with the mask dejavu was started with.
         crate::signals::reset_in_child();
+        crate::signals::restore_mask(mask);
         // Before the filter: dup2 is a traced call, and with the filter installed but no
         // tracer yet it would fail with ENOSYS. dup2 clears close-on-exec on the copy. A
         // failure only means no agent channel (the agents check the descriptor), never
