@@ -81,16 +81,24 @@ impl Sites {
         Some(i)
     }
 
+    /// Counts `n` calls taking `ns` on `st`'s entry, adding it while the list is shorter
+    /// than `cap`; false when it was not kept.
+    #[inline]
+    fn put(&mut self, st: StackId, n: u64, ns: u64, cap: usize) -> bool {
+        let Some(i) = self.slot(st, cap) else {
+            return false;
+        };
+        self.list[i].1 += n;
+        self.list[i].2 += ns;
+        true
+    }
+
     /// `n` redundant calls taking `ns` from `stack` (calls without a stack are not listed).
     #[inline]
     pub fn add(&mut self, stack: Option<StackId>, n: u64, ns: u64) {
         let Some(st) = stack else { return };
-        match self.slot(st, MAX_SITES) {
-            Some(i) => {
-                self.list[i].1 += n;
-                self.list[i].2 += ns;
-            }
-            None => self.other += n,
+        if !self.put(st, n, ns, MAX_SITES) {
+            self.other += n;
         }
     }
 
@@ -99,10 +107,7 @@ impl Sites {
     /// a stack left out there would be calls left out of their line's count.
     pub fn merge(&mut self, o: &Sites) {
         for &(st, n, ns) in &o.list {
-            if let Some(i) = self.slot(st, usize::MAX) {
-                self.list[i].1 += n;
-                self.list[i].2 += ns;
-            }
+            self.put(st, n, ns, usize::MAX);
         }
         self.other += o.other;
     }

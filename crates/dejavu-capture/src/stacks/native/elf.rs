@@ -162,6 +162,13 @@ fn section_bytes<'d, O: Object<'d>>(file: &O, name: &str) -> Option<(Range<u64>,
     Some((range, Bytes::from(&*data)))
 }
 
+/// Go's line table section: .gopclntab, or .data.rel.ro.gopclntab in a position-independent
+/// executable (as cmd/internal/objfile looks for it).
+fn go_table_section<'d, O: Object<'d>>(file: &O) -> Option<O::Section<'_>> {
+    file.section_by_name(".gopclntab")
+        .or_else(|| file.section_by_name(".data.rel.ro.gopclntab"))
+}
+
 fn section_range<'d, O: Object<'d>>(file: &O, name: &str) -> Option<Range<u64>> {
     let s = file.section_by_name(name)?;
     Some(s.address()..s.address().saturating_add(s.size()))
@@ -240,8 +247,7 @@ impl ElfModule {
             symbols: OnceLock::new(),
             dwarf: OnceLock::new(),
             go: OnceLock::new(),
-            has_go_table: file.section_by_name(".gopclntab").is_some()
-                || file.section_by_name(".data.rel.ro.gopclntab").is_some(),
+            has_go_table: go_table_section(&file).is_some(),
         })
     }
 
@@ -380,9 +386,7 @@ impl ElfModule {
                 let f = self.reopen()?;
                 let cache = object::ReadCache::new(f);
                 let file = object::File::parse(&cache).ok()?;
-                let s = file
-                    .section_by_name(".gopclntab")
-                    .or_else(|| file.section_by_name(".data.rel.ro.gopclntab"))?;
+                let s = go_table_section(&file)?;
                 let data = s.uncompressed_data().ok()?.into_owned();
                 let text = file.section_by_name(".text")?.address();
                 // The inline trees are offsets from go:func.* (in .rodata), which only the
