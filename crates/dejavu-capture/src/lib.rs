@@ -6,6 +6,7 @@
 //! Neither backend decodes a call itself: the analysis cannot tell which one ran.
 
 pub mod arch;
+pub mod cache;
 pub mod codemaps;
 pub mod decode;
 mod error;

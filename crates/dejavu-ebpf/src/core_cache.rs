@@ -19,8 +19,8 @@
 //! each patch is bounds-checked before use; what does not pass is ignored and rebuilt.
 
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 /// What the file starts with; the version changes with the format or what the key covers.
@@ -71,63 +71,8 @@ pub(crate) fn key(object: &[u8], kernel_btf: &[u8], features: &str) -> u128 {
     h.digest128()
 }
 
-/// The cache directory: `$DEJAVU_CACHE_DIR` (empty: no cache), else
-/// `$XDG_CACHE_HOME/dejavu`, else `$HOME/.cache/dejavu`. None where the user's cache
-/// directory (or home) is not this user's own (`sudo -E` keeps another user's HOME and
-/// XDG_CACHE_HOME: root's files are not put there).
-pub(crate) fn dir() -> Option<PathBuf> {
-    // A dejavu that gained privileges when it was executed (the file capabilities that
-    // `setcap cap_bpf,cap_perfmon+ep` gives it, docs/ebpf-backend.md, or set-user-ID) loads
-    // programs its user could not: a cache that user can write would let them choose what
-    // it loads (a patched relocation reads other kernel memory). No cache there, whatever
-    // the environment says. (AT_SECURE: the kernel's word that the exec raised privileges.)
-    // SAFETY: getauxval has no preconditions.
-    if unsafe { libc::getauxval(libc::AT_SECURE) } != 0 {
-        return None;
-    }
-    dir_from(
-        std::env::var_os("DEJAVU_CACHE_DIR"),
-        std::env::var_os("XDG_CACHE_HOME"),
-        std::env::var_os("HOME"),
-    )
-}
-
-fn dir_from(
-    ours: Option<std::ffi::OsString>,
-    xdg: Option<std::ffi::OsString>,
-    home: Option<std::ffi::OsString>,
-) -> Option<PathBuf> {
-    if let Some(d) = ours {
-        return (!d.is_empty()).then(|| PathBuf::from(d));
-    }
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    let owned = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.uid() == euid);
-    let base = match xdg.filter(|v| !v.is_empty()) {
-        // A cache directory not made yet is made by whoever comes first; its parent, the
-        // home, must then be ours.
-        Some(x) => {
-            let x = PathBuf::from(x);
-            let mine = if x.exists() {
-                owned(&x)
-            } else {
-                x.parent().is_some_and(owned)
-            };
-            mine.then_some(x)?
-        }
-        None => {
-            let home = PathBuf::from(home.filter(|v| !v.is_empty())?);
-            owned(&home).then(|| home.join(".cache"))?
-        }
-    };
-    Some(base.join("dejavu"))
-}
-
-/// Whether `meta` is this user's own and nobody else may write it (or read it).
-fn private(meta: &std::fs::Metadata) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    meta.uid() == unsafe { libc::geteuid() } && meta.permissions().mode() & 0o077 == 0
-}
+pub(crate) use dejavu_capture::cache::dir;
+use dejavu_capture::cache::private;
 
 /// The entry of `object` stored in `dir` under `key`, if the file is there, this user's own
 /// and private, complete, intact, and every patch lies inside the object.
@@ -207,19 +152,7 @@ fn parse(b: &[u8], key: u128, object_len: usize) -> Option<Entry> {
 /// written to a temporary file and renamed over the old one, so a reader never sees half a
 /// file. Other builds' files not rewritten for 30 days are removed.
 pub(crate) fn write(dir: &Path, object: &[u8], key: u128, entry: &Entry) -> std::io::Result<()> {
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            // The parent (~/.cache) is missing: made as any program would, then ours.
-            std::fs::create_dir_all(dir.parent().unwrap_or(dir))?;
-            std::fs::DirBuilder::new().mode(0o700).create(dir)?;
-        }
-        Err(e) => return Err(e),
-    }
-    if !private(&std::fs::symlink_metadata(dir)?) {
-        return Err(std::io::Error::other("the cache directory is not private"));
-    }
+    dejavu_capture::cache::make_private_dir(dir)?;
     let name = file(object);
     let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
@@ -451,6 +384,7 @@ impl AlignedBytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn entry() -> Entry {
         Entry {
@@ -564,44 +498,6 @@ mod tests {
         assert!(recent.exists() && other.exists());
         assert!(!old.exists());
         assert_eq!(read(&dir, OBJECT, 7), Some(entry()));
-    }
-
-    #[test]
-    fn the_cache_is_kept_only_under_this_users_own_directories() {
-        use std::ffi::OsString;
-        let d = private_dir();
-        let mine = d.path().join("mine");
-        let theirs = d.path().join("theirs");
-        std::fs::create_dir(&mine).expect("mkdir");
-        std::fs::create_dir(&theirs).expect("mkdir");
-        let os = |p: &Path| Some(OsString::from(p));
-        // SAFETY: geteuid has no preconditions.
-        let other = if unsafe { libc::geteuid() } == 0 {
-            65534
-        } else {
-            0
-        };
-        let chowned = std::os::unix::fs::chown(&theirs, Some(other), None).is_ok();
-        assert_eq!(
-            dir_from(Some("/x".into()), os(&theirs), os(&theirs)),
-            Some(PathBuf::from("/x"))
-        );
-        assert_eq!(dir_from(Some("".into()), os(&mine), os(&mine)), None);
-        assert_eq!(dir_from(None, os(&mine), None), Some(mine.join("dejavu")));
-        assert_eq!(
-            dir_from(None, None, os(&mine)),
-            Some(mine.join(".cache").join("dejavu"))
-        );
-        assert_eq!(
-            dir_from(None, os(&mine.join("new")), None),
-            Some(mine.join("new").join("dejavu"))
-        );
-        assert_eq!(dir_from(None, None, None), None);
-        if chowned {
-            assert_eq!(dir_from(None, os(&theirs), os(&mine)), None);
-            assert_eq!(dir_from(None, None, os(&theirs)), None);
-            assert_eq!(dir_from(None, os(&theirs.join("new")), None), None);
-        }
     }
 
     #[test]

@@ -550,6 +550,100 @@ fn the_programs_own_sitecustomize_still_runs_and_fails_as_it_would() {
     }
 }
 
+/// The Python agent's bytecode is kept in dejavu's cache directory between recordings:
+/// the first recording's Python compiles the agent (~5 ms), the next one's finds the
+/// bytecode up to date beside its copy of the agent (Python's own check: `-v` says the
+/// bytecode "matches" its source) and compiles nothing. docs/agents.md, "Start-up".
+#[test]
+fn the_python_agents_bytecode_is_kept_between_recordings() {
+    require!("python3");
+    let d = scratch();
+    let cache = d.path().join("cache");
+    let record = |n: u32| {
+        let out = Command::new(dejavu())
+            .arg("record")
+            .arg("-o")
+            .arg(d.path().join(format!("t{n}.dvt")))
+            .args(["--", "python3", "-v", "-c", "print('ran')"])
+            .env("DEJAVU_CACHE_DIR", &cache)
+            .env_remove("PYTHONPATH")
+            .env_remove("PYTHONPYCACHEPREFIX")
+            .env_remove("PYTHONDONTWRITEBYTECODE")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        // The agent's import, as `python -v` tells it.
+        let agent = err
+            .lines()
+            .filter(|l| l.contains("_dejavu_agent"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>();
+        agent.join("\n")
+    };
+    let first = record(1);
+    assert!(
+        first.contains("# created '"),
+        "compiled, bytecode written: {first}"
+    );
+    assert!(!first.contains(" matches "), "{first}");
+    // Kept, private.
+    let kept: Vec<PathBuf> = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("python-agent-"))
+        .flat_map(|e| {
+            std::fs::read_dir(e.path())
+                .unwrap()
+                .flatten()
+                .map(|f| f.path())
+        })
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let name = kept[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with("_dejavu_agent.") && name.ends_with(".pyc"),
+        "{name}"
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&kept[0]).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    }
+    let second = record(2);
+    assert!(
+        second.contains(" matches "),
+        "taken from the cache: {second}"
+    );
+    assert!(
+        !second.contains("# created '"),
+        "not compiled again: {second}"
+    );
+    // Without a cache directory, every recording compiles, as before.
+    let out = Command::new(dejavu())
+        .arg("record")
+        .arg("-o")
+        .arg(d.path().join("t3.dvt"))
+        .args(["--", "python3", "-v", "-c", "pass"])
+        .env("DEJAVU_CACHE_DIR", "")
+        .env_remove("PYTHONPATH")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("_dejavu_agent.cpython") && err.contains("# created '"),
+        "compiled: {err}"
+    );
+}
+
 // ---- call sites
 
 /// The 1-based line of `file` holding `@site NAME ` and the function it names.

@@ -102,6 +102,9 @@ pub struct Channel {
     /// Descriptor number the program sees the write end at.
     at: i32,
     ino: u64,
+    /// Where the Python agent's compiled bytecode is kept between recordings (see
+    /// [`bytecode`]), if there is a cache directory.
+    bytecode: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Channel {
@@ -185,6 +188,10 @@ impl Channel {
             .prefix(&format!("dejavu-agents-{}-", std::process::id()))
             .tempdir_in(&base)?;
         write_agents(dir.path())?;
+        let bytecode = crate::cache::dir().map(|d| d.join(bytecode::dir_name()));
+        if let Some(kept) = &bytecode {
+            bytecode::seed(kept, &dir.path().join("python"));
+        }
         let mut fds = [0i32; 2];
         // SAFETY: fds is a valid out-array. Non-blocking on both ends: an agent drops a
         // message rather than block the program on a full pipe.
@@ -222,6 +229,7 @@ impl Channel {
                 dir,
                 at,
                 ino,
+                bytecode,
             },
             write,
         })
@@ -307,7 +315,10 @@ impl Drop for Channel {
             let _ = r.join();
         }
         // The directory goes with `dir`: every program that loaded an agent has exited
-        // (the recording ends with them).
+        // (the recording ends with them). What Python compiled there is kept first.
+        if let Some(kept) = &self.bytecode {
+            bytecode::harvest(&self.dir.path().join("python"), kept);
+        }
     }
 }
 
@@ -340,8 +351,192 @@ fn write_agents(dir: &Path) -> io::Result<()> {
         let f = d.join(name);
         std::fs::write(&f, bytes)?;
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644))?;
+        if name == bytecode::AGENT {
+            // The same time at every recording, so that the bytecode Python compiled
+            // from it at an earlier one, which records its source's time and size, is
+            // taken as up to date (bytecode::seed).
+            std::fs::File::options()
+                .write(true)
+                .open(&f)?
+                .set_modified(bytecode::source_time())?;
+        }
     }
     Ok(())
+}
+
+/// The Python agent's bytecode, kept between recordings. Python compiles the agent at
+/// its first import in a recording's agents' directory (~5 ms for each recording's first
+/// Python process; the program's processes after it in the same recording use the
+/// bytecode it wrote beside the agent). When the recording ends, the bytecode files
+/// Python wrote there (`__pycache__/_dejavu_agent.<interpreter tag>.pyc`, one per Python
+/// version that ran) are copied to the cache directory, under a name that holds a hash of
+/// the agent's source; the next recording puts them beside its copy of the agent, whose
+/// modification time is always [`source_time`], so Python finds them up to date (its
+/// check: the source's time and size, as recorded in the bytecode file) and does not
+/// compile. Only files that are this user's own are taken, either way (the cache's files
+/// private, as the CO-RE cache's); anything else is left alone. Best effort: an error
+/// only means Python compiles the agent as before.
+pub(crate) mod bytecode {
+    use std::hash::{Hash, Hasher};
+    use std::io::Write;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    use std::path::Path;
+    use std::time::{Duration, SystemTime};
+
+    /// The agent's file name.
+    pub(crate) const AGENT: &str = "_dejavu_agent.py";
+    /// The agent's modification time in every recording: 2000-01-01T00:00:00Z.
+    pub(crate) fn source_time() -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(946_684_800)
+    }
+    /// Bytecode files larger than this are not Python's of the agent (~45 KiB).
+    const MAX_BYTES: u64 = 1 << 20;
+    /// The cache's bytecode directories of other agents (other dejavu builds) not used
+    /// for this long are removed when one is written.
+    const UNUSED: Duration = Duration::from_secs(30 * 24 * 3600);
+    const PREFIX: &str = "python-agent-";
+
+    /// The cache directory's entry for this build's agent: a hash and the length of its
+    /// source.
+    pub(crate) fn dir_name() -> String {
+        name_for(super::PYTHON_AGENT.as_bytes())
+    }
+
+    pub(super) fn name_for(source: &[u8]) -> String {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        source.hash(&mut h);
+        format!("{PREFIX}{:016x}-{}", h.finish(), source.len())
+    }
+
+    /// Whether `name` is a bytecode file of the agent: `_dejavu_agent.`, an interpreter
+    /// tag and optimization level (cpython-311, cpython-311.opt-1, pypy39, ...: letters,
+    /// digits, `-`, `_`, `.`), `.pyc`.
+    pub(super) fn is_bytecode(name: &str) -> bool {
+        name.strip_prefix("_dejavu_agent.")
+            .and_then(|n| n.strip_suffix(".pyc"))
+            .is_some_and(|tag| {
+                !tag.is_empty()
+                    && tag
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            })
+    }
+
+    /// The agent's bytecode files in `dir` that are regular files of this user's own
+    /// (and, with `private`, nobody else's), with their contents.
+    fn files(dir: &Path, private: bool) -> Vec<(String, Vec<u8>)> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        let mut out = Vec::new();
+        for e in entries.flatten() {
+            let Some(name) = e.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            if !is_bytecode(&name) {
+                continue;
+            }
+            let Ok(m) = std::fs::symlink_metadata(e.path()) else {
+                continue;
+            };
+            let ok = if private {
+                crate::cache::private(&m)
+            } else {
+                m.uid() == me
+            };
+            if !m.is_file() || !ok || m.len() > MAX_BYTES {
+                continue;
+            }
+            if let Ok(b) = std::fs::read(e.path()) {
+                out.push((name, b));
+            }
+        }
+        out
+    }
+
+    /// Puts the bytecode kept in `kept` beside the agent in `python` (the recording's
+    /// agents' directory for Python).
+    pub(crate) fn seed(kept: &Path, python: &Path) {
+        let private =
+            std::fs::symlink_metadata(kept).is_ok_and(|m| m.is_dir() && crate::cache::private(&m));
+        if !private {
+            return;
+        }
+        let found = files(kept, true);
+        if found.is_empty() {
+            return;
+        }
+        let pycache = python.join("__pycache__");
+        if std::fs::create_dir(&pycache).is_err()
+            || std::fs::set_permissions(&pycache, std::fs::Permissions::from_mode(0o755)).is_err()
+        {
+            return;
+        }
+        for (name, bytes) in found {
+            let f = pycache.join(name);
+            if std::fs::write(&f, bytes).is_ok() {
+                let _ = std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644));
+            }
+        }
+        // Used: not one of the unused entries `harvest` removes.
+        if let Ok(d) = std::fs::File::open(kept) {
+            let _ = d.set_modified(SystemTime::now());
+        }
+    }
+
+    /// Copies the bytecode Python wrote beside the agent in `python` to `kept`, where it
+    /// is not there already; removes other agents' entries unused for 30 days.
+    pub(crate) fn harvest(python: &Path, kept: &Path) {
+        let wrote = files(&python.join("__pycache__"), false);
+        if wrote.is_empty() {
+            return;
+        }
+        let have = files(kept, true);
+        let new: Vec<_> = wrote
+            .into_iter()
+            .filter(|(n, b)| !have.iter().any(|(hn, hb)| hn == n && hb == b))
+            .collect();
+        if new.is_empty() || crate::cache::make_private_dir(kept).is_err() {
+            return;
+        }
+        for (name, bytes) in new {
+            let tmp = kept.join(format!(".{name}.{}.tmp", std::process::id()));
+            let _ = std::fs::remove_file(&tmp);
+            let done = (|| {
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&tmp)?;
+                f.write_all(&bytes)?;
+                std::fs::rename(&tmp, kept.join(&name))
+            })();
+            if done.is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+        }
+        let (Some(cache), Some(ours)) = (kept.parent(), kept.file_name()) else {
+            return;
+        };
+        let Ok(entries) = std::fs::read_dir(cache) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let n = e.file_name();
+            let old = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > UNUSED);
+            let theirs = n.to_str().is_some_and(|s| s.starts_with(PREFIX));
+            if theirs && n != ours && old {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
 }
 
 /// A zip archive holding `files` uncompressed ("stored"), as Python's zipimport reads it.
@@ -440,6 +635,82 @@ fn node_quote(path: &Path) -> OsString {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn only_the_agents_own_bytecode_files_of_this_user_are_kept_and_seeded() {
+        use std::os::unix::fs::PermissionsExt;
+        for (name, ok) in [
+            ("_dejavu_agent.cpython-311.pyc", true),
+            ("_dejavu_agent.pypy39.pyc", true),
+            ("_dejavu_agent.cpython-311.opt-1.pyc", true),
+            ("_dejavu_agent..pyc", false),
+            ("_dejavu_agent.cpython-311.pyc.tmp", false),
+            ("other.cpython-311.pyc", false),
+            ("_dejavu_agent.../x.pyc", false),
+        ] {
+            assert_eq!(bytecode::is_bytecode(name), ok, "{name}");
+        }
+        let d = tempfile::tempdir().unwrap();
+        let python = d.path().join("python");
+        let pycache = python.join("__pycache__");
+        std::fs::create_dir_all(&pycache).unwrap();
+        std::fs::write(pycache.join("_dejavu_agent.cpython-311.pyc"), b"compiled").unwrap();
+        std::fs::write(pycache.join("_dejavu_agent.cpython-312.pyc"), b"theirs").unwrap();
+        std::fs::write(pycache.join("other.cpython-311.pyc"), b"other").unwrap();
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        if root {
+            std::os::unix::fs::chown(
+                pycache.join("_dejavu_agent.cpython-312.pyc"),
+                Some(65534),
+                None,
+            )
+            .unwrap();
+        }
+        let kept = d.path().join("cache").join(bytecode::dir_name());
+        bytecode::harvest(&python, &kept);
+        let mut names: Vec<String> = std::fs::read_dir(&kept)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let want: &[&str] = if root {
+            &["_dejavu_agent.cpython-311.pyc"]
+        } else {
+            &[
+                "_dejavu_agent.cpython-311.pyc",
+                "_dejavu_agent.cpython-312.pyc",
+            ]
+        };
+        assert_eq!(names, want);
+        let f = std::fs::metadata(kept.join("_dejavu_agent.cpython-311.pyc")).unwrap();
+        assert_eq!(f.permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::read(kept.join("_dejavu_agent.cpython-311.pyc")).unwrap(),
+            b"compiled"
+        );
+        // Seeded into a new recording's directory, readable by the program.
+        let next = d.path().join("next");
+        std::fs::create_dir(&next).unwrap();
+        bytecode::seed(&kept, &next);
+        let seeded = next
+            .join("__pycache__")
+            .join("_dejavu_agent.cpython-311.pyc");
+        assert_eq!(std::fs::read(&seeded).unwrap(), b"compiled");
+        assert_eq!(
+            std::fs::metadata(&seeded).unwrap().permissions().mode() & 0o777,
+            0o644
+        );
+        // A cache directory others may write is not taken from.
+        std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let open = d.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        bytecode::seed(&kept, &open);
+        assert!(!open.join("__pycache__").exists());
+        // Another agent (another source) has another entry.
+        assert_ne!(bytecode::name_for(b"a"), bytecode::name_for(b"b"));
+    }
 
     #[test]
     fn a_path_is_quoted_as_one_node_options_word() {
