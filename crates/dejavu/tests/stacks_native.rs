@@ -100,6 +100,8 @@ struct Call {
 struct Trace {
     calls: Vec<Call>,
     stacks: usize,
+    /// What dejavu wrote on stderr.
+    err: String,
     _dir: tempfile::TempDir,
 }
 
@@ -201,6 +203,7 @@ fn record_env(
     Trace {
         calls,
         stacks: r.stack_count(),
+        err: String::from_utf8_lossy(&out.stderr).into_owned(),
         _dir: dir,
     }
 }
@@ -541,6 +544,75 @@ fn a_stripped_programs_debug_file_in_debuginfods_cache_names_its_frames() {
         "STAT_LINE",
         &stripped,
     );
+}
+
+/// The names of code addresses are kept in dejavu's cache directory between recordings
+/// (docs/ptrace-backend.md, "Naming"): a second recording of the same program names its
+/// frames from there, exactly as the first named them from DWARF, and a program rebuilt
+/// at the same path (another file: new size and mtime) is named from its own DWARF again,
+/// never with the names of the build before.
+#[test]
+fn names_kept_by_one_recording_name_the_next_and_a_rebuilt_program_anew() {
+    let cache = tempfile::tempdir().expect("tmp");
+    let source = std::fs::read_to_string(src("stat_site.c")).expect("fixture");
+    let build = |pad: usize| {
+        // The same program, its lines moved down by `pad` blank lines.
+        let c = build_dir().join("kept_names.c");
+        std::fs::write(&c, format!("{}{source}", "\n".repeat(pad))).unwrap();
+        let exe = build_dir().join("kept_names");
+        run_ok(
+            Command::new("gcc")
+                .args(["-g", "-O0"])
+                .arg("-o")
+                .arg(&exe)
+                .arg(&c),
+        );
+        exe
+    };
+    let t = target();
+    let rec = |exe: &Path| {
+        record_env(
+            &backend(),
+            &[exe],
+            &[t.to_str().unwrap()],
+            true,
+            &[
+                ("DEJAVU_CACHE_DIR", cache.path()),
+                ("DEJAVU_NATIVE_STATS", Path::new("1")),
+            ],
+        )
+    };
+    let line = line_of("stat_site.c", "STAT_LINE");
+    let exe = build(0);
+    let first = rec(&exe);
+    // "N sites symbolized (T ms; K of them named by an earlier recording)": K.
+    let kept = |err: &str| -> u64 {
+        let (l, _) = counters(err, "native stacks");
+        let k = l
+            .split(" of them named by an earlier recording")
+            .next()
+            .and_then(|h| h.rsplit(' ').next())
+            .and_then(|k| k.parse().ok());
+        k.unwrap_or_else(|| panic!("no count of kept names in {l}"))
+    };
+    assert_eq!(kept(&first.err), 0, "{}", first.err);
+    let second = rec(&exe);
+    assert!(
+        kept(&second.err) > 0,
+        "named from the cache: {}",
+        second.err
+    );
+    let f1 = &first.stats_of(&t)[0].frames;
+    let f2 = &second.stats_of(&t)[0].frames;
+    assert_eq!(show(f1), show(f2));
+    let probe = |f: &[F]| f.iter().find(|f| f.named("probe_config")).map(|f| f.line);
+    assert_eq!(probe(f1), Some(line), "{}", show(f1));
+    // Rebuilt with its lines moved: named at the new line.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let exe = build(3);
+    let third = rec(&exe);
+    let f3 = &third.stats_of(&t)[0].frames;
+    assert_eq!(probe(f3), Some(line + 3), "{}", show(f3));
 }
 
 #[test]

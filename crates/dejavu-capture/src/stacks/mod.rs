@@ -64,9 +64,13 @@ impl Stacks {
     /// Capture as `mode` says.
     pub fn new(mode: StackMode) -> Stacks {
         let on = mode == StackMode::On;
+        let mut native = native::Native::new(on);
+        if on {
+            native.keep_names_in(crate::cache::dir().map(|d| d.join("names")));
+        }
         Stacks {
             mode,
-            native: native::Native::new(on),
+            native,
             agent: agent::Agents::new(on),
             pending: rustc_hash::FxHashMap::default(),
             named: false,

@@ -23,6 +23,7 @@ pub use layout::build_id;
 /// A code mapping: (start, end, file offset, path).
 pub type CodeRange = (u64, u64, u64, Vec<u8>);
 mod maps;
+mod names;
 
 use crate::arch::SyscallRegs;
 use crate::os::{self, Tid};
@@ -32,7 +33,7 @@ use framehop::{FrameAddress, Unwinder};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Bytes of stack copied at most, from the stack pointer up. Deeper frames are not seen.
 pub const STACK_BYTES: usize = 32 * 1024;
@@ -119,6 +120,8 @@ struct Stats {
     /// Of those, layouts from exec and mmap (the process was gone).
     layouts: u64,
     symbolized: u64,
+    /// Of those, named from an earlier recording's (names.rs).
+    names_kept: u64,
     frames: u64,
     /// Unwinds of a copy again with some of its words replaced (`capture_slice`).
     trials: u64,
@@ -251,6 +254,10 @@ pub struct Native {
     addrs: Vec<u64>,
     frames: Vec<Frame>,
     source: Vec<SourceFrame>,
+    /// Where the names of code addresses are kept between recordings (names.rs), and
+    /// each module's kept names (by module index), opened at its first address to name.
+    names_dir: Option<PathBuf>,
+    names: FxHashMap<u32, Option<names::KeptNames>>,
     stats: Stats,
 }
 
@@ -268,12 +275,15 @@ impl std::fmt::Debug for Native {
 
 impl Drop for Native {
     fn drop(&mut self) {
+        for kept in self.names.values_mut().flatten() {
+            kept.save();
+        }
         if self.stats.captures > 0 && std::env::var_os("DEJAVU_NATIVE_STATS").is_some() {
             let s = &self.stats;
             eprintln!(
                 "dejavu: native stacks: {} captures, {} from the stack cache, {} maps reads \
                  ({} from exec and mmap; {} processes started with their parent's; {} addresses asked alone), {} modules ({:.1} ms), {} sites symbolized \
-                 ({:.1} ms), {} frames unwound, {} stack bytes read, {} unwinds to find \
+                 ({:.1} ms; {} of them named by an earlier recording), {} frames unwound, {} stack bytes read, {} unwinds to find \
                  what a copy's stack depended on ({} words tried; {} copies of a shape seen \
                  before); {} copies the same as one unwound before (not unwound again)",
                 s.captures,
@@ -286,6 +296,7 @@ impl Drop for Native {
                 s.load_ns as f64 / 1e6,
                 s.symbolized,
                 s.symbolize_ns as f64 / 1e6,
+                s.names_kept,
                 s.frames,
                 s.bytes_read,
                 s.trials,
@@ -366,8 +377,17 @@ impl Native {
             addrs: Vec::with_capacity(MAX_DEPTH),
             frames: Vec::with_capacity(MAX_FRAMES),
             source: Vec::new(),
+            names_dir: None,
+            names: FxHashMap::default(),
             stats: Stats::default(),
         }
+    }
+
+    /// Keeps the names of code addresses in `dir` between recordings (names.rs): read
+    /// from there where an earlier recording named the same address of the same file,
+    /// added there when this recording ends.
+    pub fn keep_names_in(&mut self, dir: Option<PathBuf>) {
+        self.names_dir = dir;
     }
 
     /// The module parsed from the file mapped by `m`, parsing it the first time this file
@@ -871,7 +891,29 @@ impl Native {
         source.clear();
         let t = std::time::Instant::now();
         if let (Some(elf), Some(delta)) = (self.modules.get(mid as usize), code.delta) {
-            elf.symbolize(offset.wrapping_add(delta), &mut source);
+            let svma = offset.wrapping_add(delta);
+            let dir = &self.names_dir;
+            let kept = self
+                .names
+                .entry(mid)
+                .or_insert_with(|| {
+                    let dir = dir.as_deref()?;
+                    Some(names::KeptNames::open(dir, elf.names_key()))
+                })
+                .as_mut();
+            match kept {
+                Some(k) => match k.get(svma) {
+                    Some(f) => {
+                        source.extend_from_slice(f);
+                        self.stats.names_kept += 1;
+                    }
+                    None => {
+                        elf.symbolize(svma, &mut source);
+                        k.add(svma, &source);
+                    }
+                },
+                None => elf.symbolize(svma, &mut source),
+            }
         }
         self.stats.symbolize_ns += t.elapsed().as_nanos() as u64;
         self.stats.symbolized += 1;

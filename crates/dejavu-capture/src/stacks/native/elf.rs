@@ -405,6 +405,15 @@ impl ElfModule {
             .as_ref()
     }
 
+    /// What the names `symbolize` gives depend on, as the key of the names kept between
+    /// recordings (names.rs): this file's path and identity, its build id, and the
+    /// identity of its separate debug file, if one is installed.
+    pub fn names_key(&self) -> u64 {
+        let debug = self.debug_file();
+        let debug_key = debug.as_deref().and_then(FileKey::stat);
+        super::names::key((&self.path, self.key, &self.build_id, &debug, debug_key))
+    }
+
     /// The source frames at `svma` (innermost first), from DWARF where the file (or its
     /// debug file) has it, else from Go's line table in a Go executable, else the symbol
     /// name alone. Empty when nothing is known.
