@@ -918,7 +918,13 @@ impl Style {
 pub(crate) fn location(c: &dejavu_detect::Callsite) -> String {
     let mut loc = if c.file.is_empty() {
         let m = c.module.rsplit('/').next().unwrap_or(&c.module);
-        format!("({m})")
+        if c.function.is_empty() && !m.is_empty() {
+            // Nothing but the module names it (stripped code): its offset tells the
+            // module's sites apart, as in the findings' call-site lines.
+            format!("{m}+{:#x}", c.addr)
+        } else {
+            format!("({m})")
+        }
     } else {
         sanitize(&c.file)
     };
@@ -1188,6 +1194,23 @@ mod fit_tests {
 
     fn site(function: &str, file: &str, line: u32) -> Callsite {
         crate::fixture::site(function, file, line, 1)
+    }
+
+    #[test]
+    fn a_stripped_modules_sites_are_told_apart_by_their_offset() {
+        // Two sites in a stripped program: no function, no file, only the module. The call
+        // site ranking's column said "(cc1)" for both.
+        let mut a = site("", "", 0);
+        a.module = "/usr/libexec/gcc/x86_64-linux-gnu/12/cc1".into();
+        a.addr = 0x4d2f10;
+        let mut b = a.clone();
+        b.addr = 0x4d3000;
+        assert_eq!(super::location(&a), "cc1+0x4d2f10");
+        assert_ne!(super::location(&a), super::location(&b));
+        // With a function (from the symbol table), the function column tells them apart.
+        let mut c = a.clone();
+        c.function = "lrealpath".into();
+        assert_eq!(super::location(&c), "(cc1)");
     }
 
     #[test]
