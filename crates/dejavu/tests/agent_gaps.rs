@@ -221,6 +221,8 @@ fn python_a_process_per_event_names_the_subprocess_line() {
 struct Call {
     sys: Sys,
     fd: Option<i32>,
+    /// The call's flags argument (AT_* flags of the stat family).
+    flags: u64,
     path: String,
     /// (kind, function, file, line), innermost first.
     frames: Vec<(FrameKind, String, String, u32)>,
@@ -249,6 +251,7 @@ fn record(cmd: &[&str], dir: &Path, err: &Path) -> Vec<Call> {
         .map(|c| Call {
             sys: c.sys,
             fd: c.fd,
+            flags: c.flags,
             path: s(c.path),
             frames: c
                 .stack
@@ -620,6 +623,58 @@ fn python_a_call_the_agent_does_not_see_on_a_path_it_named_is_not_given_that_lin
             "an open named as the stat's line: {c:?}"
         );
     }
+}
+
+#[test]
+fn python_the_import_systems_stat_of_a_directory_the_program_lstats_is_not_given_its_line() {
+    // sphinx-build's import-time Path(__file__).resolve() lstat'ed site-packages from one
+    // line (a sticky path for the thread), and the import system's stats of site-packages
+    // (posix.stat before each import from it: the same system call without
+    // AT_SYMLINK_NOFOLLOW) were then given that line: 66 calls at sphinx/__init__.py:27, a
+    // line that runs once. A sticky path now names only calls of its first call's kind,
+    // the flag included.
+    require!("python3");
+    let (_d, dir) = scratch();
+    let src = workload("sticky_lstat.py");
+    let mods = dir.join("mods");
+    std::fs::create_dir(&mods).unwrap();
+    for i in 0..10 {
+        std::fs::write(mods.join(format!("m{i}.py")), "X = 1\n").unwrap();
+    }
+    let err = dir.join("stderr.txt");
+    let py = python();
+    let calls = record(
+        &[&py, src.to_str().unwrap(), mods.to_str().unwrap()],
+        &dir,
+        &err,
+    );
+    let d = mods.display().to_string();
+    let on_dir: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.path == d && matches!(c.sys, Sys::Newfstatat | Sys::Lstat | Sys::Stat))
+        .collect();
+    let (line, _) = site(&src, "lstat");
+    let at_line = |c: &Call| {
+        c.frames
+            .iter()
+            .any(|f| f.0 == FrameKind::Python && f.3 == line)
+    };
+    let (lstats, others): (Vec<&Call>, Vec<&Call>) = on_dir
+        .into_iter()
+        .partition(|c| c.flags & libc::AT_SYMLINK_NOFOLLOW as u64 != 0 || c.sys == Sys::Lstat);
+    assert_eq!(lstats.len(), 50, "{lstats:?}");
+    assert_own_line(&lstats, &src, "lstat", FrameKind::Python);
+    assert!(
+        others.len() >= 10,
+        "the import system's stats of the directory: {others:?}"
+    );
+    let wrong: Vec<&&Call> = others.iter().filter(|c| at_line(c)).collect();
+    assert!(
+        wrong.is_empty(),
+        "{} of {} stats named as the lstat's line: {wrong:?}",
+        wrong.len(),
+        others.len()
+    );
 }
 
 // ---- a library's call several frames deep

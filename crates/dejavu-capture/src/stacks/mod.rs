@@ -23,7 +23,19 @@ pub fn call_ref(c: &dejavu_trace::Syscall) -> CallRef {
             dejavu_trace::Sys::Execve | dejavu_trace::Sys::Execveat
         ),
         sys: Some(c.sys),
+        nofollow: follows_no_final_link(c),
     }
+}
+
+/// Whether `c` is a call of the *at family that does not follow a final symbolic link
+/// (AT_SYMLINK_NOFOLLOW: Python's os.lstat and Node.js's lstatSync are the same system
+/// call as their stat, with this flag).
+fn follows_no_final_link(c: &dejavu_trace::Syscall) -> bool {
+    use dejavu_trace::Sys;
+    matches!(
+        c.sys,
+        Sys::Newfstatat | Sys::Statx | Sys::Faccessat2 | Sys::Utimensat | Sys::Fchownat
+    ) && c.flags & libc::AT_SYMLINK_NOFOLLOW as u64 != 0
 }
 
 /// Whether to record stacks.

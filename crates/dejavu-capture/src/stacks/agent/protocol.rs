@@ -173,6 +173,9 @@ pub struct CallRef {
     pub exec: bool,
     /// The system call, where known.
     pub sys: Option<Sys>,
+    /// It does not follow a final symbolic link (AT_SYMLINK_NOFOLLOW: lstat, as against
+    /// stat, through one system call).
+    pub nofollow: bool,
 }
 
 #[derive(Debug)]
@@ -194,19 +197,22 @@ struct Sticky {
     by_path: FxHashMap<StrId, StickyPath>,
 }
 
-/// What a thread's sticky path names: the site (ns, site), and the system call of the
-/// first call on the path it named. A wrapped function's repeated calls make one kind of
-/// call on their path (os.stat a newfstatat, statSync a statx, existsSync a faccessat2,
-/// readFileSync an openat): a call of another kind on it, after that, is not theirs but
-/// code the agent does not see (a native realpath's readlink, an extension's open of a
-/// file the program stat'ed), and gets no line from it rather than a wrong one. Calls on
-/// a descriptor (the reads of a file readFileSync opened, a listdir's getdents) are not
-/// held to it.
+/// What a thread's sticky path names: the site (ns, site), and the kind of the first call
+/// on the path it named: its system call, and whether it follows a final symbolic link.
+/// A wrapped function's repeated calls make one kind of call on their path (os.stat a
+/// newfstatat, os.lstat a newfstatat with AT_SYMLINK_NOFOLLOW, statSync a statx,
+/// existsSync a faccessat2, readFileSync an openat): a call of another kind on it, after
+/// that, is not theirs but code the agent does not see (a native realpath's readlink, an
+/// extension's open of a file the program stat'ed, the import system's stat of a
+/// directory whose path a realpath lstat'ed), and gets no line from it rather than a
+/// wrong one. Calls on a descriptor (the reads of a file readFileSync opened, a listdir's
+/// getdents) take no site from it: the descriptor has the site of the call that opened
+/// it, when that call had one (`fd_opened`).
 #[derive(Debug, Clone, Copy)]
 struct StickyPath {
     ns: u32,
     site: u32,
-    sys: Option<Sys>,
+    kind: Option<(Sys, bool)>,
 }
 
 /// The protocol's state for one recording.
@@ -713,23 +719,32 @@ impl State {
             }
         }
         let path = call.path?;
-        if let Some(t) = self.sticky.get_mut(&tid).filter(|t| t.pid == pid) {
+        // A call through a descriptor takes a site from the descriptor only (above: the
+        // site of the call that opened it, when that was an agent's, a sticky path's
+        // included), never from a sticky path by the descriptor's path: a directory the
+        // import system listed (its own open, fstat and reads) is not the line that
+        // stat'ed that directory.
+        let on_path = call.fd.is_none_or(|fd| fd < 0);
+        if let Some(t) = self
+            .sticky
+            .get_mut(&tid)
+            .filter(|t| t.pid == pid && on_path)
+        {
             for (p, ns, site) in t.new.drain(..) {
                 let e = StickyPath {
                     ns,
                     site,
-                    sys: None,
+                    kind: None,
                 };
                 t.by_path.insert(w.intern(&p), e);
             }
-            // A call on a path (not through a descriptor) is held to the kind of the
-            // first one the entry named (StickyPath).
-            let on_path = call.fd.is_none_or(|fd| fd < 0);
+            // A call on the path is held to the kind of the first one the entry named
+            // (StickyPath).
+            let kind = call.sys.map(|s| (s, call.nofollow));
             let found = t.by_path.get_mut(&path).and_then(|e| {
-                let fits =
-                    !on_path || call.sys.is_none() || e.sys.is_none_or(|s| Some(s) == call.sys);
-                if fits && on_path && e.sys.is_none() {
-                    e.sys = call.sys;
+                let fits = kind.is_none() || e.kind.is_none_or(|k| Some(k) == kind);
+                if fits && e.kind.is_none() {
+                    e.kind = kind;
                 }
                 fits.then_some((e.ns, e.site))
             });
@@ -1046,7 +1061,7 @@ mod tests {
     }
 
     #[test]
-    fn a_sticky_path_names_only_the_kind_of_call_it_named_first_and_calls_on_descriptors() {
+    fn a_sticky_path_names_only_the_kind_of_call_it_named_first_and_no_calls_on_descriptors() {
         let mut w = writer();
         let mut s = State::default();
         let p = w.intern(b"/app/data.db");
@@ -1069,10 +1084,23 @@ mod tests {
             s.lookup(&mut w, 10, 10, call(Sys::Openat, Some(-100))),
             None
         );
-        // A call through a descriptor on that path is not held to it.
+        // A call through a descriptor on that path takes no site from it (only from its
+        // descriptor's opening call).
+        assert_eq!(s.lookup(&mut w, 10, 10, call(Sys::Read, Some(3))), None);
+        // The same system call without following a final link (lstat, as against stat):
+        // another function's (the import system's stat of a directory a realpath lstat'ed
+        // is the other way round).
         assert_eq!(
-            s.lookup(&mut w, 10, 10, call(Sys::Read, Some(3))),
-            Some(stat)
+            s.lookup(
+                &mut w,
+                10,
+                10,
+                CallRef {
+                    nofollow: true,
+                    ..call(Sys::Statx, None)
+                }
+            ),
+            None
         );
         // The agent says the path again (another line, another function): bound anew.
         s.feed(&sticky(10, 10, 10, 2, "/app/data.db"), 0);
@@ -1081,7 +1109,7 @@ mod tests {
             .unwrap();
         assert_ne!(open, stat);
         assert_eq!(s.lookup(&mut w, 10, 10, call(Sys::Statx, None)), None);
-        assert_eq!(s.counters.sticky_hits, 4);
+        assert_eq!(s.counters.sticky_hits, 3);
     }
 
     #[test]
