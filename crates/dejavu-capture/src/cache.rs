@@ -3,7 +3,8 @@
 //! (stacks::agent::channel). Each entry there is this user's own and private; what is not
 //! is ignored.
 
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// The cache directory: `$DEJAVU_CACHE_DIR` (empty: no cache), else
@@ -83,6 +84,37 @@ pub fn make_private_dir(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Writes `bytes` to `dir/name`, private (0600): to a temporary file first
+/// (`name.PID.tmp`), renamed over the old one, so that a reader never sees half a file.
+/// The temporary file is removed when anything fails.
+pub fn write_private(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let done = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        std::fs::rename(&tmp, dir.join(name))
+    })();
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done
+}
+
+/// Whether the file at `path` was last modified more than `age` ago (false when that
+/// cannot be told).
+pub fn older_than(path: &Path, age: std::time::Duration) -> bool {
+    std::fs::symlink_metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|a| a > age)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +161,27 @@ mod tests {
             assert_eq!(dir_from(None, None, os(&theirs)), None);
             assert_eq!(dir_from(None, os(&theirs.join("new")), None), None);
         }
+    }
+
+    #[test]
+    fn a_private_file_is_written_whole_and_replaces_the_old_one() {
+        let d = private_dir();
+        write_private(d.path(), "f", b"one").expect("written");
+        write_private(d.path(), "f", b"two").expect("rewritten");
+        let m = std::fs::symlink_metadata(d.path().join("f")).expect("stat");
+        assert!(private(&m));
+        assert_eq!(std::fs::read(d.path().join("f")).expect("read"), b"two");
+        // Nothing else is left behind.
+        assert_eq!(std::fs::read_dir(d.path()).expect("list").count(), 1);
+        assert!(write_private(&d.path().join("missing"), "f", b"x").is_err());
+        assert!(!older_than(
+            &d.path().join("f"),
+            std::time::Duration::from_secs(60)
+        ));
+        assert!(!older_than(
+            &d.path().join("missing"),
+            std::time::Duration::ZERO
+        ));
     }
 
     #[test]

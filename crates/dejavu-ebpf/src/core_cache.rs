@@ -18,8 +18,6 @@
 //! 0600, owner checked), so nobody else can plant one. The file carries a checksum and
 //! each patch is bounds-checked before use; what does not pass is ignored and rebuilt.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
@@ -154,29 +152,11 @@ fn parse(b: &[u8], key: u128, object_len: usize) -> Option<Entry> {
 pub(crate) fn write(dir: &Path, object: &[u8], key: u128, entry: &Entry) -> std::io::Result<()> {
     dejavu_capture::cache::make_private_dir(dir)?;
     let name = file(object);
-    let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    let done = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(&encode(key, entry))?;
-        std::fs::rename(&tmp, dir.join(&name))
-    })();
-    if done.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
+    let done = dejavu_capture::cache::write_private(dir, &name, &encode(key, entry));
     for e in std::fs::read_dir(dir)?.flatten() {
         let n = e.file_name();
         let n = n.to_string_lossy();
-        let old = e
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age > UNUSED);
+        let old = dejavu_capture::cache::older_than(&e.path(), UNUSED);
         if n.starts_with(PREFIX) && *n != name && old {
             let _ = std::fs::remove_file(e.path());
         }

@@ -378,8 +378,7 @@ fn write_agents(dir: &Path) -> io::Result<()> {
 /// only means Python compiles the agent as before.
 pub(crate) mod bytecode {
     use std::hash::{Hash, Hasher};
-    use std::io::Write;
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     use std::path::Path;
     use std::time::{Duration, SystemTime};
 
@@ -502,20 +501,7 @@ pub(crate) mod bytecode {
             return;
         }
         for (name, bytes) in new {
-            let tmp = kept.join(format!(".{name}.{}.tmp", std::process::id()));
-            let _ = std::fs::remove_file(&tmp);
-            let done = (|| {
-                let mut f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(&tmp)?;
-                f.write_all(&bytes)?;
-                std::fs::rename(&tmp, kept.join(&name))
-            })();
-            if done.is_err() {
-                let _ = std::fs::remove_file(&tmp);
-            }
+            let _ = crate::cache::write_private(kept, &name, &bytes);
         }
         let (Some(cache), Some(ours)) = (kept.parent(), kept.file_name()) else {
             return;
@@ -525,12 +511,7 @@ pub(crate) mod bytecode {
         };
         for e in entries.flatten() {
             let n = e.file_name();
-            let old = e
-                .metadata()
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| t.elapsed().ok())
-                .is_some_and(|age| age > UNUSED);
+            let old = crate::cache::older_than(&e.path(), UNUSED);
             let theirs = n.to_str().is_some_and(|s| s.starts_with(PREFIX));
             if theirs && n != ours && old {
                 let _ = std::fs::remove_dir_all(e.path());

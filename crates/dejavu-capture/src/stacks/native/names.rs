@@ -18,8 +18,6 @@
 use super::elf::SourceFrame;
 use rustc_hash::FxHashMap;
 use std::hash::{Hash, Hasher};
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -78,7 +76,7 @@ impl KeptNames {
     /// The names kept in `dir` for the module of `key` (none yet if the file is missing
     /// or does not pass).
     pub(crate) fn open(dir: &Path, key: u64) -> KeptNames {
-        let path = dir.join(format!("{key:016x}"));
+        let path = dir.join(file_name(key));
         let known = read(dir, &path, key).unwrap_or_default();
         if !known.is_empty() {
             renew(&path);
@@ -129,34 +127,19 @@ impl KeptNames {
             }
             all.entry(svma).or_insert(frames);
         }
-        let tmp = self
-            .path
-            .with_extension(format!("{}.tmp", std::process::id()));
-        let _ = std::fs::remove_file(&tmp);
-        let done = (|| {
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            f.write_all(&encode(self.key, &all))?;
-            std::fs::rename(&tmp, &self.path)
-        })();
-        if done.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
+        let _ = crate::cache::write_private(dir, &file_name(self.key), &encode(self.key, &all));
         remove_unused(dir);
     }
 }
 
+/// The file of the module of `key`.
+fn file_name(key: u64) -> String {
+    format!("{key:016x}")
+}
+
 /// Gives `path` a new modification time if it is older than RENEW.
 fn renew(path: &Path) {
-    let old = std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.elapsed().ok())
-        .is_some_and(|age| age > RENEW);
-    if old {
+    if crate::cache::older_than(path, RENEW) {
         if let Ok(f) = std::fs::File::options().write(true).open(path) {
             let _ = f.set_modified(std::time::SystemTime::now());
         }
@@ -169,13 +152,7 @@ fn remove_unused(dir: &Path) {
         return;
     };
     for e in entries.flatten() {
-        let old = e
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age > UNUSED);
-        if old {
+        if crate::cache::older_than(&e.path(), UNUSED) {
             let _ = std::fs::remove_file(e.path());
         }
     }
