@@ -268,7 +268,7 @@ struct {
 } events SEC(".maps");
 
 /* Copies of user stacks (EV_STACK), in a ring of their own so that they never take the
- * room of calls; resized by the loader (--buffer-size with stacks, a page without). */
+ * room of calls; resized by the loader (twice --buffer-size with stacks, a page without). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 32 << 20);

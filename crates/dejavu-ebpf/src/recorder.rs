@@ -611,6 +611,16 @@ fn ring_bytes(eopts: &Options) -> Result<u32, RecordError> {
         .ok_or_else(|| unavailable("--buffer-size is too large", "At most 2 GiB."))? as u32)
 }
 
+/// The size of the copies' ring: twice `ring_bytes` (the calls' ring, a power of two; at
+/// most 2 GiB), a page when stacks are off.
+fn stack_ring_bytes(ring_bytes: u32, stacks: bool) -> u32 {
+    if stacks {
+        ring_bytes.saturating_mul(2).min(1 << 31)
+    } else {
+        4096
+    }
+}
+
 /// Takes map `name` out of the object as a `T`.
 fn take<T: TryFrom<aya::maps::Map, Error = aya::maps::MapError>>(
     bpf: &mut Ebpf,
@@ -638,8 +648,10 @@ fn load(
     let _memlock = MemlockRaised::raise();
     loader
         .set_max_entries("events", ring_bytes)
-        // Copies of stacks get a ring of their own, of the same size (a page when off).
-        .set_max_entries("stackbuf", if stacks { ring_bytes } else { 4096 });
+        // Copies of stacks get a ring of their own, twice the size (a page when off): a
+        // new place in a fast loop sends a copy per call until the reader has answered the
+        // kernel's cache, 8 KiB each (docs/ebpf-backend.md, "Copies").
+        .set_max_entries("stackbuf", stack_ring_bytes(ring_bytes, stacks));
     // The maps are created here; the programs are loaded (verified) below.
     let mut bpf = match &prepared.object {
         // Relocated here: aya's own relocation off.
@@ -1521,6 +1533,15 @@ fn handle<W: Write>(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn the_copies_ring_is_twice_the_calls_ring_and_a_page_without_stacks() {
+        assert_eq!(stack_ring_bytes(4 << 20, true), 8 << 20);
+        assert_eq!(stack_ring_bytes(4 << 20, false), 4096);
+        // At most 2 GiB, a power of two, however large --buffer-size is.
+        assert_eq!(stack_ring_bytes(1 << 31, true), 1 << 31);
+        assert_eq!(stack_ring_bytes(1 << 30, true), 1 << 31);
+    }
 
     #[test]
     fn a_cache_entry_names_the_words_the_unwind_depended_on() {

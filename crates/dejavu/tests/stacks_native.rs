@@ -62,7 +62,7 @@ fn line_of(source: &str, marker: &str) -> u32 {
 }
 
 /// One frame, with its strings resolved.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 struct F {
     function: Option<String>,
     file: Option<String>,
@@ -733,6 +733,16 @@ fn same_sites_under_both_backends(exe: &Path, args: &[&str], under: &str, functi
     );
 }
 
+/// Held by the two tests whose eBPF recordings send a copy of the stack per call for a
+/// while (a loop's new place, until the kernel half has the reader's answer) and count what
+/// came of them, so that one's burst of copies does not keep the other's reader behind. A
+/// call whose copy finds the copies' ring full comes with a short copy (256 bytes: an
+/// optimised Rust program's stack then stops inside its standard library, no line of its
+/// own; "with a short copy" in `-v`'s eBPF stacks line): with the ring the size of the
+/// calls' ring, the parity test's Rust loop lost ~395 of 2,001 sites in 4 runs of 10 while
+/// the other tests of this file compiled beside it (docs/ebpf-backend.md, "Copies").
+static COPIES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Code built with -O2 and no frame pointers (C, C++, Rust): the eBPF backend's call sites
 /// (a copy of the stack unwound with .eh_frame) are the ptrace backend's (unwound at the
 /// stop). Runs in the eBPF pass, where it records under both.
@@ -741,6 +751,7 @@ fn ebpf_names_the_same_call_sites_as_ptrace_in_code_without_frame_pointers() {
     if backend() != "ebpf" {
         return;
     }
+    let _alone = COPIES.lock().unwrap_or_else(|e| e.into_inner());
     let t = target();
     let dir = t.parent().unwrap().to_str().unwrap().to_string();
     // C: 2,000 stats from probe_config.
@@ -805,6 +816,7 @@ fn ebpf_unwinds_a_repeated_call_once_and_answers_the_repeats_from_its_cache() {
     if backend() != "ebpf" {
         return;
     }
+    let _alone = COPIES.lock().unwrap_or_else(|e| e.into_inner());
     let exe = gcc(
         "stat_site.c",
         "nofp-cache",
@@ -828,27 +840,51 @@ fn ebpf_unwinds_a_repeated_call_once_and_answers_the_repeats_from_its_cache() {
     // "dejavu: eBPF stacks: C copies unwound, K cached in the kernel, H calls answered
     // from that cache"
     let (line, nums) = counters(&err, "eBPF stacks:");
-    let (copies, hits) = (nums[0], nums[2]);
+    let (copies, hits, short) = (nums[0], nums[2], nums[3]);
     assert!(
         hits >= 100_000 && copies < 100_000,
         "most of 200,000 calls answered from the cache: {line}"
     );
     // The copies the loop sent before the kernel had its entry (a thousand or more: the
     // reader's round trip) are found to be the stack unwound before, not unwound again:
-    // what is unwound is the loop's one place and the program's start.
+    // what is unwound is the loop's one place and the program's start, and the calls that
+    // came with a short copy (the copies' ring was full: on a fast machine the loop fills
+    // it within the round trip; such a copy is unwound alone and not remembered).
     // "dejavu: native stacks: N captures, ...; S copies the same as one unwound before"
     let (native, n) = counters(&err, "native stacks:");
     let (captures, same) = (n[0], *n.last().unwrap());
     assert!(
-        same <= captures && captures - same < 200,
-        "the loop's copies unwound once: {native}"
+        same <= captures && captures - same < 200 + short,
+        "the loop's copies unwound once: {native}\n{line}"
     );
-    // Every one of them has the stack of the first.
-    let trace = record_with("ebpf", &[&exe], &[t.to_str().unwrap(), "20000"], true);
+    // Every one of them has the stack of the first; a call that came with a short copy,
+    // its innermost frames (the unwind stops where the copy ends), never another stack.
+    let trace = record_env(
+        "ebpf",
+        &[&exe],
+        &[t.to_str().unwrap(), "20000"],
+        true,
+        &[("DEJAVU_NATIVE_STATS", Path::new("1"))],
+    );
+    let (line, nums) = counters(&trace.err, "eBPF stacks:");
+    let short = nums[3];
     let stats = trace.stats_of(&t);
     assert_eq!(stats.len(), 20000);
     let first = stats[0].stack.expect("a stack");
-    assert!(stats.iter().all(|c| c.stack == Some(first)));
+    let whole = &stats[0].frames;
+    let mut cut = 0;
+    for c in &stats {
+        if c.stack != Some(first) {
+            cut += 1;
+            assert!(
+                c.frames.len() < whole.len() && whole.starts_with(&c.frames),
+                "another stack than the first's:\n{}\nfirst:\n{}",
+                show(&c.frames),
+                show(whole)
+            );
+        }
+    }
+    assert!(cut as u64 <= short, "{cut} calls cut short: {line}");
     assert_called_from(
         &stats[0].frames,
         "stat_site.c",
