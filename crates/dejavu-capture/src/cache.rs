@@ -115,6 +115,16 @@ pub fn older_than(path: &Path, age: std::time::Duration) -> bool {
         .is_some_and(|a| a > age)
 }
 
+/// Makes `dir`, a directory inside the cache directory, and that cache directory, each
+/// as [`make_private_dir`] does: a missing cache directory is made private too, not as
+/// `create_dir_all` would (the CO-RE cache refuses one others may read).
+pub fn make_private_subdir(dir: &Path) -> std::io::Result<()> {
+    if let Some(root) = dir.parent() {
+        make_private_dir(root)?;
+    }
+    make_private_dir(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,5 +204,12 @@ mod tests {
         make_private_dir(&sub).expect("already there");
         std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         assert!(make_private_dir(&sub).is_err());
+        // A directory inside a cache directory not made yet: both private.
+        let root = d.path().join("home").join(".cache").join("dejavu");
+        make_private_subdir(&root.join("names")).expect("made");
+        for p in [&root, &root.join("names")] {
+            let m = std::fs::symlink_metadata(p).expect("stat");
+            assert!(m.is_dir() && private(&m), "{p:?}");
+        }
     }
 }

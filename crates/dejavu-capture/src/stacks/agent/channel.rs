@@ -497,7 +497,7 @@ pub(crate) mod bytecode {
             .into_iter()
             .filter(|(n, b)| !have.iter().any(|(hn, hb)| hn == n && hb == b))
             .collect();
-        if new.is_empty() || crate::cache::make_private_dir(kept).is_err() {
+        if new.is_empty() || crate::cache::make_private_subdir(kept).is_err() {
             return;
         }
         for (name, bytes) in new {

@@ -117,7 +117,7 @@ impl KeptNames {
         let Some(dir) = self.path.parent() else {
             return;
         };
-        if crate::cache::make_private_dir(dir).is_err() {
+        if crate::cache::make_private_subdir(dir).is_err() {
             return;
         }
         let mut all = read(dir, &self.path, self.key).unwrap_or_default();
