@@ -115,11 +115,12 @@ pub fn older_than(path: &Path, age: std::time::Duration) -> bool {
         .is_some_and(|a| a > age)
 }
 
-/// Makes `dir`, a directory inside the cache directory, and that cache directory, each
-/// as [`make_private_dir`] does: a missing cache directory is made private too, not as
-/// `create_dir_all` would (the CO-RE cache refuses one others may read).
+/// Makes `dir`, a directory inside the cache directory, as [`make_private_dir`] does; a
+/// missing cache directory around it is made private too, not as `create_dir_all` would
+/// (the CO-RE cache refuses one others may read). One that exists is taken as it is (a
+/// `$DEJAVU_CACHE_DIR` the user made): `dir` itself is what must be private.
 pub fn make_private_subdir(dir: &Path) -> std::io::Result<()> {
-    if let Some(root) = dir.parent() {
+    if let Some(root) = dir.parent().filter(|r| !r.exists()) {
         make_private_dir(root)?;
     }
     make_private_dir(dir)
@@ -211,5 +212,12 @@ mod tests {
             let m = std::fs::symlink_metadata(p).expect("stat");
             assert!(m.is_dir() && private(&m), "{p:?}");
         }
+        // Inside one the user made readable by others: taken as it is, the new one private.
+        let mine = d.path().join("mine");
+        std::fs::create_dir(&mine).expect("mkdir");
+        std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        make_private_subdir(&mine.join("names")).expect("made");
+        let m = std::fs::symlink_metadata(mine.join("names")).expect("stat");
+        assert!(m.is_dir() && private(&m));
     }
 }
