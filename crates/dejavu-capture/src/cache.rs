@@ -126,6 +126,35 @@ pub fn make_private_subdir(dir: &Path) -> std::io::Result<()> {
     make_private_dir(dir)
 }
 
+/// Gives `path` a new modification time if it was last modified more than `age` ago:
+/// used, so not taken for unused by [`remove_unused`].
+pub fn renew(path: &Path, age: std::time::Duration) {
+    if older_than(path, age) {
+        if let Ok(f) = std::fs::File::open(path) {
+            let _ = f.set_modified(std::time::SystemTime::now());
+        }
+    }
+}
+
+/// Removes the entries of `dir` whose names `which` picks and that were not modified for
+/// `age` (a directory with what it holds). Best effort.
+pub fn remove_unused(dir: &Path, age: std::time::Duration, which: impl Fn(&str) -> bool) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        if !which(&e.file_name().to_string_lossy()) || !older_than(&path, age) {
+            continue;
+        }
+        let _ = if e.file_type().is_ok_and(|t| t.is_dir()) {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +222,22 @@ mod tests {
             &d.path().join("missing"),
             std::time::Duration::ZERO
         ));
+        // Unused entries the filter picks go, files and directories alike.
+        std::fs::create_dir(d.path().join("sub")).expect("mkdir");
+        write_private(&d.path().join("sub"), "x", b"x").expect("written");
+        write_private(d.path(), "keep", b"k").expect("written");
+        remove_unused(d.path(), std::time::Duration::from_secs(60), |_| true);
+        assert_eq!(
+            std::fs::read_dir(d.path()).expect("list").count(),
+            3,
+            "all recent"
+        );
+        remove_unused(d.path(), std::time::Duration::ZERO, |n| n != "keep");
+        let left: Vec<_> = std::fs::read_dir(d.path())
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(left, ["keep"]);
     }
 
     #[test]

@@ -153,14 +153,7 @@ pub(crate) fn write(dir: &Path, object: &[u8], key: u128, entry: &Entry) -> std:
     dejavu_capture::cache::make_private_dir(dir)?;
     let name = file(object);
     let done = dejavu_capture::cache::write_private(dir, &name, &encode(key, entry));
-    for e in std::fs::read_dir(dir)?.flatten() {
-        let n = e.file_name();
-        let n = n.to_string_lossy();
-        let old = dejavu_capture::cache::older_than(&e.path(), UNUSED);
-        if n.starts_with(PREFIX) && *n != name && old {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
+    dejavu_capture::cache::remove_unused(dir, UNUSED, |n| n.starts_with(PREFIX) && n != name);
     done
 }
 

@@ -393,6 +393,8 @@ pub(crate) mod bytecode {
     /// The cache's bytecode directories of other agents (other dejavu builds) not used
     /// for this long are removed when one is written.
     const UNUSED: Duration = Duration::from_secs(30 * 24 * 3600);
+    /// A kept entry used again after this long gets its modification time renewed.
+    const RENEW: Duration = Duration::from_secs(24 * 3600);
     const PREFIX: &str = "python-agent-";
 
     /// The cache directory's entry for this build's agent: a hash and the length of its
@@ -480,9 +482,7 @@ pub(crate) mod bytecode {
             }
         }
         // Used: not one of the unused entries `harvest` removes.
-        if let Ok(d) = std::fs::File::open(kept) {
-            let _ = d.set_modified(SystemTime::now());
-        }
+        crate::cache::renew(kept, RENEW);
     }
 
     /// Copies the bytecode Python wrote beside the agent in `python` to `kept`, where it
@@ -503,19 +503,9 @@ pub(crate) mod bytecode {
         for (name, bytes) in new {
             let _ = crate::cache::write_private(kept, &name, &bytes);
         }
-        let (Some(cache), Some(ours)) = (kept.parent(), kept.file_name()) else {
-            return;
-        };
-        let Ok(entries) = std::fs::read_dir(cache) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let n = e.file_name();
-            let old = crate::cache::older_than(&e.path(), UNUSED);
-            let theirs = n.to_str().is_some_and(|s| s.starts_with(PREFIX));
-            if theirs && n != ours && old {
-                let _ = std::fs::remove_dir_all(e.path());
-            }
+        if let Some(cache) = kept.parent() {
+            let ours = dir_name();
+            crate::cache::remove_unused(cache, UNUSED, |n| n.starts_with(PREFIX) && n != ours);
         }
     }
 }

@@ -79,7 +79,7 @@ impl KeptNames {
         let path = dir.join(file_name(key));
         let known = read(dir, &path, key).unwrap_or_default();
         if !known.is_empty() {
-            renew(&path);
+            crate::cache::renew(&path, RENEW);
         }
         KeptNames {
             path,
@@ -128,34 +128,13 @@ impl KeptNames {
             all.entry(svma).or_insert(frames);
         }
         let _ = crate::cache::write_private(dir, &file_name(self.key), &encode(self.key, &all));
-        remove_unused(dir);
+        crate::cache::remove_unused(dir, UNUSED, |_| true);
     }
 }
 
 /// The file of the module of `key`.
 fn file_name(key: u64) -> String {
     format!("{key:016x}")
-}
-
-/// Gives `path` a new modification time if it is older than RENEW.
-fn renew(path: &Path) {
-    if crate::cache::older_than(path, RENEW) {
-        if let Ok(f) = std::fs::File::options().write(true).open(path) {
-            let _ = f.set_modified(std::time::SystemTime::now());
-        }
-    }
-}
-
-/// Removes the files in `dir` not used for UNUSED.
-fn remove_unused(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        if crate::cache::older_than(&e.path(), UNUSED) {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
 }
 
 /// The entries of the file at `path` in `dir`, if both are this user's own and private,
