@@ -198,9 +198,16 @@ fn frame_pointer_stacks_name_the_c_line_of_the_call() {
     assert_eq!(c["line"].as_u64(), Some(line), "{c:#}");
 }
 
+/// The tests that flood a ring buffer (a small one on purpose, a reader made slow, a long
+/// loop of calls with stacks) run one at a time: two of them side by side on 2 CPUs starve
+/// each other's drainer, whose promptness is what `a_reader_that_falls_behind_loses_nothing_up_to_the_backlog_limit`
+/// counts on (a CI run lost 425 records there with a 2 MiB ring beside these).
+static FLOOD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_full_ring_buffer_is_counted_and_reported_never_silent() {
     require_ebpf!();
+    let _alone = FLOOD.lock().unwrap_or_else(|e| e.into_inner());
     let src = common::repo().join("tests/workloads/stacks/stat_site.c");
     let prog = common::c_workload_at(&src);
     let d = tempfile::tempdir().unwrap();
@@ -372,6 +379,7 @@ fn lost_events_count_the_programs_events_not_the_agents_reports() {
     if !ebpf_works() || !common::have("python3") {
         return;
     }
+    let _alone = FLOOD.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
     let script = d.path().join("oc.py");
     std::fs::write(
@@ -431,6 +439,7 @@ fn a_reader_that_falls_behind_loses_nothing_up_to_the_backlog_limit() {
     if !ebpf_works() || !common::have("python3") {
         return;
     }
+    let _alone = FLOOD.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
     let target = d.path().join("target.txt");
     std::fs::write(&target, "x").unwrap();
@@ -470,12 +479,14 @@ fn a_reader_that_falls_behind_loses_nothing_up_to_the_backlog_limit() {
             .unwrap_or(0);
         (opens, lost, err)
     };
-    // 20 ms at every batch: without the drainer a 2 MiB ring buffer fills many times over
-    // while the reader sleeps (the loop writes about 30 MB a second, ~15 MB in all). (2
-    // MiB, not 1: the drainer itself must be scheduled within the ~35 ms a 1 MiB ring
-    // holds, which the other tests running beside this one on 2 CPUs once did not let
-    // it be: 935 of 20,000 records lost in a CI run.)
-    let (opens, lost, err) = run("slow", "2M", &[("DEJAVU_EBPF_READER_DELAY_MS", "20")]);
+    // 20 ms at every batch: without the drainer the ring buffer fills many times over while
+    // the reader sleeps. The reader is too slow to mark the places the agent names, so every
+    // call also sends an 8 KiB copy of its stack: ~200 MB in all, ~200 MB a second. With an
+    // 8 MiB ring and no backlog in memory (DEJAVU_EBPF_BACKLOG_MIB=0) 6,820 of the records
+    // are lost (checked); with the drainer, none. (8 MiB, not 2: the drainer must be
+    // scheduled within what the ring holds, and a CI run lost 425 records with 2 MiB beside
+    // the other tests on 2 CPUs; 256 KiB loses ~200 on a quiet machine.)
+    let (opens, lost, err) = run("slow", "8M", &[("DEJAVU_EBPF_READER_DELAY_MS", "20")]);
     assert_eq!((opens, lost), (20000, 0), "{err}");
     // With the backlog held to 2 MiB, the same reader does lose records, counted and said.
     let (opens, lost, err) = run(
@@ -503,6 +514,7 @@ fn an_agents_named_calls_skip_native_stacks_and_the_others_keep_theirs() {
     if !ebpf_works() || !common::have("python3") {
         return;
     }
+    let _alone = FLOOD.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
     let target = d.path().join("target.txt");
     std::fs::write(&target, "x").unwrap();
