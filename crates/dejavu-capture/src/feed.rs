@@ -158,9 +158,19 @@ impl<W: Write> Feed<W> {
         self.t.stacks.agents().channel_fd()
     }
 
-    /// Task `child_tid` of process `child_pid` was created by `parent_tid`.
-    pub fn fork(&mut self, ns: u64, parent_tid: i32, child_tid: i32, new: NewTask) {
+    /// Task `child_tid` of process `child_pid` was created by `parent_tid`. `native`: for a
+    /// new process, the parent's native stack in the clone (see
+    /// `stacks::Stacks::spawned`).
+    pub fn fork(
+        &mut self,
+        ns: u64,
+        parent_tid: i32,
+        child_tid: i32,
+        new: NewTask,
+        native: crate::stacks::NativeStack,
+    ) {
         let now = self.ts(ns);
+        let spawner = self.t.stacks.reported(parent_tid, native);
         let Some(ppid) = self.t.tasks.get(&parent_tid).map(|t| t.pid) else {
             self.unknown_tasks += 1;
             return;
@@ -170,11 +180,16 @@ impl<W: Write> Feed<W> {
         }
         self.t
             .new_task(parent_tid, ppid, child_tid, new.clone_flags(), now);
+        if !new.thread {
+            self.t.stacks.spawned(child_tid, spawner);
+        }
     }
 
     /// Thread `old_tid` exec'd `filename` (as given to execve) with `argv` (NUL-joined),
     /// and is now `tid`. `image`: the auxiliary vector's AT_PHDR and AT_BASE, which say
-    /// where the kernel put the program's and its interpreter's code.
+    /// where the kernel put the program's and its interpreter's code. `native`: the
+    /// execve's native stack, taken at its entry in the old program.
+    #[allow(clippy::too_many_arguments)]
     pub fn exec(
         &mut self,
         ns: u64,
@@ -183,8 +198,11 @@ impl<W: Write> Feed<W> {
         filename: &[u8],
         argv: &[u8],
         image: Option<(u64, u64)>,
+        native: crate::stacks::NativeStack,
     ) {
         let now = self.ts(ns);
+        let entry = self.t.stacks.reported(old_tid, native);
+        self.t.stacks.exec_entry(old_tid, entry);
         let Some(pid) = self.t.exec_begin(tid, old_tid, now) else {
             return;
         };

@@ -210,6 +210,12 @@ struct fork_ev {
 	u32 child_pid;
 	u32 child_tid;
 	u64 flags;
+	/* A new process: the parent's native stack at the clone (as a call's flags and
+	 * stack_id), which names where the child's exec was asked for (a child of
+	 * posix_spawn or vfork has a few frames of libc's on a stack of its own). */
+	u64 stack_id;
+	u32 sflags;
+	u32 pad;
 };
 
 struct exec_ev {
@@ -223,6 +229,11 @@ struct exec_ev {
 	 * code, for naming frames after the process is gone. */
 	u64 at_phdr;
 	u64 at_base;
+	/* The native stack of the execve, taken at its entry in the old program (as a
+	 * call's flags and stack_id): the new program's stack is all its exit has. */
+	u64 stack_id;
+	u32 sflags;
+	u32 pad;
 };
 
 struct exit_ev {
@@ -256,6 +267,11 @@ struct inflight {
 	u64 ts; /* 0: not inside a traced call */
 	u32 tid;
 	u32 nr;
+	/* execve and execveat only: the native stack taken at the call's entry, while the
+	 * old program's memory is there (stk_call's sid and native_stack's flags). */
+	u64 sid;
+	u32 sflags;
+	u32 pad;
 };
 
 struct scratch {
@@ -800,6 +816,42 @@ static __always_inline int untraced_mmap(u64 nr, u64 flags, u64 fd)
 	return nr == NR_mmap && (((u32)flags & MAP_ANONYMOUS) || (s32)fd < 0);
 }
 
+struct stk_call {
+	u64 mm;
+	u64 ip;
+	u64 sp;
+	u64 bp;
+	u64 sid;
+	u64 id; /* pid_tgid */
+};
+
+__noinline u32 native_stack(struct scratch *sc, struct config *c, struct stk_call *call);
+
+/* The native stack of a call at this point (entry, or a fork's parent in the clone), as
+ * native_stack gives it, without the short copy that only a call's record can carry. */
+static __always_inline u32 stack_here(struct task_struct *t, struct pt_regs *regs, u64 id,
+				      u64 *sid)
+{
+	struct config *c = cfg();
+	struct scratch *sc = scratch_get();
+	*sid = 0;
+	if (!c || !sc || !c->stacks || !regs)
+		return 0;
+	struct stk_call call = {
+		.mm = (u64)BPF_CORE_READ(t, mm),
+		.ip = BPF_CORE_READ(regs, ip),
+		.sp = BPF_CORE_READ(regs, sp),
+		.bp = BPF_CORE_READ(regs, bp),
+		.sid = 0,
+		.id = id,
+	};
+	u32 f = native_stack(sc, c, &call);
+	if (f & CF_STACK_INLINE)
+		return 0;
+	*sid = call.sid;
+	return f;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 {
@@ -827,6 +879,13 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 		v->ts = bpf_ktime_get_ns();
 		v->tid = tid;
 		v->nr = nr;
+		if (nr == NR_execve || nr == NR_execveat) {
+			/* Its stack now: a successful exec returns in the new program. */
+			u64 sid = 0;
+			u32 f = stack_here(task, regs, ((u64)tgid << 32) | tid, &sid);
+			v->sid = sid;
+			v->sflags = f;
+		}
 	}
 	return 0;
 }
@@ -883,14 +942,6 @@ __noinline u32 blob_stack(struct scratch *sc, u32 off, u64 ip, u64 sp, u64 bp)
 
 /* What native_stack needs of the call: its registers and address space, and where the
  * stack's id goes. */
-struct stk_call {
-	u64 mm;
-	u64 ip;
-	u64 sp;
-	u64 bp;
-	u64 sid;
-	u64 id; /* pid_tgid */
-};
 
 /* The stack of the call being made: CF_STACK_HIT with its id in call->sid when the stack
  * cache (`stacks`) holds it, else CF_STACK_SLICE after sending a copy of the top of the
@@ -1005,10 +1056,16 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	u64 enter_ts, nr;
 	u16 cflags = 0;
+	u64 entry_sid = 0;
+	u32 entry_sflags = 0;
 	if (v->tid == tid && v->ts) {
 		enter_ts = v->ts;
 		nr = v->nr;
 		v->ts = 0;
+		if (nr == NR_execve || nr == NR_execveat) {
+			entry_sid = v->sid;
+			entry_sflags = v->sflags;
+		}
 	} else {
 		/* Not in this thread's slot: an untraced call, or a traced one whose slot
 		 * another thread took. Only the number and the process can tell. */
@@ -1056,8 +1113,16 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	 * wrappers (a C++ extension writing from a Python thread, TileDB's VFS) have only
 	 * their native stack, and a call repeated from one place costs a cache lookup. */
 	u64 sid = 0;
-	/* munmap is traced only for the trace's Unmap records: it needs no stack. */
-	if (c->stacks && nr != NR_munmap) {
+	if (nr == NR_execve || nr == NR_execveat) {
+		/* Taken at its entry, in the old program (on_sys_enter); a successful exec's
+		 * went with its exec event (on_exec), and its registers and memory are the new
+		 * program's now. */
+		if (ret != 0) {
+			cflags |= entry_sflags;
+			sid = entry_sid;
+		}
+	} else if (c->stacks && nr != NR_munmap) {
+		/* (munmap is traced only for the trace's Unmap records: it needs no stack.) */
 		/* mm by a probe read, not a plain load: a pointer kept in `call` made the
 		 * verifier's states differ where a number does not (+40% of the time it takes to
 		 * load this program, for a helper call that costs ~20 ns). */
@@ -1312,12 +1377,21 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		bpf_map_update_elem(&traced, &cpid, &one, BPF_ANY);
 		traced_changed();
 	}
+	u64 id = bpf_get_current_pid_tgid();
+	u64 sid = 0;
+	u32 sflags = 0;
+	if (!(flags & 1)) {
+		/* A new process: its exec's site is the parent's stack here, in the clone
+		 * (sent before the event, as a call's copy is). A child of posix_spawn or vfork
+		 * runs on a stack of its own, a few frames of libc's. */
+		struct task_struct *me = bpf_get_current_task_btf();
+		sflags = stack_here(me, (struct pt_regs *)bpf_task_pt_regs(me), id, &sid);
+	}
 	struct fork_ev *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost();
 		return 0;
 	}
-	u64 id = bpf_get_current_pid_tgid();
 	e->h.kind = EV_FORK;
 	e->h.size = sizeof(*e);
 	e->h.ts = bpf_ktime_get_ns();
@@ -1326,6 +1400,9 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	e->child_pid = cpid;
 	e->child_tid = ctid;
 	e->flags = flags;
+	e->stack_id = sid;
+	e->sflags = sflags;
+	e->pad = 0;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;
 }
@@ -1345,9 +1422,19 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 			to->ts = from->ts;
 			to->nr = from->nr;
 			to->tid = pid;
+			to->sid = from->sid;
+			to->sflags = from->sflags;
 			if (from != to)
 				from->ts = 0;
 		}
+	}
+	/* The stack its execve had at its entry (on_sys_enter), in the old program. */
+	u64 sid = 0;
+	u32 sflags = 0;
+	struct inflight *at = slot(pid);
+	if (at && at->ts && at->tid == pid && (at->nr == NR_execve || at->nr == NR_execveat)) {
+		sid = at->sid;
+		sflags = at->sflags;
 	}
 	u8 *buf = scratch_buf();
 	struct config *c = cfg();
@@ -1362,6 +1449,9 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	e->flags = 0;
 	e->at_phdr = 0;
 	e->at_base = 0;
+	e->stack_id = sid;
+	e->sflags = sflags;
+	e->pad = 0;
 	{
 		/* The auxiliary vector, read into the end of the scratch buffer (the file name
 		 * and arguments stay below OFF_LIMIT + ARGV_LIMIT). */

@@ -218,9 +218,28 @@ fn fdstat(d: &[u8]) -> Option<FdFacts> {
     })
 }
 
-/// A new task: (child process, child thread, facts bits).
-pub fn fork(b: &[u8]) -> Option<(i32, i32, u64)> {
-    Some((u32_at(b, 24)? as i32, u32_at(b, 28)? as i32, u64_at(b, 32)?))
+/// A new task.
+#[derive(Debug, Clone, Copy)]
+pub struct Fork {
+    pub child_pid: i32,
+    pub child_tid: i32,
+    /// Facts bits: 1 a thread, 2 CLONE_FILES, 4 CLONE_FS, 8 CLONE_VM.
+    pub bits: u64,
+    /// A new process sharing its parent's memory: the parent's native stack in the clone,
+    /// as a call's (`Call::flags`' stack bits and `Call::stack_id`).
+    pub stack_id: u64,
+    pub sflags: u16,
+}
+
+/// A new task: see `Fork`.
+pub fn fork(b: &[u8]) -> Option<Fork> {
+    Some(Fork {
+        child_pid: u32_at(b, 24)? as i32,
+        child_tid: u32_at(b, 28)? as i32,
+        bits: u64_at(b, 32)?,
+        stack_id: u64_at(b, 40)?,
+        sflags: u32_at(b, 48)? as u16,
+    })
 }
 
 /// An exec: see `Exec`.
@@ -229,7 +248,7 @@ pub fn exec(b: &[u8]) -> Option<Exec<'_>> {
     let flen = u32_at(b, 28)? as usize;
     let alen = u32_at(b, 32)? as usize;
     let flags = u32_at(b, 36)?;
-    const DATA: usize = 56;
+    const DATA: usize = 72;
     let fname = b.get(DATA..DATA + flen)?;
     let argv_at = (DATA + pad8(flen + 1)) & OFF_MASK;
     let argv = b.get(argv_at..argv_at + alen)?;
@@ -240,6 +259,8 @@ pub fn exec(b: &[u8]) -> Option<Exec<'_>> {
         truncated: flags & BF_TRUNC != 0,
         at_phdr: u64_at(b, 40)?,
         at_base: u64_at(b, 48)?,
+        stack_id: u64_at(b, 56)?,
+        sflags: u32_at(b, 64)? as u16,
     })
 }
 
@@ -257,6 +278,10 @@ pub struct Exec<'a> {
     /// The auxiliary vector's AT_PHDR and AT_BASE (0 when unknown or none).
     pub at_phdr: u64,
     pub at_base: u64,
+    /// The execve's native stack, taken at its entry in the old program, as a call's
+    /// (`Call::flags`' stack bits and `Call::stack_id`).
+    pub stack_id: u64,
+    pub sflags: u16,
 }
 
 /// A task's end: (exit code as wait status bits, the whole process ended).

@@ -291,6 +291,27 @@ impl StackCache {
         }
     }
 
+    /// The native stack the kernel half reported with `flags` and `id` (a call's, or a
+    /// fork's or an exec's): known from the cache, or unwound now from its copy.
+    fn native<W: Write>(
+        &mut self,
+        feed: &mut Feed<W>,
+        pid: i32,
+        tid: i32,
+        flags: u16,
+        id: u64,
+        batch: &Packed,
+    ) -> NativeStack {
+        if flags & event::CF_STACK_HIT != 0 {
+            self.hits += 1;
+            NativeStack::Known(StackId(id as u32))
+        } else if flags & event::CF_STACK_SLICE != 0 {
+            self.unwind(feed, pid, tid, id, batch)
+        } else {
+            NativeStack::None
+        }
+    }
+
     /// The stack of a call of `tid` (of `pid`) whose copy is `seq`: unwound now, and the
     /// answer stored in the kernel's cache. `batch`: the copies of the batch being decoded.
     fn unwind<W: Write>(
@@ -1415,11 +1436,8 @@ fn handle<W: Write>(
             let Some((c, inline)) = event::call(b, feed.snapshot()) else {
                 return false;
             };
-            let native = if c.flags & event::CF_STACK_HIT != 0 {
-                stacks.hits += 1;
-                NativeStack::Known(StackId(c.stack_id as u32))
-            } else if c.flags & event::CF_STACK_SLICE != 0 {
-                stacks.unwind(feed, h.pid, h.tid, c.stack_id, copies)
+            let native = if c.flags & (event::CF_STACK_HIT | event::CF_STACK_SLICE) != 0 {
+                stacks.native(feed, h.pid, h.tid, c.flags, c.stack_id, copies)
             } else if let Some(sl) = inline {
                 stacks.inline += 1;
                 let regs = arch::SyscallRegs {
@@ -1450,9 +1468,13 @@ fn handle<W: Write>(
             stacks.after_call(c.flags, c.stack_id, feed.named_by_agent());
         }
         event::EV_FORK => {
-            let Some((cpid, ctid, bits)) = event::fork(b) else {
+            let Some(f) = event::fork(b) else {
                 return false;
             };
+            let (cpid, ctid, bits) = (f.child_pid, f.child_tid, f.bits);
+            // A process sharing its parent's memory: the parent's stack in the clone.
+            let native = stacks.native(feed, h.pid, h.tid, f.sflags, f.stack_id, copies);
+            stacks.last = None;
             if denied && bits & 1 == 0 {
                 guard.denied.insert(cpid);
                 guard.untrace.push(cpid);
@@ -1467,6 +1489,7 @@ fn handle<W: Write>(
                     fs: bits & 4 != 0,
                     vm: bits & 8 != 0,
                 },
+                native,
             );
         }
         event::EV_EXEC => {
@@ -1475,12 +1498,16 @@ fn handle<W: Write>(
             };
             let (old, fname, argv) = (x.old, x.fname, x.argv);
             let image = (x.at_phdr != 0).then_some((x.at_phdr, x.at_base));
+            // The execve's stack, taken at its entry: unwound now, with the old program's
+            // code, before the exec forgets it.
+            let native = stacks.native(feed, h.pid, old, x.sflags, x.stack_id, copies);
+            stacks.last = None;
             if x.truncated {
                 let mut v = argv.strip_suffix(b"\0").unwrap_or(argv).to_vec();
                 v.extend_from_slice(b"\0...");
-                feed.exec(h.ts, h.tid, old, fname, &v, image);
+                feed.exec(h.ts, h.tid, old, fname, &v, image, native);
             } else {
-                feed.exec(h.ts, h.tid, old, fname, argv, image);
+                feed.exec(h.ts, h.tid, old, fname, argv, image, native);
             }
             if guard.on {
                 // The kernel's answer while the process lives; else the file's bits.

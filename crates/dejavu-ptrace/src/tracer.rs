@@ -666,7 +666,8 @@ impl<W: Write> Tracer<W> {
         };
         let ppid = parent.pid;
         // The clone call is still in progress: its registers hold its arguments.
-        let flags = match syscall_regs(tid) {
+        let regs = syscall_regs(tid);
+        let flags = match &regs {
             Ok(r) => dejavu_capture::decode::clone_flags(tid, r.nr, &r.args),
             Err(_) => match event {
                 libc::PTRACE_EVENT_FORK => libc::SIGCHLD as u64,
@@ -677,6 +678,12 @@ impl<W: Write> Tracer<W> {
             },
         };
         self.core.new_task(tid, ppid, child, flags, now);
+        if let (Ok(r), 0) = (&regs, flags & libc::CLONE_THREAD as u64) {
+            // A new process: where the parent started it names its exec (see
+            // `Stacks::spawned`).
+            let at = self.core.stacks.native_here(&mut self.core.w, ppid, tid, r);
+            self.core.stacks.spawned(child, at);
+        }
         self.pin.on_clone(tid, child);
         if self.early.remove(&child).is_some() {
             self.resume(child, 0);

@@ -155,3 +155,36 @@ fn python_points_at_the_python_line_not_the_standard_library() {
     assert_at(&c, "dirty.py", &src, "os.path.exists(override)");
     assert_eq!(c["function"], "<module>", "{c:#}");
 }
+
+/// A process started per event from C names the line that started it, whichever way it was
+/// started: posix_spawn (whose child runs on a stack of its own: a few frames of libc's,
+/// none of the program's), fork then exec in the child, system(). The exec's site is the
+/// parent's stack at the fork or clone, under both backends. The clean twin (the tool run
+/// once, its answer kept) has no repeated-exec finding.
+#[test]
+fn c_a_process_per_event_names_the_line_that_started_it() {
+    let src = fixture("stacks/spawn_site.c");
+    let d = tempfile::tempdir().unwrap();
+    let exe = d.path().join("spawn_site");
+    compile("gcc", &["-g", "-O2"], &src, &exe);
+    let exe = exe.to_str().unwrap();
+    for (mode, path_end, function, marker) in [
+        ("spawn", "/true", "tool_version_spawn", "SPAWN_LINE"),
+        ("fork", "/true", "tool_version_fork", "FORK_LINE"),
+        ("system", "/sh", "tool_version_system", "SYSTEM_LINE"),
+    ] {
+        let r = run_report(&[exe, mode, "12"], d.path());
+        let c = first_callsite(&r, "repeated-exec", path_end);
+        assert_eq!(c["function"], function, "{mode}: {c:#}");
+        assert_at(&c, "spawn_site.c", &src, marker);
+        assert_eq!(c["redundant_calls"].as_u64(), Some(11), "{mode}: {c:#}");
+    }
+    let r = run_report(&[exe, "once", "12"], d.path());
+    let execs: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["detector"] == "repeated-exec")
+        .collect();
+    assert!(execs.is_empty(), "{execs:#?}");
+}

@@ -70,6 +70,15 @@ pub struct Stacks {
     pending: rustc_hash::FxHashMap<Tid, (Tid, Option<StackId>)>,
     /// The last call decoded took an agent's site.
     named: bool,
+    /// New processes, until their first exec: the parent's native stack at the fork or
+    /// clone, which names where the exec was asked for. A child of posix_spawn or vfork
+    /// has only a few frames of libc's on a stack of its own; a forked child's stack at
+    /// its exec is its parent's at the fork, plus the lines between (taken alike by both
+    /// backends: ptrace sees the exec's own stack only at a cost on every call).
+    spawned: rustc_hash::FxHashMap<Tid, StackId>,
+    /// Per thread, the native stack of the exec it is making, taken at the call's entry
+    /// (its exit is in the new program).
+    exec_entry: rustc_hash::FxHashMap<Tid, StackId>,
 }
 
 impl Stacks {
@@ -86,6 +95,8 @@ impl Stacks {
             agent: agent::Agents::new(on),
             pending: rustc_hash::FxHashMap::default(),
             named: false,
+            spawned: rustc_hash::FxHashMap::default(),
+            exec_entry: rustc_hash::FxHashMap::default(),
         }
     }
 
@@ -117,7 +128,65 @@ impl Stacks {
         if let Some(id) = self.agent.current(w, pid, tid, call) {
             return Some(id);
         }
+        if let Some(id) = self.spawn_site(pid, call) {
+            return Some(id);
+        }
         self.native.capture(w, pid, tid, regs)
+    }
+
+    /// The native stack of `tid` (of `pid`) now, at a stop outside a recorded call's
+    /// decoding (an exec's entry, a parent in its clone): no agent's site.
+    pub fn native_here<W: Write>(
+        &mut self,
+        w: &mut TraceWriter<W>,
+        pid: Tid,
+        tid: Tid,
+        regs: &SyscallRegs,
+    ) -> Option<StackId> {
+        if self.mode == StackMode::Off {
+            return None;
+        }
+        self.native.capture(w, pid, tid, regs)
+    }
+
+    /// A native stack the eBPF backend reported outside a call (a fork's, an exec's), as
+    /// `capture_native` takes it for a call.
+    pub fn reported(&mut self, tid: Tid, native: NativeStack) -> Option<StackId> {
+        match native {
+            NativeStack::None => None,
+            NativeStack::Pending => self.pending.remove(&tid).and_then(|p| p.1),
+            NativeStack::Known(id) => Some(id),
+        }
+    }
+
+    /// Process `child` was started (fork, vfork, posix_spawn: not a thread), and `stack`
+    /// is the parent's native stack in the clone: the site of the child's exec calls until
+    /// its first exec (see `spawned`).
+    pub fn spawned(&mut self, child: Tid, stack: Option<StackId>) {
+        if let (StackMode::On, Some(id)) = (self.mode, stack) {
+            self.spawned.insert(child, id);
+        }
+    }
+
+    /// `tid` is making an exec whose native stack, at the call's entry, is `stack`.
+    pub fn exec_entry(&mut self, tid: Tid, stack: Option<StackId>) {
+        match stack {
+            Some(id) if self.mode == StackMode::On => {
+                self.exec_entry.insert(tid, id);
+            }
+            _ => {
+                self.exec_entry.remove(&tid);
+            }
+        }
+    }
+
+    /// An exec call of a process not yet past its first exec: where its parent started
+    /// it.
+    fn spawn_site(&self, pid: Tid, call: CallRef) -> Option<StackId> {
+        if !call.exec {
+            return None;
+        }
+        self.spawned.get(&pid).copied()
     }
 
     /// A copy of the top of `tid`'s stack (of process `pid`), sent by the eBPF backend
@@ -159,16 +228,12 @@ impl Stacks {
         if self.mode == StackMode::Off {
             return None;
         }
-        let unwound = match native {
-            NativeStack::None => None,
-            NativeStack::Pending => self.pending.remove(&tid).and_then(|p| p.1),
-            NativeStack::Known(id) => Some(id),
-        };
+        let unwound = self.reported(tid, native);
         if let Some(id) = self.agent.current(w, pid, tid, call) {
             self.named = true;
             return Some(id);
         }
-        unwound
+        self.spawn_site(pid, call).or(unwound)
     }
 
     /// Whether the last call given to `capture_native` took an agent's site.
@@ -182,14 +247,18 @@ impl Stacks {
     }
 
     /// The stack of a successful exec by `tid` of `pid`, recorded after the exec (the
-    /// registers and memory are the new program's): the agents' only, the wrapped call
-    /// that started the process (a spawn) or that exec'd.
+    /// registers and memory are the new program's): the agents' site (the wrapped call
+    /// that started the process, a spawn, or that exec'd), else, for a process's first
+    /// exec, where its parent started it, else the native stack taken at the call's entry
+    /// (eBPF).
     pub fn exec_stack<W: Write>(
         &mut self,
         w: &mut TraceWriter<W>,
         pid: Tid,
         tid: Tid,
     ) -> Option<StackId> {
+        let spawned = self.spawned.remove(&pid);
+        let entry = self.exec_entry.remove(&tid);
         if self.mode == StackMode::Off {
             return None;
         }
@@ -197,7 +266,7 @@ impl Stacks {
             exec: true,
             ..CallRef::default()
         };
-        self.agent.current(w, pid, tid, call)
+        self.agent.current(w, pid, tid, call).or(spawned).or(entry)
     }
 
     /// Thread `ptid` of `ppid` started process `child`.
@@ -211,6 +280,12 @@ impl Stacks {
     pub fn on_exec<W: Write>(&mut self, w: &mut TraceWriter<W>, pid: Tid, tid: Tid) {
         self.native.on_exec(pid);
         self.agent.on_exec(w, pid, tid);
+        // A non-leader thread's exec goes on as the leader: its entry's stack with it.
+        if tid != pid {
+            if let Some(id) = self.exec_entry.remove(&tid) {
+                self.exec_entry.insert(pid, id);
+            }
+        }
     }
 
     /// Process `pid` now runs `exe` (after `on_exec`).
@@ -260,6 +335,7 @@ impl Stacks {
         self.native.on_exit(pid);
         // A copy whose call never came (the call's record was lost).
         self.pending.retain(|_, p| p.0 != pid);
+        self.spawned.remove(&pid);
         self.agent.on_exit(pid);
     }
 
