@@ -58,6 +58,24 @@ pub fn clone_flags(tid: Tid, nr: u64, args: &[u64; 6]) -> u64 {
     }
 }
 
+/// The stack a clone call gives its child (0: the child goes on with its parent's stack
+/// pointer, as after fork and vfork; posix_spawn gives its child a stack of its own).
+pub fn clone_stack(tid: Tid, nr: u64, args: &[u64; 6]) -> u64 {
+    if nr == arch::NR_CLONE3 {
+        // struct clone_args: flags, pidfd, child_tid, parent_tid, exit_signal, stack.
+        let mut b = [0u8; 8];
+        if os::read_mem(tid, args[0].wrapping_add(40), &mut b).ok() == Some(8) {
+            return u64::from_le_bytes(b);
+        }
+        0
+    } else if nr == arch::NR_FORK || nr == arch::NR_VFORK {
+        0
+    } else {
+        // clone(flags, stack, ...) on x86_64 and aarch64 alike.
+        args[1]
+    }
+}
+
 /// The program path an exec was given, read after the exec from the new stack
 /// (auxv AT_EXECFN), resolved against the working directory.
 pub fn exec_path<W: Write>(t: &Capture<W>, pid: Tid) -> Rc<[u8]> {

@@ -50,6 +50,8 @@ pub struct NewTask {
     pub fs: bool,
     /// Shares its parent's memory.
     pub vm: bool,
+    /// Starts with its parent's stack pointer (no stack of its own: fork, vfork).
+    pub same_stack: bool,
 }
 
 impl NewTask {
@@ -181,7 +183,9 @@ impl<W: Write> Feed<W> {
         self.t
             .new_task(parent_tid, ppid, child_tid, new.clone_flags(), now);
         if !new.thread {
-            self.t.stacks.spawned(child_tid, spawner);
+            self.t
+                .stacks
+                .spawned(child_tid, spawner, new.vm && new.same_stack);
         }
     }
 

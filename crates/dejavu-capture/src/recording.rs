@@ -107,6 +107,9 @@ pub struct Task {
     pub exec_info: Option<(Rc<[u8]>, Vec<u8>)>,
     /// Not yet past its first exec (the launched child, still running our code).
     pub pre_exec: bool,
+    /// A vfork-like child before its exec (ptrace): the native stack of an exec it makes
+    /// is taken at the call's entry (`Stacks::exec_entry`).
+    pub exec_entry_stack: bool,
 }
 
 impl Task {
@@ -118,6 +121,7 @@ impl Task {
             pending_ts: None,
             exec_info: None,
             pre_exec,
+            exec_entry_stack: false,
         }
     }
 }
@@ -496,6 +500,7 @@ impl<W: Write> Capture<W> {
         }
         let task = self.tasks.get_mut(&tid)?;
         task.pre_exec = false;
+        task.exec_entry_stack = false;
         let pid = task.pid;
         self.stacks.on_exec(&mut self.w, pid, former);
         // Every other thread of the process is gone now.

@@ -1372,6 +1372,11 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		flags |= 4; /* CLONE_FS */
 	if (BPF_CORE_READ(child, mm) == BPF_CORE_READ(parent, mm))
 		flags |= 8; /* CLONE_VM */
+	struct task_struct *me = bpf_get_current_task_btf();
+	struct pt_regs *my_regs = (struct pt_regs *)bpf_task_pt_regs(me);
+	struct pt_regs *its_regs = (struct pt_regs *)bpf_task_pt_regs(child);
+	if (BPF_CORE_READ(its_regs, sp) == BPF_CORE_READ(my_regs, sp))
+		flags |= 16; /* no stack of its own (fork, vfork; not posix_spawn's child) */
 	if (cpid != ptgid) {
 		u8 one = 1;
 		bpf_map_update_elem(&traced, &cpid, &one, BPF_ANY);
@@ -1384,8 +1389,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		/* A new process: its exec's site is the parent's stack here, in the clone
 		 * (sent before the event, as a call's copy is). A child of posix_spawn or vfork
 		 * runs on a stack of its own, a few frames of libc's. */
-		struct task_struct *me = bpf_get_current_task_btf();
-		sflags = stack_here(me, (struct pt_regs *)bpf_task_pt_regs(me), id, &sid);
+		sflags = stack_here(me, my_regs, id, &sid);
 	}
 	struct fork_ev *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {

@@ -1488,6 +1488,7 @@ fn handle<W: Write>(
                     files: bits & 2 != 0,
                     fs: bits & 4 != 0,
                     vm: bits & 8 != 0,
+                    same_stack: bits & 16 != 0,
                 },
                 native,
             );

@@ -476,8 +476,13 @@ impl<W: Write> Tracer<W> {
 
     fn seccomp_stop(&mut self, tid: Tid, now: u64) {
         if self.exit_decode {
+            let mut entry_stack = false;
             if let Some(t) = self.core.tasks.get_mut(&tid) {
                 t.pending_ts = Some(now);
+                entry_stack = t.exec_entry_stack;
+            }
+            if entry_stack {
+                self.exec_entry_stack(tid);
             }
             self.resume(tid, 0);
             return;
@@ -561,6 +566,25 @@ impl<W: Write> Tracer<W> {
             }
         }
         self.resume(tid, 0);
+    }
+
+    /// At a call's entry in a vfork-like child (see `Task::exec_entry_stack`): an exec's
+    /// native stack, taken while the old program's memory is there.
+    fn exec_entry_stack(&mut self, tid: Tid) {
+        let Ok(regs) = syscall_regs(tid) else {
+            return;
+        };
+        if !matches!(arch::sys_of(regs.nr), Some(Sys::Execve | Sys::Execveat)) {
+            return;
+        }
+        let Some(pid) = self.core.tasks.get(&tid).map(|t| t.pid) else {
+            return;
+        };
+        let id = self
+            .core
+            .stacks
+            .native_here(&mut self.core.w, pid, tid, &regs);
+        self.core.stacks.exec_entry(tid, id);
     }
 
     /// Fast path: the whole call, decoded at its exit stop from the registers.
@@ -682,7 +706,16 @@ impl<W: Write> Tracer<W> {
             // A new process: where the parent started it names its exec (see
             // `Stacks::spawned`).
             let at = self.core.stacks.native_here(&mut self.core.w, ppid, tid, r);
-            self.core.stacks.spawned(child, at);
+            let vfork_like = flags & libc::CLONE_VM as u64 != 0
+                && dejavu_capture::decode::clone_stack(tid, r.nr, &r.args) == 0;
+            self.core.stacks.spawned(child, at, vfork_like);
+            if vfork_like && self.core.stacks.enabled() {
+                // It runs on its parent's stack until its exec, which its parent waits
+                // for: its exec's stack is taken at the call's entry (a few calls).
+                if let Some(t) = self.core.tasks.get_mut(&child) {
+                    t.exec_entry_stack = true;
+                }
+            }
         }
         self.pin.on_clone(tid, child);
         if self.early.remove(&child).is_some() {

@@ -158,8 +158,9 @@ fn python_points_at_the_python_line_not_the_standard_library() {
 
 /// A process started per event from C names the line that started it, whichever way it was
 /// started: posix_spawn (whose child runs on a stack of its own: a few frames of libc's,
-/// none of the program's), fork then exec in the child, system(). The exec's site is the
-/// parent's stack at the fork or clone, under both backends. The clean twin (the tool run
+/// none of the program's), fork then exec in the child, vfork then exec, system(). The
+/// exec's site is the parent's stack at the fork or clone (vfork: the child's at its exec,
+/// on the same stack), under both backends. The clean twin (the tool run
 /// once, its answer kept) has no repeated-exec finding.
 #[test]
 fn c_a_process_per_event_names_the_line_that_started_it() {
@@ -171,6 +172,8 @@ fn c_a_process_per_event_names_the_line_that_started_it() {
     for (mode, path_end, function, marker) in [
         ("spawn", "/true", "tool_version_spawn", "SPAWN_LINE"),
         ("fork", "/true", "tool_version_fork", "FORK_LINE"),
+        // Its child runs on its stack: the exec's own stack, at the call's entry.
+        ("vfork", "/true", "tool_version_vfork", "VFORK_EXEC_LINE"),
         ("system", "/sh", "tool_version_system", "SYSTEM_LINE"),
     ] {
         let r = run_report(&[exe, mode, "12"], d.path());

@@ -450,6 +450,52 @@ fn a_go_functions_stat_names_the_function_not_the_runtime() {
     }
 }
 
+/// A Go program running a tool per event: os/exec's clone(CLONE_VM|CLONE_VFORK) wrapper
+/// keeps its return address in a register, so the parent's stack in the clone stops at
+/// the wrapper; the child goes on on that stack, and its exec's own stack (taken at the
+/// call's entry) names the program's line. The clean twin runs the tool once.
+#[test]
+fn a_go_programs_process_per_event_names_the_line_that_ran_it() {
+    require!("go");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let exe = work.join("go_exec");
+    run_ok(
+        Command::new("go")
+            .args(["build", "-o"])
+            .arg(&exe)
+            .arg(".")
+            .current_dir(fixture("go_exec"))
+            .env("GOFLAGS", "-mod=mod")
+            .env("GOCACHE", work.join("gocache"))
+            .env("GOPATH", work.join("gopath")),
+    );
+    let execs = |mode: &str| {
+        let trace = record(&work, mode, &[exe.to_str().unwrap(), mode, "12"]);
+        by_detector(&report_json(&trace, &[]), "repeated-exec")
+            .into_iter()
+            .filter(|f| f["paths"][0].as_str().is_some_and(|p| p.ends_with("/true")))
+            .collect::<Vec<Value>>()
+    };
+    let dirty = execs("each");
+    assert_eq!(dirty.len(), 1, "{dirty:#?}");
+    let f = &dirty[0];
+    assert_eq!(f["redundant_calls"], 11, "{f:#}");
+    let site = &f["callsites"][0];
+    assert_eq!(site["function"], "main.toolVersion", "{f:#}");
+    assert!(
+        site["file"].as_str().unwrap().ends_with("go_exec/main.go"),
+        "{f:#}"
+    );
+    assert_eq!(
+        site["line"],
+        line_of("go_exec/main.go", "EXEC_LINE"),
+        "{f:#}"
+    );
+    assert_eq!(site["share"], 1.0, "{f:#}");
+    assert!(execs("once").is_empty());
+}
+
 /// Records requests.js writing to a pipe that `dejavu record` gives it.
 fn record_node(work: &Path, name: &str, script: &Path) -> PathBuf {
     let trace = work.join(format!("{name}.dvt"));

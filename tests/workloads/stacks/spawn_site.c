@@ -7,6 +7,7 @@
 //   spawn   posix_spawnp("true --version") N times (what system(), popen, Rust's Command
 //           and GNU make use)
 //   fork    fork() then execlp("true") in the child, N times
+//   vfork   vfork() then execlp("true") in the child, which runs on its parent's stack
 //   system  system("true") N times (a shell per call)
 //   once    the clean twin: runs the tool once and keeps its answer for the N events
 #include <spawn.h>
@@ -39,6 +40,17 @@ __attribute__((noinline)) int tool_version_fork(void) {
     return st;
 }
 
+__attribute__((noinline)) int tool_version_vfork(void) {
+    pid_t pid = vfork();
+    if (pid == 0) {
+        execlp("true", "true", "--version", (char *)NULL); /* VFORK_EXEC_LINE */
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return st;
+}
+
 __attribute__((noinline)) int tool_version_system(void) {
     int st = system("true --version"); /* SYSTEM_LINE */
     // Using the result after the call keeps it from becoming a tail call (which would
@@ -48,7 +60,7 @@ __attribute__((noinline)) int tool_version_system(void) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: spawn_site spawn|fork|system|once [N]\n");
+        fprintf(stderr, "usage: spawn_site spawn|fork|vfork|system|once [N]\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -59,6 +71,8 @@ int main(int argc, char **argv) {
             sum += tool_version_spawn();
         else if (strcmp(mode, "fork") == 0)
             sum += tool_version_fork();
+        else if (strcmp(mode, "vfork") == 0)
+            sum += tool_version_vfork();
         else if (strcmp(mode, "system") == 0)
             sum += tool_version_system();
         else {

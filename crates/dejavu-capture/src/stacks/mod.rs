@@ -59,6 +59,17 @@ pub enum NativeStack {
     Known(StackId),
 }
 
+/// Where a new process was started (see `Stacks::spawned`).
+#[derive(Debug, Clone, Copy)]
+struct Spawned {
+    /// The parent's native stack in the clone.
+    site: StackId,
+    /// The child shares its parent's memory and goes on on its stack (vfork, Go's
+    /// os/exec): its exec's own stack reaches the program's lines, the parent's may not
+    /// (Go's clone wrapper keeps its return address in a register).
+    own_stack_better: bool,
+}
+
 /// Stack capture for one recording.
 #[derive(Debug)]
 pub struct Stacks {
@@ -75,7 +86,7 @@ pub struct Stacks {
     /// has only a few frames of libc's on a stack of its own; a forked child's stack at
     /// its exec is its parent's at the fork, plus the lines between (taken alike by both
     /// backends: ptrace sees the exec's own stack only at a cost on every call).
-    spawned: rustc_hash::FxHashMap<Tid, StackId>,
+    spawned: rustc_hash::FxHashMap<Tid, Spawned>,
     /// Per thread, the native stack of the exec it is making, taken at the call's entry
     /// (its exit is in the new program).
     exec_entry: rustc_hash::FxHashMap<Tid, StackId>,
@@ -161,10 +172,18 @@ impl Stacks {
 
     /// Process `child` was started (fork, vfork, posix_spawn: not a thread), and `stack`
     /// is the parent's native stack in the clone: the site of the child's exec calls until
-    /// its first exec (see `spawned`).
-    pub fn spawned(&mut self, child: Tid, stack: Option<StackId>) {
-        if let (StackMode::On, Some(id)) = (self.mode, stack) {
-            self.spawned.insert(child, id);
+    /// its first exec (see `spawned`). `vfork_like`: the child shares its parent's memory
+    /// and goes on on its parent's stack (no stack of its own), so that the native stack
+    /// of its exec, where one is taken, names the program's line better.
+    pub fn spawned(&mut self, child: Tid, stack: Option<StackId>, vfork_like: bool) {
+        if let (StackMode::On, Some(site)) = (self.mode, stack) {
+            self.spawned.insert(
+                child,
+                Spawned {
+                    site,
+                    own_stack_better: vfork_like,
+                },
+            );
         }
     }
 
@@ -186,7 +205,10 @@ impl Stacks {
         if !call.exec {
             return None;
         }
-        self.spawned.get(&pid).copied()
+        self.spawned
+            .get(&pid)
+            .filter(|s| !s.own_stack_better)
+            .map(|s| s.site)
     }
 
     /// A copy of the top of `tid`'s stack (of process `pid`), sent by the eBPF backend
@@ -250,7 +272,7 @@ impl Stacks {
     /// registers and memory are the new program's): the agents' site (the wrapped call
     /// that started the process, a spawn, or that exec'd), else, for a process's first
     /// exec, where its parent started it, else the native stack taken at the call's entry
-    /// (eBPF).
+    /// (eBPF; both backends for a vfork-like child, whose own stack goes first).
     pub fn exec_stack<W: Write>(
         &mut self,
         w: &mut TraceWriter<W>,
@@ -266,7 +288,12 @@ impl Stacks {
             exec: true,
             ..CallRef::default()
         };
-        self.agent.current(w, pid, tid, call).or(spawned).or(entry)
+        let site = match spawned {
+            Some(s) if s.own_stack_better => entry.or(Some(s.site)),
+            Some(s) => Some(s.site),
+            None => entry,
+        };
+        self.agent.current(w, pid, tid, call).or(site)
     }
 
     /// Thread `ptid` of `ppid` started process `child`.

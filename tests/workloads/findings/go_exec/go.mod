@@ -1,0 +1,3 @@
+module example.com/goexec
+
+go 1.21
