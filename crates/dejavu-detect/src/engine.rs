@@ -143,9 +143,23 @@ impl<'a> Cx<'a> {
     /// The program image `image` runs, and whether it is a launcher (decided once the
     /// trace is over: ask in `finish`).
     pub fn program_name(&self, image: u32) -> (String, bool) {
+        let (name, role) = self.program_role(image);
+        (name, role == Some(Owner::Launcher))
+    }
+
+    /// The program's name, and the owner of all its calls when the program itself decides
+    /// it: a launcher, or a tool another program ran.
+    pub fn program_role(&self, image: u32) -> (String, Option<Owner>) {
         let mut p = self.programs.borrow_mut();
         let prog = p.get(self.replay, self.strings, image);
-        (prog.name.clone(), prog.launcher.is_some())
+        let role = if prog.launcher.is_some() {
+            Some(Owner::Launcher)
+        } else if prog.tool_of.is_some() {
+            Some(Owner::Tool)
+        } else {
+            None
+        };
+        (prog.name.clone(), role)
     }
 
     /// Whose a call on `path` is when its stack does not tell (`owner::owner_by_path`),
@@ -214,12 +228,8 @@ impl<'a> Cx<'a> {
     /// belongs to: program, owner and key, from `image` and its call sites. `subject` is
     /// what the finding is about (a path, a masked line or command): part of the key.
     pub fn label(&self, f: &mut Finding, image: u32, subject: &str) {
-        let (name, launcher) = self.program_name(image);
-        f.owner = if launcher {
-            Owner::Launcher
-        } else {
-            f.callsites.first().map_or(Owner::Own, |c| c.owner)
-        };
+        let (name, role) = self.program_role(image);
+        f.owner = role.unwrap_or_else(|| f.callsites.first().map_or(Owner::Own, |c| c.owner));
         let subject = crate::pattern::mask(subject.as_bytes());
         let what = match f.callsites.first() {
             Some(c) if !c.function.is_empty() && !c.file.is_empty() => {

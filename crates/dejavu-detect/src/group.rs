@@ -343,9 +343,9 @@ fn place(cx: &Cx<'_>, p: &Part<'_>) -> (String, Owner, Option<SiteKey>) {
             best = Some(e);
         }
     }
-    let (name, launcher) = cx.program_name(p.image);
-    let owner = if launcher {
-        Owner::Launcher
+    let (name, role) = cx.program_role(p.image);
+    let owner = if let Some(r) = role {
+        r
     } else if let Some((_, Some(o), _)) = best {
         o
     } else {
@@ -377,7 +377,7 @@ pub(crate) fn group(
         // A call site is one fix; so is the runtime's or a launcher's work without one
         // (reports fold those into one line each): only the program's own and its
         // dependencies' calls without a site are told apart by path pattern.
-        if k.2.is_some() || matches!(k.1, Owner::Runtime | Owner::Launcher) {
+        if k.2.is_some() || k.1.folded() {
             out.push(make(info, cx, wording, hazards, each, &k, &members, None));
             continue;
         }

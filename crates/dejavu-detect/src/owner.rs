@@ -1,7 +1,7 @@
 //! Whose code made a call: the program's own, a dependency's (a library, a package, the
 //! language's standard library), the runtime's (start-up, the module loader or import
-//! system, the dynamic loader, libc), or a launcher's (npx, a version manager's shim, a
-//! wrapper script). From the call's stack when it has one, else from the program and the
+//! system, the dynamic loader, libc), a launcher's (npx, a version manager's shim, a
+//! wrapper script), or a tool's the program ran (a compiler, git). From the call's stack when it has one, else from the program and the
 //! path (`owner_by_path`).
 
 use crate::program::{Program, Runtime};
@@ -23,6 +23,10 @@ pub enum Owner {
     /// A launcher that only starts the real program: npx and `npm exec`, version
     /// managers' shims, wrapper scripts that exec the real program, `env`.
     Launcher,
+    /// A tool installed on the system that the program ran (a compiler, a linker, git,
+    /// `sh -c`): its own calls are its developers' to change; how often the program runs
+    /// it is the program's (that finding is the program's own).
+    Tool,
 }
 
 impl Owner {
@@ -33,16 +37,24 @@ impl Owner {
             Owner::Dependency => "dependency",
             Owner::Runtime => "runtime",
             Owner::Launcher => "launcher",
+            Owner::Tool => "tool",
         }
     }
 
     /// Every owner, in report order.
-    pub const ALL: [Owner; 4] = [
+    pub const ALL: [Owner; 5] = [
         Owner::Own,
         Owner::Dependency,
         Owner::Runtime,
         Owner::Launcher,
+        Owner::Tool,
     ];
+
+    /// Whether the table folds this owner's findings into one line (without `--all`):
+    /// nothing the program's developers change in their code.
+    pub fn folded(self) -> bool {
+        matches!(self, Owner::Runtime | Owner::Launcher | Owner::Tool)
+    }
 }
 
 /// What a frame is, for choosing a call site.

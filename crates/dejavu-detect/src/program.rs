@@ -40,6 +40,33 @@ pub struct Program {
     pub own_module: Option<String>,
     /// Why this image is a launcher (`npx`, `pyenv`, `exec`), None when it is not.
     pub launcher: Option<String>,
+    /// A program installed on the system, native code or `sh -c` (not an interpreter
+    /// running a script, not a shell running a script file): a tool when another program
+    /// of the recording ran it (see [`Programs::decide_launchers`]).
+    pub system: bool,
+    /// A system program another program of the recording ran, None when it is not a tool
+    /// (the program that ran it, for people).
+    pub tool_of: Option<String>,
+}
+
+/// Where a system's package manager installs programs (not /usr/local, /opt or a home
+/// directory, where the program being worked on may live), and the tool directories of
+/// the Rust and Go toolchains (rustc, cargo's helpers, `go tool compile`, `asm`, `link`).
+fn system_exe(exe: &[u8]) -> bool {
+    const DIRS: [&[u8]; 9] = [
+        b"/usr/bin/",
+        b"/usr/sbin/",
+        b"/bin/",
+        b"/sbin/",
+        b"/usr/lib/",
+        b"/usr/lib64/",
+        b"/usr/libexec/",
+        b"/lib/",
+        b"/lib64/",
+    ];
+    DIRS.iter().any(|d| exe.starts_with(d))
+        || (contains(exe, b"/.rustup/toolchains/") && contains(exe, b"/bin/"))
+        || contains(exe, b"/pkg/tool/")
 }
 
 fn base(p: &[u8]) -> &[u8] {
@@ -174,6 +201,7 @@ impl Program {
         }
         let args = argv.get(1..).unwrap_or(&[]);
         let mut own_root = None;
+        let mut runs_script = false;
         let name = match runtime {
             Runtime::Node => match script(
                 args,
@@ -189,7 +217,10 @@ impl Program {
             },
             Runtime::Python => python_name(exe_base, args),
             Runtime::Shell => match script(args, &[b"-o", b"+o"], &[b"-c"]) {
-                Script::File(s) => lossy(base(s)),
+                Script::File(s) => {
+                    runs_script = true;
+                    lossy(base(s))
+                }
                 Script::Code(_) => format!("{} -c", lossy(exe_base)),
                 Script::None => lossy(exe_base),
             },
@@ -203,6 +234,11 @@ impl Program {
         }
         .filter(|s| s.starts_with(b"/"))
         .map(<[u8]>::to_vec);
+        let system = match runtime {
+            Runtime::Native => system_exe(exe),
+            Runtime::Shell => !runs_script && system_exe(exe),
+            Runtime::Node | Runtime::Python => false,
+        };
         Program {
             own_module,
             script,
@@ -211,6 +247,8 @@ impl Program {
             exe: exe.to_vec(),
             own_root,
             launcher: None,
+            system,
+            tool_of: None,
         }
     }
 
@@ -461,6 +499,47 @@ impl Programs {
             }
             self.list[i].launcher = l;
         }
+        // Tools: a system program that another program of the recording ran (not a
+        // launcher: the first real program is whatever the launchers started). A fork that
+        // has not exec'd is its parent's, tool or not; a program that is also one of its
+        // own ancestors (make running make) is the program again.
+        for i in 0..self.list.len() {
+            let Some(im) = replay.images.get(i) else {
+                continue;
+            };
+            if !im.execd {
+                let parent = im.parent.and_then(|p| self.list.get(p as usize));
+                self.list[i].tool_of = parent.and_then(|p| p.tool_of.clone());
+                continue;
+            }
+            let me = &self.list[i];
+            if !me.system || me.launcher.is_some() {
+                continue;
+            }
+            let mut by = None;
+            let mut same = false;
+            let mut at = im.parent;
+            let mut hops = 0;
+            while let Some(a) = at {
+                hops += 1;
+                let (Some(aim), Some(ap)) =
+                    (replay.images.get(a as usize), self.list.get(a as usize))
+                else {
+                    break;
+                };
+                if aim.execd && ap.launcher.is_none() {
+                    same |= ap.exe == me.exe;
+                    by.get_or_insert_with(|| ap.name.clone());
+                }
+                if hops > 4096 {
+                    break;
+                }
+                at = aim.parent;
+            }
+            if !same {
+                self.list[i].tool_of = by;
+            }
+        }
     }
 
     /// Every program, by image.
@@ -505,6 +584,35 @@ mod tests {
     fn name(exe: &str, argv: &[&str]) -> String {
         let a: Vec<&[u8]> = argv.iter().map(|s| s.as_bytes()).collect();
         Program::of(exe.as_bytes(), &a).name
+    }
+
+    #[test]
+    fn system_programs_are_the_package_managers_and_the_toolchains() {
+        for exe in [
+            "/usr/bin/git",
+            "/bin/sh",
+            "/usr/lib/gcc/x86_64-linux-gnu/12/cc1",
+            "/usr/libexec/git-core/git-remote-https",
+            "/root/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/bin/rustc",
+            "/usr/local/go/pkg/tool/linux_amd64/compile",
+        ] {
+            assert!(system_exe(exe.as_bytes()), "{exe}");
+        }
+        for exe in [
+            "/usr/local/bin/mytool",
+            "/opt/app/bin/server",
+            "/home/me/src/proj/target/debug/proj",
+            "./build/cc1",
+            "/root/.rustup/toolchains/x/lib/librustc_driver.so",
+        ] {
+            assert!(!system_exe(exe.as_bytes()), "{exe}");
+        }
+        // An interpreter is never a tool (its script's frames say whose the calls are); a
+        // shell is one only without a script file of its own.
+        assert!(Program::of(b"/bin/sh", &[b"sh", b"-c", b"cc -c a.c"]).system);
+        assert!(!Program::of(b"/bin/sh", &[b"sh", b"./build.sh"]).system);
+        assert!(!Program::of(b"/usr/bin/python3", &[b"python3", b"x.py"]).system);
+        assert!(Program::of(b"/usr/bin/make", &[b"make", b"-j2"]).system);
     }
 
     #[test]

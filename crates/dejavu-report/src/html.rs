@@ -68,7 +68,7 @@ impl Reporter for HtmlReporter {
             let _ = write!(
                 body,
                 "<details class=\"folded\"><summary>{} more {} ({} redundant calls): runtime \
-                 start-up, launchers, or over the limit of rows</summary>\n<ol class=\"findings\" start=\"{}\">\n",
+                 start-up, launchers, tools it ran, or over the limit of rows</summary>\n<ol class=\"findings\" start=\"{}\">\n",
                 rest.len(),
                 plural(rest.len() as u64, "finding", "findings"),
                 fmt_count(calls),
@@ -540,6 +540,7 @@ fn owner_name(o: Owner) -> &'static str {
         Owner::Dependency => "a dependency",
         Owner::Runtime => "the runtime's start-up or loader",
         Owner::Launcher => "a launcher",
+        Owner::Tool => "a tool the program ran",
     }
 }
 

@@ -244,13 +244,11 @@ impl<'a> Render<'a> {
 
     fn shown_owned(&self) -> &'a [Finding] {
         let f = self.a.rows();
-        // Findings come ranked by owner: own, dependency, runtime, launcher.
+        // Findings come ranked by owner: own, dependency, runtime, launcher, tool.
         let listed = if self.opts.all_owners {
             f.len()
         } else {
-            f.iter()
-                .position(|f| matches!(f.owner, Owner::Runtime | Owner::Launcher))
-                .unwrap_or(f.len())
+            f.iter().position(|f| f.owner.folded()).unwrap_or(f.len())
         };
         let n = self.opts.top.map_or(listed, |t| t.min(listed));
         &f[..n]
@@ -433,6 +431,7 @@ impl<'a> Render<'a> {
                     Owner::Dependency => ", a dependency's",
                     Owner::Runtime => ", the runtime's",
                     Owner::Launcher => ", a launcher's",
+                    Owner::Tool => ", a tool's",
                 }
             };
             let calls = format!(
@@ -585,8 +584,8 @@ impl<'a> Render<'a> {
         if self.a.rows().is_empty() {
             return Ok(());
         }
-        // Runtime and launcher findings, one line each.
-        for owner in [Owner::Runtime, Owner::Launcher] {
+        // Runtime, launcher and tool findings, one line each.
+        for owner in [Owner::Runtime, Owner::Launcher, Owner::Tool] {
             let folded = self.folded(owner);
             if folded.is_empty() {
                 continue;
@@ -595,7 +594,7 @@ impl<'a> Render<'a> {
             let mut what: Vec<String> = Vec::new();
             for f in &folded {
                 let w = match owner {
-                    Owner::Launcher => f.program.clone(),
+                    Owner::Launcher | Owner::Tool => f.program.clone(),
                     _ => runtime_part(f).to_string(),
                 };
                 if !what.contains(&w) {
@@ -617,7 +616,8 @@ impl<'a> Render<'a> {
         }
         let listed = self.shown().len()
             + self.folded(Owner::Runtime).len()
-            + self.folded(Owner::Launcher).len();
+            + self.folded(Owner::Launcher).len()
+            + self.folded(Owner::Tool).len();
         let omitted = self.a.rows().len().saturating_sub(listed);
         let mut text = String::new();
         if omitted > 0 {
@@ -678,6 +678,7 @@ pub fn owner_title(o: Owner) -> &'static str {
         Owner::Dependency => "its dependencies",
         Owner::Runtime => "runtime start-up and loaders",
         Owner::Launcher => "launchers",
+        Owner::Tool => "tools it ran",
     }
 }
 

@@ -604,7 +604,7 @@ fn text(
 
 /// Owners whose findings' fixes are one line each unless --all.
 fn is_folded(o: Owner) -> bool {
-    matches!(o, Owner::Runtime | Owner::Launcher)
+    o.folded()
 }
 
 /// "runtime start-up and loaders: the fixes of findings 3, 4 and 7 remove 191 of 240
