@@ -155,6 +155,12 @@ impl<W: Write> Feed<W> {
         self.t.mem.copy_mut()
     }
 
+    /// Which processes now go without native stacks, or with them again, since the last
+    /// call (see `stacks::Stacks::tool_exec`): for the kernel half.
+    pub fn take_quiet_changes(&mut self) -> Vec<(Tid, crate::stacks::ExecRole)> {
+        self.t.stacks.take_quiet_changes()
+    }
+
     /// The agents' channel descriptor in the program, if agents are loaded.
     pub fn agent_fd(&mut self) -> Option<i32> {
         self.t.stacks.agents().channel_fd()

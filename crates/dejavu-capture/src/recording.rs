@@ -11,6 +11,7 @@ use crate::os::{self, Tid};
 use crate::snapshot::Snapshot;
 use crate::state::{FdTable, FsContext, Process};
 use crate::{arch, signals, spawn};
+use dejavu_detect::program::ImageRole;
 use dejavu_trace::*;
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
@@ -422,6 +423,7 @@ impl<W: Write> Capture<W> {
                 fds: Rc::new(RefCell::new(fds)),
                 fs: Rc::new(RefCell::new(FsContext { cwd })),
                 tasks: 1,
+                image: ImageRole::unknown(),
             },
         );
         self.out.processes += 1;
@@ -465,7 +467,19 @@ impl<W: Write> Capture<W> {
                     })),
                 ),
             };
-            self.procs.insert(child, Process { fds, fs, tasks: 1 });
+            let image = match self.procs.get(&ppid) {
+                Some(p) => ImageRole::fork(&p.image),
+                None => ImageRole::unknown(),
+            };
+            self.procs.insert(
+                child,
+                Process {
+                    fds,
+                    fs,
+                    tasks: 1,
+                    image,
+                },
+            );
             self.out.processes += 1;
             // A process started inside a wrapped call (a spawn) is that call's.
             self.stacks.on_fork(&mut self.w, ppid, tid, child);
@@ -544,6 +558,17 @@ impl<W: Write> Capture<W> {
             }
         }
         self.stacks.exec_image(pid, &exe);
+        if let Some(p) = self.procs.get_mut(&pid) {
+            p.image = ImageRole::exec(&p.image, &exe, &argv);
+            let role = if p.image.is_tool() {
+                crate::stacks::ExecRole::Tool
+            } else if p.image.is_program() {
+                crate::stacks::ExecRole::Program
+            } else {
+                crate::stacks::ExecRole::Other
+            };
+            self.stacks.tool_exec(pid, role);
+        }
         let exe_id = self.w.intern(&exe);
         let argv = self.w.intern(&argv);
         self.push(Record::Exec(Exec {

@@ -125,6 +125,8 @@ pub struct Process {
     pub fs: Rc<RefCell<FsContext>>,
     /// Live tasks (threads) in it.
     pub tasks: usize,
+    /// What it runs, as far as leaving native stacks out of a system tool goes.
+    pub image: Rc<dejavu_detect::program::ImageRole>,
 }
 
 /// Resolves `rel` against the absolute directory `base`, lexically: removes `.` and

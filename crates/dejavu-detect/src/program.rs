@@ -254,7 +254,7 @@ impl Program {
 
     /// Whether the program itself is a launcher by what it is (npx, env, `npm exec`, a
     /// version manager's shim or script), whatever it does.
-    fn named_launcher(&self, exe: &[u8], argv: &[&[u8]]) -> Option<String> {
+    pub fn named_launcher(&self, exe: &[u8], argv: &[&[u8]]) -> Option<String> {
         let n = self.name.as_str();
         if [
             "npx",
@@ -548,6 +548,99 @@ impl Programs {
     }
 }
 
+/// What a recording knows of a process's image, to leave native stacks out of the system
+/// tools a program runs (`--stacks on`): the rule [`Programs::decide_launchers`] applies
+/// to the trace, applied at each exec with what is known then. One difference: an image
+/// that execs another program is a launcher from then on, so a child it started before
+/// was judged while it was not yet one.
+#[derive(Debug)]
+pub struct ImageRole {
+    exe: Vec<u8>,
+    execd: bool,
+    launcher: bool,
+    system: bool,
+    replaced: std::cell::Cell<bool>,
+    parent: Option<std::rc::Rc<ImageRole>>,
+}
+
+impl ImageRole {
+    /// A process seen before any exec (the program dejavu starts, or one attached to).
+    pub fn unknown() -> std::rc::Rc<ImageRole> {
+        std::rc::Rc::new(ImageRole {
+            exe: Vec::new(),
+            execd: false,
+            launcher: false,
+            system: false,
+            replaced: std::cell::Cell::new(false),
+            parent: None,
+        })
+    }
+
+    /// A new process: a copy of its parent's image until it execs.
+    pub fn fork(parent: &std::rc::Rc<ImageRole>) -> std::rc::Rc<ImageRole> {
+        std::rc::Rc::new(ImageRole {
+            exe: parent.exe.clone(),
+            execd: false,
+            launcher: false,
+            system: false,
+            replaced: std::cell::Cell::new(false),
+            parent: Some(parent.clone()),
+        })
+    }
+
+    /// The image a process running `prev` exec'd: `exe` with `argv` (NUL-joined).
+    pub fn exec(prev: &std::rc::Rc<ImageRole>, exe: &[u8], argv: &[u8]) -> std::rc::Rc<ImageRole> {
+        let args: Vec<&[u8]> = argv.split(|&c| c == 0).filter(|a| !a.is_empty()).collect();
+        let p = Program::of(exe, &args);
+        if prev.execd {
+            prev.replaced.set(true);
+        }
+        std::rc::Rc::new(ImageRole {
+            exe: exe.to_vec(),
+            execd: true,
+            launcher: p.named_launcher(exe, &args).is_some(),
+            system: p.system,
+            replaced: std::cell::Cell::new(false),
+            parent: Some(prev.clone()),
+        })
+    }
+
+    fn is_launcher(&self) -> bool {
+        self.launcher || self.replaced.get()
+    }
+
+    /// A program of the recording's own, as far as known at its exec: exec'd, neither a
+    /// launcher by name nor a tool.
+    pub fn is_program(&self) -> bool {
+        self.execd && !self.is_launcher() && !self.is_tool()
+    }
+
+    /// A system program another program of the recording ran (the report's `tool`).
+    pub fn is_tool(&self) -> bool {
+        if !self.execd || !self.system || self.is_launcher() {
+            return false;
+        }
+        let mut by = false;
+        let mut at = self.parent.as_deref();
+        let mut hops = 0;
+        while let Some(a) = at {
+            // A fork copy of a launcher is a launcher's (as in the report), skipped alike.
+            if a.execd && !a.is_launcher() {
+                if a.exe == self.exe {
+                    return false;
+                }
+                by = true;
+            }
+            hops += 1;
+            if hops > 4096 {
+                break;
+            }
+            at = a.parent.as_deref();
+        }
+        by
+    }
+}
+
 fn exe_argv<'a>(replay: &'a Replay, im: &Image, strings: &'a Strings) -> (&'a [u8], Vec<&'a [u8]>) {
     let exe: &[u8] = im.exe.map_or(&[][..], |e| strings.get(e));
     let argv_bytes: &[u8] = im.argv.map_or(&[][..], |a| strings.get(a));
@@ -584,6 +677,50 @@ mod tests {
     fn name(exe: &str, argv: &[&str]) -> String {
         let a: Vec<&[u8]> = argv.iter().map(|s| s.as_bytes()).collect();
         Program::of(exe.as_bytes(), &a).name
+    }
+
+    #[test]
+    fn an_images_role_at_exec_follows_the_reports_rule() {
+        let root = ImageRole::unknown();
+        let make = ImageRole::exec(&root, b"/usr/bin/make", b"make\0-j2");
+        assert!(!make.is_tool(), "the first program is the program");
+        // make's fork runs sh -c, whose fork runs cc1: tools.
+        let sh = ImageRole::exec(&ImageRole::fork(&make), b"/bin/sh", b"sh\0-c\0cc -c a.c");
+        assert!(sh.is_tool());
+        assert!(
+            !make.is_tool() && !make.is_launcher(),
+            "a fork's exec replaces nothing"
+        );
+        let cc1 = ImageRole::exec(
+            &ImageRole::fork(&sh),
+            b"/usr/lib/gcc/x86_64-linux-gnu/12/cc1",
+            b"cc1\0a.c",
+        );
+        assert!(cc1.is_tool());
+        // make run by make (through sh) is the program again.
+        let sub = ImageRole::exec(&ImageRole::fork(&sh), b"/usr/bin/make", b"make\0-C\0sub");
+        assert!(!sub.is_tool());
+        // A launcher first: env runs make in its own process; make is still the program.
+        let env = ImageRole::exec(&root, b"/usr/bin/env", b"env\0make");
+        let make2 = ImageRole::exec(&env, b"/usr/bin/make", b"make");
+        assert!(!make2.is_tool());
+        // The program's own build (not a system path) is never a tool; an interpreter
+        // neither.
+        let f = ImageRole::fork(&make);
+        let own = ImageRole::exec(&f, b"/home/me/proj/build/gen", b"gen");
+        assert!(!own.is_tool());
+        let f = ImageRole::fork(&make);
+        let py = ImageRole::exec(&f, b"/usr/bin/python3", b"python3\0gen.py");
+        assert!(!py.is_tool());
+        // A shell script of the program's, run by it, is not a tool; `sh -c` is.
+        let f = ImageRole::fork(&make);
+        let script = ImageRole::exec(&f, b"/bin/sh", b"sh\0./configure");
+        assert!(!script.is_tool());
+        // A wrapper that execs the real program becomes a launcher: the real one is the
+        // program.
+        let wrap = ImageRole::exec(&root, b"/bin/sh", b"sh\0-c\0exec make");
+        let real = ImageRole::exec(&wrap, b"/usr/bin/make", b"make");
+        assert!(wrap.is_launcher() && !real.is_tool());
     }
 
     #[test]

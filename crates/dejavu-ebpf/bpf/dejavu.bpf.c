@@ -271,7 +271,7 @@ struct inflight {
 	 * old program's memory is there (stk_call's sid and native_stack's flags). */
 	u64 sid;
 	u32 sflags;
-	u32 pad;
+	u32 nostk; /* its process is traced without native stacks */
 };
 
 struct scratch {
@@ -324,7 +324,7 @@ struct {
  * return-thunk mitigations of today's CPUs: ~80 ns per call, docs/ebpf-backend.md). */
 struct tcache {
 	u32 tgid;
-	u32 state; /* 0: nothing kept, 1: not traced, 2: traced */
+	u32 state; /* 0: nothing kept, 1: not traced, 2: traced, 3: traced without stacks */
 	u64 gen;   /* gens[0] + gens[1] when kept */
 	u64 since; /* bytes this CPU sent since it last looked at the ring's fill */
 	u64 pad;
@@ -363,6 +363,43 @@ static __always_inline void traced_changed(void)
 		__sync_fetch_and_add(g, 1);
 }
 
+/* `traced` values: followed, with native stacks unless NO_STACKS is set (a system tool the
+ * program ran: user space decides at its exec, a fork inherits its parent's). */
+#define TRACED 1
+#define TRACED_NO_STACKS 2
+/* A program (not a launcher, not a tool): a system program one of its children execs is a
+ * tool, without stacks from its exec on (user space says so at the program's exec: the
+ * kernel then need not wait for user space to read each short-lived tool's exec). */
+#define TRACED_CHILD_TOOLS 4
+
+/* Whether `s` (an exec's file name) starts with a directory where a system's package
+ * manager installs programs (as `system_exe` in crates/dejavu-detect/src/program.rs; the
+ * toolchains' directories it also counts are left to user space). */
+static __always_inline int prefix_is(const u8 *s, const char *p, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (s[i] != (u8)p[i])
+			return 0;
+	return 1;
+}
+
+static __always_inline int system_path(const u8 *s)
+{
+	return prefix_is(s, "/usr/bin/", 9) || prefix_is(s, "/usr/sbin/", 10) ||
+	       prefix_is(s, "/bin/", 5) || prefix_is(s, "/sbin/", 6) ||
+	       prefix_is(s, "/usr/lib/", 9) || prefix_is(s, "/usr/lib64/", 11) ||
+	       prefix_is(s, "/usr/libexec/", 13) || prefix_is(s, "/lib/", 5) ||
+	       prefix_is(s, "/lib64/", 7);
+}
+
+/* 0: not traced; 1: traced; 2: traced, without native stacks. */
+static __always_inline int traced_value(u8 *v)
+{
+	if (!v)
+		return 0;
+	return (*v & TRACED_NO_STACKS) ? 2 : 1;
+}
+
 static __always_inline int is_traced(u32 tgid)
 {
 	u32 k0 = GEN_KERNEL, k1 = GEN_USER;
@@ -370,15 +407,15 @@ static __always_inline int is_traced(u32 tgid)
 	u64 *g0 = bpf_map_lookup_elem(&gens, &k0);
 	u64 *g1 = bpf_map_lookup_elem(&gens, &k1);
 	if (!tc || !g0 || !g1)
-		return bpf_map_lookup_elem(&traced, &tgid) != 0;
+		return traced_value(bpf_map_lookup_elem(&traced, &tgid));
 	/* Read before the set: a change after this read makes the kept answer stale. */
 	u64 gen = *(volatile u64 *)g0 + *(volatile u64 *)g1;
 	if (tc->state && tc->tgid == tgid && tc->gen == gen)
-		return tc->state == 2;
-	int yes = bpf_map_lookup_elem(&traced, &tgid) != 0;
+		return tc->state - 1;
+	int yes = traced_value(bpf_map_lookup_elem(&traced, &tgid));
 	tc->tgid = tgid;
 	tc->gen = gen;
-	tc->state = yes ? 2 : 1;
+	tc->state = yes + 1;
 	return yes;
 }
 
@@ -867,7 +904,8 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 	/* One helper call for the ids and the 32-bit test (plain loads of a trusted task). */
 	struct task_struct *task = bpf_get_current_task_btf();
 	u32 tgid = task->tgid, tid = task->pid;
-	if (!is_traced(tgid))
+	int tr = is_traced(tgid);
+	if (!tr)
 		return 0;
 	/* A 32-bit call (int 0x80, or a 32-bit program) numbers syscalls differently: it
 	 * is not in the traced set (as with ptrace, docs/ebpf-backend.md). */
@@ -879,7 +917,11 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 		v->ts = bpf_ktime_get_ns();
 		v->tid = tid;
 		v->nr = nr;
-		if (nr == NR_execve || nr == NR_execveat) {
+		v->nostk = tr == 2;
+		if (tr == 2) {
+			v->sid = 0;
+			v->sflags = 0;
+		} else if (nr == NR_execve || nr == NR_execveat) {
 			/* Its stack now: a successful exec returns in the new program. */
 			u64 sid = 0;
 			u32 f = stack_here(task, regs, ((u64)tgid << 32) | tid, &sid);
@@ -1058,9 +1100,11 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	u16 cflags = 0;
 	u64 entry_sid = 0;
 	u32 entry_sflags = 0;
+	int nostk = 0;
 	if (v->tid == tid && v->ts) {
 		enter_ts = v->ts;
 		nr = v->nr;
+		nostk = v->nostk;
 		v->ts = 0;
 		if (nr == NR_execve || nr == NR_execveat) {
 			entry_sid = v->sid;
@@ -1075,9 +1119,12 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		u32 k = nr;
 		u8 *w = bpf_map_lookup_elem(&wanted, &k);
 		u32 tgid = id >> 32;
-		if (!w || !(*w & W_TRACE) || untraced_mmap(nr, regs->r10, regs->r8) ||
-		    !is_traced(tgid))
+		if (!w || !(*w & W_TRACE) || untraced_mmap(nr, regs->r10, regs->r8))
 			return 0;
+		int tr = is_traced(tgid);
+		if (!tr)
+			return 0;
+		nostk = tr == 2;
 		if (bpf_core_field_exists(t->thread_info.status) &&
 		    (t->thread_info.status & TS_COMPAT))
 			return 0;
@@ -1121,7 +1168,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 			cflags |= entry_sflags;
 			sid = entry_sid;
 		}
-	} else if (c->stacks && nr != NR_munmap) {
+	} else if (c->stacks && nr != NR_munmap && !nostk) {
 		/* (munmap is traced only for the trace's Unmap records: it needs no stack.) */
 		/* mm by a probe read, not a plain load: a pointer kept in `call` made the
 		 * verifier's states differ where a number does not (+40% of the time it takes to
@@ -1360,8 +1407,10 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	u32 ptgid = BPF_CORE_READ(parent, tgid);
-	if (!bpf_map_lookup_elem(&traced, &ptgid))
+	u8 *pv = bpf_map_lookup_elem(&traced, &ptgid);
+	if (!pv)
 		return 0;
+	u8 value = *pv; /* a child of a process without stacks has none either */
 	u32 cpid = BPF_CORE_READ(child, tgid), ctid = BPF_CORE_READ(child, pid);
 	u64 flags = 0;
 	if (cpid == ptgid)
@@ -1378,14 +1427,13 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (BPF_CORE_READ(its_regs, sp) == BPF_CORE_READ(my_regs, sp))
 		flags |= 16; /* no stack of its own (fork, vfork; not posix_spawn's child) */
 	if (cpid != ptgid) {
-		u8 one = 1;
-		bpf_map_update_elem(&traced, &cpid, &one, BPF_ANY);
+		bpf_map_update_elem(&traced, &cpid, &value, BPF_ANY);
 		traced_changed();
 	}
 	u64 id = bpf_get_current_pid_tgid();
 	u64 sid = 0;
 	u32 sflags = 0;
-	if (!(flags & 1)) {
+	if (!(flags & 1) && !(value & TRACED_NO_STACKS)) {
 		/* A new process: its exec's site is the parent's stack here, in the clone
 		 * (sent before the event, as a call's copy is). A child of posix_spawn or vfork
 		 * runs on a stack of its own, a few frames of libc's. */
@@ -1415,7 +1463,10 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	u32 tgid = BPF_CORE_READ(p, tgid);
-	if (!bpf_map_lookup_elem(&traced, &tgid))
+	/* A process without stacks (a tool's, or a tool's fork) keeps going without them
+	 * until user space, reading this exec, says whether the new program is a tool too. */
+	u8 *tv = bpf_map_lookup_elem(&traced, &tgid);
+	if (!tv)
 		return 0;
 	u32 pid = BPF_CORE_READ(p, pid);
 	if ((u32)old_pid != pid) {
@@ -1476,6 +1527,16 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	long n = bpf_probe_read_kernel_str(buf + sizeof(*e), STR_MAX, fname);
 	if (n < 0)
 		n = 0;
+	if (n > 1 && !(*tv & TRACED_NO_STACKS)) {
+		/* A system program a program's child runs: a tool (user space may say
+		 * otherwise when it reads this exec: an interpreter, the program itself). */
+		u32 ptgid = BPF_CORE_READ(p, real_parent, tgid);
+		u8 *pv = bpf_map_lookup_elem(&traced, &ptgid);
+		if (pv && (*pv & TRACED_CHILD_TOOLS) && system_path(buf + sizeof(*e))) {
+			*tv = TRACED | TRACED_NO_STACKS;
+			traced_changed();
+		}
+	}
 	u32 flen = n > 0 ? n - 1 : 0;
 	e->fname_len = flen;
 	u32 off = (sizeof(*e) + pad8(flen + 1)) & OFF_MASK;

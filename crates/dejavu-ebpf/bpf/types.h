@@ -120,6 +120,7 @@ struct task_struct {
 	struct fs_struct *fs;
 	struct mm_struct *mm;
 	struct signal_struct *signal;
+	struct task_struct *real_parent;
 } PRESERVE;
 
 struct linux_binprm {

@@ -526,6 +526,11 @@ struct Traced {
 
 /// `traced` value: followed.
 const TRACED: u8 = 1;
+/// `traced` bit: without native stacks (dejavu.bpf.c's TRACED_NO_STACKS).
+const TRACED_NO_STACKS: u8 = 2;
+/// `traced` bit: a program whose children's system programs are tools
+/// (TRACED_CHILD_TOOLS).
+const TRACED_CHILD_TOOLS: u8 = 4;
 /// `gens` index counted by user space.
 const GEN_USER: u32 = 1;
 
@@ -535,6 +540,22 @@ impl Traced {
             .insert(tgid as u32, TRACED, 0)
             .and_then(|()| self.changes.bump())
             .map_err(|e| load_error("following the process", e))
+    }
+
+    /// What a followed process's program is, for its native stacks (see
+    /// `Stacks::tool_exec`); best effort: a failure leaves it as the kernel set it.
+    fn set_role(&mut self, tgid: i32, role: dejavu_capture::stacks::ExecRole) {
+        use dejavu_capture::stacks::ExecRole;
+        let v = match role {
+            ExecRole::Program => TRACED | TRACED_CHILD_TOOLS,
+            ExecRole::Other => TRACED,
+            ExecRole::Tool => TRACED | TRACED_NO_STACKS,
+        };
+        // Only a process still followed (one that ended is not put back): BPF_EXIST.
+        const BPF_EXIST: u64 = 2;
+        if self.set.insert(tgid as u32, v, BPF_EXIST).is_ok() {
+            let _ = self.changes.bump();
+        }
     }
 
     fn remove(&mut self, tgid: i32) {
@@ -661,7 +682,7 @@ fn load(
     ring_bytes: u32,
     stacks: bool,
     config: Config,
-    follow: Option<i32>,
+    follow: Option<(i32, dejavu_capture::stacks::ExecRole)>,
 ) -> Result<Loaded, RecordError> {
     let panicked = |_| load_error("loading the BPF program", "a loading thread panicked");
     let prepared = pending.prepared.join().map_err(panicked)??;
@@ -739,8 +760,11 @@ fn load(
                     .map_err(|e| load_error("filling the syscall filter", e))?;
             }
             cfg.set(0, config, 0).map_err(|e| load_error("config", e))?;
-            if let Some(pid) = follow {
+            if let Some((pid, role)) = follow {
                 traced.insert(pid)?;
+                if role == dejavu_capture::stacks::ExecRole::Program {
+                    traced.set_role(pid, role);
+                }
             }
             let events = RingBuf::try_from(events).map_err(|e| load_error("events", e))?;
             let stackbuf = RingBuf::try_from(stackbuf).map_err(|e| load_error("stackbuf", e))?;
@@ -868,7 +892,7 @@ fn config(opts: &RecordOptions, agent_fd: Option<i32>, ring_bytes: u32) -> Confi
     Config {
         payload_bytes: opts.payload_bytes.min(PAYLOAD_MAX),
         agent_fd: agent_fd.unwrap_or(-1),
-        stacks: if opts.stacks == dejavu_capture::StackMode::On {
+        stacks: if opts.stacks.on() {
             std::env::var("DEJAVU_EBPF_STACK_BYTES")
                 .ok()
                 .and_then(|v| v.parse().ok())
@@ -897,7 +921,7 @@ pub fn record<W: Write>(
     // Caught from the start (loading takes a while): a SIGTERM meanwhile is forwarded to
     // the program once it runs, not the death of dejavu.
     let _sig = signals::install(matches!(target, Target::Command(_)));
-    let stacks_on = opts.stacks == dejavu_capture::StackMode::On;
+    let stacks_on = opts.stacks.on();
     let pending = begin_load();
     let capped = opts.payload_bytes > PAYLOAD_MAX;
     let mut opts = opts.clone();
@@ -918,7 +942,12 @@ pub fn record<W: Write>(
                 let c = config(&opts, agent_at, ring_bytes);
                 spawn::wait_stopped(&child, &path)?;
                 // Followed before the programs are attached: it is stopped until resumed.
-                let l = load(pending, ring_bytes, stacks_on, c, Some(pid))?;
+                let role = dejavu_capture::stacks::ExecRole::of_launched(
+                    opts.stacks,
+                    std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()),
+                    &argv,
+                );
+                let l = load(pending, ring_bytes, stacks_on, c, Some((pid, role)))?;
                 Ok((l, make_writer(&meta)?))
             })();
             let (l, w) = match started {
@@ -1276,6 +1305,9 @@ impl<W: Write> Reader<W> {
         self.l.stacks.flush();
         for pid in self.guard.untrace.drain(..) {
             self.l.traced.remove(pid);
+        }
+        for (pid, role) in self.feed.take_quiet_changes() {
+            self.l.traced.set_role(pid, role);
         }
         if let Some(lost) = &b.lost {
             // events: the program's (written as Lost records); agent: the agents' reports,

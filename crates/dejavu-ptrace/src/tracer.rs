@@ -78,7 +78,7 @@ pub fn record<W: Write>(
             meta.notes
                 .push("seccomp-bpf filter: only traced calls stop the program".into());
             let mut table: Vec<u32> = arch::table().iter().map(|&(n, _)| n).collect();
-            if opts.stacks == dejavu_capture::StackMode::On {
+            if opts.stacks.on() {
                 // For the trace's Unmap records (dejavu_capture::codemaps), not recorded.
                 table.push(arch::NR_MUNMAP as u32);
             }

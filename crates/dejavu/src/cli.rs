@@ -162,7 +162,9 @@ pub struct CaptureFlags {
     pub no_pin: bool,
     /// Record the call stack of every recorded call: `on` unwinds native code and loads
     /// the Node.js and Python agents (through NODE_OPTIONS and PYTHONPATH) so findings name
-    /// the line that made the calls; `off` is the cheapest recording.
+    /// the line that made the calls, except in the system tools the program runs (a
+    /// compiler under make, git, `sh -c`: their findings are folded as the tools'); `all`
+    /// takes those too; `off` is the cheapest recording.
     #[arg(long, value_enum, value_name = "WHEN", default_value = "on")]
     pub stacks: StacksWhen,
     /// How to record: `ebpf` in the kernel, near native speed (root, or CAP_BPF and
@@ -216,10 +218,13 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// `--stacks` values.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StacksWhen {
-    /// Native unwinding and language agents.
+    /// Native unwinding and language agents, except native stacks in the system tools the
+    /// program runs (a compiler under make, git, `sh -c`).
     On,
     /// No stacks.
     Off,
+    /// As `on`, with native stacks in the system tools too.
+    All,
 }
 
 #[derive(Args, Debug)]

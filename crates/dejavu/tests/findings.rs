@@ -314,12 +314,8 @@ fn a_shim_that_execs_the_real_program_is_a_launcher_and_the_program_comes_first(
     assert!(text.contains("launchers: "), "{text}");
 }
 
-#[test]
-fn make_of_24_files_gives_one_finding_per_problem_not_one_per_compiler_process() {
-    require!("make");
-    require!("cc");
-    let d = tempfile::tempdir().unwrap();
-    let work = d.path().canonicalize().unwrap();
+/// A C project of 24 files and its Makefile in `work`.
+fn make_project(work: &Path) {
     let src = work.join("src");
     std::fs::create_dir(&src).unwrap();
     for i in 1..=24 {
@@ -338,6 +334,91 @@ fn make_of_24_files_gives_one_finding_per_problem_not_one_per_compiler_process()
         "SRC := $(wildcard src/*.c)\nOBJ := $(SRC:.c=.o)\napp: $(OBJ)\n\tcc -o $@ $^\n%.o: %.c\n\tcc -O2 -c $< -o $@\n",
     )
     .unwrap();
+}
+
+/// Per program (by its executable's file name), (calls, calls with a stack) in `trace`.
+fn stacked_calls(trace: &Path) -> std::collections::HashMap<String, (u64, u64)> {
+    let mut r = dejavu_trace::TraceReader::open(trace).unwrap();
+    let mut exe: std::collections::HashMap<u32, String> = Default::default();
+    let mut out: std::collections::HashMap<String, (u64, u64)> = Default::default();
+    while let Some(rec) = r.next_record().unwrap() {
+        match rec {
+            dejavu_trace::Record::Exec(e) => {
+                let path = String::from_utf8_lossy(r.str(e.exe)).into_owned();
+                let name = path.rsplit('/').next().unwrap_or_default().to_string();
+                exe.insert(e.pid, name);
+            }
+            dejavu_trace::Record::Syscall(c) => {
+                let name = exe.get(&c.pid).cloned().unwrap_or_default();
+                let e = out.entry(name).or_default();
+                e.0 += 1;
+                e.1 += u64::from(c.stack.is_some());
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The compilers make runs are tools: by default their calls go without native stacks
+/// (the cost of a build's recording is mostly theirs), except the exec that started each
+/// (its site is make's); make's own calls keep theirs; `--stacks all` takes the tools'
+/// too.
+#[test]
+fn the_tools_make_runs_are_recorded_without_native_stacks_unless_asked() {
+    require!("make");
+    require!("cc");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    make_project(&work);
+    let run = |name: &str, flags: &[&str]| {
+        let trace = work.join(format!("{name}.dvt"));
+        // (-B: everything built again, each time.)
+        let (st, err) = common::record_quiet_with(&trace, flags, &["make", "-B", "-j2"], &work);
+        assert!(st.success(), "{err}");
+        stacked_calls(&trace)
+    };
+    let default = run("default", &[]);
+    let all = run("all", &["--stacks", "all"]);
+    let (calls, stacked) = default["make"];
+    assert!(stacked * 10 >= calls * 9, "make: {stacked} of {calls}");
+    let (calls, stacked) = default["cc1"];
+    // At most the 25 execs (their site is where make started them), none of cc1's own.
+    assert!(calls > 500 && stacked <= 25, "cc1: {stacked} of {calls}");
+    let (calls, stacked) = all["cc1"];
+    assert!(
+        stacked * 10 >= calls * 9,
+        "cc1 with --stacks all: {stacked} of {calls}"
+    );
+    // The findings are the same: the tools' own are the tools', either way.
+    let keys = |name: &str| {
+        let mut k: Vec<(String, String, String)> = findings(&report_json(
+            &work.join(format!("{name}.dvt")),
+            &["--min-calls", "1"],
+        ))
+        .iter()
+        .filter(|f| f["owner"] != "tool")
+        .map(|f| {
+            (
+                f["program"].as_str().unwrap().to_string(),
+                f["detector"].as_str().unwrap().to_string(),
+                f["owner"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+        k.sort();
+        k
+    };
+    assert_eq!(keys("default"), keys("all"));
+}
+
+#[test]
+fn make_of_24_files_gives_one_finding_per_problem_not_one_per_compiler_process() {
+    require!("make");
+    require!("cc");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    make_project(&work);
     let trace = record(&work, "make", &["make", "-j2"]);
     let v = report_json(&trace, &["--min-calls", "1"]);
     let all = findings(&v);

@@ -43,8 +43,58 @@ fn follows_no_final_link(c: &dejavu_trace::Syscall) -> bool {
 pub enum StackMode {
     /// No stacks: the cheapest recording.
     Off,
-    /// Native unwinding, plus the Node.js and Python agents in programs dejavu starts.
+    /// Native unwinding, plus the Node.js and Python agents in programs dejavu starts;
+    /// no native stacks in the system tools the program runs (a compiler under make,
+    /// git, `sh -c`: the report's `tool` owner, whose findings do not need their lines).
     On,
+    /// As `On`, with native stacks in the tools too.
+    All,
+}
+
+impl StackMode {
+    /// Whether stacks are recorded at all.
+    pub fn on(self) -> bool {
+        self != StackMode::Off
+    }
+}
+
+/// What a process's program is, for its native stacks (see `Stacks::tool_exec`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExecRole {
+    /// A program of the recording's own (not a launcher, not a tool): a system program
+    /// its children exec is a tool.
+    Program,
+    /// A launcher, or a process not known to have exec'd.
+    Other,
+    /// A system tool the program ran: without native stacks.
+    Tool,
+}
+
+impl ExecRole {
+    /// The role of the program dejavu starts, known before it runs: `path` with `argv`
+    /// (the eBPF backend tells its kernel half at once, before the program's first
+    /// children run their tools).
+    pub fn of_launched(mode: StackMode, path: &[u8], argv: &[OsString]) -> ExecRole {
+        if mode != StackMode::On {
+            return ExecRole::Other;
+        }
+        use std::os::unix::ffi::OsStrExt;
+        let joined: Vec<u8> = argv
+            .iter()
+            .map(|a| a.as_bytes())
+            .collect::<Vec<_>>()
+            .join(&0u8);
+        let role = dejavu_detect::program::ImageRole::exec(
+            &dejavu_detect::program::ImageRole::unknown(),
+            path,
+            &joined,
+        );
+        if role.is_program() {
+            ExecRole::Program
+        } else {
+            ExecRole::Other
+        }
+    }
 }
 
 /// The native stack the eBPF backend reported with a call.
@@ -90,12 +140,18 @@ pub struct Stacks {
     /// Per thread, the native stack of the exec it is making, taken at the call's entry
     /// (its exit is in the new program).
     exec_entry: rustc_hash::FxHashMap<Tid, StackId>,
+    /// Processes recorded without native stacks: system tools the program ran
+    /// (`StackMode::On`; see `tool_exec`), and their forks.
+    quiet: rustc_hash::FxHashSet<Tid>,
+    /// What each exec'd program is, for the eBPF backend's kernel half, since it last
+    /// asked (`StackMode::On` only).
+    quiet_changes: Vec<(Tid, ExecRole)>,
 }
 
 impl Stacks {
     /// Capture as `mode` says.
     pub fn new(mode: StackMode) -> Stacks {
-        let on = mode == StackMode::On;
+        let on = mode.on();
         let mut native = native::Native::new(on);
         if on {
             native.keep_names_in(crate::cache::dir().map(|d| d.join("names")));
@@ -108,12 +164,14 @@ impl Stacks {
             named: false,
             spawned: rustc_hash::FxHashMap::default(),
             exec_entry: rustc_hash::FxHashMap::default(),
+            quiet: rustc_hash::FxHashSet::default(),
+            quiet_changes: Vec::new(),
         }
     }
 
     /// Whether stacks are recorded at all.
     pub fn enabled(&self) -> bool {
-        self.mode == StackMode::On
+        self.mode.on()
     }
 
     /// The language agents, for setting up the program dejavu starts.
@@ -142,7 +200,39 @@ impl Stacks {
         if let Some(id) = self.spawn_site(pid, call) {
             return Some(id);
         }
+        if self.quiet.contains(&pid) {
+            return None;
+        }
         self.native.capture(w, pid, tid, regs)
+    }
+
+    /// Process `pid` exec'd a program whose role is `role`: with `StackMode::On` a system
+    /// tool another program of the recording ran is recorded without native stacks from
+    /// now on (its findings are the tool's, folded in the report; how often the program ran
+    /// it keeps the program's line), with `All` it keeps them.
+    pub fn tool_exec(&mut self, pid: Tid, role: ExecRole) {
+        if self.mode != StackMode::On {
+            return;
+        }
+        if role == ExecRole::Tool {
+            self.quiet.insert(pid);
+        } else {
+            self.quiet.remove(&pid);
+        }
+        // Each time: the kernel half may have decided otherwise at the exec (it takes any
+        // system program a program's child runs for a tool).
+        self.quiet_changes.push((pid, role));
+    }
+
+    /// Whether `pid` is recorded without native stacks (see `tool_exec`).
+    pub fn is_quiet(&self, pid: Tid) -> bool {
+        self.quiet.contains(&pid)
+    }
+
+    /// The changes of which processes go without native stacks since the last call (the
+    /// eBPF backend tells its kernel half).
+    pub fn take_quiet_changes(&mut self) -> Vec<(Tid, ExecRole)> {
+        std::mem::take(&mut self.quiet_changes)
     }
 
     /// The native stack of `tid` (of `pid`) now, at a stop outside a recorded call's
@@ -154,7 +244,7 @@ impl Stacks {
         tid: Tid,
         regs: &SyscallRegs,
     ) -> Option<StackId> {
-        if self.mode == StackMode::Off {
+        if self.mode == StackMode::Off || self.quiet.contains(&pid) {
             return None;
         }
         self.native.capture(w, pid, tid, regs)
@@ -176,7 +266,7 @@ impl Stacks {
     /// and goes on on its parent's stack (no stack of its own), so that the native stack
     /// of its exec, where one is taken, names the program's line better.
     pub fn spawned(&mut self, child: Tid, stack: Option<StackId>, vfork_like: bool) {
-        if let (StackMode::On, Some(site)) = (self.mode, stack) {
+        if let (true, Some(site)) = (self.mode.on(), stack) {
             self.spawned.insert(
                 child,
                 Spawned {
@@ -190,7 +280,7 @@ impl Stacks {
     /// `tid` is making an exec whose native stack, at the call's entry, is `stack`.
     pub fn exec_entry(&mut self, tid: Tid, stack: Option<StackId>) {
         match stack {
-            Some(id) if self.mode == StackMode::On => {
+            Some(id) if self.mode.on() => {
                 self.exec_entry.insert(tid, id);
             }
             _ => {
@@ -298,7 +388,7 @@ impl Stacks {
 
     /// Thread `ptid` of `ppid` started process `child`.
     pub fn on_fork<W: Write>(&mut self, w: &mut TraceWriter<W>, ppid: Tid, ptid: Tid, child: Tid) {
-        if self.mode == StackMode::On {
+        if self.mode.on() {
             self.agent.on_fork(w, ppid, ptid, child);
         }
     }
@@ -328,7 +418,7 @@ impl Stacks {
     /// The code mappings known for `pid` from its exec (and mmap calls since), when stacks
     /// are on: (start, end, file offset, path); None before its exec layout.
     pub fn exec_code(&self, pid: Tid) -> Option<Vec<native::CodeRange>> {
-        if self.mode != StackMode::On {
+        if !self.mode.on() {
             return None;
         }
         self.native.layout(pid)
@@ -337,7 +427,7 @@ impl Stacks {
     /// Process `pid` now runs `exe`, whose program headers the kernel put at `at_phdr`
     /// and whose interpreter at `at_base` (see `native::Native::exec_layout`).
     pub fn exec_layout(&mut self, pid: Tid, exe: &[u8], at_phdr: u64, at_base: u64) {
-        if self.mode == StackMode::On {
+        if self.mode.on() {
             self.native.exec_layout(pid, exe, at_phdr, at_base);
         }
     }
@@ -345,15 +435,20 @@ impl Stacks {
     /// Process `pid` mapped `len` bytes of the file at `path` from `offset` at `start`,
     /// executable.
     pub fn mapped_code(&mut self, pid: Tid, start: u64, len: u64, offset: u64, path: &[u8]) {
-        if self.mode == StackMode::On {
+        if self.mode.on() {
             self.native.mapped_code(pid, start, len, offset, path);
         }
     }
 
     /// Process `child` was forked from `parent` (a copy of its memory).
     pub fn forked(&mut self, parent: Tid, child: Tid) {
-        if self.mode == StackMode::On {
+        if self.mode.on() {
             self.native.forked(parent, child);
+            // The kernel half's child inherits its parent's setting alike.
+            if self.quiet.contains(&parent) && self.quiet.insert(child) {
+                // (Said again, in case the kernel half forked it before it knew.)
+                self.quiet_changes.push((child, ExecRole::Tool));
+            }
         }
     }
 
@@ -363,20 +458,21 @@ impl Stacks {
         // A copy whose call never came (the call's record was lost).
         self.pending.retain(|_, p| p.0 != pid);
         self.spawned.remove(&pid);
+        self.quiet.remove(&pid);
         self.agent.on_exit(pid);
     }
 
     /// Process `pid` opened `fd` in a call whose stack is `stack` (an agent's site gives
     /// the descriptor's later calls that site).
     pub fn fd_opened(&mut self, pid: Tid, fd: i32, stack: StackId) {
-        if self.mode == StackMode::On {
+        if self.mode.on() {
             self.agent.fd_opened(pid, fd, stack);
         }
     }
 
     /// Process `pid` closed or replaced its descriptors `lo..=hi`.
     pub fn fds_released(&mut self, pid: Tid, lo: u32, hi: u32) {
-        if self.mode == StackMode::On {
+        if self.mode.on() {
             self.agent.fds_released(pid, lo, hi);
         }
     }

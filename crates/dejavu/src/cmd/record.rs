@@ -63,6 +63,7 @@ pub fn capture(
         stacks: match flags.stacks {
             crate::cli::StacksWhen::On => dejavu_capture::StackMode::On,
             crate::cli::StacksWhen::Off => dejavu_capture::StackMode::Off,
+            crate::cli::StacksWhen::All => dejavu_capture::StackMode::All,
         },
     };
     let make =
