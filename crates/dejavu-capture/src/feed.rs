@@ -102,6 +102,7 @@ impl<W: Write> Feed<W> {
         let mut t = Capture::new(w, t0, opts, CallMemory::copied());
         t.set_stacks(stacks);
         t.stacks.agents().set_external();
+        t.stacks.keep_roles();
         Feed {
             t,
             unknown_tasks: 0,

@@ -528,7 +528,8 @@ impl Programs {
                     break;
                 };
                 if aim.execd && ap.launcher.is_none() {
-                    same |= ap.exe == me.exe;
+                    // The same program (by file name: git runs /usr/lib/git-core/git).
+                    same |= base(&ap.exe) == base(&me.exe);
                     by.get_or_insert_with(|| ap.name.clone());
                 }
                 if hops > 4096 {
@@ -626,7 +627,7 @@ impl ImageRole {
         while let Some(a) = at {
             // A fork copy of a launcher is a launcher's (as in the report), skipped alike.
             if a.execd && !a.is_launcher() {
-                if a.exe == self.exe {
+                if base(&a.exe) == base(&self.exe) {
                     return false;
                 }
                 by = true;
@@ -700,6 +701,14 @@ mod tests {
         // make run by make (through sh) is the program again.
         let sub = ImageRole::exec(&ImageRole::fork(&sh), b"/usr/bin/make", b"make\0-C\0sub");
         assert!(!sub.is_tool());
+        // git running git's own programs is git, wherever they are installed.
+        let git = ImageRole::exec(&root, b"/usr/bin/git", b"git\0pull");
+        let fetch = ImageRole::exec(
+            &ImageRole::fork(&git),
+            b"/usr/lib/git-core/git",
+            b"git\0fetch",
+        );
+        assert!(!fetch.is_tool());
         // A launcher first: env runs make in its own process; make is still the program.
         let env = ImageRole::exec(&root, b"/usr/bin/env", b"env\0make");
         let make2 = ImageRole::exec(&env, b"/usr/bin/make", b"make");

@@ -144,8 +144,10 @@ pub struct Stacks {
     /// (`StackMode::On`; see `tool_exec`), and their forks.
     quiet: rustc_hash::FxHashSet<Tid>,
     /// What each exec'd program is, for the eBPF backend's kernel half, since it last
-    /// asked (`StackMode::On` only).
+    /// asked (`StackMode::On` only; kept only when `keep_roles` said so).
     quiet_changes: Vec<(Tid, ExecRole)>,
+    /// Whether a backend reads `quiet_changes` (the eBPF one).
+    keep_roles: bool,
 }
 
 impl Stacks {
@@ -166,6 +168,7 @@ impl Stacks {
             exec_entry: rustc_hash::FxHashMap::default(),
             quiet: rustc_hash::FxHashSet::default(),
             quiet_changes: Vec::new(),
+            keep_roles: false,
         }
     }
 
@@ -221,7 +224,15 @@ impl Stacks {
         }
         // Each time: the kernel half may have decided otherwise at the exec (it takes any
         // system program a program's child runs for a tool).
-        self.quiet_changes.push((pid, role));
+        if self.keep_roles {
+            self.quiet_changes.push((pid, role));
+        }
+    }
+
+    /// The backend reads each exec'd program's role (`take_quiet_changes`): the eBPF one,
+    /// for its kernel half. Without it they are not kept.
+    pub fn keep_roles(&mut self) {
+        self.keep_roles = true;
     }
 
     /// Whether `pid` is recorded without native stacks (see `tool_exec`).
@@ -445,7 +456,7 @@ impl Stacks {
         if self.mode.on() {
             self.native.forked(parent, child);
             // The kernel half's child inherits its parent's setting alike.
-            if self.quiet.contains(&parent) && self.quiet.insert(child) {
+            if self.quiet.contains(&parent) && self.quiet.insert(child) && self.keep_roles {
                 // (Said again, in case the kernel half forked it before it knew.)
                 self.quiet_changes.push((child, ExecRole::Tool));
             }
