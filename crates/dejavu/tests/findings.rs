@@ -314,6 +314,19 @@ fn a_shim_that_execs_the_real_program_is_a_launcher_and_the_program_comes_first(
     assert!(text.contains("launchers: "), "{text}");
 }
 
+/// Asserts that finding `f`'s first call site is `function` at the line of the fixture
+/// `rel` marked by `marker`, with all of the finding's calls.
+fn assert_first_site(f: &Value, function: &str, rel: &str, marker: &str) {
+    let site = &f["callsites"][0];
+    assert_eq!(site["function"], function, "{f:#}");
+    assert!(
+        site["file"].as_str().unwrap_or_default().ends_with(rel),
+        "{f:#}"
+    );
+    assert_eq!(site["line"], line_of(rel, marker), "{f:#}");
+    assert_eq!(site["share"], 1.0, "{f:#}");
+}
+
 /// A C project of 24 files and its Makefile in `work`.
 fn make_project(work: &Path) {
     let src = work.join("src");
@@ -521,18 +534,7 @@ fn a_go_functions_stat_names_the_function_not_the_runtime() {
         let f = &mine[0];
         assert_eq!(f["redundant_calls"], 199, "{name}");
         assert_eq!(f["owner"], "own", "{name}");
-        let site = &f["callsites"][0];
-        assert_eq!(site["function"], "main.probeConfig", "{name}: {f:#}");
-        assert!(
-            site["file"].as_str().unwrap().ends_with("go_stat/main.go"),
-            "{name}: {f:#}"
-        );
-        assert_eq!(
-            site["line"],
-            line_of("go_stat/main.go", "STAT_LINE"),
-            "{name}: {f:#}"
-        );
-        assert_eq!(site["share"], 1.0, "{name}");
+        assert_first_site(f, "main.probeConfig", "go_stat/main.go", "STAT_LINE");
     }
 }
 
@@ -567,18 +569,7 @@ fn a_go_programs_process_per_event_names_the_line_that_ran_it() {
     assert_eq!(dirty.len(), 1, "{dirty:#?}");
     let f = &dirty[0];
     assert_eq!(f["redundant_calls"], 11, "{f:#}");
-    let site = &f["callsites"][0];
-    assert_eq!(site["function"], "main.toolVersion", "{f:#}");
-    assert!(
-        site["file"].as_str().unwrap().ends_with("go_exec/main.go"),
-        "{f:#}"
-    );
-    assert_eq!(
-        site["line"],
-        line_of("go_exec/main.go", "EXEC_LINE"),
-        "{f:#}"
-    );
-    assert_eq!(site["share"], 1.0, "{f:#}");
+    assert_first_site(f, "main.toolVersion", "go_exec/main.go", "EXEC_LINE");
     assert!(execs("once").is_empty());
 }
 
