@@ -422,8 +422,12 @@ impl<'a> Render<'a> {
         let limit = if details { usize::MAX } else { CALLSITES };
         for (n, c) in f.callsites.iter().take(limit).enumerate() {
             // A site whose code is not the finding's owner's (the runtime's import system
-            // stats a directory the program's code stats too) says whose it is.
-            let whose = if c.owner == f.owner {
+            // stats a directory the program's code stats too) says whose it is. (A
+            // launcher's or a tool's own code is the finding's owner's: its program is
+            // the launcher or the tool.)
+            let own_code =
+                c.owner == Owner::Own && matches!(f.owner, Owner::Launcher | Owner::Tool);
+            let whose = if c.owner == f.owner || own_code {
                 ""
             } else {
                 match c.owner {
@@ -1063,6 +1067,32 @@ mod tests {
         let text = render(&fixture::analysis(), &o);
         assert!(text.contains("\n5 low    repeated-output"), "{text}");
         assert!(!text.contains("--all shows them"), "{text}");
+    }
+
+    #[test]
+    fn a_tools_or_launchers_own_code_is_not_called_the_programs() {
+        let mut a = fixture::analysis();
+        let i = a
+            .findings
+            .iter()
+            .position(|f| f.owner == Owner::Launcher)
+            .expect("the fixture's launcher finding");
+        a.findings[i].callsites = vec![fixture::site("main", "/bin/sh-main.c", 9, 40)];
+        let o = RenderOptions {
+            all_owners: true,
+            top: None,
+            ..opts()
+        };
+        let text = render(&a, &o);
+        let line = text
+            .lines()
+            .find(|l| l.contains("sh-main.c:9"))
+            .unwrap_or_default();
+        assert!(line.ends_with("(40 calls, 0%)"), "{text}");
+        // A tool's the same; a dependency's site in it is still said.
+        a.findings[i].owner = Owner::Tool;
+        a.findings[i].callsites[0].owner = Owner::Dependency;
+        assert!(render(&a, &o).contains("a dependency's"));
     }
 
     #[test]
