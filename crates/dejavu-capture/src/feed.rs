@@ -156,10 +156,11 @@ impl<W: Write> Feed<W> {
         self.t.mem.copy_mut()
     }
 
-    /// Which processes now go without native stacks, or with them again, since the last
-    /// call (see `stacks::Stacks::tool_exec`): for the kernel half.
-    pub fn take_quiet_changes(&mut self) -> Vec<(Tid, crate::stacks::ExecRole)> {
-        self.t.stacks.take_quiet_changes()
+    /// The roles of the programs exec'd since the last call (see
+    /// `stacks::Stacks::tool_exec`): for the kernel half, which leaves the tools' native
+    /// stacks out.
+    pub fn take_roles(&mut self) -> Vec<(Tid, crate::stacks::ExecRole)> {
+        self.t.stacks.take_roles()
     }
 
     /// The agents' channel descriptor in the program, if agents are loaded.

@@ -560,13 +560,7 @@ impl<W: Write> Capture<W> {
         self.stacks.exec_image(pid, &exe);
         if let Some(p) = self.procs.get_mut(&pid) {
             p.image = ImageRole::exec(&p.image, &exe, &argv);
-            let role = if p.image.is_tool() {
-                crate::stacks::ExecRole::Tool
-            } else if p.image.is_program() {
-                crate::stacks::ExecRole::Program
-            } else {
-                crate::stacks::ExecRole::Other
-            };
+            let role = crate::stacks::ExecRole::of(&p.image);
             self.stacks.tool_exec(pid, role);
         }
         let exe_id = self.w.intern(&exe);

@@ -1306,7 +1306,7 @@ impl<W: Write> Reader<W> {
         for pid in self.guard.untrace.drain(..) {
             self.l.traced.remove(pid);
         }
-        for (pid, role) in self.feed.take_quiet_changes() {
+        for (pid, role) in self.feed.take_roles() {
             self.l.traced.set_role(pid, role);
         }
         if let Some(lost) = &b.lost {
@@ -1504,7 +1504,7 @@ fn handle<W: Write>(
                 return false;
             };
             let (cpid, ctid, bits) = (f.child_pid, f.child_tid, f.bits);
-            // A process sharing its parent's memory: the parent's stack in the clone.
+            // A new process: its parent's stack in the clone (see `Stacks::spawned`).
             let native = stacks.native(feed, h.pid, h.tid, f.sflags, f.stack_id, copies);
             stacks.last = None;
             if denied && bits & 1 == 0 {

@@ -84,12 +84,18 @@ impl ExecRole {
             .map(|a| a.as_bytes())
             .collect::<Vec<_>>()
             .join(&0u8);
-        let role = dejavu_detect::program::ImageRole::exec(
+        ExecRole::of(&dejavu_detect::program::ImageRole::exec(
             &dejavu_detect::program::ImageRole::unknown(),
             path,
             &joined,
-        );
-        if role.is_program() {
+        ))
+    }
+
+    /// The role of an image, as the report's rule decides it at its exec.
+    pub fn of(image: &dejavu_detect::program::ImageRole) -> ExecRole {
+        if image.is_tool() {
+            ExecRole::Tool
+        } else if image.is_program() {
             ExecRole::Program
         } else {
             ExecRole::Other
@@ -145,8 +151,8 @@ pub struct Stacks {
     quiet: rustc_hash::FxHashSet<Tid>,
     /// What each exec'd program is, for the eBPF backend's kernel half, since it last
     /// asked (`StackMode::On` only; kept only when `keep_roles` said so).
-    quiet_changes: Vec<(Tid, ExecRole)>,
-    /// Whether a backend reads `quiet_changes` (the eBPF one).
+    roles: Vec<(Tid, ExecRole)>,
+    /// Whether a backend reads `roles` (the eBPF one).
     keep_roles: bool,
 }
 
@@ -167,7 +173,7 @@ impl Stacks {
             spawned: rustc_hash::FxHashMap::default(),
             exec_entry: rustc_hash::FxHashMap::default(),
             quiet: rustc_hash::FxHashSet::default(),
-            quiet_changes: Vec::new(),
+            roles: Vec::new(),
             keep_roles: false,
         }
     }
@@ -225,25 +231,20 @@ impl Stacks {
         // Each time: the kernel half may have decided otherwise at the exec (it takes any
         // system program a program's child runs for a tool).
         if self.keep_roles {
-            self.quiet_changes.push((pid, role));
+            self.roles.push((pid, role));
         }
     }
 
-    /// The backend reads each exec'd program's role (`take_quiet_changes`): the eBPF one,
+    /// The backend reads each exec'd program's role (`take_roles`): the eBPF one,
     /// for its kernel half. Without it they are not kept.
     pub fn keep_roles(&mut self) {
         self.keep_roles = true;
     }
 
-    /// Whether `pid` is recorded without native stacks (see `tool_exec`).
-    pub fn is_quiet(&self, pid: Tid) -> bool {
-        self.quiet.contains(&pid)
-    }
-
-    /// The changes of which processes go without native stacks since the last call (the
-    /// eBPF backend tells its kernel half).
-    pub fn take_quiet_changes(&mut self) -> Vec<(Tid, ExecRole)> {
-        std::mem::take(&mut self.quiet_changes)
+    /// The roles of the programs exec'd since the last call (the eBPF backend tells its
+    /// kernel half).
+    pub fn take_roles(&mut self) -> Vec<(Tid, ExecRole)> {
+        std::mem::take(&mut self.roles)
     }
 
     /// The native stack of `tid` (of `pid`) now, at a stop outside a recorded call's
@@ -458,7 +459,7 @@ impl Stacks {
             // The kernel half's child inherits its parent's setting alike.
             if self.quiet.contains(&parent) && self.quiet.insert(child) && self.keep_roles {
                 // (Said again, in case the kernel half forked it before it knew.)
-                self.quiet_changes.push((child, ExecRole::Tool));
+                self.roles.push((child, ExecRole::Tool));
             }
         }
     }
@@ -469,6 +470,8 @@ impl Stacks {
         // A copy whose call never came (the call's record was lost).
         self.pending.retain(|_, p| p.0 != pid);
         self.spawned.remove(&pid);
+        // (A vfork-like child whose exec failed, which then exited.)
+        self.exec_entry.remove(&pid);
         self.quiet.remove(&pid);
         self.agent.on_exit(pid);
     }
