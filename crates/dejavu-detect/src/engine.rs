@@ -154,7 +154,7 @@ impl<'a> Cx<'a> {
         let prog = p.get(self.replay, self.strings, image);
         let role = if prog.launcher.is_some() {
             Some(Owner::Launcher)
-        } else if prog.tool_of.is_some() {
+        } else if prog.tool {
             Some(Owner::Tool)
         } else {
             None

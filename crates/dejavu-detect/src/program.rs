@@ -44,9 +44,9 @@ pub struct Program {
     /// running a script, not a shell running a script file): a tool when another program
     /// of the recording ran it (see [`Programs::decide_launchers`]).
     pub system: bool,
-    /// A system program another program of the recording ran, None when it is not a tool
-    /// (the program that ran it, for people).
-    pub tool_of: Option<String>,
+    /// A system program another program of the recording ran (decided with the
+    /// launchers, [`Programs::decide_launchers`]).
+    pub tool: bool,
 }
 
 /// Where a system's package manager installs programs (not /usr/local, /opt or a home
@@ -248,7 +248,7 @@ impl Program {
             own_root,
             launcher: None,
             system,
-            tool_of: None,
+            tool: false,
         }
     }
 
@@ -500,46 +500,28 @@ impl Programs {
             self.list[i].launcher = l;
         }
         // Tools: a system program that another program of the recording ran (not a
-        // launcher: the first real program is whatever the launchers started). A fork that
-        // has not exec'd is its parent's, tool or not; a program that is also one of its
-        // own ancestors (make running make) is the program again.
+        // launcher: the first real program is whatever the launchers started), by the
+        // rule a recording applies at each exec (`ImageRole::is_tool`), here with every
+        // launcher known. A fork that has not exec'd is its parent's, tool or not.
+        let mut roles: Vec<std::rc::Rc<ImageRole>> = Vec::with_capacity(self.list.len());
         for i in 0..self.list.len() {
-            let Some(im) = replay.images.get(i) else {
-                continue;
+            let im = replay.images.get(i);
+            let up = im.and_then(|im| im.parent).map(|p| p as usize);
+            let p = &self.list[i];
+            let role = std::rc::Rc::new(ImageRole {
+                exe: p.exe.clone(),
+                execd: im.is_some_and(|im| im.execd),
+                launcher: p.launcher.is_some(),
+                system: p.system,
+                replaced: std::cell::Cell::new(false),
+                parent: up.and_then(|u| roles.get(u)).cloned(),
+            });
+            self.list[i].tool = if role.execd {
+                role.is_tool()
+            } else {
+                up.and_then(|u| self.list.get(u)).is_some_and(|p| p.tool)
             };
-            if !im.execd {
-                let parent = im.parent.and_then(|p| self.list.get(p as usize));
-                self.list[i].tool_of = parent.and_then(|p| p.tool_of.clone());
-                continue;
-            }
-            let me = &self.list[i];
-            if !me.system || me.launcher.is_some() {
-                continue;
-            }
-            let mut by = None;
-            let mut same = false;
-            let mut at = im.parent;
-            let mut hops = 0;
-            while let Some(a) = at {
-                hops += 1;
-                let (Some(aim), Some(ap)) =
-                    (replay.images.get(a as usize), self.list.get(a as usize))
-                else {
-                    break;
-                };
-                if aim.execd && ap.launcher.is_none() {
-                    // The same program (by file name: git runs /usr/lib/git-core/git).
-                    same |= base(&ap.exe) == base(&me.exe);
-                    by.get_or_insert_with(|| ap.name.clone());
-                }
-                if hops > 4096 {
-                    break;
-                }
-                at = aim.parent;
-            }
-            if !same {
-                self.list[i].tool_of = by;
-            }
+            roles.push(role);
         }
     }
 
