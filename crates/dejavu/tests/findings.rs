@@ -778,7 +778,14 @@ fn python_http_server_listing_a_directory_per_request_names_list_directory() {
     // `python3 -m http.server`: http/server.py is the program's own code, although it
     // lives in the standard library.
     assert_eq!(f["owner"], "own");
-    assert_eq!(all[0]["key"], f["key"], "ranked first: {all:#?}");
+    // The largest finding of all by its count. (Not by rank: findings rank by the time
+    // their calls took, and under ptrace on a loaded machine one call of send_head's that
+    // waited for a CPU can outweigh the listing's 1,140; CI saw that once.)
+    let most = all
+        .iter()
+        .max_by_key(|g| g["redundant_calls"].as_u64().unwrap())
+        .unwrap();
+    assert_eq!(most["key"], f["key"], "the largest: {all:#?}");
     assert!(f["redundant_calls"].as_u64().unwrap() >= 30 * 19, "{f:#}");
 }
 
