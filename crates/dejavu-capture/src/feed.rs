@@ -163,6 +163,12 @@ impl<W: Write> Feed<W> {
         self.t.stacks.take_roles()
     }
 
+    /// The processes exec'd since the last call that no language agent will come to (see
+    /// `stacks::Stacks::exec_start_up`): the kernel half stops waiting for their hello.
+    pub fn take_no_agent(&mut self) -> Vec<Tid> {
+        self.t.stacks.take_no_agent()
+    }
+
     /// The agents' channel descriptor in the program, if agents are loaded.
     pub fn agent_fd(&mut self) -> Option<i32> {
         self.t.stacks.agents().channel_fd()

@@ -140,7 +140,7 @@ struct config {
 	u32 stacks;        /* native stacks: bytes of stack to copy (<= SLICE_MAX), 0 for none */
 	u32 wake_bytes;    /* wake the reader when this much is waiting */
 	u32 open_identity; /* record the identity of each new descriptor's file */
-	u32 pad;
+	u32 await_agent;   /* an interpreter goes without native stacks until its agent's hello */
 };
 
 struct hdr {
@@ -305,6 +305,20 @@ struct {
 	__type(value, u8);
 } traced SEC(".maps");
 
+/* Processes running an interpreter whose language agent has not said hello yet (set at
+ * the exec when config.await_agent, see on_exec): their calls until then are the
+ * runtime's start-up (the report's rule: docs/report-format.md, owners), about a thousand
+ * new places each sending a copy of its stack, so they go without native stacks. Gone at
+ * the agent's hello (agent_write), when user space finds that no agent will load (the
+ * environment does not load one), at the next exec and at the exit. Read where `traced`
+ * is (is_traced): its changes count in `gens` too. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u32);
+	__type(value, u8);
+} awaiting SEC(".maps");
+
 /* The call each traced thread is inside (entry time and number), in slot tid % SLOTS: an
  * array lookup instead of a hash update and delete per call (task-local storage would be
  * exact; aya 0.13 cannot create that map type). Two traced threads whose tids share a
@@ -400,6 +414,15 @@ static __always_inline int traced_value(u8 *v)
 	return (*v & TRACED_NO_STACKS) ? 2 : 1;
 }
 
+/* traced_value of `tgid`, and 2 while it awaits its agent's hello. */
+static __always_inline int traced_or_awaiting(u32 tgid)
+{
+	int yes = traced_value(bpf_map_lookup_elem(&traced, &tgid));
+	if (yes == 1 && bpf_map_lookup_elem(&awaiting, &tgid))
+		yes = 2;
+	return yes;
+}
+
 static __always_inline int is_traced(u32 tgid)
 {
 	u32 k0 = GEN_KERNEL, k1 = GEN_USER;
@@ -407,12 +430,12 @@ static __always_inline int is_traced(u32 tgid)
 	u64 *g0 = bpf_map_lookup_elem(&gens, &k0);
 	u64 *g1 = bpf_map_lookup_elem(&gens, &k1);
 	if (!tc || !g0 || !g1)
-		return traced_value(bpf_map_lookup_elem(&traced, &tgid));
+		return traced_or_awaiting(tgid);
 	/* Read before the set: a change after this read makes the kept answer stale. */
 	u64 gen = *(volatile u64 *)g0 + *(volatile u64 *)g1;
 	if (tc->state && tc->tgid == tgid && tc->gen == gen)
 		return tc->state - 1;
-	int yes = traced_value(bpf_map_lookup_elem(&traced, &tgid));
+	int yes = traced_or_awaiting(tgid);
 	tc->tgid = tgid;
 	tc->gen = gen;
 	tc->state = yes + 1;
@@ -944,6 +967,11 @@ static __always_inline void agent_write(u8 *buf, struct config *c, u64 id, u64 d
 		len = MEM_MAX;
 	if (bpf_probe_read_user(buf + sizeof(*e), len, (const void *)data) != 0)
 		return;
+	/* A write that begins with a hello (u16 length, then the kind: HELLO is 1): the
+	 * process's start-up is over, its calls take native stacks again. */
+	u32 tgid = id >> 32;
+	if (len >= 3 && buf[sizeof(*e) + 2] == 1 && bpf_map_delete_elem(&awaiting, &tgid) == 0)
+		traced_changed();
 	e->h.kind = EV_AGENT;
 	e->h.ts = bpf_ktime_get_ns();
 	e->h.pid = id >> 32;
@@ -1459,6 +1487,21 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+/* Whether the program `p` just exec'd is an interpreter the language agents load into:
+ * its file's name (the real file's, a symbolic link resolved: python3 -> python3.11)
+ * begins with "python3" or is "node" or "nodejs" (as runtime_of in
+ * crates/dejavu-detect/src/program.rs, less its rarer names, which keep their stacks). */
+static __always_inline int agent_runtime(struct task_struct *p)
+{
+	u8 name[8] = {};
+	const unsigned char *dn = BPF_CORE_READ(p, mm, exe_file, f_path.dentry, d_name.name);
+	if (!dn || bpf_probe_read_kernel_str(name, sizeof(name), dn) < 0)
+		return 0;
+	if (prefix_is(name, "python3", 7))
+		return 1;
+	return prefix_is(name, "node", 5) || prefix_is(name, "nodejs", 7);
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -1537,6 +1580,13 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 			traced_changed();
 		}
 	}
+	if (c && c->await_agent && !(*tv & TRACED_NO_STACKS) && agent_runtime(p)) {
+		u8 one = 1;
+		bpf_map_update_elem(&awaiting, &tgid, &one, BPF_ANY);
+		traced_changed();
+	} else if (bpf_map_delete_elem(&awaiting, &tgid) == 0) {
+		traced_changed();
+	}
 	u32 flen = n > 0 ? n - 1 : 0;
 	e->fname_len = flen;
 	u32 off = (sizeof(*e) + pad8(flen + 1)) & OFF_MASK;
@@ -1610,6 +1660,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	}
 	if (live == 0) {
 		bpf_map_delete_elem(&traced, &tgid);
+		bpf_map_delete_elem(&awaiting, &tgid);
 		traced_changed();
 	}
 	return 0;

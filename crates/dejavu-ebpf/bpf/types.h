@@ -73,9 +73,20 @@ struct inode___old {
 	struct timespec64 i_ctime;
 } PRESERVE;
 
+/* A file's name as its directory entry holds it (the last component of its path). */
+struct qstr {
+	const unsigned char *name;
+} PRESERVE;
+struct dentry {
+	struct qstr d_name;
+} PRESERVE;
+struct path {
+	struct dentry *dentry;
+} PRESERVE;
 struct file {
 	struct inode *f_inode;
 	unsigned int f_flags;
+	struct path f_path;
 } PRESERVE;
 
 struct fdtable {
@@ -96,6 +107,7 @@ struct mm_struct {
 	unsigned long start_stack;
 	unsigned long arg_start;
 	unsigned long arg_end;
+	struct file *exe_file;
 } PRESERVE;
 
 typedef struct {

@@ -33,7 +33,7 @@ struct Config {
     stacks: u32,
     wake_bytes: u32,
     open_identity: u32,
-    pad: u32,
+    await_agent: u32,
 }
 
 // SAFETY: plain integers, no padding (six u32/i32), as the BPF side's struct config.
@@ -521,6 +521,8 @@ impl Changes {
 /// kernel half).
 struct Traced {
     set: HashMap<MapData, u32, u8>,
+    /// Interpreters awaiting their agent's hello (dejavu.bpf.c, `awaiting`).
+    awaiting: HashMap<MapData, u32, u8>,
     changes: Changes,
 }
 
@@ -554,6 +556,15 @@ impl Traced {
         // Only a process still followed (one that ended is not put back): BPF_EXIST.
         const BPF_EXIST: u64 = 2;
         if self.set.insert(tgid as u32, v, BPF_EXIST).is_ok() {
+            let _ = self.changes.bump();
+        }
+    }
+
+    /// No agent will come to `tgid` (see `Stacks::exec_start_up`): its calls take native
+    /// stacks again. Nothing when it was not waiting (the kernel half did not take its
+    /// program for an interpreter, or the hello came first) or has ended.
+    fn no_agent(&mut self, tgid: i32) {
+        if self.awaiting.remove(&(tgid as u32)).is_ok() {
             let _ = self.changes.bump();
         }
     }
@@ -708,6 +719,7 @@ fn load(
     let mut cfg: Array<MapData, Config> = take(&mut bpf, "config")?;
     let mut traced = Traced {
         set: take(&mut bpf, "traced")?,
+        awaiting: take(&mut bpf, "awaiting")?,
         changes: Changes::new(take(&mut bpf, "gens")?, GEN_USER),
     };
     let lost: PerCpuArray<MapData, u64> = take(&mut bpf, "lost")?;
@@ -903,7 +915,8 @@ fn config(opts: &RecordOptions, agent_fd: Option<i32>, ring_bytes: u32) -> Confi
         },
         wake_bytes: ring_bytes / 4,
         open_identity: opts.open_identity as u32,
-        pad: std::env::var_os("DEJAVU_EXP_ALLNATIVE").is_some() as u32,
+        // Only `on`: with `all` an interpreter's start-up keeps its stacks too.
+        await_agent: (opts.stacks == dejavu_capture::StackMode::On && agent_fd.is_some()) as u32,
     }
 }
 
@@ -1308,6 +1321,9 @@ impl<W: Write> Reader<W> {
         }
         for (pid, role) in self.feed.take_roles() {
             self.l.traced.set_role(pid, role);
+        }
+        for pid in self.feed.take_no_agent() {
+            self.l.traced.no_agent(pid);
         }
         if let Some(lost) = &b.lost {
             // events: the program's (written as Lost records); agent: the agents' reports,

@@ -219,11 +219,12 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StacksWhen {
     /// Native unwinding and language agents, except native stacks in the system tools the
-    /// program runs (a compiler under make, git, `sh -c`).
+    /// program runs (a compiler under make, git, `sh -c`) and in a Python or Node.js
+    /// start-up before its agent is loaded.
     On,
     /// No stacks.
     Off,
-    /// As `on`, with native stacks in the system tools too.
+    /// As `on`, with native stacks in the system tools and start-ups too.
     All,
 }
 

@@ -2065,3 +2065,109 @@ fn python_warnings_raised_inside_a_wrapped_call_name_the_programs_line() {
         assert_eq!(out.stdout, native.stdout, "{mode}");
     }
 }
+
+/// The calls of the process that made a call on `marker`, split at its agent's hello:
+/// (the calls before it and after the process's last execve: how many, how many with a
+/// stack), whether it said hello, and the marker call's stack, innermost frame first.
+fn start_up_split(trace: &Path, marker: &Path) -> ((usize, usize), bool, Vec<Fr>) {
+    let mut r = TraceReader::open(trace).unwrap();
+    let marker = marker.display().to_string();
+    let mut recs = Vec::new();
+    while let Some(rec) = r.next_record().unwrap() {
+        match rec {
+            Record::Syscall(c) => {
+                let path = c.path.map(|p| r.strings().lossy(p).into_owned());
+                recs.push(Ok((c.pid, c.sys, c.stack, path)));
+            }
+            Record::Mark(m) if m.kind == MarkKind::AgentReady => recs.push(Err(m.pid)),
+            _ => {}
+        }
+    }
+    let Some(pid) = recs.iter().find_map(|x| match x {
+        Ok((pid, _, _, Some(p))) if *p == marker => Some(*pid),
+        _ => None,
+    }) else {
+        panic!("no call on {marker}");
+    };
+    let (mut before, mut with, mut ready, mut site) = (0, 0, false, Vec::new());
+    for x in &recs {
+        match x {
+            Err(p) if *p == pid => ready = true,
+            Ok((p, sys, stack, path)) if *p == pid => {
+                if path.as_deref() == Some(marker.as_str()) {
+                    let s = |id: Option<dejavu_trace::StrId>| {
+                        id.map(|i| r.strings().lossy(i).into_owned())
+                            .unwrap_or_default()
+                    };
+                    site = stack
+                        .map(|id| {
+                            r.stack(id)
+                                .iter()
+                                .map(|f| (f.kind, s(f.function), s(f.file), f.line))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                } else if *sys == Sys::Execve {
+                    // The interpreter's own calls only (`python3` may be pyenv's shell
+                    // script, which execs it in the same process).
+                    (before, with) = (0, 0);
+                } else if !ready {
+                    before += 1;
+                    with += stack.is_some() as usize;
+                }
+            }
+            _ => {}
+        }
+    }
+    ((before, with), ready, site)
+}
+
+#[test]
+fn an_interpreters_start_up_goes_without_native_stacks_until_its_agent_says_hello() {
+    require!("python3");
+    require!("node");
+    let d = scratch();
+    let marker = d.path().canonicalize().unwrap().join("marker");
+    std::fs::write(&marker, "x").unwrap();
+    let m = marker.display().to_string();
+    let py = format!("import os, time\ntime.sleep(0.3)\nos.stat({m:?})\n");
+    let js = format!("require('fs').statSync({m:?});");
+    let run = |flags: &[&str], cmd: &[&str]| {
+        let trace = d.path().join("t.dvt");
+        let (st, err) = common::record_quiet_with(&trace, flags, cmd, d.path());
+        assert!(st.success(), "{cmd:?}: {err}");
+        start_up_split(&trace, &marker)
+    };
+    // The default: the interpreter's calls before its agent's hello (its start-up, the
+    // runtime's in the report) have no native stack; the program's call after it has the
+    // agent's site.
+    for (cmd, kind) in [
+        (["python3", "-c", py.as_str()], FrameKind::Python),
+        (["node", "-e", js.as_str()], FrameKind::Js),
+    ] {
+        let ((before, with), ready, site) = run(&[], &cmd);
+        assert!(ready, "{cmd:?}: no hello");
+        assert!(before >= 20, "{cmd:?}: {before} calls before the hello");
+        assert_eq!(
+            with, 0,
+            "{cmd:?}: {with} of {before} start-up calls with a stack"
+        );
+        assert_eq!(site.first().map(|f| f.0), Some(kind), "{cmd:?}: {site:?}");
+    }
+    // `--stacks all` takes them.
+    let ((before, with), ready, _) = run(&["--stacks", "all"], &["python3", "-c", &py]);
+    assert!(ready);
+    assert!(
+        with * 10 >= before * 9,
+        "{with} of {before} start-up calls with a stack"
+    );
+    // An interpreter no agent will load into (-I: PYTHONPATH ignored) keeps its native
+    // stacks: the call after the pause (by then the eBPF reader has read its exec) has one.
+    let ((before, _), ready, site) = run(&[], &["python3", "-I", "-c", &py]);
+    assert!(!ready, "python3 -I said hello");
+    assert!(before >= 20, "{before}");
+    assert!(
+        site.first().is_some_and(|f| f.0 == FrameKind::Native),
+        "python3 -I's stat: {site:?}"
+    );
+}

@@ -127,6 +127,38 @@ impl Agents {
         }
     }
 
+    /// Whether `pid`'s agent said hello (the pipe read first).
+    pub fn ready(&self, pid: Tid) -> bool {
+        self.channel
+            .as_ref()
+            .is_some_and(|c| c.state().is_ready(pid as u32))
+    }
+
+    /// Whether process `pid`, which just exec'd with `argv` (NUL-separated), is an
+    /// interpreter this recording's agent will load into: its file's real name begins
+    /// with `python3` or is `node` or `nodejs` (as the eBPF kernel half's test at the
+    /// exec), its environment loads the agent (`Channel::loads_agent`), and a Python
+    /// one's options do not skip it (`-I`, `-E`: PYTHONPATH ignored; `-S`: no site, so no
+    /// sitecustomize). False when the process is gone.
+    pub fn will_load(&self, pid: Tid, argv: &[u8]) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        let Some(ch) = &self.channel else {
+            return false;
+        };
+        let Ok(real) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
+            return false;
+        };
+        let name = real.file_name().map(|n| n.as_bytes()).unwrap_or_default();
+        let python = name.starts_with(b"python3");
+        if !python && name != b"node" && name != b"nodejs" {
+            return false;
+        }
+        if python && python_skips_agent(argv) {
+            return false;
+        }
+        std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| ch.loads_agent(&env, python))
+    }
+
     /// `pid` ended.
     pub fn on_exit(&mut self, pid: Tid) {
         if let Some(ch) = &self.channel {
@@ -173,4 +205,56 @@ fn untraced_calls() -> Vec<u32> {
     .iter()
     .map(|&n| n as u32)
     .collect()
+}
+
+/// Whether a Python command line (`argv`, NUL-separated) has an interpreter option that
+/// keeps the agent out: `-I` or `-E` (PYTHONPATH ignored), `-S` (no `site`, so no
+/// sitecustomize), alone or in a cluster (`-IS`), before the script, `-c` or `-m`.
+fn python_skips_agent(argv: &[u8]) -> bool {
+    let mut args = argv.split(|&b| b == 0).skip(1);
+    while let Some(a) = args.next() {
+        if a == b"-" || a == b"--" || !a.starts_with(b"-") {
+            return false;
+        }
+        if a.starts_with(b"--") {
+            continue; // --check-hash-based-pycs MODE and the like: none keeps it out
+        }
+        let opts = &a[1..];
+        for (i, &c) in opts.iter().enumerate() {
+            match c {
+                b'I' | b'E' | b'S' => return true,
+                b'c' | b'm' => return false,
+                b'W' | b'X' => {
+                    if i + 1 == opts.len() {
+                        args.next(); // the option's argument
+                    }
+                    break;
+                }
+                _ => {}
+            }
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::python_skips_agent;
+
+    #[test]
+    fn python_options_that_keep_the_agent_out() {
+        let skips = |a: &str| python_skips_agent(a.replace(' ', "\0").as_bytes());
+        assert!(skips("python3 -I x.py"));
+        assert!(skips("python3 -u -S x.py"));
+        assert!(skips("python3 -uE -c pass"));
+        assert!(skips("python3 -W ignore -I x.py"));
+        assert!(!skips("python3 x.py -I"));
+        assert!(!skips("python3 -c import"));
+        assert!(!skips("python3 -cI"));
+        assert!(!skips("python3 -m pytest -S"));
+        assert!(!skips("python3 -X importtime x.py"));
+        assert!(!skips("python3 -WI x.py"));
+        assert!(!skips("python3 --check-hash-based-pycs never x.py"));
+        assert!(!skips("python3"));
+    }
 }

@@ -154,6 +154,13 @@ pub struct Stacks {
     roles: Vec<(Tid, ExecRole)>,
     /// Whether a backend reads `roles` (the eBPF one).
     keep_roles: bool,
+    /// Interpreters whose language agent has not said hello yet (`StackMode::On`, the
+    /// ptrace backend: the eBPF one's kernel half keeps its own): their calls until then
+    /// are the runtime's start-up and go without native stacks (see `exec_start_up`).
+    awaiting: rustc_hash::FxHashSet<Tid>,
+    /// Processes exec'd since the eBPF backend last asked that no agent will come to
+    /// (`take_no_agent`).
+    no_agent: Vec<Tid>,
 }
 
 impl Stacks {
@@ -175,6 +182,8 @@ impl Stacks {
             quiet: rustc_hash::FxHashSet::default(),
             roles: Vec::new(),
             keep_roles: false,
+            awaiting: rustc_hash::FxHashSet::default(),
+            no_agent: Vec::new(),
         }
     }
 
@@ -209,10 +218,52 @@ impl Stacks {
         if let Some(id) = self.spawn_site(pid, call) {
             return Some(id);
         }
-        if self.quiet.contains(&pid) {
+        if self.quiet.contains(&pid) || self.starting(pid) {
             return None;
         }
         self.native.capture(w, pid, tid, regs)
+    }
+
+    /// Whether `pid` is an interpreter still in its start-up: its agent has not said hello.
+    fn starting(&mut self, pid: Tid) -> bool {
+        if self.awaiting.is_empty() || !self.awaiting.contains(&pid) {
+            return false;
+        }
+        if self.agent.ready(pid) {
+            self.awaiting.remove(&pid);
+            return false;
+        }
+        true
+    }
+
+    /// Process `pid` exec'd with `argv` (NUL-separated): with `StackMode::On`, an
+    /// interpreter the language agents load into (its file's real name begins with
+    /// `python3`, or is `node` or `nodejs`, as the eBPF kernel half decides at the exec)
+    /// goes without native stacks until its agent says hello, when its environment loads
+    /// one: its calls until then are the runtime's start-up (the report's rule), about a
+    /// thousand of them, each at a new place (~10 ms of a Python start-up's stack copies
+    /// under eBPF). One whose agent will not load (its environment does not name the
+    /// agents', `python3 -I`, `-E`, `-S`) keeps its stacks (under eBPF, from when the
+    /// reader reads the exec: `take_no_agent`).
+    pub fn exec_start_up(&mut self, pid: Tid, argv: &[u8]) {
+        self.awaiting.remove(&pid);
+        if self.mode != StackMode::On {
+            return;
+        }
+        let expected = self.agent.will_load(pid, argv);
+        if self.keep_roles {
+            if !expected {
+                self.no_agent.push(pid);
+            }
+        } else if expected {
+            self.awaiting.insert(pid);
+        }
+    }
+
+    /// The processes exec'd since the last call that no agent will come to (the eBPF
+    /// backend's kernel half stops waiting for their hello).
+    pub fn take_no_agent(&mut self) -> Vec<Tid> {
+        std::mem::take(&mut self.no_agent)
     }
 
     /// Process `pid` exec'd a program whose role is `role`: with `StackMode::On` a system
@@ -256,7 +307,7 @@ impl Stacks {
         tid: Tid,
         regs: &SyscallRegs,
     ) -> Option<StackId> {
-        if self.mode == StackMode::Off || self.quiet.contains(&pid) {
+        if self.mode == StackMode::Off || self.quiet.contains(&pid) || self.starting(pid) {
             return None;
         }
         self.native.capture(w, pid, tid, regs)
@@ -473,6 +524,7 @@ impl Stacks {
         // (A vfork-like child whose exec failed, which then exited.)
         self.exec_entry.remove(&pid);
         self.quiet.remove(&pid);
+        self.awaiting.remove(&pid);
         self.agent.on_exit(pid);
     }
 

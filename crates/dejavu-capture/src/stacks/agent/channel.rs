@@ -283,6 +283,35 @@ impl Channel {
         self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Whether the environment `environ` (a process's, NUL-separated, as
+    /// /proc/PID/environ holds it) loads this recording's agent into Python (`python`) or
+    /// Node.js: it names this channel, and PYTHONPATH or NODE_OPTIONS names the agent's file
+    /// (as `env` set them; a program that rewrote them without it loads none).
+    pub fn loads_agent(&self, environ: &[u8], python: bool) -> bool {
+        let fd = format!("{FD_VAR}={}:{}", self.at, self.ino);
+        let (var, file): (&[u8], _) = if python {
+            (
+                b"PYTHONPATH=",
+                self.dir.path().join("python").join("agent.zip"),
+            )
+        } else {
+            (
+                b"NODE_OPTIONS=",
+                self.dir.path().join("node").join("dejavu-agent.js"),
+            )
+        };
+        let file = file.as_os_str().as_encoded_bytes();
+        let (mut channel, mut agent) = (false, false);
+        for v in environ.split(|&b| b == 0) {
+            if v == fd.as_bytes() {
+                channel = true;
+            } else if v.starts_with(var) {
+                agent = v.windows(file.len()).any(|w| w == file);
+            }
+        }
+        channel && agent
+    }
+
     /// Environment additions that load the agents: the channel, NODE_OPTIONS (appended to
     /// the one dejavu was given) and PYTHONPATH (ours first, then the one given).
     pub fn env(&self) -> Vec<(OsString, OsString)> {

@@ -494,6 +494,11 @@ impl State {
         Some(())
     }
 
+    /// Whether `pid`'s agent said hello (since its last exec).
+    pub fn is_ready(&self, pid: u32) -> bool {
+        self.ready.contains(&pid)
+    }
+
     /// Queues a mark of `kind` for `pid`, once per process and program.
     fn mark(&mut self, pid: u32, kind: MarkKind, at_ns: u64) {
         let seen = match kind {
