@@ -2068,7 +2068,8 @@ fn python_warnings_raised_inside_a_wrapped_call_name_the_programs_line() {
 
 /// The calls of the process that made a call on `marker`, split at its agent's hello:
 /// (the calls before it and after the process's last execve: how many, how many with a
-/// stack), whether it said hello, and the marker call's stack, innermost frame first.
+/// stack), whether it said hello since that execve, and the marker call's stack,
+/// innermost frame first.
 fn start_up_split(trace: &Path, marker: &Path) -> ((usize, usize), bool, Vec<Fr>) {
     let mut r = TraceReader::open(trace).unwrap();
     let marker = marker.display().to_string();
@@ -2110,7 +2111,7 @@ fn start_up_split(trace: &Path, marker: &Path) -> ((usize, usize), bool, Vec<Fr>
                 } else if *sys == Sys::Execve {
                     // The interpreter's own calls only (`python3` may be pyenv's shell
                     // script, which execs it in the same process).
-                    (before, with) = (0, 0);
+                    (before, with, ready) = (0, 0, false);
                 } else if !ready {
                     before += 1;
                     with += stack.is_some() as usize;
@@ -2169,5 +2170,16 @@ fn an_interpreters_start_up_goes_without_native_stacks_until_its_agent_says_hell
     assert!(
         site.first().is_some_and(|f| f.0 == FrameKind::Native),
         "python3 -I's stat: {site:?}"
+    );
+    // Nor into one exec'd without the agents' channel (every descriptor closed first),
+    // whose environment still names it.
+    let closing = format!(
+        "import os\nos.closerange(3, 65536)\nos.execvp('python3', ['python3', '-c', {py:?}])\n"
+    );
+    let (_, ready, site) = run(&[], &["python3", "-c", &closing]);
+    assert!(!ready, "a python3 without the channel said hello");
+    assert!(
+        site.first().is_some_and(|f| f.0 == FrameKind::Native),
+        "the stat of a python3 without the channel: {site:?}"
     );
 }

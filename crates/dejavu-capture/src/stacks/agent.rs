@@ -139,7 +139,8 @@ impl Agents {
     /// with `python3` or is `node` or `nodejs` (as the eBPF kernel half's test at the
     /// exec), its environment loads the agent (`Channel::loads_agent`), and a Python
     /// one's options do not skip it (`-I`, `-E`: PYTHONPATH ignored; `-S`: no site, so no
-    /// sitecustomize). False when the process is gone.
+    /// sitecustomize), and it holds the channel (`Channel::held_by`). False when the
+    /// process is gone.
     pub fn will_load(&self, pid: Tid, argv: &[u8]) -> bool {
         use std::os::unix::ffi::OsStrExt;
         let Some(ch) = &self.channel else {
@@ -156,7 +157,9 @@ impl Agents {
         if python && python_skips_agent(argv) {
             return false;
         }
-        std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| ch.loads_agent(&env, python))
+        ch.held_by(pid)
+            && std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| ch.loads_agent(&env, python))
     }
 
     /// `pid` ended.

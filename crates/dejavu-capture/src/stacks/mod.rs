@@ -126,6 +126,12 @@ struct Spawned {
     own_stack_better: bool,
 }
 
+/// How long an interpreter whose environment loads an agent goes without native stacks
+/// waiting for the agent's hello: an agent that failed to load says none, and the
+/// interpreter's calls then take stacks again. (A Python start-up says hello within tens
+/// of milliseconds.)
+const AGENT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Stack capture for one recording.
 #[derive(Debug)]
 pub struct Stacks {
@@ -154,10 +160,11 @@ pub struct Stacks {
     roles: Vec<(Tid, ExecRole)>,
     /// Whether a backend reads `roles` (the eBPF one).
     keep_roles: bool,
-    /// Interpreters whose language agent has not said hello yet (`StackMode::On`, the
-    /// ptrace backend: the eBPF one's kernel half keeps its own): their calls until then
-    /// are the runtime's start-up and go without native stacks (see `exec_start_up`).
-    awaiting: rustc_hash::FxHashSet<Tid>,
+    /// Interpreters whose language agent has not said hello yet, and since when
+    /// (`StackMode::On`): their calls until then are the runtime's start-up and go without
+    /// native stacks (see `exec_start_up`; under eBPF the kernel half decides, and these
+    /// are kept only to end a wait longer than AGENT_WAIT).
+    awaiting: rustc_hash::FxHashMap<Tid, std::time::Instant>,
     /// Processes exec'd since the eBPF backend last asked that no agent will come to
     /// (`take_no_agent`).
     no_agent: Vec<Tid>,
@@ -182,7 +189,7 @@ impl Stacks {
             quiet: rustc_hash::FxHashSet::default(),
             roles: Vec::new(),
             keep_roles: false,
-            awaiting: rustc_hash::FxHashSet::default(),
+            awaiting: rustc_hash::FxHashMap::default(),
             no_agent: Vec::new(),
         }
     }
@@ -224,12 +231,16 @@ impl Stacks {
         self.native.capture(w, pid, tid, regs)
     }
 
-    /// Whether `pid` is an interpreter still in its start-up: its agent has not said hello.
+    /// Whether `pid` is an interpreter still in its start-up (ptrace): its agent has not
+    /// said hello, for at most AGENT_WAIT.
     fn starting(&mut self, pid: Tid) -> bool {
-        if self.awaiting.is_empty() || !self.awaiting.contains(&pid) {
+        if self.awaiting.is_empty() || self.keep_roles {
             return false;
         }
-        if self.agent.ready(pid) {
+        let Some(since) = self.awaiting.get(&pid) else {
+            return false;
+        };
+        if since.elapsed() > AGENT_WAIT || self.agent.ready(pid) {
             self.awaiting.remove(&pid);
             return false;
         }
@@ -250,19 +261,30 @@ impl Stacks {
         if self.mode != StackMode::On {
             return;
         }
-        let expected = self.agent.will_load(pid, argv);
-        if self.keep_roles {
-            if !expected {
-                self.no_agent.push(pid);
-            }
-        } else if expected {
-            self.awaiting.insert(pid);
+        if self.agent.will_load(pid, argv) {
+            self.awaiting.insert(pid, std::time::Instant::now());
+        } else if self.keep_roles {
+            self.no_agent.push(pid);
         }
     }
 
-    /// The processes exec'd since the last call that no agent will come to (the eBPF
-    /// backend's kernel half stops waiting for their hello).
+    /// The processes that no agent will come to, since the last call: exec'd with none to
+    /// load, or waiting for their agent's hello longer than AGENT_WAIT (an agent that
+    /// failed to load says none). The eBPF backend's kernel half stops waiting for them.
     pub fn take_no_agent(&mut self) -> Vec<Tid> {
+        if !self.awaiting.is_empty() {
+            let (agent, no_agent) = (&self.agent, &mut self.no_agent);
+            self.awaiting.retain(|&pid, since| {
+                if agent.ready(pid) {
+                    return false; // the kernel half saw the hello
+                }
+                if since.elapsed() > AGENT_WAIT {
+                    no_agent.push(pid);
+                    return false;
+                }
+                true
+            });
+        }
         std::mem::take(&mut self.no_agent)
     }
 

@@ -283,6 +283,15 @@ impl Channel {
         self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Whether process `pid` holds the channel where its agent looks for it (a program
+    /// that closed every descriptor before it exec'd an interpreter left the agent
+    /// nothing to write to, and the agent then says nothing).
+    pub fn held_by(&self, pid: i32) -> bool {
+        std::fs::read_link(format!("/proc/{pid}/fd/{}", self.at)).is_ok_and(|l| {
+            l.as_os_str().as_encoded_bytes() == format!("pipe:[{}]", self.ino).as_bytes()
+        })
+    }
+
     /// Whether the environment `environ` (a process's, NUL-separated, as
     /// /proc/PID/environ holds it) loads this recording's agent into Python (`python`) or
     /// Node.js: it names this channel, and PYTHONPATH or NODE_OPTIONS names the agent's file
