@@ -563,7 +563,7 @@ impl<W: Write> Capture<W> {
             let role = crate::stacks::ExecRole::of(&p.image);
             self.stacks.tool_exec(pid, role);
         }
-        self.stacks.exec_start_up(pid, &argv);
+        self.stacks.exec_start_up(pid, &exe, &argv);
         let exe_id = self.w.intern(&exe);
         let argv = self.w.intern(&argv);
         self.push(Record::Exec(Exec {

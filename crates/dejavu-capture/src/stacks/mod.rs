@@ -247,21 +247,26 @@ impl Stacks {
         true
     }
 
-    /// Process `pid` exec'd with `argv` (NUL-separated): with `StackMode::On`, an
-    /// interpreter the language agents load into (its file's real name begins with
-    /// `python3`, or is `node` or `nodejs`, as the eBPF kernel half decides at the exec)
-    /// goes without native stacks until its agent says hello, when its environment loads
-    /// one: its calls until then are the runtime's start-up (the report's rule), about a
-    /// thousand of them, each at a new place (~10 ms of a Python start-up's stack copies
-    /// under eBPF). One whose agent will not load (its environment does not name the
-    /// agents', `python3 -I`, `-E`, `-S`) keeps its stacks (under eBPF, from when the
-    /// reader reads the exec: `take_no_agent`).
-    pub fn exec_start_up(&mut self, pid: Tid, argv: &[u8]) {
+    /// Process `pid` exec'd `exe` (as named) with `argv` (NUL-separated): with
+    /// `StackMode::On`, an interpreter the language agents load into (its file's real name
+    /// begins with `python3`, or is `node` or `nodejs`, as the eBPF kernel half decides at
+    /// the exec) goes without native stacks until its agent says hello, when its
+    /// environment loads one: its calls until then are the runtime's start-up (the
+    /// report's rule), about a thousand of them, each at a new place (1,033 stack copies
+    /// in a Python start-up under eBPF). One whose agent will not load (its environment
+    /// does not name the agents', it does not hold their channel, `python3 -I`, `-E`,
+    /// `-S`) keeps its stacks (under eBPF, from when the reader reads the exec:
+    /// `take_no_agent`).
+    pub fn exec_start_up(&mut self, pid: Tid, exe: &[u8], argv: &[u8]) {
         self.awaiting.remove(&pid);
         if self.mode != StackMode::On {
             return;
         }
-        if self.agent.will_load(pid, argv) {
+        // The file as named first: no look at /proc for the other programs (a build's
+        // thousands of compilers and shells).
+        let name = exe.rsplit(|&c| c == b'/').next().unwrap_or(exe);
+        let maybe = name.starts_with(b"python") || name.starts_with(b"node");
+        if maybe && self.agent.will_load(pid, argv) {
             self.awaiting.insert(pid, std::time::Instant::now());
         } else if self.keep_roles {
             self.no_agent.push(pid);
