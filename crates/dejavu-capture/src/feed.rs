@@ -206,7 +206,8 @@ impl<W: Write> Feed<W> {
     /// Thread `old_tid` exec'd `filename` (as given to execve) with `argv` (NUL-joined),
     /// and is now `tid`. `image`: the auxiliary vector's AT_PHDR and AT_BASE, which say
     /// where the kernel put the program's and its interpreter's code. `native`: the
-    /// execve's native stack, taken at its entry in the old program.
+    /// execve's native stack, taken at its entry in the old program. `awaiting`: the kernel
+    /// half took the new program for an interpreter and waits for its agent's hello.
     #[allow(clippy::too_many_arguments)]
     pub fn exec(
         &mut self,
@@ -217,6 +218,7 @@ impl<W: Write> Feed<W> {
         argv: &[u8],
         image: Option<(u64, u64)>,
         native: crate::stacks::NativeStack,
+        awaiting: bool,
     ) {
         let now = self.ts(ns);
         let entry = self.t.stacks.reported(old_tid, native);
@@ -233,6 +235,9 @@ impl<W: Write> Feed<W> {
         }
         self.t
             .exec_end(tid, pid, Rc::from(exe.as_slice()), argv, true, now);
+        if awaiting {
+            self.t.stacks.kernel_awaits(pid);
+        }
     }
 
     /// Task `tid` ended with the kernel's exit code (`task_struct.exit_code`: the wait

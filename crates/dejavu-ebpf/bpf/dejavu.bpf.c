@@ -53,6 +53,8 @@ char LICENSE[] SEC("license") = "GPL";
 #define INLINE_STACK 256
 #define BF_FAULT 1
 #define BF_TRUNC 2
+/* An exec's: the kernel half waits for the new program's agent (the `awaiting` map). */
+#define BF_AWAIT 4
 
 /* CALL flags. */
 #define CF_UNFINISHED 1
@@ -1587,6 +1589,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		u8 one = 1;
 		bpf_map_update_elem(&awaiting, &tgid, &one, BPF_ANY);
 		traced_changed();
+		e->flags |= BF_AWAIT;
 	} else if (bpf_map_delete_elem(&awaiting, &tgid) == 0) {
 		traced_changed();
 	}
@@ -1598,7 +1601,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	u64 len = end > start ? end - start : 0;
 	if (len > ARGV_LIMIT) {
 		len = ARGV_LIMIT;
-		e->flags = BF_TRUNC;
+		e->flags |= BF_TRUNC;
 	}
 	len &= (OFF_LIMIT - 1);
 	if (len > ARGV_LIMIT)

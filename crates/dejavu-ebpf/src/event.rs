@@ -20,6 +20,8 @@ const B_ARGV: u16 = 4;
 const B_STACK: u16 = 5;
 const BF_FAULT: u16 = 1;
 pub const BF_TRUNC: u32 = 2;
+/// An exec's: the kernel half waits for the new program's agent (dejavu.bpf.c, BF_AWAIT).
+pub const BF_AWAIT: u32 = 4;
 
 pub const CF_UNFINISHED: u16 = 1;
 pub const CF_NO_ENTER: u16 = 2;
@@ -257,6 +259,7 @@ pub fn exec(b: &[u8]) -> Option<Exec<'_>> {
         fname,
         argv,
         truncated: flags & BF_TRUNC != 0,
+        awaiting: flags & BF_AWAIT != 0,
         at_phdr: u64_at(b, 40)?,
         at_base: u64_at(b, 48)?,
         stack_id: u64_at(b, 56)?,
@@ -275,6 +278,8 @@ pub struct Exec<'a> {
     pub argv: &'a [u8],
     /// The arguments were cut short.
     pub truncated: bool,
+    /// The kernel half waits for the new program's agent before it takes native stacks.
+    pub awaiting: bool,
     /// The auxiliary vector's AT_PHDR and AT_BASE (0 when unknown or none).
     pub at_phdr: u64,
     pub at_base: u64,

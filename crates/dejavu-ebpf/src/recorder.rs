@@ -1554,9 +1554,9 @@ fn handle<W: Write>(
             if x.truncated {
                 let mut v = argv.strip_suffix(b"\0").unwrap_or(argv).to_vec();
                 v.extend_from_slice(b"\0...");
-                feed.exec(h.ts, h.tid, old, fname, &v, image, native);
+                feed.exec(h.ts, h.tid, old, fname, &v, image, native, x.awaiting);
             } else {
-                feed.exec(h.ts, h.tid, old, fname, argv, image, native);
+                feed.exec(h.ts, h.tid, old, fname, argv, image, native, x.awaiting);
             }
             if guard.on {
                 // The kernel's answer while the process lives; else the file's bits.

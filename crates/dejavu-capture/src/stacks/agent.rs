@@ -134,18 +134,23 @@ impl Agents {
             .is_some_and(|c| c.state().is_ready(pid as u32))
     }
 
-    /// Whether process `pid`, which just exec'd with `argv` (NUL-separated), is an
-    /// interpreter this recording's agent will load into: its file's real name begins
-    /// with `python3` or is `node` or `nodejs` (as the eBPF kernel half's test at the
-    /// exec), its environment loads the agent (`Channel::loads_agent`), and a Python
+    /// Whether process `pid`, which just exec'd `exe` (as named) with `argv`
+    /// (NUL-separated), is an interpreter this recording's agent will load into: named
+    /// `python*` or `node*` (the other programs, a build's thousands of compilers and
+    /// shells, cost no look at /proc), its file's real name begins with `python3` or is
+    /// `node` or `nodejs` (as the eBPF kernel half's test at the exec), its environment loads the agent (`Channel::loads_agent`), and a Python
     /// one's options do not skip it (`-I`, `-E`: PYTHONPATH ignored; `-S`: no site, so no
     /// sitecustomize), and it holds the channel (`Channel::held_by`). False when the
     /// process is gone.
-    pub fn will_load(&self, pid: Tid, argv: &[u8]) -> bool {
+    pub fn will_load(&self, pid: Tid, exe: &[u8], argv: &[u8]) -> bool {
         use std::os::unix::ffi::OsStrExt;
         let Some(ch) = &self.channel else {
             return false;
         };
+        let given = exe.rsplit(|&c| c == b'/').next().unwrap_or(exe);
+        if !given.starts_with(b"python") && !given.starts_with(b"node") {
+            return false;
+        }
         let Ok(real) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
             return false;
         };

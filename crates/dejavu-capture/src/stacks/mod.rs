@@ -165,8 +165,8 @@ pub struct Stacks {
     /// native stacks (see `exec_start_up`; under eBPF the kernel half decides, and these
     /// are kept only to end a wait longer than AGENT_WAIT).
     awaiting: rustc_hash::FxHashMap<Tid, std::time::Instant>,
-    /// Processes exec'd since the eBPF backend last asked that no agent will come to
-    /// (`take_no_agent`).
+    /// Processes the eBPF kernel half waits for that no agent will come to, since it last
+    /// asked (`take_no_agent`).
     no_agent: Vec<Tid>,
 }
 
@@ -256,19 +256,21 @@ impl Stacks {
     /// in a Python start-up under eBPF). One whose agent will not load (its environment
     /// does not name the agents', it does not hold their channel, `python3 -I`, `-E`,
     /// `-S`) keeps its stacks (under eBPF, from when the reader reads the exec:
-    /// `take_no_agent`).
+    /// `kernel_awaits`).
     pub fn exec_start_up(&mut self, pid: Tid, exe: &[u8], argv: &[u8]) {
         self.awaiting.remove(&pid);
         if self.mode != StackMode::On {
             return;
         }
-        // The file as named first: no look at /proc for the other programs (a build's
-        // thousands of compilers and shells).
-        let name = exe.rsplit(|&c| c == b'/').next().unwrap_or(exe);
-        let maybe = name.starts_with(b"python") || name.starts_with(b"node");
-        if maybe && self.agent.will_load(pid, argv) {
+        if self.agent.will_load(pid, exe, argv) {
             self.awaiting.insert(pid, std::time::Instant::now());
-        } else if self.keep_roles {
+        }
+    }
+
+    /// The eBPF kernel half took `pid`'s new program (after `exec_start_up`) for an
+    /// interpreter and waits for its agent's hello: it need not when no agent will come.
+    pub fn kernel_awaits(&mut self, pid: Tid) {
+        if !self.awaiting.contains_key(&pid) {
             self.no_agent.push(pid);
         }
     }
