@@ -50,6 +50,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define B_FDSTAT 3
 #define B_ARGV 4
 #define B_STACK 5 /* ip, bp, then the top of the stack (see blob_stack) */
+#define B_PLACE 6 /* mm, ip; addr: sp (see blob_place) */
 #define INLINE_STACK 256
 #define BF_FAULT 1
 #define BF_TRUNC 2
@@ -63,6 +64,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define CF_STACK_HIT 8   /* the stack is the one user space unwound before: id in stack_id */
 #define CF_STACK_INLINE 16 /* no room for a copy: a short one is in the call's record */
 #define CF_STACK_AGENT 32  /* an agent names the calls made from here: none (handle in stack_id) */
+#define CF_STACK_STICKY 64 /* an agent's STICKY names the call (sticky_names): no stack */
 
 /* `wanted` bits. */
 #define W_TRACE 1
@@ -135,6 +137,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define O_APPEND 02000
 #define MAP_ANONYMOUS 0x20
 #define AT_EMPTY_PATH 0x1000
+#define AT_SYMLINK_NOFOLLOW 0x100
 
 struct config {
 	u32 payload_bytes; /* write prefix kept, at most MEM_MAX */
@@ -323,6 +326,55 @@ struct {
 	__type(key, u32);
 	__type(value, u8);
 } awaiting SEC(".maps");
+
+/* The agents' repeated calls (docs/agents.md, "Repeated calls"). An agent says a repeated
+ * call's site once for its thread and path (a STICKY message on its channel), and from
+ * then on user space gives that site to the thread's calls on the path, of the kind of
+ * the first one after it: their native stacks are never used. Until the reader has
+ * decoded such a call and marked its place as the agent's, each one sent a copy of its
+ * stack (thousands per loop, hundreds of MB: the default's main cost and spread, and
+ * lost records). So the kernel half reads the STICKY messages in the channel's writes
+ * (agent_write) and keeps each thread's last one here, in slot tid % STICKY_SLOTS, and
+ * a call user space will give that site to goes without a stack (sticky_names).
+ * user space's rule is followed to the letter or not at all: what the kernel cannot
+ * tell (a slot another thread took, a path longer than STICKY_PATH, a relative path) it
+ * leaves to the stack as before. */
+#define STICKY_SLOTS 4096
+#define STICKY_PATH 256
+#define STICKY_MSGS 8
+/* sticky.state */
+#define STK_NONE 0
+#define STK_SAID 1 /* said: the thread's next call on a path fixes the calls' kind */
+#define STK_KIND 2 /* its kind fixed (nr, nofollow) */
+struct sticky {
+	u32 tid;
+	u32 tgid;
+	u32 state;
+	u32 nr;
+	u32 nofollow;
+	u32 len;
+	u8 path[STICKY_PATH];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, STICKY_SLOTS);
+	__type(key, u32);
+	__type(value, struct sticky);
+} sticky SEC(".maps");
+
+static __always_inline struct sticky *sticky_slot(u32 tid)
+{
+	u32 k = tid & (STICKY_SLOTS - 1);
+	return bpf_map_lookup_elem(&sticky, &k);
+}
+
+/* Thread `tid` exited or exec'd: its STICKY is not to name a later thread's calls. */
+static __always_inline void sticky_forget(u32 tid)
+{
+	struct sticky *s = sticky_slot(tid);
+	if (s && s->tid == tid)
+		s->state = STK_NONE;
+}
 
 /* The call each traced thread is inside (entry time and number), in slot tid % SLOTS: an
  * array lookup instead of a hash update and delete per call (task-local storage would be
@@ -611,8 +663,8 @@ static __always_inline void count_lost(void)
 }
 
 /* Sends `size` bytes of the scratch buffer; counts a loss of kind `which` when there is
- * no room. */
-static __always_inline void submit_as(u8 *buf, u32 size, struct config *c, u32 which)
+ * no room. Whether it was sent. */
+static __always_inline int submit_as(u8 *buf, u32 size, struct config *c, u32 which)
 {
 	u64 flags = BPF_RB_NO_WAKEUP;
 	size &= (BUF_SIZE - 1);
@@ -628,8 +680,11 @@ static __always_inline void submit_as(u8 *buf, u32 size, struct config *c, u32 w
 				flags = BPF_RB_FORCE_WAKEUP;
 		}
 	}
-	if (bpf_ringbuf_output(&events, buf, size, flags) != 0)
+	if (bpf_ringbuf_output(&events, buf, size, flags) != 0) {
 		count_lost_of(which);
+		return 0;
+	}
+	return 1;
 }
 
 static __always_inline void submit(u8 *buf, u32 size, struct config *c)
@@ -888,7 +943,13 @@ struct stk_call {
 	u64 bp;
 	u64 sid;
 	u64 id; /* pid_tgid */
+	/* The call (for sticky_names): its number (NR_MAX for none: a fork's stack) and
+	 * first five arguments. */
+	u64 nr;
+	u64 a[5];
 };
+
+__noinline int sticky_names(struct scratch *sc, struct stk_call *k);
 
 __noinline u32 native_stack(struct scratch *sc, struct config *c, struct stk_call *call);
 
@@ -909,6 +970,7 @@ static __always_inline u32 stack_here(struct task_struct *t, struct pt_regs *reg
 		.bp = BPF_CORE_READ(regs, bp),
 		.sid = 0,
 		.id = id,
+		.nr = NR_MAX,
 	};
 	u32 f = native_stack(sc, c, &call);
 	if (f & CF_STACK_INLINE)
@@ -960,6 +1022,69 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 	return 0;
 }
 
+/* One STICKY message of an agent's write (`ml` bytes after its length, at `o` in the
+ * write): pid u32, tid u32, ns u32, site u32, path (u16 len, bytes), kept for its thread.
+ * A global function: verified once, not once per message of agent_stickies' loop. */
+__noinline int sticky_msg(struct scratch *sc, u32 o, u32 ml)
+{
+	if (!sc)
+		return 0;
+	u8 *p = sc->buf + sizeof(struct agent_ev) + (o & (MEM_MAX - 1));
+	u32 pid = p[3] | ((u32)p[4] << 8) | ((u32)p[5] << 16) | ((u32)p[6] << 24);
+	u32 tid = p[7] | ((u32)p[8] << 8) | ((u32)p[9] << 16) | ((u32)p[10] << 24);
+	u32 plen = p[19] | ((u32)p[20] << 8);
+	/* (An empty path is malformed: user space ignores it.) */
+	if (ml < 19 || ml != 19 + plen || plen == 0)
+		return 0;
+	struct sticky *s = sticky_slot(tid);
+	if (!s)
+		return 0;
+	s->tid = tid;
+	s->tgid = pid;
+	s->state = STK_NONE;
+	__builtin_memset(s->path, 0, STICKY_PATH);
+	/* Shorter than STICKY_PATH - 1: a longer path read at a call is cut there, and must
+	 * not look the same as this one. */
+	if (plen < STICKY_PATH - 1 &&
+	    bpf_probe_read_kernel(s->path, plen & (STICKY_PATH - 1), p + 21) == 0) {
+		s->len = plen;
+		s->state = STK_SAID;
+	}
+	return 0;
+}
+
+/* The STICKY messages of an agent's write (`len` bytes after its record's header in the
+ * scratch buffer, framed as user space frames them: u16 length, kind, body;
+ * docs/agents.md), kept per thread (`sticky`). A write user space may frame otherwise (a
+ * malformed or partial message, more than STICKY_MSGS messages) leaves its writer's
+ * STICKY unknown here. */
+__noinline int agent_stickies(struct scratch *sc, u32 len, u32 wtid)
+{
+	if (!sc)
+		return 0;
+	u8 *m = sc->buf + sizeof(struct agent_ev);
+	u32 at = 0;
+	int bad = 0;
+	for (int i = 0; i < STICKY_MSGS; i++) {
+		if (at >= len)
+			break;
+		u32 o = at & (MEM_MAX - 1);
+		u8 *p = m + o;
+		u32 ml = p[0] | ((u32)p[1] << 8);
+		u32 next = at + 2 + ml;
+		if (at + 3 > len || ml == 0 || next > len) {
+			bad = 1;
+			break;
+		}
+		if (p[2] == 10)
+			sticky_msg(sc, o, ml);
+		at = next;
+	}
+	if (bad || at < len)
+		sticky_forget(wtid);
+	return 0;
+}
+
 /* The channel's write: the agents' report, in order with the calls around it. */
 static __always_inline void agent_write(u8 *buf, struct config *c, u64 id, u64 data, s64 ret)
 {
@@ -984,7 +1109,13 @@ static __always_inline void agent_write(u8 *buf, struct config *c, u64 id, u64 d
 	e->len = len;
 	e->pad = 0;
 	e->h.size = sizeof(*e) + pad8(len);
-	submit_as(buf, e->h.size, c, LOST_AGENT);
+	u32 wtid = (u32)id;
+	if (submit_as(buf, e->h.size, c, LOST_AGENT))
+		agent_stickies(scratch_get(), len, wtid);
+	else
+		/* User space will not read these messages: the writer's last STICKY may not
+		 * be what it knows. */
+		sticky_forget(wtid);
 }
 
 /* The instruction and frame pointers and the first INLINE_STACK bytes of the stack, in the
@@ -1013,6 +1144,28 @@ __noinline u32 blob_stack(struct scratch *sc, u32 off, u64 ip, u64 sp, u64 bp)
 	}
 	b->len = 16 + INLINE_STACK;
 	return off + sizeof(*b) + 16 + INLINE_STACK;
+}
+
+/* Where a call an agent's STICKY named was made (the kernel's stack cache key, less the
+ * process): its address space and instruction pointer, the stack pointer as the blob's
+ * address. User space marks the place as the agent's once it has read the call. */
+__noinline u32 blob_place(struct scratch *sc, u32 off, u64 mm, u64 ip, u64 sp)
+{
+	if (!sc)
+		return off;
+	u8 *buf = sc->buf;
+	if (off > OFF_MASK)
+		return off;
+	BOUND(off);
+	struct blob *b = (struct blob *)(buf + off);
+	u64 *w = (u64 *)(buf + off + sizeof(*b));
+	w[0] = mm;
+	w[1] = ip;
+	b->addr = sp;
+	b->kind = B_PLACE;
+	b->flags = 0;
+	b->len = 16;
+	return off + sizeof(*b) + 16;
 }
 
 /* What native_stack needs of the call: its registers and address space, and where the
@@ -1119,6 +1272,162 @@ __noinline u32 native_stack(struct scratch *sc, struct config *c, struct stk_cal
 	return CF_STACK_SLICE;
 }
 
+/* Where in the scratch buffer sticky_names reads a call's path (above what a stack copy
+ * or a call's record uses before it: native_stack is not called when it says yes). */
+#define STICKY_READ (BUF_SIZE - 2 * STICKY_PATH)
+
+/* Whether user space will give the call `k` the site of its thread's last STICKY
+ * (protocol.rs, `lookup`): a call on the STICKY's path, of the kind (system call, and
+ * whether it follows a final symbolic link) of the thread's first call on a path after
+ * the STICKY. Such a call needs no native stack. The path must be the STICKY's, byte for
+ * byte (the agents send it resolved: an absolute path without . or empty components,
+ * which user space resolves to itself); a relative one is left to the stack. The kind
+ * is fixed by the thread's next call on any path after the STICKY: when that call is
+ * not on the STICKY's path, the STICKY is forgotten here (user space would fix the kind
+ * at a later call, which this does not try to follow). A global function: verified once. */
+__noinline int sticky_names(struct scratch *sc, struct stk_call *k)
+{
+	if (!sc || !k)
+		return 0;
+	u32 tid = (u32)k->id;
+	struct sticky *s = sticky_slot(tid);
+	if (!s || s->tid != tid || s->state == STK_NONE)
+		return 0;
+	if (s->tgid != (u32)(k->id >> 32)) {
+		s->state = STK_NONE;
+		return 0;
+	}
+	u64 path = 0, nofollow = 0;
+	switch (k->nr) {
+	case NR_open:
+	case NR_creat:
+	case NR_stat:
+	case NR_lstat:
+	case NR_access:
+	case NR_truncate:
+	case NR_mkdir:
+	case NR_rmdir:
+	case NR_unlink:
+	case NR_chdir:
+	case NR_readlink:
+	case NR_chmod:
+	case NR_chown:
+	case NR_lchown:
+	case NR_rename:
+	case NR_link:
+		path = k->a[0];
+		break;
+	case NR_openat:
+	case NR_openat2:
+	case NR_mkdirat:
+	case NR_unlinkat:
+	case NR_readlinkat:
+	case NR_fchmodat:
+	case NR_fchmodat2:
+	case NR_faccessat:
+	case NR_renameat:
+	case NR_renameat2:
+	case NR_linkat:
+	case NR_symlink:
+		path = k->a[1];
+		break;
+	case NR_symlinkat:
+		path = k->a[2];
+		break;
+	case NR_newfstatat:
+	case NR_faccessat2:
+	case NR_utimensat:
+		path = k->a[1];
+		nofollow = (k->a[3] & AT_SYMLINK_NOFOLLOW) != 0;
+		break;
+	case NR_statx:
+		path = k->a[1];
+		nofollow = (k->a[2] & AT_SYMLINK_NOFOLLOW) != 0;
+		break;
+	case NR_fchownat:
+		path = k->a[1];
+		nofollow = (k->a[4] & AT_SYMLINK_NOFOLLOW) != 0;
+		break;
+	case NR_execve:
+	case NR_execveat:
+		/* (On a path, but never here: their stacks are taken at their entry.) */
+		s->state = STK_NONE;
+		return 0;
+	default:
+		/* Not on a path (a descriptor's call): user space gives it no STICKY's site
+		 * and fixes no kind with it. */
+		return 0;
+	}
+	/* (utimensat without a path is a descriptor's call.) */
+	if (!path) {
+		if (k->nr != NR_utimensat && s->state == STK_SAID)
+			s->state = STK_NONE;
+		return 0;
+	}
+	u8 *b = sc->buf + STICKY_READ;
+	long n = bpf_probe_read_user_str(b, STICKY_PATH, (const void *)path);
+	u32 len = s->len;
+	u64 diff = 1;
+	if (n > 0 && (u64)(n - 1) == len && len < STICKY_PATH - 1) {
+		/* Both zero after the path (its NUL here, then 8 zeros; the slot's zeroed when
+		 * stored): whole words compare, without a mask for the last. */
+		*(u64 *)(b + (len & (STICKY_PATH - 1)) + 1) = 0;
+		diff = 0;
+		for (int i = 0; i < STICKY_PATH / 8; i++) {
+			if (i * 8 > len)
+				break;
+			diff |= *(u64 *)(s->path + i * 8) ^ *(u64 *)(b + i * 8);
+		}
+	}
+	if (diff) {
+		if (s->state == STK_SAID)
+			s->state = STK_NONE;
+		return 0;
+	}
+	if (s->state == STK_SAID) {
+		s->nr = k->nr;
+		s->nofollow = nofollow;
+		s->state = STK_KIND;
+		return 1;
+	}
+	return s->nr == k->nr && s->nofollow == nofollow;
+}
+
+/* The stack of a call at its exit: native_stack's, or none for a call its thread's last
+ * STICKY names (CF_STACK_STICKY). A thread's first call on a path after its agent's
+ * STICKY fixes the kind of call the STICKY names (sticky_names), so it is looked at
+ * whatever its place; later, a place already marked as the agent's is sent so at once,
+ * and a call that the STICKY names from another place carries its place (blob_place):
+ * user space marks it as the agent's as for a call whose stack it unwound, and the next
+ * calls from there are sent without a read of their path. A global function (verified
+ * once, in on_sys_exit only: a fork's and an exec's stacks are native_stack's). */
+__noinline u32 call_stack(struct scratch *sc, struct config *c, struct stk_call *call)
+{
+	if (!sc || !c || !call)
+		return 0;
+	u32 tid = (u32)call->id;
+	struct sticky *st = sticky_slot(tid);
+	if (!st || st->tid != tid || st->state == STK_NONE)
+		return native_stack(sc, c, call);
+	if (st->state == STK_SAID && sticky_names(sc, call))
+		return CF_STACK_STICKY;
+	struct stk_key k = {
+		.mm = call->mm,
+		.ip = call->ip,
+		.sp = call->sp,
+		.tgid = call->id >> 32,
+		.pad = 0,
+	};
+	struct stk_val *v = stack_entry(&k);
+	if (v && v->agent) {
+		call->sid = v->id;
+		return CF_STACK_AGENT;
+	}
+	if (st->state == STK_KIND && sticky_names(sc, call))
+		return CF_STACK_STICKY;
+	return native_stack(sc, c, call);
+}
+
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
@@ -1203,6 +1512,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		}
 	} else if (c->stacks && nr != NR_munmap && !nostk) {
 		/* (munmap is traced only for the trace's Unmap records: it needs no stack.) */
+
 		/* mm by a probe read, not a plain load: a pointer kept in `call` made the
 		 * verifier's states differ where a number does not (+40% of the time it takes to
 		 * load this program, for a helper call that costs ~20 ns). */
@@ -1213,8 +1523,10 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 			.bp = regs->bp,
 			.sid = 0,
 			.id = id,
+			.nr = nr,
+			.a = {a[0], a[1], a[2], a[3], a[4]},
 		};
-		cflags |= native_stack(sc, c, &call);
+		cflags |= call_stack(sc, c, &call);
 		sid = call.sid;
 	}
 
@@ -1236,6 +1548,8 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	u32 off = sizeof(*e);
 	if (cflags & CF_STACK_INLINE)
 		off = blob_stack(sc, off, regs->ip, regs->sp, regs->bp);
+	else if (cflags & CF_STACK_STICKY)
+		off = blob_place(sc, off, (u64)BPF_CORE_READ(t, mm), regs->ip, regs->sp);
 	u64 pay = c->payload_bytes;
 	int ok = ret >= 0;
 	/* Bytes of a write to copy: the first FINGERPRINT_BYTES for its fingerprint, or the
@@ -1531,6 +1845,10 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 				from->ts = 0;
 		}
 	}
+	/* Its STICKY is gone with its program (user space forgets a process's at its exec;
+	 * its other threads' go at their exits). */
+	sticky_forget(old_pid);
+	sticky_forget(pid);
 	/* The stack its execve had at its entry (on_sys_enter), in the old program. */
 	u64 sid = 0;
 	u32 sflags = 0;
@@ -1650,6 +1968,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	}
 	if (v && v->tid == tid)
 		v->ts = 0;
+	sticky_forget(tid);
 	int live = BPF_CORE_READ(p, signal, live.counter);
 	struct exit_ev *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (e) {

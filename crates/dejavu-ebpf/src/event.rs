@@ -18,6 +18,7 @@ const B_STR: u16 = 2;
 const B_FDSTAT: u16 = 3;
 const B_ARGV: u16 = 4;
 const B_STACK: u16 = 5;
+const B_PLACE: u16 = 6;
 const BF_FAULT: u16 = 1;
 pub const BF_TRUNC: u32 = 2;
 /// An exec's: the kernel half waits for the new program's agent (dejavu.bpf.c, BF_AWAIT).
@@ -35,6 +36,9 @@ pub const CF_STACK_INLINE: u16 = 16;
 /// A language agent named the calls made from this place: no native stack is sent;
 /// `Call::stack_id` is the cache entry's handle.
 pub const CF_STACK_AGENT: u16 = 32;
+/// The thread's last STICKY (a language agent's repeated call, docs/agents.md) names the
+/// call: no native stack is sent (the kernel half's `sticky_names`).
+pub const CF_STACK_STICKY: u16 = 64;
 
 /// Where the kernel side's records may place data: offsets are masked with this (the BPF
 /// program's OFF_MASK).
@@ -91,6 +95,9 @@ pub struct Call {
     pub flags: u16,
     /// With CF_STACK_HIT, the stack's id; with CF_STACK_SLICE, its copy's `seq`.
     pub stack_id: u64,
+    /// With CF_STACK_STICKY, where the call was made: (address space, instruction
+    /// pointer, stack pointer), the kernel's stack cache key less the process.
+    pub place: Option<(u64, u64, u64)>,
 }
 
 /// A copy of the top of a thread's user stack (EV_STACK).
@@ -134,13 +141,14 @@ pub fn call<'a>(b: &'a [u8], snap: &mut Snapshot) -> Option<(Call, Option<Slice<
     for (i, a) in args.iter_mut().enumerate() {
         *a = u64_at(b, 40 + 8 * i)?;
     }
-    let c = Call {
+    let mut c = Call {
         enter_ts: u64_at(b, 24)?,
         ret: u64_at(b, 32)? as i64,
         args,
         nr: u32_at(b, 88)? as u64,
         flags: u16_at(b, 94)?,
         stack_id: u64_at(b, 96)?,
+        place: None,
     };
     // A frame-pointer walk's place (always empty now).
     let nips = u16_at(b, 92)? as usize;
@@ -168,6 +176,7 @@ pub fn call<'a>(b: &'a [u8], snap: &mut Snapshot) -> Option<(Call, Option<Slice<
                 }
             }
             B_FDSTAT if len >= FDSTAT => snap.add_fd(addr as i32, fdstat(data)?),
+            B_PLACE if len >= 16 => c.place = Some((u64_at(data, 0)?, u64_at(data, 8)?, addr)),
             B_STACK if len >= 16 && !fault => {
                 inline = Some(Slice {
                     mm: 0,

@@ -239,6 +239,10 @@ struct StackCache {
     /// did not name after all.
     agent_skips: u64,
     agent_misses: u64,
+    /// Calls the kernel half sent without a stack for a STICKY (CF_STACK_STICKY), and
+    /// those of them user space did not name (none, unless the two halves disagree).
+    sticky_skips: u64,
+    sticky_misses: u64,
 }
 
 impl StackCache {
@@ -422,12 +426,33 @@ impl StackCache {
     }
 
     /// After a call was decoded: `named` says whether a language agent gave its site.
-    /// The place of a call the agent named, whose stack was just unwound, needs no native
+    /// The place of a call the agent named, whose stack was just unwound (or that went
+    /// without one for its thread's STICKY: `place`, in process `pid`), needs no native
     /// stack from now on (the kernel then skips even its cache check, which reads a few
     /// KiB of a runtime's deep stack); a call from such a place the agent did not name
     /// (`flags` CF_STACK_AGENT, went without a stack) puts the place back to copies.
-    fn after_call(&mut self, flags: u16, handle: u64, named: bool) {
-        let last = self.last.take();
+    fn after_call(
+        &mut self,
+        pid: u32,
+        flags: u16,
+        handle: u64,
+        place: Option<(u64, u64, u64)>,
+        named: bool,
+    ) {
+        let mut last = self.last.take();
+        if flags & event::CF_STACK_STICKY != 0 {
+            self.sticky_skips += 1;
+            self.sticky_misses += u64::from(!named);
+            // Its place, marked below as for a call whose stack was unwound: the next
+            // calls from it go without a stack and without the kernel's path check.
+            last = place.map(|(mm, ip, sp)| StkKey {
+                mm,
+                ip,
+                sp,
+                tgid: pid,
+                pad: 0,
+            });
+        }
         if flags & event::CF_STACK_AGENT != 0 {
             self.agent_skips += 1;
             if !named {
@@ -820,6 +845,8 @@ fn load(
             marked: FxHashMap::default(),
             agent_skips: 0,
             agent_misses: 0,
+            sticky_skips: 0,
+            sticky_misses: 0,
             map: stack_map,
             map_changes: Changes::new(stack_map_gen, 0),
             gen_failures: 0,
@@ -1436,14 +1463,17 @@ impl<W: Write> Reader<W> {
             eprintln!(
                 "dejavu: eBPF stacks: {} copies unwound, {} cached in the kernel, {} calls \
                  answered from that cache, {} with a short copy, {} left to the agents \
-                 ({} of them not named: their place copies again); {} batches, at most {} \
-                 KiB waited for the reader{}",
+                 ({} of them not named: their place copies again), {} to an agent's \
+                 STICKY ({} of them not named); {} batches, at most {} KiB waited for the \
+                 reader{}",
                 c.slices,
                 c.cached,
                 c.hits,
                 c.inline,
                 c.agent_skips,
                 c.agent_misses,
+                c.sticky_skips,
+                c.sticky_misses,
                 self.drainer.batches(),
                 peak.div_ceil(1024),
                 if c.gen_failures > 0 {
@@ -1513,7 +1543,13 @@ fn handle<W: Write>(
                 no_enter: c.flags & event::CF_NO_ENTER != 0,
                 native,
             });
-            stacks.after_call(c.flags, c.stack_id, feed.named_by_agent());
+            stacks.after_call(
+                h.pid as u32,
+                c.flags,
+                c.stack_id,
+                c.place,
+                feed.named_by_agent(),
+            );
         }
         event::EV_FORK => {
             let Some(f) = event::fork(b) else {

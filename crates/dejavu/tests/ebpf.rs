@@ -8,7 +8,7 @@
 mod common;
 
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// Whether `dejavu record --backend ebpf` works here; prints why not.
@@ -587,16 +587,173 @@ fn an_agents_named_calls_skip_native_stacks_and_the_others_keep_theirs() {
         (30000, 30000),
         "without a stack: {none:?}\n{err}"
     );
-    // The kernel left most of the named ones to the agent.
+    // The kernel left the named ones to the agent: os.stat's calls to its STICKY (the
+    // kernel half reads it), the others to their place's mark.
     let line = err
         .lines()
         .find(|l| l.contains("eBPF stacks:"))
         .unwrap_or_else(|| panic!("{err}"));
-    let left: u64 = line
-        .split(", ")
-        .find(|p| p.contains("left to the agents"))
+    let left = left_to_agents(&err);
+    let (_, sticky, misses) = sticky_stats(&err);
+    assert!(left + sticky >= 29000, "{line}");
+    assert_eq!(misses, 0, "{line}");
+}
+
+/// The calls the kernel half's stack statistics line says were left to the agents for
+/// their place's mark.
+fn left_to_agents(err: &str) -> u64 {
+    err.lines()
+        .find(|l| l.contains("eBPF stacks:"))
+        .and_then(|l| l.split(", ").find(|p| p.contains("left to the agents")))
         .and_then(|p| p.split_whitespace().next())
         .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{line}"));
-    assert!(left > 0, "{line}");
+        .unwrap_or_else(|| panic!("{err}"))
+}
+
+/// The numbers of the kernel half's stack statistics line (DEJAVU_NATIVE_STATS): the
+/// copies unwound, the calls left to an agent's STICKY and those of them not named.
+fn sticky_stats(err: &str) -> (u64, u64, u64) {
+    let line = err
+        .lines()
+        .find(|l| l.contains("eBPF stacks:"))
+        .unwrap_or_else(|| panic!("{err}"));
+    let num = |key: &str| -> u64 {
+        line.split([',', ';', '('])
+            .find(|p| p.contains(key))
+            .and_then(|p| p.split_whitespace().find_map(|w| w.parse().ok()))
+            .unwrap_or_else(|| panic!("no {key:?} in {line}"))
+    };
+    (
+        num("copies unwound"),
+        num("to an agent's STICKY"),
+        num("of them not named)"),
+    )
+}
+
+/// An agent's repeated call is said once (a STICKY message: this thread's calls on this
+/// path are this line's), and the kernel half reads those messages: the calls they name
+/// go without a native stack from the first one on, instead of sending a copy of their
+/// stack each until the reader has marked their place (thousands of 8 KiB copies per
+/// loop before). It follows user space's rule exactly: a call on the same path of
+/// another kind (here libc's access through ctypes, after os.stat's STICKY) is not the
+/// STICKY's, keeps its native stack, and is not given the Python line. Both Python
+/// threads have their own STICKY; Node.js's statSync loop is the other agent's.
+#[test]
+fn an_agents_sticky_calls_send_no_stack_copies_and_other_calls_on_the_path_keep_theirs() {
+    if !ebpf_works() || !common::have("python3") || !common::have("node") {
+        return;
+    }
+    let _alone = FLOOD.lock().unwrap_or_else(|e| e.into_inner());
+    const N: u64 = 20000;
+    let d = tempfile::tempdir().unwrap();
+    let target = d.path().join("target.txt");
+    std::fs::write(&target, "x").unwrap();
+    let script = d.path().join("sticky.py");
+    std::fs::write(
+        &script,
+        format!(
+            "import ctypes, ctypes.util, os, sys, threading\n\
+             libc = ctypes.CDLL(ctypes.util.find_library('c'), use_errno=True)\n\
+             p = sys.argv[1].encode()\n\
+             def loop():\n\
+             \x20   for i in range({N}):\n\
+             \x20       os.stat(sys.argv[1])  # NAMED\n\
+             \x20       libc.access(p, 0)\n\
+             loop()\n\
+             t = threading.Thread(target=loop)\n\
+             t.start()\n\
+             t.join()\n"
+        ),
+    )
+    .unwrap();
+    let js = d.path().join("sticky.js");
+    std::fs::write(
+        &js,
+        format!(
+            "const fs = require('fs');\n\
+             for (let i = 0; i < {N}; i++) fs.statSync(process.argv[2]); // NAMED\n"
+        ),
+    )
+    .unwrap();
+    let want = target.to_string_lossy().into_owned();
+    let run = |name: &str, cmd: &[&Path]| -> (PathBuf, String) {
+        let trace = d.path().join(format!("{name}.dvt"));
+        let out = Command::new(common::dejavu())
+            .args(["record", "--backend", "ebpf", "--buffer-size", "64M", "-o"])
+            .arg(&trace)
+            .arg("--")
+            .args(cmd)
+            .arg(&target)
+            .env("DEJAVU_NATIVE_STATS", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        (trace, err)
+    };
+    // Per system call on the target: (named at the script's line, native frames only,
+    // neither).
+    let tally = |trace: &Path, file: &str| {
+        let mut r = dejavu_trace::TraceReader::open(trace).unwrap();
+        let mut t: std::collections::BTreeMap<String, (u64, u64, u64)> = Default::default();
+        while let Some(rec) = r.next_record().unwrap() {
+            let dejavu_trace::Record::Syscall(s) = rec else {
+                continue;
+            };
+            if s.path.is_none_or(|p| r.str(p) != want.as_bytes()) {
+                continue;
+            }
+            let frames = s.stack.map(|id| r.stack(id).to_vec()).unwrap_or_default();
+            let e = t.entry(format!("{:?}", s.sys)).or_default();
+            if frames
+                .iter()
+                .any(|f| f.file.is_some_and(|x| r.str(x).ends_with(file.as_bytes())))
+            {
+                e.0 += 1;
+            } else if frames
+                .iter()
+                .any(|f| f.kind == dejavu_trace::FrameKind::Native)
+            {
+                e.1 += 1;
+            } else {
+                e.2 += 1;
+            }
+        }
+        t
+    };
+
+    let python = PathBuf::from("python3");
+    let (trace, err) = run("py", &[&python, &script]);
+    let t = tally(&trace, "sticky.py");
+    let stats = t.get("Newfstatat").copied().unwrap_or_default();
+    assert_eq!(stats, (2 * N, 0, 0), "os.stat: {t:?}\n{err}");
+    // libc's access on the same path: native frames, never the Python line.
+    let access: Vec<_> = t
+        .iter()
+        .filter(|(k, _)| k.contains("ccess"))
+        .map(|(_, v)| *v)
+        .collect();
+    assert_eq!(access, vec![(0, 2 * N, 0)], "access: {t:?}\n{err}");
+    // The os.stat calls went without a stack: for their STICKY until user space had
+    // marked their place, then for the mark. (The access calls send copies: ctypes' calls
+    // through libffi leave different words on the stack each time.)
+    let (_, sticky, misses) = sticky_stats(&err);
+    let left = left_to_agents(&err);
+    assert_eq!(misses, 0, "{err}");
+    assert!(sticky > 0 && sticky + left >= 2 * N - 10, "{err}");
+
+    let node = PathBuf::from("node");
+    let (trace, err) = run("js", &[&node, &js]);
+    let t = tally(&trace, "sticky.js");
+    let stats = t.get("Statx").copied().unwrap_or_default();
+    assert_eq!(stats, (N, 0, 0), "statSync: {t:?}\n{err}");
+    let (copies, sticky, misses) = sticky_stats(&err);
+    let left = left_to_agents(&err);
+    assert_eq!(misses, 0, "{err}");
+    assert!(sticky > 0 && sticky + left >= N - 10, "{err}");
+    // None of the loop's: the start-up's ~50. Without the kernel reading STICKY, the loop's
+    // calls sent one each until the reader had marked their place (hundreds to thousands
+    // per run).
+    assert!(copies < 150, "{err}");
 }
