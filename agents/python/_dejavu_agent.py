@@ -99,8 +99,9 @@ _STICKY_OS = frozenset(
 # other is not walked at every call for good, and lines that take turns often keep their
 # path checked at every call. The price: at a switch found while checking less often (the
 # first, and each after a calm run), up to _STICKY_GAP calls (the calls between two
-# checks) name the earlier line.
-_STICKY_GAP = 16
+# checks) name the earlier line. 256, as the Node.js agent's: a check every 16th call was
+# ~50 ns a call of a stat loop's ~240 ns in the agent (bench/RESULTS.md, eleventh session).
+_STICKY_GAP = 256
 _STICKY_CALM = 8
 _STICKY_CALM_SHIFT = 16
 _MAX_STICKY = 4096
@@ -119,6 +120,12 @@ _write = _os.write
 # the other thread's, since dejavu keeps a STICKY per thread). docs/agents.md, "Repeated
 # calls".
 _lone = False
+# While _lone: absolute path -> the calls its _sticky entry has left before a check (the
+# entry's iterator, e[2]): the repeated call's fast path in one dict lookup, with no
+# test of the thread (the only one) or of the working directory (an absolute path).
+# Set and dropped with the entry (_sticky_call); emptied with _sticky and when a thread
+# starts.
+_fast = {}
 # The working directory as the agent last read it, "" when unknown; and a count of the
 # os.chdir and os.fchdir calls begun and ended, which forget it (_getcwd).
 _cwd = ""
@@ -473,6 +480,17 @@ def _site_sent(key, sid):
 
 
 def _sticky_call(w, tid, p):
+    """_sticky_call_at, and `p`'s fast entry (_fast) made to match what it left."""
+    said = _sticky_call_at(w, tid, p)
+    e = _sticky.get(p) if said and _lone else None
+    if e is not None and not e[6]:
+        _fast[p] = e[2]
+    else:
+        _fast.pop(p, None)
+    return said
+
+
+def _sticky_call_at(w, tid, p):
     """A repeated call (a _STICKY_OS function, a str path, outside any wrapped call) of
     wrapper `w` on `p`: whether dejavu has, or was just told, its site for this thread and
     path, so the call needs no ENTER and EXIT. Between checks it costs a dict lookup; a
@@ -553,6 +571,7 @@ def _sticky_call(w, tid, p):
     else:
         if len(_sticky) >= _MAX_STICKY:
             _sticky.clear()
+            _fast.clear()
         _sticky[p] = [sid, w, iter((w,)), 1, False, tid, cwd, 0, 0, chain]
     return True
 
@@ -569,6 +588,13 @@ def _wrap(orig, opened=None, repeats=False):
         # kwargs, as to the original), so that a call with one argument builds no tuple
         # and calls the original with it alone.
         if repeats and type(p) is str:
+            # The fast entry of a lone thread's absolute path (_fast): one lookup, and no
+            # wrapped call in progress (the only thread's).
+            it = _fast.get(p)
+            if it is not None and not _depth and next(it, None) is wrapper:
+                if args or kwargs:
+                    return orig(p, *args, **kwargs)
+                return orig(p)
             # A repeated call between two checks of its site (_sticky_call): a dict
             # lookup and a count, inline (it is most of the calls of a loop, and a Python
             # call is a good part of what the agent costs per call): the path's entry,
@@ -744,6 +770,7 @@ def _watch_threads(thread_mod):
         def start(*args, **kwargs):
             global _lone
             _lone = False
+            _fast.clear()
             return orig(*args, **kwargs)
 
         return _like(start, orig)
@@ -960,6 +987,7 @@ def _after_fork():
     _new_sites.clear()
     _depth.clear()
     _sticky.clear()
+    _fast.clear()
     _cwd = ""
     try:
         # The thread that forked is the child's one thread, with a new id.
@@ -977,6 +1005,7 @@ def unhook():
     _cwd = ""
     # The wrappers' fast path finds no entry: every call takes the path that tests _fd.
     _sticky.clear()
+    _fast.clear()
     for ns, name, orig, w in reversed(_installed):
         if ns is None:
             # The import watch.

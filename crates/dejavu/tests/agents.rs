@@ -1023,10 +1023,10 @@ fn node_repeated_calls_are_said_once_and_still_name_each_line() {
 
 #[test]
 fn python_repeated_calls_are_said_once_and_still_name_each_line() {
-    // Python's agent lets up to 16 calls pass between two checks: up to 16 (F, E: 100
-    // then 50 calls).
+    // Python's agent lets up to 256 calls pass between two checks, as Node.js's does:
+    // up to 256 (F, E: 300 calls each).
     require!("python3");
-    assert_repeats(Lang::Python, "repeats.py", (100, 50), 16);
+    assert_repeats(Lang::Python, "repeats.py", (300, 300), 256);
 }
 
 #[test]
@@ -1230,13 +1230,13 @@ fn a_helper_called_from_two_lines_is_checked_at_every_call_only_for_a_while() {
     // in a row found the same site, then 1, 2, 4, ... calls apart again (docs/agents.md,
     // "Repeated calls"). Before, it stayed checked at every call: 1,987 stack captures
     // (Node.js) and 2,003 frame walks (Python) for these 2,050 calls; now 29 and 134. Every
-    // call names its caller, but for the documented price at the switch: up to 256
-    // (Node.js) or 16 (Python) of the second line's first calls may name the first.
+    // call names its caller, but for the documented price at the switch: up to 256 of
+    // the second line's first calls may name the first.
     require!("node");
     require!("python3");
     for (lang, script, what, most, price) in [
         (Lang::Node, "helper.js", "captures", 100, 256),
-        (Lang::Python, "helper.py", "walks", 300, 16),
+        (Lang::Python, "helper.py", "walks", 300, 256),
     ] {
         let (calls, _, _, out) = record_calls_out(lang, script, &[]);
         let n = printed_count(&out, what, script);

@@ -28,12 +28,12 @@ def interleaved():
 
 
 def phase_f():
-    for _ in range(100):
+    for _ in range(300):
         os.stat(q)  # @line F
 
 
 def phase_e():
-    for _ in range(50):
+    for _ in range(300):
         os.stat(q)  # @line E
 
 
