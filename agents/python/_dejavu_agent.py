@@ -504,7 +504,7 @@ def _sticky_call_at(w, tid, p):
         e = None
     if e is not None and e[1] is w and next(e[2], None) is w:
         return True
-    caller = _getframe(2)  # the wrapper's caller
+    caller = _getframe(3)  # the wrapper's caller (through _sticky_call)
     same = False
     if e is not None:
         # The frames (code object, instruction offset) the site was last found from, up
