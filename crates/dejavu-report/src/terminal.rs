@@ -159,7 +159,7 @@ impl<'a> Render<'a> {
                 text.push_str(&format!(
                     "Top: {} of {} in {}{} ({} {}).",
                     f.detector,
-                    shorten_middle(&paths_label(f), 40),
+                    fit_label(&paths_label(f), 40),
                     program_label(f),
                     f.callsites
                         .first()
@@ -414,7 +414,7 @@ impl<'a> Render<'a> {
         // Paths are single words to `wrap`: shorten each to fit a line of its own.
         let fit_paths = |ps: &[String]| {
             ps.iter()
-                .map(|p| shorten_middle(&sanitize(p), room.saturating_sub(1)))
+                .map(|p| fit_label(&sanitize(p), room.saturating_sub(1)))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -827,7 +827,7 @@ impl Columns {
         let w = self.w[i];
         match i {
             0 | 5..=8 => format!("{v:>w$}"),
-            Self::PATHS => format!("{:<w$}", shorten_middle(v, w)),
+            Self::PATHS => format!("{:<w$}", fit_label(v, w)),
             _ => format!("{:<w$}", shorten_end(v, w)),
         }
     }
@@ -844,6 +844,42 @@ pub(crate) fn program_label(f: &Finding) -> String {
 }
 
 /// The path or pattern; `first (+2)` when a finding has several.
+/// A path label (`paths_label`'s, or one of a finding's paths) cut to `width` characters.
+/// A label with a list in parentheses (a file name searched for in several directories:
+/// `eslint.config.js in 9 directories (/app/src, /app/src/cli, ...)`, then perhaps the
+/// finding's other paths, ` (+2)`) loses the list's last entries first, then the list,
+/// and only then its middle: a cut through the list's middle read
+/// `eslint.config.cjs…/cli-engine, ...) (+2)`.
+pub(crate) fn fit_label(label: &str, width: usize) -> String {
+    if label.chars().count() <= width {
+        return label.to_string();
+    }
+    // The finding's other paths, said last: kept whole.
+    let (main, more) = match label.rfind(" (+") {
+        Some(i) if label.ends_with(')') && label[i + 3..label.len() - 1].parse::<u64>().is_ok() => {
+            label.split_at(i)
+        }
+        _ => (label, ""),
+    };
+    if let Some(open) = main.find(" (").filter(|_| main.ends_with(')')) {
+        let head = &main[..open];
+        let inner = &main[open + 2..main.len() - 1];
+        let items: Vec<&str> = inner.split(", ").filter(|i| *i != "...").collect();
+        for k in (1..items.len()).rev() {
+            let cand = format!("{head} ({}, ...){more}", items[..k].join(", "));
+            if cand.chars().count() <= width {
+                return cand;
+            }
+        }
+        let cand = format!("{head}{more}");
+        if cand.chars().count() <= width {
+            return cand;
+        }
+        return shorten_middle(&cand, width);
+    }
+    shorten_middle(label, width)
+}
+
 pub(crate) fn paths_label(f: &Finding) -> String {
     if let Some(s) = &f.stream {
         return sanitize(s);
@@ -1216,6 +1252,37 @@ fn keep_tail(loc: &str, width: usize) -> String {
     let mut out = String::from("…");
     out.extend(&chars[snap..]);
     out
+}
+
+#[cfg(test)]
+mod fit_label_tests {
+    use super::fit_label;
+
+    #[test]
+    fn a_searched_names_directories_go_before_its_middle_is_cut() {
+        let l = "eslint.config.cjs in 9 directories (/tmp/rw/npmt/src1, /tmp/rw/npmt/src1/cli-engine, /tmp/rw/npmt/src1/config, ...) (+2)";
+        assert_eq!(fit_label(l, 200), l);
+        assert_eq!(
+            fit_label(l, 70),
+            "eslint.config.cjs in 9 directories (/tmp/rw/npmt/src1, ...) (+2)"
+        );
+        assert_eq!(fit_label(l, 40), "eslint.config.cjs in 9 directories (+2)");
+        let cut = fit_label(l, 24);
+        assert_eq!(cut.chars().count(), 24, "{cut}");
+        assert!(!cut.contains(')') || cut.ends_with("(+2)"), "{cut}");
+        // Without the other paths' count, and a plain path: cut in the middle as before.
+        assert_eq!(
+            fit_label(
+                "cc in 3 directories (/root/.cargo/bin, /usr/local/go/bin, /usr/sbin)",
+                45
+            ),
+            "cc in 3 directories (/root/.cargo/bin, ...)"
+        );
+        assert_eq!(
+            fit_label("/home/u/project/node_modules/pkg/index.js", 30),
+            dejavu_analyze::text::shorten_middle("/home/u/project/node_modules/pkg/index.js", 30)
+        );
+    }
 }
 
 #[cfg(test)]
