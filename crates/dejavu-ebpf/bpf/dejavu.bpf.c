@@ -1022,6 +1022,12 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 	return 0;
 }
 
+/* A little-endian u32 of the agents' messages (unaligned). */
+static __always_inline u32 le32(const u8 *p)
+{
+	return p[0] | ((u32)p[1] << 8) | ((u32)p[2] << 16) | ((u32)p[3] << 24);
+}
+
 /* One STICKY message of an agent's write (`ml` bytes after its length, at `o` in the
  * write): pid u32, tid u32, ns u32, site u32, path (u16 len, bytes), kept for its thread.
  * A global function: verified once, not once per message of agent_stickies' loop. */
@@ -1030,8 +1036,7 @@ __noinline int sticky_msg(struct scratch *sc, u32 o, u32 ml)
 	if (!sc)
 		return 0;
 	u8 *p = sc->buf + sizeof(struct agent_ev) + (o & (MEM_MAX - 1));
-	u32 pid = p[3] | ((u32)p[4] << 8) | ((u32)p[5] << 16) | ((u32)p[6] << 24);
-	u32 tid = p[7] | ((u32)p[8] << 8) | ((u32)p[9] << 16) | ((u32)p[10] << 24);
+	u32 pid = le32(p + 3), tid = le32(p + 7);
 	u32 plen = p[19] | ((u32)p[20] << 8);
 	/* (An empty path is malformed: user space ignores it.) */
 	if (ml < 19 || ml != 19 + plen || plen == 0)
