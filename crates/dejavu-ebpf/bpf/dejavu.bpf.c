@@ -1514,6 +1514,11 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		if (ret != 0) {
 			cflags |= entry_sflags;
 			sid = entry_sid;
+			/* A failed exec is a call on a path (user space may fix a STICKY's kind
+			 * with it): one that would fix it here is forgotten instead. */
+			struct sticky *st = sticky_slot(tid);
+			if (st && st->tid == tid && st->state == STK_SAID)
+				st->state = STK_NONE;
 		}
 	} else if (c->stacks && nr != NR_munmap && !nostk) {
 		/* (munmap is traced only for the trace's Unmap records: it needs no stack.) */
