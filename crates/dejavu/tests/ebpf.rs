@@ -752,8 +752,9 @@ fn an_agents_sticky_calls_send_no_stack_copies_and_other_calls_on_the_path_keep_
     let left = left_to_agents(&err);
     assert_eq!(misses, 0, "{err}");
     assert!(sticky > 0 && sticky + left >= N - 10, "{err}");
-    // None of the loop's: the start-up's ~50. Without the kernel reading STICKY, the loop's
-    // calls sent one each until the reader had marked their place (hundreds to thousands
-    // per run).
-    assert!(copies < 150, "{err}");
+    // None of the loop's: the start-up's (~40 on a quiet machine; more when the reader is
+    // slow to cache a module loader's places, as on a loaded CI machine). Without the
+    // kernel reading STICKY, the loop's calls sent one each until the reader had marked
+    // their place: 1,598 to 20,037 per run (3 runs).
+    assert!(copies < 500, "{err}");
 }
