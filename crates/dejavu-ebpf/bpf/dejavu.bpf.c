@@ -1123,6 +1123,22 @@ static __always_inline void agent_write(u8 *buf, struct config *c, u64 id, u64 d
 		sticky_forget(wtid);
 }
 
+/* A blob of `kind` at `off` (bounded by the caller) whose data begins with two words, as
+ * B_STACK's and B_PLACE's do: length 16, which a caller that adds more data raises. */
+static __always_inline struct blob *blob_two_words(u8 *buf, u32 off, u16 kind, u64 addr, u64 w0,
+						   u64 w1)
+{
+	struct blob *b = (struct blob *)(buf + off);
+	u64 *w = (u64 *)(buf + off + sizeof(*b));
+	w[0] = w0;
+	w[1] = w1;
+	b->addr = addr;
+	b->kind = kind;
+	b->flags = 0;
+	b->len = 16;
+	return b;
+}
+
 /* The instruction and frame pointers and the first INLINE_STACK bytes of the stack, in the
  * call's own record: when the stack copies' ring is full, the innermost frames (which
  * name the call site) still come through, unwound with the modules' tables like a full
@@ -1135,15 +1151,8 @@ __noinline u32 blob_stack(struct scratch *sc, u32 off, u64 ip, u64 sp, u64 bp)
 	if (off > OFF_MASK)
 		return off;
 	BOUND(off);
-	struct blob *b = (struct blob *)(buf + off);
-	u64 *regs = (u64 *)(buf + off + sizeof(*b));
-	regs[0] = ip;
-	regs[1] = bp;
-	b->addr = sp;
-	b->kind = B_STACK;
-	b->flags = 0;
+	struct blob *b = blob_two_words(buf, off, B_STACK, sp, ip, bp);
 	if (bpf_probe_read_user(buf + off + sizeof(*b) + 16, INLINE_STACK, (const void *)sp) != 0) {
-		b->len = 16;
 		b->flags = BF_FAULT;
 		return off + sizeof(*b) + 16;
 	}
@@ -1162,15 +1171,8 @@ __noinline u32 blob_place(struct scratch *sc, u32 off, u64 mm, u64 ip, u64 sp)
 	if (off > OFF_MASK)
 		return off;
 	BOUND(off);
-	struct blob *b = (struct blob *)(buf + off);
-	u64 *w = (u64 *)(buf + off + sizeof(*b));
-	w[0] = mm;
-	w[1] = ip;
-	b->addr = sp;
-	b->kind = B_PLACE;
-	b->flags = 0;
-	b->len = 16;
-	return off + sizeof(*b) + 16;
+	blob_two_words(buf, off, B_PLACE, sp, mm, ip);
+	return off + sizeof(struct blob) + 16;
 }
 
 /* What native_stack needs of the call: its registers and address space, and where the
