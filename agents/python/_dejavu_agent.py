@@ -120,12 +120,16 @@ _write = _os.write
 # the other thread's, since dejavu keeps a STICKY per thread). docs/agents.md, "Repeated
 # calls".
 _lone = False
-# While _lone: absolute path -> the calls its _sticky entry has left before a check (the
-# entry's iterator, e[2]): the repeated call's fast path in one dict lookup, with no
-# test of the thread (the only one) or of the working directory (an absolute path).
-# Set and dropped with the entry (_sticky_call); emptied with _sticky and when a thread
-# starts.
-_fast = {}
+# While _lone, each `repeats` wrapper has a dict of its own (_fast_of[wrapper]): absolute
+# path -> the calls its _sticky entry has left before a check (the entry's iterator,
+# e[2]), for the paths whose entry is that wrapper's: the repeated call's fast path in one
+# dict lookup and one next(), with no test of the thread (the only one), of the working
+# directory (an absolute path), of the function (the dict is its own) or of a wrapped call
+# in progress (every dict is emptied when one begins: _fast_clear). Set and dropped with
+# the entry (_sticky_call); emptied with _sticky, when a thread starts and when a wrapped
+# call begins. _fast_any: whether any of them may hold an entry.
+_fast_of = {}
+_fast_any = False
 # The working directory as the agent last read it, "" when unknown; and a count of the
 # os.chdir and os.fchdir calls begun and ended, which forget it (_getcwd).
 _cwd = ""
@@ -479,14 +483,30 @@ def _site_sent(key, sid):
         _site_codes[key] = codes
 
 
+def _fast_clear():
+    """Empties every wrapper's fast entries (_fast_of)."""
+    global _fast_any
+    _fast_any = False
+    for d in _fast_of.values():
+        d.clear()
+
+
 def _sticky_call(w, tid, p):
-    """_sticky_call_at, and `p`'s fast entry (_fast) made to match what it left."""
+    """_sticky_call_at, and `p`'s fast entry (_fast_of) made to match what it left: in the
+    dict of the wrapper its entry is now (only) that wrapper's."""
+    global _fast_any
+    e = _sticky.get(p)
+    if e is not None:
+        d = _fast_of.get(e[1])
+        if d:
+            d.pop(p, None)
     said = _sticky_call_at(w, tid, p)
     e = _sticky.get(p) if said and _lone else None
-    if e is not None and not e[6]:
-        _fast[p] = e[2]
-    else:
-        _fast.pop(p, None)
+    if e is not None and not e[6] and e[1] is w:
+        d = _fast_of.get(w)
+        if d is not None:
+            d[p] = e[2]
+            _fast_any = True
     return said
 
 
@@ -571,7 +591,7 @@ def _sticky_call_at(w, tid, p):
     else:
         if len(_sticky) >= _MAX_STICKY:
             _sticky.clear()
-            _fast.clear()
+            _fast_clear()
         _sticky[p] = [sid, w, iter((w,)), 1, False, tid, cwd, 0, 0, chain]
     return True
 
@@ -582,19 +602,22 @@ def _wrap(orig, opened=None, repeats=False):
     then gives the descriptor's later calls (the reads and writes of a file object, which
     happen after open returned) the same site. `repeats`: its calls name their one path
     argument, so a repeated call's site is said once (_sticky_call)."""
+    # Its fast entries (_fast_of).
+    fast = {}
 
     def wrapper(p=_NOARG, /, *args, **kwargs):
         # The first argument on its own (positional-only: a keyword of any name goes to
         # kwargs, as to the original), so that a call with one argument builds no tuple
         # and calls the original with it alone.
-        if repeats and type(p) is str:
-            # The fast entry of a lone thread's absolute path (_fast): one lookup, and no
-            # wrapped call in progress (the only thread's).
-            it = _fast.get(p)
-            if it is not None and not _depth and next(it, None) is wrapper:
+        if type(p) is str:
+            # The fast entry of a lone thread's absolute path (_fast_of): one lookup, and
+            # a call left before the next check (a loop of one turn at most: FOR_ITER is
+            # no call, as next() would be). A wrapper that is not `repeats` has none.
+            for _ in fast.get(p, _NO_CALLS):
                 if args or kwargs:
                     return orig(p, *args, **kwargs)
                 return orig(p)
+        if repeats and type(p) is str:
             # A repeated call between two checks of its site (_sticky_call): a dict
             # lookup and a count, inline (it is most of the calls of a loop, and a Python
             # call is a good part of what the agent costs per call): the path's entry,
@@ -664,6 +687,9 @@ def _wrap(orig, opened=None, repeats=False):
                     _site_sent(key, sid)
                     _depth[tid] = depth + 1
                     d = depth
+                    if _fast_any:
+                        # No fast path while a wrapped call is in progress.
+                        _fast_clear()
         except Exception:
             d = -1
         if d < 0:
@@ -690,6 +716,8 @@ def _wrap(orig, opened=None, repeats=False):
             except Exception:
                 pass
 
+    if repeats:
+        _fast_of[wrapper] = fast
     return _like(wrapper, orig)
 
 
@@ -770,7 +798,7 @@ def _watch_threads(thread_mod):
         def start(*args, **kwargs):
             global _lone
             _lone = False
-            _fast.clear()
+            _fast_clear()
             return orig(*args, **kwargs)
 
         return _like(start, orig)
@@ -987,7 +1015,7 @@ def _after_fork():
     _new_sites.clear()
     _depth.clear()
     _sticky.clear()
-    _fast.clear()
+    _fast_clear()
     _cwd = ""
     try:
         # The thread that forked is the child's one thread, with a new id.
@@ -1005,7 +1033,7 @@ def unhook():
     _cwd = ""
     # The wrappers' fast path finds no entry: every call takes the path that tests _fd.
     _sticky.clear()
-    _fast.clear()
+    _fast_clear()
     for ns, name, orig, w in reversed(_installed):
         if ns is None:
             # The import watch.

@@ -1149,6 +1149,25 @@ fn python_threads_calling_on_one_path_each_keep_their_line() {
 }
 
 #[test]
+fn python_calls_inside_a_wrapped_call_do_not_ride_a_loops_fast_entry() {
+    // A loop that stats one path from one line takes the Python agent's fast path (no
+    // thread started: one dict lookup per call). Once, in the middle, a logging handler's
+    // emit (a wrapped call, its ENTER said) writes to a stream whose write() stats the
+    // same path from another line: those calls are emit's nested calls, each named at its
+    // own line, not the loop's (fails if the fast entries outlive the start of a wrapped
+    // call: the calls inside emit then ride the loop's entry, unnamed).
+    require!("python3");
+    let script = "repeats_nested.py";
+    let (calls, _, _) = record_calls(Lang::Python, script, &[]);
+    let by_line = calls_by_marked_line(&calls, "stat", script, STATS);
+    let want: BTreeMap<String, usize> = [("M", 900), ("N", 50)]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    assert_eq!(by_line, want, "every call at its own line");
+}
+
+#[test]
 fn python_a_relative_path_after_a_chdir_is_said_again() {
     // The Python agent's entry for a relative path holds the working directory it was
     // said in: after a chdir the same string names another file, so its calls are said
