@@ -155,6 +155,42 @@ pub fn remove_unused(dir: &Path, age: std::time::Duration, which: impl Fn(&str) 
     }
 }
 
+/// The file whose modification time says when [`sweep`] last looked through its
+/// directory.
+const SWEPT: &str = ".swept";
+
+/// [`remove_unused`], at most once every `every` for `dir`: a directory that holds an
+/// entry per module (the names of native code) has thousands of them after a while, and a
+/// look at each (a `statx`) at every recording's end was ~5% of dejavu's CPU on a build
+/// (bench/RESULTS.md, twelfth session). The time of the last look is the modification
+/// time of `dir/.swept` (made private, as the rest); `which` never sees that file.
+pub fn sweep(
+    dir: &Path,
+    age: std::time::Duration,
+    every: std::time::Duration,
+    which: impl Fn(&str) -> bool,
+) {
+    let marker = dir.join(SWEPT);
+    match std::fs::symlink_metadata(&marker) {
+        Ok(m) if !m.is_file() || !private(&m) => return,
+        Ok(_) if !older_than(&marker, every) => return,
+        Ok(_) => {
+            let Ok(f) = std::fs::File::open(&marker) else {
+                return;
+            };
+            if f.set_modified(std::time::SystemTime::now()).is_err() {
+                return;
+            }
+        }
+        Err(_) => {
+            if write_private(dir, SWEPT, b"").is_err() {
+                return;
+            }
+        }
+    }
+    remove_unused(dir, age, |n| n != SWEPT && which(n));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,6 +274,54 @@ mod tests {
             .map(|e| e.expect("entry").file_name())
             .collect();
         assert_eq!(left, ["keep"]);
+    }
+
+    #[test]
+    fn a_sweep_looks_through_its_directory_once_in_a_while() {
+        let d = private_dir();
+        let day = std::time::Duration::from_secs(24 * 3600);
+        write_private(d.path(), "a", b"a").expect("written");
+        // The first sweep looks (every entry is older than no time at all) and leaves its
+        // marker.
+        sweep(d.path(), std::time::Duration::ZERO, day, |_| true);
+        let left = |d: &tempfile::TempDir| {
+            let mut v: Vec<_> = std::fs::read_dir(d.path())
+                .expect("list")
+                .map(|e| e.expect("entry").file_name().into_string().expect("utf-8"))
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(left(&d), [".swept"]);
+        assert!(private(
+            &std::fs::symlink_metadata(d.path().join(".swept")).expect("stat")
+        ));
+        // The next one, within the day, does not look.
+        write_private(d.path(), "b", b"b").expect("written");
+        sweep(d.path(), std::time::Duration::ZERO, day, |_| true);
+        assert_eq!(left(&d), [".swept", "b"]);
+        // A day later it does, and renews its marker.
+        let old = std::time::SystemTime::now() - 2 * day;
+        std::fs::File::open(d.path().join(".swept"))
+            .expect("open")
+            .set_modified(old)
+            .expect("touch");
+        sweep(d.path(), std::time::Duration::ZERO, day, |_| true);
+        assert_eq!(left(&d), [".swept"]);
+        assert!(!older_than(&d.path().join(".swept"), day));
+        // A marker that is not a private file: no sweep.
+        write_private(d.path(), "c", b"c").expect("written");
+        std::fs::set_permissions(
+            d.path().join(".swept"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .expect("chmod");
+        std::fs::File::open(d.path().join(".swept"))
+            .expect("open")
+            .set_modified(old)
+            .expect("touch");
+        sweep(d.path(), std::time::Duration::ZERO, day, |_| true);
+        assert_eq!(left(&d), [".swept", "c"]);
     }
 
     #[test]

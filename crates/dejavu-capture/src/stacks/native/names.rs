@@ -29,11 +29,14 @@ const MAX_ENTRIES: usize = 200_000;
 const MAX_BYTES: u64 = 64 << 20;
 /// Frames per address at most (as `ElfModule::symbolize` gives).
 const MAX_FRAMES: usize = 32;
-/// Files not used for this long are removed when one is written.
+/// Files not used for this long are removed when one is written (looking through the
+/// directory at most once every SWEEP).
 const UNUSED: Duration = Duration::from_secs(30 * 24 * 3600);
 /// A file used again after this long gets its modification time renewed (so that it is
 /// not taken for unused).
 const RENEW: Duration = Duration::from_secs(24 * 3600);
+/// How often the directory is looked through for unused files (cache::sweep).
+const SWEEP: Duration = Duration::from_secs(24 * 3600);
 
 /// A stable hasher (SipHash-1-3 with fixed keys: the same value for the same input in
 /// every run of one dejavu build, which is all the key needs: another build has another
@@ -128,7 +131,7 @@ impl KeptNames {
             all.entry(svma).or_insert(frames);
         }
         let _ = crate::cache::write_private(dir, &file_name(self.key), &encode(self.key, &all));
-        crate::cache::remove_unused(dir, UNUSED, |_| true);
+        crate::cache::sweep(dir, UNUSED, SWEEP, |_| true);
     }
 }
 
