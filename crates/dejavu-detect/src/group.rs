@@ -470,7 +470,7 @@ fn make(
         }],
         // For display only: the heaviest paths make the patterns people read.
         None if by_count.len() > 3 => {
-            crate::pattern::clusters(&items[..items.len().min(DISPLAY_PATHS)])
+            crate::pattern::display_clusters(&items[..items.len().min(DISPLAY_PATHS)])
         }
         None => Vec::new(),
     };

@@ -250,6 +250,18 @@ fn ext(name: &[u8]) -> Option<&[u8]> {
 /// 5. shapes that differ in one directory (`.../fragments/*/a0.tdb`), the first two
 ///    directories kept literal.
 pub fn clusters(paths: &[(&[u8], u64)]) -> Vec<Cluster> {
+    clusters_with(paths, false)
+}
+
+/// [`clusters`] for a finding's `paths:` line, where the root's files are one pattern too
+/// (`/*`): pytest looks for seven config names in every directory up to the root, and the
+/// root's seven were seven entries, of which one was shown. (Not for telling findings
+/// apart: their keys, which `dejavu diff` and `dejavu check` match, stay as they were.)
+pub fn display_clusters(paths: &[(&[u8], u64)]) -> Vec<Cluster> {
+    clusters_with(paths, true)
+}
+
+fn clusters_with(paths: &[(&[u8], u64)], root_files: bool) -> Vec<Cluster> {
     let mut cs = Comps::default();
     // 1. Identical masked paths.
     let mut shapes: Vec<Shape> = Vec::new();
@@ -275,7 +287,7 @@ pub fn clusters(paths: &[(&[u8], u64)]) -> Vec<Cluster> {
     drop(by_masked);
     walks(&mut shapes, paths, &cs);
     searches(&mut shapes, &cs);
-    siblings(&mut shapes, &mut cs);
+    siblings(&mut shapes, &mut cs, root_files);
     one_dir_differs(&mut shapes, &mut cs);
     let mut out: Vec<Cluster> = shapes
         .into_iter()
@@ -335,7 +347,19 @@ pub fn clusters(paths: &[(&[u8], u64)]) -> Vec<Cluster> {
             }
         })
         .collect();
-    out.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.key.cmp(&b.key)));
+    if root_files {
+        // For people: of patterns with as many calls, the deepest first (the program's
+        // directory before the root's, where a search goes up).
+        let depth = |c: &Cluster| c.key.bytes().filter(|&b| b == b'/').count();
+        out.sort_by(|a, b| {
+            b.weight
+                .cmp(&a.weight)
+                .then(depth(b).cmp(&depth(a)))
+                .then(a.key.cmp(&b.key))
+        });
+    } else {
+        out.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.key.cmp(&b.key)));
+    }
     out
 }
 
@@ -491,11 +515,17 @@ fn searches(shapes: &mut [Shape], cs: &Comps<'_>) {
     }
 }
 
-/// Step 4, files of one directory: `dir/*.ext` when they share an extension, else `dir/*`.
-fn siblings(shapes: &mut [Shape], cs: &mut Comps<'_>) {
+/// Step 4, files of one directory: `dir/*.ext` when they share an extension, else `dir/*`
+/// (with `root_files`, the root's too: `/*`).
+fn siblings(shapes: &mut [Shape], cs: &mut Comps<'_>, root_files: bool) {
     let mut by_dir: FxHashMap<&[u32], Vec<usize>> = FxHashMap::default();
+    let least = if root_files { 2 } else { 3 };
     for (i, s) in shapes.iter().enumerate() {
-        if s.members.is_empty() || s.special.is_some() || s.comps.len() < 3 {
+        if s.members.is_empty()
+            || s.special.is_some()
+            || s.comps.len() < least
+            || s.comps.last().is_none_or(|&c| cs.bytes(c).is_empty())
+        {
             continue;
         }
         by_dir
@@ -638,6 +668,42 @@ mod tests {
         );
         assert_eq!(cl(&["/src/a.js", "/src/b.ts"]), vec!["/src/*"]);
         assert_eq!(cl(&["/x/y"]), vec!["/x/y"]);
+        // For display, the root's files too (pytest looks for its config files in every
+        // directory up to the root: without it, the root's seven made seven entries and
+        // one was shown); not for telling findings apart.
+        let dl = |v: &[&str]| -> Vec<String> {
+            let items: Vec<(&[u8], u64)> = v.iter().map(|p| (p.as_bytes(), 1)).collect();
+            let mut c: Vec<String> = display_clusters(&items)
+                .into_iter()
+                .map(|c| c.display)
+                .collect();
+            c.sort();
+            c
+        };
+        let pytest = [
+            "/tmp/p/pytest.ini",
+            "/tmp/p/tox.ini",
+            "/tmp/pytest.ini",
+            "/tmp/tox.ini",
+            "/pytest.ini",
+            "/tox.ini",
+        ];
+        assert_eq!(dl(&pytest), vec!["/*.ini", "/tmp/*.ini", "/tmp/p/*.ini"]);
+        // As many calls each: the deepest first.
+        let items: Vec<(&[u8], u64)> = pytest.iter().map(|p| (p.as_bytes(), 1)).collect();
+        let order: Vec<String> = display_clusters(&items)
+            .into_iter()
+            .map(|c| c.display)
+            .collect();
+        assert_eq!(order, vec!["/tmp/p/*.ini", "/tmp/*.ini", "/*.ini"]);
+        let mut c = cl(&pytest);
+        c.sort();
+        assert_eq!(
+            c,
+            vec!["/pytest.ini", "/tmp/*.ini", "/tmp/p/*.ini", "/tox.ini"]
+        );
+        // Not the root itself.
+        assert_eq!(dl(&["/", "/a"]), vec!["/", "/a"]);
     }
 
     #[test]

@@ -501,7 +501,18 @@ impl<'a> Render<'a> {
         if details || refs.cut || f.paths.len() > 1 || f.path_count > f.paths.len() as u64 {
             let mut paths = fit_paths(&f.paths);
             if f.path_count > f.paths.len() as u64 {
-                let n = if details { 5 } else { EXAMPLE_PATHS };
+                // The paths with the most calls, when some have more than others: where
+                // every path has its share (each probed twice), naming some says nothing.
+                let even = f.top_paths.first().is_none_or(|p| {
+                    p.redundant_calls.saturating_mul(f.path_count) <= f.redundant_calls
+                });
+                let n = if even {
+                    0
+                } else if details {
+                    5
+                } else {
+                    EXAMPLE_PATHS
+                };
                 let top: Vec<String> = f
                     .top_paths
                     .iter()
@@ -1049,6 +1060,27 @@ mod tests {
             },
         );
         assert!(text.contains("--stacks on"), "{text}");
+    }
+
+    #[test]
+    fn the_paths_with_most_calls_are_named_only_when_some_have_more() {
+        // The fixture's finding of 40 paths: 120 redundant calls, 30 of them on one.
+        let mut a = fixture::analysis();
+        let text = render(&a, &opts());
+        assert!(text.contains("(40 paths;"), "{text}");
+        assert!(text.contains("most: "), "{text}");
+        // Every path with its share (three each): which ones come first says nothing.
+        let f = a
+            .findings
+            .iter_mut()
+            .find(|f| f.path_count == 40)
+            .expect("the fixture's finding of 40 paths");
+        for p in &mut f.top_paths {
+            p.redundant_calls = 3;
+        }
+        let text = render(&a, &opts());
+        assert!(text.contains("(40 paths)"), "{text}");
+        assert!(!text.contains("most:"), "{text}");
     }
 
     #[test]

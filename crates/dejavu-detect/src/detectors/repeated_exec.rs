@@ -550,7 +550,7 @@ impl Detector for RepeatedExec {
                 names.clone()
             } else {
                 let items: Vec<(&[u8], u64)> = names.iter().map(|n| (n.as_bytes(), 1)).collect();
-                crate::pattern::clusters(&items)
+                crate::pattern::display_clusters(&items)
                     .into_iter()
                     .take(3)
                     .map(|c| c.display)
