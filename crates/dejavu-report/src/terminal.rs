@@ -469,7 +469,7 @@ impl<'a> Render<'a> {
         if let Some(q) = &f.sequence {
             field(
                 "loop:",
-                &format!("{}: {}", per_call(q), sanitize(&q.steps.join(", "))),
+                &format!("{}: {}", per_call(q), sanitize(&loop_steps(&q.steps))),
                 &|s| st.dim(s),
             );
         }
@@ -888,7 +888,64 @@ pub(crate) fn fit_label(label: &str, width: usize) -> String {
         }
         return shorten_middle(&cand, width);
     }
+    // A walk up a path ("DEEPEST and N more under TOP"): its top goes, then its count,
+    // before the deepest path is cut in the middle.
+    if let Some((deepest, rest)) = main.split_once(" and ") {
+        if let Some((n, _top)) = rest.split_once(" more under ") {
+            if n.parse::<u64>().is_ok() {
+                for cand in [
+                    format!("{deepest} and {n} more{more}"),
+                    format!("{deepest}{more}"),
+                ] {
+                    if cand.chars().count() <= width {
+                        return cand;
+                    }
+                }
+                return shorten_middle(&format!("{deepest}{more}"), width);
+            }
+        }
+    }
     shorten_middle(label, width)
+}
+
+/// A loop's calls (`verb PATH`, `verb PATH -> ERRNO`, `verb`) as one line: a path is said
+/// at the first of the calls in a row on it (a read loop's open, fcntl, fstat, read and
+/// close each named the same 70-character path: 16 lines of `go build`'s first screen),
+/// and the same call repeated in a row once, with its count (`fcntl ×4`).
+pub(crate) fn loop_steps(steps: &[String]) -> String {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    let mut last_path: Option<&str> = None;
+    for step in steps {
+        let (verb, rest) = step.split_once(' ').unwrap_or((step.as_str(), ""));
+        // (`verb -> ERRNO`: a call without a path that failed.)
+        let (path, err) = match rest.rfind(" -> ") {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None if rest.starts_with("-> ") => ("", &step[verb.len()..]),
+            None => (rest, ""),
+        };
+        let text = if path.is_empty() || last_path == Some(path) {
+            format!("{verb}{err}")
+        } else {
+            format!("{verb} {path}{err}")
+        };
+        if !path.is_empty() {
+            last_path = Some(path);
+        }
+        match out.last_mut() {
+            Some((t, n)) if *t == text => *n += 1,
+            _ => out.push((text, 1)),
+        }
+    }
+    out.iter()
+        .map(|(t, n)| {
+            if *n > 1 {
+                format!("{t} ×{n}")
+            } else {
+                t.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub(crate) fn paths_label(f: &Finding) -> String {
@@ -1291,6 +1348,39 @@ mod fit_label_tests {
     use super::fit_label;
 
     #[test]
+    fn a_loops_path_is_said_once_per_run_of_calls_on_it() {
+        let p = "/root/.cache/go-build/e3/e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855-d";
+        let steps: Vec<String> = [
+            "open", "fcntl", "fcntl", "fcntl", "fcntl", "fstat", "read", "close",
+        ]
+        .iter()
+        .map(|v| format!("{v} {p}"))
+        .collect();
+        assert_eq!(
+            super::loop_steps(&steps),
+            format!("open {p}, fcntl ×4, fstat, read, close")
+        );
+        // Another path is said where it starts; errors stay with their call; a call
+        // without a path is as it was.
+        let steps: Vec<String> = [
+            "stat /srv/guest/* -> ENOENT",
+            "stat /srv/host/*",
+            "lstat /srv/host/*",
+            "getcwd",
+            "close -> EBADF",
+            "stat /srv/guest/* -> ENOENT",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            super::loop_steps(&steps),
+            "stat /srv/guest/* -> ENOENT, stat /srv/host/*, lstat, getcwd, close -> EBADF, \
+             stat /srv/guest/* -> ENOENT"
+        );
+    }
+
+    #[test]
     fn a_searched_names_directories_go_before_its_middle_is_cut() {
         let l = "eslint.config.cjs in 9 directories (/tmp/rw/npmt/src1, /tmp/rw/npmt/src1/cli-engine, /tmp/rw/npmt/src1/config, ...) (+2)";
         assert_eq!(fit_label(l, 200), l);
@@ -1310,6 +1400,15 @@ mod fit_label_tests {
             ),
             "cc in 3 directories (/root/.cargo/bin, ...)"
         );
+        // A walk up a path: its top, then its count go first (`go build`'s first screen read
+        // "/tmp/gohello a…1 more under /tmp (+2)").
+        let w = "/tmp/gohello and 1 more under /tmp (+2)";
+        assert_eq!(fit_label(w, 40), w);
+        assert_eq!(fit_label(w, 38), "/tmp/gohello and 1 more (+2)");
+        assert_eq!(fit_label(w, 20), "/tmp/gohello (+2)");
+        let cut = fit_label(w, 12);
+        assert_eq!(cut.chars().count(), 12, "{cut}");
+        assert!(!cut.contains("more"), "{cut}");
         assert_eq!(
             fit_label("/home/u/project/node_modules/pkg/index.js", 30),
             dejavu_analyze::text::shorten_middle("/home/u/project/node_modules/pkg/index.js", 30)
