@@ -163,7 +163,10 @@ impl<'a> Render<'a> {
                     program_label(f),
                     f.callsites
                         .first()
-                        .map(|c| format!(" at {}", shorten_middle(&sanitize(&c.label()), 60)))
+                        // As under the row: the function whole and the end of its
+                        // file's path (a cut in the middle lost both: `cmd/go/internal/
+                        // …/go/internal/cache/cache.go:289`).
+                        .map(|c| format!(" at {}", fit_site(c, 60)))
                         .unwrap_or_default(),
                     fmt_count(f.redundant_calls),
                     plural(f.redundant_calls, "call", "calls"),
@@ -1138,6 +1141,32 @@ mod tests {
         let text = render(&a, &opts());
         assert!(text.contains("(40 paths)"), "{text}");
         assert!(!text.contains("most:"), "{text}");
+    }
+
+    #[test]
+    fn the_top_findings_site_keeps_its_function_and_file_name() {
+        let mut a = fixture::analysis();
+        a.findings[0].callsites[0] = fixture::site(
+            "cmd/go/internal/cache.GetBytes",
+            "/usr/local/go/src/cmd/go/internal/cache/cache.go",
+            289,
+            800,
+        );
+        let text = render(&a, &opts());
+        let top: String = text
+            .split("Top: ")
+            .nth(1)
+            .expect("the Top sentence")
+            .split(").")
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            top.contains("at cmd/go/internal/cache.GetBytes …/internal/cache/cache.go:289"),
+            "{top}"
+        );
     }
 
     #[test]
