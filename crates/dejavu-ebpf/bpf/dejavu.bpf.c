@@ -180,7 +180,7 @@ struct stack_ev {
 	u64 sp;
 	u64 bp;
 	u32 len;
-	u32 pad;
+	u32 pad; /* 1: sp is on the main thread's stack */
 	u64 seq; /* the call record's stack_id names its copy by this */
 };
 
@@ -534,6 +534,13 @@ struct {
  * pointer agree, reports the stack's id instead of a copy of the stack. */
 #define SLICE_MAX 16384
 #define STK_WORDS 64
+/* A relative entry's key (see stk_check): its stack pointer field is STK_REL and the stack
+ * pointer's offset in its page (a goroutine's stack, 8 KiB-aligned, and a thread's, page-
+ * aligned, put the same code at the same offset); a word of it that held a stack address
+ * is marked STK_OFF_REL in off[]. No user address has bit 63 set. */
+#define STK_REL (1ULL << 63)
+#define STK_REL_MASK 4095ULL
+#define STK_OFF_REL 0x8000
 #define WAKE_IDLE_BYTES 65536
 struct stk_key {
 	u64 mm;
@@ -1175,6 +1182,38 @@ __noinline u32 blob_place(struct scratch *sc, u32 off, u64 mm, u64 ip, u64 sp)
 	return off + sizeof(struct blob) + 16;
 }
 
+/* Whether the words an entry of `stacks` names hold, at `sp`, what they held when user
+ * space unwound its copy (their hash), and the frame pointer register too unless it did not
+ * matter. A relative entry (`rel`: keyed by STK_REL, for the same code on another stack)
+ * holds the words that pointed into the copied stack (STK_OFF_REL) and the frame pointer
+ * as distances from the stack pointer. Reads the words into the scratch buffer. A global
+ * function: verified once, for both kinds. */
+__noinline int stk_check(struct scratch *sc, struct stk_val *v, u64 sp, u64 bp, u64 rel)
+{
+	if (!sc || !v)
+		return 0;
+	u8 *buf = sc->buf;
+	u64 base = rel ? sp : 0;
+	if (!v->bp_any && v->bp != bp - base)
+		return 0;
+	u64 span = v->span, n = v->n;
+	/* The bound where the verifier needs it (see BOUND). */
+	asm volatile("%0 &= 32767" : "+r"(span));
+	if (span < 8 || n > STK_WORDS || bpf_probe_read_user(buf, span, (const void *)sp) != 0)
+		return 0;
+	u64 h = STK_SEED;
+	for (u32 i = 0; i < STK_WORDS; i++) {
+		if (i >= n)
+			break;
+		u64 off = v->off[i];
+		u32 o = off & (SLICE_MAX / 8 - 1);
+		/* A stack address: its distance from the stack pointer (no branch). */
+		u64 minus = base & (0 - ((off >> 15) & 1));
+		h = stk_mix(h, *(u64 *)(buf + o * 8) - minus);
+	}
+	return h == v->hash;
+}
+
 /* What native_stack needs of the call: its registers and address space, and where the
  * stack's id goes. */
 
@@ -1204,24 +1243,17 @@ __noinline u32 native_stack(struct scratch *sc, struct config *c, struct stk_cal
 		call->sid = v->id;
 		return CF_STACK_AGENT;
 	}
-	if (v && (v->bp_any || v->bp == call->bp)) {
-		u64 span = v->span, n = v->n;
-		/* The bound where the verifier needs it (see BOUND). */
-		asm volatile("%0 &= 32767" : "+r"(span));
-		if (span >= 8 && n <= STK_WORDS &&
-		    bpf_probe_read_user(buf, span, (const void *)sp) == 0) {
-			u64 h = STK_SEED;
-			for (u32 i = 0; i < STK_WORDS; i++) {
-				if (i >= n)
-					break;
-				u32 o = v->off[i] & (SLICE_MAX / 8 - 1);
-				h = stk_mix(h, *(u64 *)(buf + o * 8));
-			}
-			if (h == v->hash) {
-				call->sid = v->id;
-				return CF_STACK_HIT;
-			}
-		}
+	if (v && stk_check(sc, v, sp, call->bp, 0)) {
+		call->sid = v->id;
+		return CF_STACK_HIT;
+	}
+	/* The same code on another stack (a goroutine's, another thread's): the place's
+	 * entry by its stack pointer's offset in its page, checked relative to it. */
+	k.sp = STK_REL | (sp & STK_REL_MASK);
+	v = stack_entry(&k);
+	if (v && !v->agent && stk_check(sc, v, sp, call->bp, 1)) {
+		call->sid = v->id;
+		return CF_STACK_HIT;
 	}
 	struct stack_ev *e = (void *)buf;
 	/* The main thread's stack ends where its arguments begin (start_stack); another
@@ -1253,7 +1285,9 @@ __noinline u32 native_stack(struct scratch *sc, struct config *c, struct stk_cal
 	e->sp = sp;
 	e->bp = call->bp;
 	e->len = len;
-	e->pad = 0;
+	/* On the main thread's stack (a relative entry is of no use there: user space stores
+	 * none for it). */
+	e->pad = top > sp && top - sp < (256ULL << 20);
 	u32 zero = 0;
 	u64 *n = bpf_map_lookup_elem(&stackseq, &zero);
 	if (!n)

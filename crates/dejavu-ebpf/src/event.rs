@@ -112,6 +112,8 @@ pub struct Slice<'a> {
     pub bytes: &'a [u8],
     /// Its name in the call record (`Call::stack_id` with CF_STACK_SLICE).
     pub seq: u64,
+    /// `sp` is on the main thread's stack (not a thread's, not a goroutine's).
+    pub main: bool,
 }
 
 const STACK: usize = 72;
@@ -128,6 +130,7 @@ pub fn slice(b: &[u8]) -> Option<Slice<'_>> {
         bp: u64_at(b, 48)?,
         bytes: b.get(STACK..STACK.checked_add(len)?)?,
         seq: u64_at(b, 64)?,
+        main: u32_at(b, 60)? != 0,
     })
 }
 
@@ -185,6 +188,8 @@ pub fn call<'a>(b: &'a [u8], snap: &mut Snapshot) -> Option<(Call, Option<Slice<
                     bp: u64_at(data, 8)?,
                     bytes: &data[16..],
                     seq: 0,
+                    // (Not stored in the kernel's cache: it does not matter.)
+                    main: true,
                 })
             }
             _ => {}

@@ -125,6 +125,48 @@ fn cache_entry(bp: u64, id: u32, deps: &Deps, copied: usize) -> Option<StkVal> {
     Some(v)
 }
 
+/// A relative entry's key (bpf/dejavu.bpf.c, STK_REL): the stack pointer field is this
+/// bit and the stack pointer's offset in its page.
+const STK_REL: u64 = 1 << 63;
+const STK_REL_MASK: u64 = 4095;
+/// In a relative entry's `off`: the word held an address in the copied stack, hashed as its
+/// distance from the stack pointer.
+const STK_OFF_REL: u16 = 0x8000;
+
+/// The key of the relative entry for a call at `k` (bpf/dejavu.bpf.c, `stk_check`).
+fn rel_key(k: &StkKey) -> StkKey {
+    StkKey {
+        sp: STK_REL | (k.sp & STK_REL_MASK),
+        ..*k
+    }
+}
+
+/// `v` (made by `cache_entry` for a copy of `copied` bytes taken at `sp`) as a relative
+/// entry: the same code on another stack (a goroutine's, another thread's) is the same
+/// stack when every word it read holds the same, where a stack address counts as its
+/// distance from the stack pointer (as does the frame pointer register). An unwind is the
+/// same under such a move: it computes stack addresses from the stack pointer and the
+/// saved frame pointers, and takes code addresses as they are (code unwound by its tables
+/// alone, with no stack address among the words, is the same from any stack pointer).
+fn rel_entry(v: &StkVal, deps: &Deps, sp: u64, copied: usize) -> StkVal {
+    let in_stack = |w: u64| w >= sp && w - sp < copied as u64;
+    let mut r = *v;
+    for (i, &(_, w)) in deps.words.iter().enumerate().take(v.n as usize) {
+        if in_stack(w) {
+            r.off[i] |= STK_OFF_REL;
+        }
+    }
+    r.hash = stack_hash(
+        deps.words
+            .iter()
+            .map(|&(_, w)| if in_stack(w) { w - sp } else { w }),
+    );
+    if r.bp_any == 0 {
+        r.bp = v.bp.wrapping_sub(sp);
+    }
+    r
+}
+
 /// Stacks unwound before they are stored in the kernel's cache at the latest.
 const MAX_PENDING: usize = 256;
 
@@ -190,6 +232,8 @@ struct HeldCopy {
     ip: u64,
     sp: u64,
     bp: u64,
+    /// On the main thread's stack (`event::Slice::main`).
+    main: bool,
     bytes: Vec<u8>,
     /// While the batch it came in is decoded, the copy is that batch's item `at` (and
     /// `bytes` is empty): most calls come in the same batch as their copy, whose bytes
@@ -274,6 +318,7 @@ impl StackCache {
                     ip: sl.ip,
                     sp: sl.sp,
                     bp: sl.bp,
+                    main: sl.main,
                     bytes: Vec::new(),
                     at: Some(i),
                 },
@@ -363,16 +408,25 @@ impl StackCache {
                     k.ip, k.sp, v.bp_any, self.deps.words
                 );
             }
+            // And for the same code on another stack: the kernel asks it when the plain
+            // entry does not answer (a goroutine's first call from a place, each thread's).
+            // (Not on the main thread's stack: one stack, and the plain entry for it. Nor
+            // from an unwind that stopped where the copy ended: on another stack whose
+            // words agree, it may go on further.)
+            let rel = (!c.main && !self.deps.cut)
+                .then(|| (rel_key(&k), rel_entry(&v, &self.deps, c.sp, bytes.len())));
             // Once per key and read of the ring: the copies that came before the kernel
             // had the answer are the same stack again (each insert is a system call).
-            if self.stored.get(&k) != Some(&(self.gen, v.hash)) {
-                if self.stored.len() >= MAX_AGENT_KEYS {
-                    self.stored.clear();
-                }
-                self.stored.insert(k, (self.gen, v.hash));
-                self.pending.push((k, v));
-                if self.pending.len() >= MAX_PENDING {
-                    self.flush();
+            for (k, v) in std::iter::once((k, v)).chain(rel) {
+                if self.stored.get(&k) != Some(&(self.gen, v.hash)) {
+                    if self.stored.len() >= MAX_AGENT_KEYS {
+                        self.stored.clear();
+                    }
+                    self.stored.insert(k, (self.gen, v.hash));
+                    self.pending.push((k, v));
+                    if self.pending.len() >= MAX_PENDING {
+                        self.flush();
+                    }
                 }
             }
         }
@@ -1660,6 +1714,7 @@ mod tests {
         let deps = Deps {
             words: vec![(0, 0x401234), (40, 0x7fff_0000_1000), (1000, 0x401500)],
             fp: false,
+            cut: false,
         };
         let v = cache_entry(0x1234, 7, &deps, 2048).unwrap();
         assert_eq!((v.n, v.span, v.id, v.bp_any), (3, 1008, 7, 1));
@@ -1684,13 +1739,64 @@ mod tests {
         let odd = Deps {
             words: vec![(4, 1)],
             fp: false,
+            cut: false,
         };
         assert!(cache_entry(0, 7, &odd, 2048).is_none());
         let many = Deps {
             words: (0..65).map(|i| (i * 8, i)).collect(),
             fp: false,
+            cut: false,
         };
         assert!(cache_entry(0, 7, &many, 2048).is_none());
+    }
+
+    #[test]
+    fn a_relative_entry_holds_stack_addresses_as_distances_from_the_stack_pointer() {
+        // A copy of 2,048 bytes at sp: a return address, a saved frame pointer (an address
+        // in the copy), another return address; the frame pointer register mattered.
+        let sp = 0x7fff_0000_0000u64;
+        let deps = Deps {
+            words: vec![(0, 0x401234), (40, sp + 0x200), (48, 0x401500)],
+            fp: true,
+            cut: false,
+        };
+        let v = cache_entry(sp + 0x40, 7, &deps, 2048).unwrap();
+        let r = rel_entry(&v, &deps, sp, 2048);
+        assert_eq!((r.n, r.span, r.id, r.bp_any), (v.n, v.span, v.id, 0));
+        assert_eq!(&r.off[..3], &[0, 5 | STK_OFF_REL, 6]);
+        assert_eq!(r.bp, 0x40);
+        // The kernel half's hash, over the words as stk_check reads them on another stack
+        // (sp moved by 0x12345000): the return addresses as they are, the stack address
+        // less the stack pointer.
+        let other = sp - 0x1234_5000;
+        let words = [0x401234u64, other + 0x200, 0x401500];
+        let flags = r.off[..3].iter().map(|o| (o >> 15) as u64);
+        let h = words
+            .iter()
+            .zip(flags)
+            .fold(0x243F_6A88_85A3_08D3u64, |h, (&w, f)| {
+                let mut h = h ^ w.wrapping_sub(other & 0u64.wrapping_sub(f));
+                h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                h ^ (h >> 29)
+            });
+        assert_eq!(r.hash, h);
+        // Its key: the stack pointer's offset in its page, marked.
+        let k = StkKey {
+            mm: 1,
+            ip: 2,
+            sp: sp + 0x1238,
+            tgid: 3,
+            pad: 0,
+        };
+        assert_eq!(rel_key(&k).sp, STK_REL | 0x238);
+        // A word that is not a stack address (past the copy, below sp) is kept as it is.
+        let far = Deps {
+            words: vec![(0, sp + 4096)],
+            fp: false,
+            cut: false,
+        };
+        let v = cache_entry(0, 7, &far, 2048).unwrap();
+        assert_eq!(rel_entry(&v, &far, sp, 2048).off[0], 0);
     }
 
     #[test]

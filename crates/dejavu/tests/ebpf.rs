@@ -610,6 +610,81 @@ fn left_to_agents(err: &str) -> u64 {
         .unwrap_or_else(|| panic!("{err}"))
 }
 
+/// The same code on another thread's stack is the same stack: the kernel half keeps, beside
+/// each place's entry (its address space, instruction and stack pointer), one keyed by the
+/// stack pointer's offset in its page and checked with the stack addresses among its words
+/// as distances from the stack pointer (a goroutine's or a thread's stack, docs/ebpf-
+/// backend.md, "Stacks of other threads and goroutines"). Eight threads, all alive, take
+/// turns calling stat from one function; the first has its stack unwound and stored while
+/// it pauses: the seven after it send no copy (without the relative entries each sent one
+/// per call until its own place was stored: 350 more copies than one thread's run), and
+/// every call's stack still names the function and the thread's.
+#[test]
+fn the_same_code_on_another_threads_stack_sends_no_copy_of_it() {
+    require_ebpf!();
+    let _alone = FLOOD.lock().unwrap_or_else(|e| e.into_inner());
+    let prog = common::c_workload("thread_turns");
+    let d = tempfile::tempdir().unwrap();
+    let target = d.path().join("target.txt");
+    std::fs::write(&target, "x").unwrap();
+    let want = target.to_string_lossy().into_owned();
+    let run = |threads: u32| -> (u64, Vec<Vec<String>>) {
+        let trace = d.path().join(format!("t{threads}.dvt"));
+        let out = Command::new(common::dejavu())
+            .args(["record", "--backend", "ebpf", "-o"])
+            .arg(&trace)
+            .arg("--")
+            .arg(&prog)
+            .arg(&target)
+            .args([threads.to_string().as_str(), "50", "300"])
+            .env("DEJAVU_NATIVE_STATS", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        let copies = sticky_stats(&err).0;
+        let mut r = dejavu_trace::TraceReader::open(&trace).unwrap();
+        let mut calls = Vec::new();
+        while let Some(rec) = r.next_record().unwrap() {
+            let dejavu_trace::Record::Syscall(s) = rec else {
+                continue;
+            };
+            if s.path.map(|p| r.str(p).to_vec()) != Some(want.as_bytes().to_vec()) {
+                continue;
+            }
+            let frames = s.stack.map(|id| r.stack(id).to_vec()).unwrap_or_default();
+            calls.push(
+                frames
+                    .iter()
+                    .map(|f| {
+                        f.function
+                            .map(|x| String::from_utf8_lossy(r.str(x)).into_owned())
+                            .unwrap_or_default()
+                    })
+                    .collect(),
+            );
+        }
+        (copies, calls)
+    };
+    let (one, calls) = run(1);
+    assert_eq!(calls.len(), 50);
+    let (eight, calls) = run(8);
+    assert_eq!(calls.len(), 400);
+    for names in &calls {
+        let at = |f: &str| names.iter().position(|n| n == f);
+        assert!(
+            matches!((at("probe"), at("run")), (Some(p), Some(r)) if p < r),
+            "a call's stack names probe, then run: {names:?}"
+        );
+    }
+    assert!(
+        eight <= one + 3,
+        "the threads after the first sent copies of their stacks: {eight} copies against \
+         {one} with one thread"
+    );
+}
+
 /// The numbers of the kernel half's stack statistics line (DEJAVU_NATIVE_STATS): the
 /// copies unwound, the calls left to an agent's STICKY and those of them not named.
 fn sticky_stats(err: &str) -> (u64, u64, u64) {

@@ -62,6 +62,9 @@ pub struct Deps {
     pub words: Vec<(u64, u64)>,
     /// Whether the frame pointer register's value did.
     pub fp: bool,
+    /// Whether the unwind went past the end of the copy (it stopped there, not where the
+    /// stack ends: the same words on a stack that goes on further would unwind further).
+    pub cut: bool,
 }
 
 /// An executable mapping of a process.
@@ -154,6 +157,8 @@ struct StackCopy {
     /// `log` is on: an unwind is a function of the registers and of these words.
     words: Vec<(u64, u64)>,
     log: bool,
+    /// The unwinder asked for a word past what can be read (`Deps::cut`).
+    past_end: bool,
 }
 
 /// First read of a stack copy (bytes); more, up to the limit, is read only if the
@@ -166,6 +171,7 @@ impl StackCopy {
         self.base = sp;
         self.have = 0;
         self.log = false;
+        self.past_end = false;
         self.words.clear();
         self.limit = limit.min(STACK_BYTES);
         if self.buf.len() < self.limit {
@@ -199,11 +205,13 @@ impl StackCopy {
         let off = usize::try_from(addr.checked_sub(self.base).ok_or(())?).map_err(|_| ())?;
         let end = off.checked_add(8).ok_or(())?;
         if end > self.limit {
+            self.past_end = true;
             return Err(());
         }
         if end > self.have {
             self.fill(end);
             if end > self.have {
+                self.past_end = true;
                 return Err(());
             }
         }
@@ -227,6 +235,7 @@ impl StackCopy {
         self.have = n;
         self.limit = n;
         self.log = true;
+        self.past_end = false;
         self.words.clear();
     }
 }
@@ -372,6 +381,7 @@ impl Native {
                 reads: 0,
                 words: Vec::new(),
                 log: false,
+                past_end: false,
             },
             incomplete: false,
             addrs: Vec::with_capacity(MAX_DEPTH),
@@ -625,6 +635,7 @@ impl Native {
     ) -> Option<StackId> {
         deps.words.clear();
         deps.fp = true;
+        deps.cut = false;
         if !remember {
             return self.capture_from(w, pid, regs, Some(bytes));
         }
@@ -649,6 +660,7 @@ impl Native {
             }
         }
         let id = self.capture_from(w, pid, regs, Some(bytes));
+        let cut = self.stack.past_end;
         if id.is_none() || self.incomplete || !self.procs.contains_key(&pid) {
             // Nothing it depended on is said: such a stack is unwound each time.
             return id;
@@ -736,6 +748,7 @@ impl Native {
             }
         }
         deps.words.sort_unstable();
+        deps.cut = cut;
         self.addrs = addrs;
         self.stack.words = words;
         if let (Some(p), Some(id)) = (self.procs.get_mut(&pid), id) {
@@ -1476,6 +1489,7 @@ mod tests {
             reads: 0,
             words: Vec::new(),
             log: false,
+            past_end: false,
         };
         s.reset(me(), base, 100 * 8);
         assert_eq!(s.read_u64(base + 8 * 5), Ok(5));
