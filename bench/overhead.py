@@ -205,6 +205,16 @@ def setup_writes(tmp: Path, n: int) -> tuple[list[str], Path]:
     return [str(exe), str(out), str(n)], tmp
 
 
+def setup_go_http(tmp: Path, n: int) -> tuple[list[str], Path]:
+    # Built here (the Go toolchain, no module to download): a server and its clients in one
+    # process, each request on a new connection, so each is served on a new goroutine.
+    exe = tmp / "go_http"
+    subprocess.run(["go", "build", "-o", str(exe), "."], cwd=WORKLOADS_DIR / "go_http",
+                   check=True, env={**os.environ, "GOFLAGS": "-mod=mod"})
+    target = write_stat_target(tmp)
+    return [str(exe), str(n), str(target)], tmp
+
+
 def setup_true(tmp: Path, n: int) -> tuple[list[str], Path]:
     return ["true"], tmp
 
@@ -227,6 +237,9 @@ WORKLOADS = {
                  200000, 20000, setup_writes, unit="writes"),
         Workload("make", "make -j2 of a generated C project (make clean before each run)",
                  32, 8, setup_make, before_run=make_clean, unit="modules"),
+        Workload("go_http", "Go: an HTTP server stats a file per request, N requests on "
+                 "new connections (a goroutine each)", 16000, 1600, setup_go_http,
+                 unit="requests"),
         # Nothing to do: each tool's fixed cost (start-up, attach, end), R times.
         Workload("true", "`true`, the tools' fixed cost", 1, 1, setup_true, unit="run"),
     ]

@@ -1,0 +1,3 @@
+module dejavu.bench/go_http
+
+go 1.21
