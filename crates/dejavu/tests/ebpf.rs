@@ -630,19 +630,15 @@ fn the_same_code_on_another_threads_stack_sends_no_copy_of_it() {
     let want = target.to_string_lossy().into_owned();
     let run = |threads: u32| -> (u64, Vec<Vec<String>>) {
         let trace = d.path().join(format!("t{threads}.dvt"));
-        let out = Command::new(common::dejavu())
-            .args(["record", "--backend", "ebpf", "-o"])
-            .arg(&trace)
-            .arg("--")
-            .arg(&prog)
-            .arg(&target)
-            .args([threads.to_string().as_str(), "50", "300"])
-            .env("DEJAVU_NATIVE_STATS", "1")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{err}");
+        let n = threads.to_string();
+        let cmd = [
+            prog.as_os_str(),
+            target.as_os_str(),
+            n.as_ref(),
+            "50".as_ref(),
+            "300".as_ref(),
+        ];
+        let err = record_with_stats(&trace, &[], &cmd);
         let copies = sticky_stats(&err).0;
         let mut r = dejavu_trace::TraceReader::open(&trace).unwrap();
         let mut calls = Vec::new();
@@ -683,6 +679,25 @@ fn the_same_code_on_another_threads_stack_sends_no_copy_of_it() {
         "the threads after the first sent copies of their stacks: {eight} copies against \
          {one} with one thread"
     );
+}
+
+/// `dejavu record --backend ebpf FLAGS -o TRACE -- CMD` with the kernel half's stack
+/// statistics (DEJAVU_NATIVE_STATS): its stderr, once it succeeded.
+fn record_with_stats(trace: &Path, flags: &[&str], cmd: &[&std::ffi::OsStr]) -> String {
+    let out = Command::new(common::dejavu())
+        .args(["record", "--backend", "ebpf"])
+        .args(flags)
+        .arg("-o")
+        .arg(trace)
+        .arg("--")
+        .args(cmd)
+        .env("DEJAVU_NATIVE_STATS", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    err
 }
 
 /// The numbers of the kernel half's stack statistics line (DEJAVU_NATIVE_STATS): the
@@ -753,18 +768,9 @@ fn an_agents_sticky_calls_send_no_stack_copies_and_other_calls_on_the_path_keep_
     let want = target.to_string_lossy().into_owned();
     let run = |name: &str, cmd: &[&Path]| -> (PathBuf, String) {
         let trace = d.path().join(format!("{name}.dvt"));
-        let out = Command::new(common::dejavu())
-            .args(["record", "--backend", "ebpf", "--buffer-size", "64M", "-o"])
-            .arg(&trace)
-            .arg("--")
-            .args(cmd)
-            .arg(&target)
-            .env("DEJAVU_NATIVE_STATS", "1")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{err}");
+        let mut argv: Vec<&std::ffi::OsStr> = cmd.iter().map(|p| p.as_os_str()).collect();
+        argv.push(target.as_os_str());
+        let err = record_with_stats(&trace, &["--buffer-size", "64M"], &argv);
         (trace, err)
     };
     // Per system call on the target: (named at the script's line, native frames only,
