@@ -772,7 +772,10 @@ function fdMessage(site, req, fdv) {
  * @returns {boolean}
  */
 function stickyCall(w, p, first) {
-  const cwd = process.cwd();
+  // The working directory matters to a relative path only: an absolute one's entry keeps
+  // '' (as the Python agent's). process.cwd() is a property lookup on `process` and a call
+  // per call otherwise, ~20 ns of a loop's ~80 (bench/RESULTS.md, thirteenth session).
+  const cwd = p.charCodeAt(0) === 47 /* '/' */ ? '' : process.cwd();
   const e = sticky.get(p);
   if (e !== undefined && e.fn === w && e.cwd === cwd && e.n < e.next) {
     e.n++;
