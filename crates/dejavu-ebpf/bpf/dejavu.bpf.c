@@ -131,6 +131,10 @@ char LICENSE[] SEC("license") = "GPL";
 #define NR_faccessat2 439
 #define NR_fchmodat2 452
 
+/* Bytes of a statx buffer copied: up to and with stx_dev_minor, what dejavu decodes (keep in
+ * step with dejavu-capture's arch::STATX_SIZE); the struct's last 112 bytes are unused. */
+#define STATX_USED 144
+
 #define TS_COMPAT 0x0002
 #define S_IFMT 00170000
 #define S_IFREG 0100000
@@ -1661,8 +1665,9 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		break;
 	case NR_statx:
 		OP(B_STR, a[1], 0);
+		/* The fields dejavu decodes (arch::STATX_SIZE): not the whole 256 bytes. */
 		if (ok)
-			OP(B_MEM, a[4], 256);
+			OP(B_MEM, a[4], STATX_USED);
 		break;
 	case NR_access:
 	case NR_mkdir:

@@ -99,8 +99,12 @@ fn le_u16(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
 }
 
-/// Size of `struct statx`.
-pub const STATX_SIZE: usize = 256;
+/// Bytes of a `struct statx` that are read and decoded: its first 144, up to and with
+/// `stx_dev_minor` (the fields after it, `stx_mnt_id` and later additions, are not used).
+/// The whole struct is 256 bytes; copying 144 of them keeps the eBPF backend's `statx`
+/// records 112 bytes shorter (docs/ebpf-backend.md). Keep in step with the kernel half's
+/// copy plan for `statx` (bpf/dejavu.bpf.c, `STATX_USED`).
+pub const STATX_SIZE: usize = 144;
 
 /// Decodes a `struct statx` (the same on every architecture).
 pub fn parse_statx(b: &[u8]) -> Option<FileStat> {
@@ -178,6 +182,36 @@ pub fn from_libc_stat(s: &libc::stat) -> FileStat {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_statx_buffers_first_bytes_decode_as_stat_does() {
+        // The kernel fills 256 bytes; only the first STATX_SIZE are copied and decoded
+        // (the eBPF backend's records carry no more): they must give what stat(2) gives.
+        let path = std::ffi::CString::new("/proc/self/exe").unwrap();
+        let mut buf = [0xa5u8; 256];
+        // SAFETY: statx writes at most sizeof(struct statx) = 256 bytes into `buf`.
+        let r = unsafe {
+            libc::statx(
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                0,
+                libc::STATX_BASIC_STATS,
+                buf.as_mut_ptr().cast(),
+            )
+        };
+        assert_eq!(r, 0, "statx: {}", std::io::Error::last_os_error());
+        let got = parse_statx(&buf[..STATX_SIZE]).expect("decoded");
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: stat writes one `struct stat` into `st`.
+        assert_eq!(unsafe { libc::stat(path.as_ptr(), &mut st) }, 0);
+        let want = from_libc_stat(&st);
+        assert_eq!(
+            (got.dev, got.ino, got.mode, got.nlink, got.uid, got.gid, got.size),
+            (want.dev, want.ino, want.mode, want.nlink, want.uid, want.gid, want.size)
+        );
+        assert_eq!((got.mtime_ns, got.ctime_ns), (want.mtime_ns, want.ctime_ns));
+        assert!(parse_statx(&buf[..STATX_SIZE - 1]).is_none(), "a short copy is not decoded");
+    }
 
     #[test]
     fn table_has_every_call_once() {
