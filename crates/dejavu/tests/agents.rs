@@ -1205,7 +1205,10 @@ fn node_an_absolute_paths_repeated_calls_do_not_read_the_working_directory() {
     require!("node");
     let script = "repeats_cwd.js";
     let (calls, _, _, out) = record_calls_out(Lang::Node, script, &[]);
-    for (target, lines) in [("stat", &[("S", 300), ("R", 300)][..]), ("phase", &[("T", 300)])] {
+    for (target, lines) in [
+        ("stat", &[("S", 300), ("R", 300)][..]),
+        ("phase", &[("T", 300)]),
+    ] {
         let by_line = calls_by_marked_line(&calls, target, script, STATS);
         let want: BTreeMap<String, usize> =
             lines.iter().map(|&(k, v)| (k.to_string(), v)).collect();

@@ -210,7 +210,10 @@ mod tests {
             (want.dev, want.ino, want.mode, want.nlink, want.uid, want.gid, want.size)
         );
         assert_eq!((got.mtime_ns, got.ctime_ns), (want.mtime_ns, want.ctime_ns));
-        assert!(parse_statx(&buf[..STATX_SIZE - 1]).is_none(), "a short copy is not decoded");
+        assert!(
+            parse_statx(&buf[..STATX_SIZE - 1]).is_none(),
+            "a short copy is not decoded"
+        );
     }
 
     #[test]
