@@ -45,7 +45,7 @@ pub(crate) struct Patch {
 
 /// What is kept: the relocated instructions, and the ids of the tracepoints' types in the
 /// kernel's BTF (`btf_trace_<name>`, in the order the loader asks for them), which are all
-/// that loading the BTF tracepoints needs of that BTF (see `attach_btf`).
+/// that loading the BTF tracepoints needs of that BTF (see `usable_ids`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Entry {
     pub attach: Vec<u32>,
@@ -204,53 +204,23 @@ pub(crate) fn relocate(
 /// Kernel types this large are not believed (the kernel's own BTF has ~130,000).
 const MAX_TYPE_ID: u32 = 1 << 22;
 
-/// A BTF in which the type `btf_trace_<names[i]>` (a typedef) has the id `ids[i]`, and
-/// every other id up to the largest is a placeholder (a pointer to void). aya 0.13 loads a
-/// BTF tracepoint with the id it finds by that name in a BTF it is given; this one gives the
-/// kernel's ids (kept with the relocations, under the same key) without a parse of the
-/// kernel's 5 MB (about 1 ms instead of 15-25).
-pub(crate) fn attach_btf(names: &[&str], ids: &[u32]) -> Result<aya::Btf, String> {
-    const PTR: u32 = 2;
-    const TYPEDEF: u32 = 8;
-    let max = ids.iter().copied().max().unwrap_or(0);
+/// Whether `ids` can be the kernel's type ids of the typedefs `btf_trace_<names[i]>`: one
+/// per name, none zero, none twice, none past what a kernel's BTF holds. The programs are
+/// loaded with them as they are (aya's `BtfTracePoint::load_by_id`, the vendored patch):
+/// no BTF is searched, none built (until 2026-11-28 a BTF of placeholders up to the largest
+/// id, ~130,000 types, was built and parsed for aya to search, ~1 ms of every start); the
+/// kernel checks that each names a tracepoint's typedef, and refuses the load otherwise.
+pub(crate) fn usable_ids(names: &[&str], ids: &[u32]) -> bool {
     let mut sorted = ids.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
-    if names.len() != ids.len()
-        || sorted.len() != ids.len()
-        || ids.contains(&0)
-        || max > MAX_TYPE_ID
-    {
-        return Err(format!("unusable type ids {ids:?}"));
-    }
-    let mut strings = vec![0u8];
-    let mut named = std::collections::HashMap::new();
-    for (name, &id) in names.iter().zip(ids) {
-        named.insert(id, strings.len() as u32);
-        strings.extend_from_slice(b"btf_trace_");
-        strings.extend_from_slice(name.as_bytes());
-        strings.push(0);
-    }
-    let mut types = Vec::with_capacity(max as usize * 12);
-    for id in 1..=max {
-        let (name, kind) = named.get(&id).map_or((0, PTR), |&n| (n, TYPEDEF));
-        for v in [name, kind << 24, 0] {
-            types.extend_from_slice(&v.to_le_bytes());
-        }
-    }
-    let mut b = Vec::with_capacity(24 + types.len() + strings.len());
-    b.extend_from_slice(&0xeb9fu16.to_le_bytes());
-    b.extend_from_slice(&[1, 0]);
-    let (tl, sl) = (types.len() as u32, strings.len() as u32);
-    for v in [24u32, 0, tl, tl, sl] {
-        b.extend_from_slice(&v.to_le_bytes());
-    }
-    b.extend_from_slice(&types);
-    b.extend_from_slice(&strings);
-    aya::Btf::parse(&b, aya::Endianness::default()).map_err(|e| e.to_string())
+    names.len() == ids.len()
+        && sorted.len() == ids.len()
+        && !ids.contains(&0)
+        && ids.iter().all(|&id| id <= MAX_TYPE_ID)
 }
 
-/// The ids of the typedefs `btf_trace_<name>` in `btf`, for `attach_btf`.
+/// The ids of the typedefs `btf_trace_<name>` in `btf`, kept with the relocations.
 pub(crate) fn attach_ids(btf: &aya::Btf, names: &[&str]) -> Result<Vec<u32>, String> {
     names
         .iter()
@@ -485,16 +455,13 @@ mod tests {
     }
 
     #[test]
-    fn the_attach_btf_gives_each_tracepoint_its_id() {
+    fn only_ids_that_can_be_the_kernels_are_used() {
         let names = ["sys_enter", "sys_exit", "signal_generate"];
-        let btf = attach_btf(&names, &[11318, 11322, 9865]).expect("btf");
-        assert_eq!(attach_ids(&btf, &names), Ok(vec![11318, 11322, 9865]));
-        assert!(attach_ids(&btf, &["sched_process_fork"]).is_err());
-        // Ids that cannot be the kernel's are refused.
-        assert!(attach_btf(&names, &[1, 1, 2]).is_err());
-        assert!(attach_btf(&names, &[0, 1, 2]).is_err());
-        assert!(attach_btf(&names, &[1, 2]).is_err());
-        assert!(attach_btf(&names, &[1, 2, u32::MAX]).is_err());
+        assert!(usable_ids(&names, &[11318, 11322, 9865]));
+        assert!(!usable_ids(&names, &[1, 1, 2]), "twice");
+        assert!(!usable_ids(&names, &[0, 1, 2]), "zero");
+        assert!(!usable_ids(&names, &[1, 2]), "one short");
+        assert!(!usable_ids(&names, &[1, 2, u32::MAX]), "past any kernel's");
     }
 
     #[test]

@@ -789,7 +789,7 @@ fn load(
         // Relocated here: aya's own relocation off.
         Some(object) => loader.btf(None).load(object.bytes()),
         // Whatever failed, aya relocates as it always did (and says what is wrong).
-        None => loader.btf(Some(&prepared.btf)).load(OBJECT),
+        None => loader.btf(prepared.btf.as_ref()).load(OBJECT),
     }
     .map_err(|e| load_error("loading the BPF program", e))?;
     // The maps out of the object first, to be filled while the programs are verified
@@ -813,30 +813,31 @@ fn load(
     let mut all: std::collections::HashMap<&str, &mut aya::programs::Program> =
         bpf.programs_mut().collect();
     let mut progs = Vec::with_capacity(PROGRAMS.len());
-    for (prog, tp) in PROGRAMS {
+    for (i, (prog, tp)) in PROGRAMS.into_iter().enumerate() {
         let p: &mut BtfTracePoint = all
             .remove(prog)
             .ok_or_else(|| load_error(prog, "missing from the object"))?
             .try_into()
             .map_err(|e| load_error(prog, e))?;
-        progs.push((prog, tp, p));
+        let id = prepared.ids.as_ref().and_then(|ids| ids.get(i).copied());
+        progs.push((prog, (tp, id), p));
     }
     // The verifier takes most of the loading, most of it on sys_exit: that one is verified
     // on a thread of its own while the others are, and meanwhile the maps are filled and
     // the ring buffers mapped into dejavu (docs/ebpf-backend.md, "Start-up"). Then all are
     // attached in order. Nothing is traced before the program starts.
-    let btf = &prepared.btf;
+    let btf = prepared.btf.as_ref();
     let (loaded, rings) = std::thread::scope(|s| {
         let (exit, rest): (Vec<_>, Vec<_>) = progs
             .iter_mut()
             .partition(|(prog, _, _)| *prog == "on_sys_exit");
         let exit = exit
             .into_iter()
-            .map(|(prog, tp, p)| s.spawn(move || p.load(tp, btf).map_err(|e| load_error(prog, e))));
+            .map(|(prog, at, p)| s.spawn(move || load_program(prog, *at, p, btf)));
         let exit: Vec<_> = exit.collect();
         let mut res: Vec<_> = rest
             .into_iter()
-            .map(|(prog, tp, p)| p.load(tp, btf).map_err(|e| load_error(prog, e)))
+            .map(|(prog, at, p)| load_program(prog, *at, p, btf))
             .collect();
         let rings = (|| -> Result<(RingBuf<MapData>, RingBuf<MapData>), RecordError> {
             for &(nr, _) in arch::table() {
@@ -918,6 +919,27 @@ fn load(
     })
 }
 
+/// Loads (verifies) program `prog` for its tracepoint `at`: (name, the kernel's type id of
+/// its `btf_trace_` typedef when known), else found by name in `btf`.
+fn load_program(
+    prog: &str,
+    at: (&str, Option<u32>),
+    p: &mut BtfTracePoint,
+    btf: Option<&Btf>,
+) -> Result<(), RecordError> {
+    match (at, btf) {
+        ((_, Some(id)), _) => p.load_by_id(id),
+        ((tp, None), Some(btf)) => p.load(tp, btf),
+        ((tp, None), None) => {
+            return Err(load_error(
+                prog,
+                format!("no type id for the tracepoint {tp}"),
+            ))
+        }
+    }
+    .map_err(|e| load_error(prog, e))
+}
+
 /// The BPF programs and the tracepoints they attach to, in the order they are attached.
 const PROGRAMS: [(&str, &str); 6] = [
     ("on_sys_enter", "sys_enter"),
@@ -933,9 +955,12 @@ struct Prepared {
     /// The object with its CO-RE relocations for this kernel applied; None when they could
     /// not be computed here (aya then relocates `OBJECT` itself against `btf`).
     object: Option<core_cache::AlignedBytes>,
-    /// Where the BTF tracepoints find their types' ids: the kernel's BTF, or on a cache
-    /// hit one that holds just those (`core_cache::attach_btf`).
-    btf: Btf,
+    /// The kernel's BTF, parsed: on a cache miss only (a hit needs none of it).
+    btf: Option<Btf>,
+    /// The kernel's type ids of the tracepoints (`PROGRAMS`' order) the programs are
+    /// loaded for (`core_cache::usable_ids`); None when they could not be found here
+    /// (each program then searches `btf` by name, as aya does).
+    ids: Option<Vec<u32>>,
     /// Computed here, not read from the cache: where and under which key to keep it.
     store: Option<(std::path::PathBuf, u128, core_cache::Entry)>,
 }
@@ -951,10 +976,11 @@ fn prepare(kernel: &[u8], dir: Option<std::path::PathBuf>) -> Result<Prepared, R
         .as_deref()
         .and_then(|d| core_cache::read(d, OBJECT, key))
     {
-        if let Ok(btf) = core_cache::attach_btf(&tracepoints, &entry.attach) {
+        if core_cache::usable_ids(&tracepoints, &entry.attach) {
             return Ok(Prepared {
                 object: Some(core_cache::apply(OBJECT, &entry.patches)),
-                btf,
+                btf: None,
+                ids: Some(entry.attach),
                 store: None,
             });
         }
@@ -969,12 +995,14 @@ fn prepare(kernel: &[u8], dir: Option<std::path::PathBuf>) -> Result<Prepared, R
     Ok(match computed {
         Some(entry) => Prepared {
             object: Some(core_cache::apply(OBJECT, &entry.patches)),
-            btf,
+            ids: Some(entry.attach.clone()),
+            btf: Some(btf),
             store: dir.map(|d| (d, key, entry)),
         },
         None => Prepared {
             object: None,
-            btf,
+            ids: None,
+            btf: Some(btf),
             store: None,
         },
     })
@@ -1836,7 +1864,8 @@ mod tests {
         let hit = prepare(&kernel, Some(dir.clone())).unwrap();
         assert!(hit.store.is_none(), "read from the cache");
         assert_eq!(hit.object.as_ref().unwrap().bytes(), object);
-        assert_eq!(core_cache::attach_ids(&hit.btf, &tracepoints).unwrap(), ids);
+        assert_eq!(hit.ids.as_deref(), Some(ids.as_slice()));
+        assert!(hit.btf.is_none(), "a hit parses no BTF");
 
         // A corrupt file: recomputed, the same bytes, to be written again.
         let path = dir.join(core_cache::file(OBJECT));

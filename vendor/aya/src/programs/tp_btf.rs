@@ -65,6 +65,15 @@ impl BtfTracePoint {
         load_program(BPF_PROG_TYPE_TRACING, &mut self.data)
     }
 
+    /// dejavu patch (DEJAVU-PATCH.md): loads the program for the tracepoint whose typedef
+    /// `btf_trace_<name>` has the id `attach_btf_id` in the kernel's BTF, found beforehand
+    /// (`load` searches a BTF for it by name).
+    pub fn load_by_id(&mut self, attach_btf_id: u32) -> Result<(), ProgramError> {
+        self.data.expected_attach_type = Some(BPF_TRACE_RAW_TP);
+        self.data.attach_btf_id = Some(attach_btf_id);
+        load_program(BPF_PROG_TYPE_TRACING, &mut self.data)
+    }
+
     /// Attaches the program.
     ///
     /// The returned value can be used to detach, see [BtfTracePoint::detach].
