@@ -726,9 +726,11 @@ struct Pending {
 fn begin_load() -> Pending {
     Pending {
         prepared: std::thread::spawn(|| {
-            core_cache::FileBytes::open("/sys/kernel/btf/vmlinux")
-                .map_err(|e| load_error("reading the kernel's BTF", e))
-                .and_then(|data| prepare(data.bytes(), core_cache::dir()))
+            prepare(
+                core_cache::kernel_identity().as_deref(),
+                || core_cache::FileBytes::open("/sys/kernel/btf/vmlinux"),
+                core_cache::dir(),
+            )
         }),
     }
 }
@@ -968,9 +970,31 @@ struct Prepared {
 /// Prepares the load against the kernel's BTF (`kernel`, the bytes of
 /// /sys/kernel/btf/vmlinux): from the cache in `dir` when it holds this kernel's and this
 /// build's entry, else from a parse of it.
-fn prepare(kernel: &[u8], dir: Option<std::path::PathBuf>) -> Result<Prepared, RecordError> {
+///
+/// The cache key names the kernel by `identity` (`core_cache::kernel_identity`) when there
+/// is one, else by the BTF's bytes; the BTF is read (`read_btf`) only when the cache cannot
+/// answer, or to hash it.
+fn prepare(
+    identity: Option<&[u8]>,
+    read_btf: impl FnOnce() -> std::io::Result<core_cache::FileBytes>,
+    dir: Option<std::path::PathBuf>,
+) -> Result<Prepared, RecordError> {
     let features = aya::features();
-    let key = core_cache::key(OBJECT, kernel, &format!("{features:?}"));
+    let mut read_btf = Some(read_btf);
+    let mut read = || {
+        read_btf.take().map_or_else(
+            || Err(load_error("reading the kernel's BTF", "read twice")),
+            |f| f().map_err(|e| load_error("reading the kernel's BTF", e)),
+        )
+    };
+    let mut data = None;
+    let key = match identity {
+        Some(id) => core_cache::key(OBJECT, id, &format!("{features:?}")),
+        None => {
+            let d = data.insert(read()?);
+            core_cache::key(OBJECT, d.bytes(), &format!("{features:?}"))
+        }
+    };
     let tracepoints = PROGRAMS.map(|(_, tp)| tp);
     if let Some(entry) = dir
         .as_deref()
@@ -985,7 +1009,11 @@ fn prepare(kernel: &[u8], dir: Option<std::path::PathBuf>) -> Result<Prepared, R
             });
         }
     }
-    let btf = Btf::parse(kernel, aya::Endianness::default())
+    let data = match data {
+        Some(d) => d,
+        None => read()?,
+    };
+    let btf = Btf::parse(data.bytes(), aya::Endianness::default())
         .map_err(|e| load_error("reading the kernel's BTF", e))?;
     let computed = features.btf().and_then(|f| {
         let patches = core_cache::relocate(OBJECT, &btf, f).ok()?;
@@ -1847,7 +1875,9 @@ mod tests {
         let ids = core_cache::attach_ids(&real, &tracepoints).unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("dejavu");
-        let first = prepare(&kernel, Some(dir.clone())).unwrap();
+        let btf = || Ok(core_cache::FileBytes::Read(kernel.clone()));
+        let boot: &[u8] = b"boot 1";
+        let first = prepare(Some(boot), btf, Some(dir.clone())).unwrap();
         let (d, key, entry) = first.store.clone().unwrap();
         assert_eq!(d, dir);
         assert!(
@@ -1861,7 +1891,10 @@ mod tests {
         assert!(!dir.join(core_cache::file(OBJECT)).exists());
         core_cache::write(&dir, OBJECT, key, &entry).unwrap();
 
-        let hit = prepare(&kernel, Some(dir.clone())).unwrap();
+        let unread = || -> std::io::Result<core_cache::FileBytes> {
+            panic!("a hit under a known identity reads no BTF")
+        };
+        let hit = prepare(Some(boot), unread, Some(dir.clone())).unwrap();
         assert!(hit.store.is_none(), "read from the cache");
         assert_eq!(hit.object.as_ref().unwrap().bytes(), object);
         assert_eq!(hit.ids.as_deref(), Some(ids.as_slice()));
@@ -1873,11 +1906,12 @@ mod tests {
         let n = bytes.len();
         bytes[n / 2] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
-        let again = prepare(&kernel, Some(dir.clone())).unwrap();
+        let again = prepare(Some(boot), btf, Some(dir.clone())).unwrap();
         assert!(again.store.is_some(), "a corrupt entry is not used");
         assert_eq!(again.object.as_ref().unwrap().bytes(), object);
 
-        // An entry made for another kernel (its BTF one byte different): a miss.
+        // An entry made for another kernel (its BTF one byte different, or another boot):
+        // a miss.
         let mut other = kernel.clone();
         let last = other.len() - 1;
         other[last] ^= 1;
@@ -1887,11 +1921,19 @@ mod tests {
         let mut wrong = entry.clone();
         wrong.patches.pop();
         core_cache::write(&dir, OBJECT, other_key, &wrong).unwrap();
-        let miss = prepare(&kernel, Some(dir.clone())).unwrap();
+        let miss = prepare(None, btf, Some(dir.clone())).unwrap();
         assert!(miss.store.is_some(), "another kernel's entry is not used");
         assert_eq!(miss.object.as_ref().unwrap().bytes(), object);
+        let (_, by_bytes, _) = miss.store.unwrap();
+        core_cache::write(&dir, OBJECT, by_bytes, &entry).unwrap();
+        let next_boot = prepare(Some(b"boot 2"), btf, Some(dir.clone())).unwrap();
+        assert!(
+            next_boot.store.is_some(),
+            "another boot's entry is not used"
+        );
+        assert_ne!(next_boot.store.unwrap().1, key);
 
         // No cache directory: computed, nothing to keep.
-        assert!(prepare(&kernel, None).unwrap().store.is_none());
+        assert!(prepare(Some(boot), btf, None).unwrap().store.is_none());
     }
 }
