@@ -1167,6 +1167,16 @@ fn python_calls_inside_a_wrapped_call_do_not_ride_a_loops_fast_entry() {
     assert_eq!(by_line, want, "every call at its own line");
 }
 
+/// The count a fixture printed on its line starting with `prefix` ("getcwd calls: N").
+fn count_on_line(out: &str, prefix: &str) -> usize {
+    out.lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("no count printed: {out}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
 #[test]
 fn python_a_relative_path_after_a_chdir_is_said_again() {
     // The Python agent's entry for a relative path holds the working directory it was
@@ -1182,13 +1192,7 @@ fn python_a_relative_path_after_a_chdir_is_said_again() {
         let want: BTreeMap<String, usize> = [("S".to_string(), 300)].into_iter().collect();
         assert_eq!(by_line, want, "{target}: every call at its line");
     }
-    let reads: usize = out
-        .lines()
-        .find_map(|l| l.strip_prefix("getcwd calls: "))
-        .unwrap_or_else(|| panic!("no count printed: {out}"))
-        .trim()
-        .parse()
-        .unwrap();
+    let reads = count_on_line(&out, "getcwd calls: ");
     assert!(
         reads <= 12,
         "the agent read the working directory {reads} times"
@@ -1214,13 +1218,7 @@ fn node_an_absolute_paths_repeated_calls_do_not_read_the_working_directory() {
             lines.iter().map(|&(k, v)| (k.to_string(), v)).collect();
         assert_eq!(by_line, want, "{target}: every call at its line");
     }
-    let reads: usize = out
-        .lines()
-        .find_map(|l| l.strip_prefix("cwd calls: "))
-        .unwrap_or_else(|| panic!("no count printed: {out}"))
-        .trim()
-        .parse()
-        .unwrap();
+    let reads = count_on_line(&out, "cwd calls: ");
     assert!(
         reads <= 12,
         "the agent read the working directory {reads} times for 600 calls on an absolute path"
