@@ -967,9 +967,9 @@ struct Prepared {
     store: Option<(std::path::PathBuf, u128, core_cache::Entry)>,
 }
 
-/// Prepares the load against the kernel's BTF (`kernel`, the bytes of
-/// /sys/kernel/btf/vmlinux): from the cache in `dir` when it holds this kernel's and this
-/// build's entry, else from a parse of it.
+/// Prepares the load against the kernel's BTF (/sys/kernel/btf/vmlinux, as `read_btf`
+/// gives it): from the cache in `dir` when it holds this kernel's and this build's entry,
+/// else from a parse of it.
 ///
 /// The cache key names the kernel by `identity` (`core_cache::kernel_identity`) when there
 /// is one, else by the BTF's bytes; the BTF is read (`read_btf`) only when the cache cannot
