@@ -935,6 +935,11 @@ const STATS: &[Sys] = &[
     Sys::Faccessat2,
 ];
 
+/// The expected count of calls per `@line` mark, as `calls_by_marked_line` gives them.
+fn per_line(counts: &[(&str, usize)]) -> BTreeMap<String, usize> {
+    counts.iter().map(|&(k, v)| (k.to_string(), v)).collect()
+}
+
 /// The calls on DIR/`target` of kinds `sys`, counted by the `@line NAME` marker of
 /// `fixture` their innermost own frame is on ("?" for a line without one, "-" for none).
 fn calls_by_marked_line(
@@ -1141,10 +1146,7 @@ fn python_threads_calling_on_one_path_each_keep_their_line() {
     let script = "repeats_threads.py";
     let (calls, _, _) = record_calls(Lang::Python, script, &[]);
     let by_line = calls_by_marked_line(&calls, "stat", script, STATS);
-    let want: BTreeMap<String, usize> = [("M", 100), ("L", 300), ("R", 300)]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+    let want = per_line(&[("M", 100), ("L", 300), ("R", 300)]);
     assert_eq!(by_line, want, "every call at its own line");
 }
 
@@ -1160,10 +1162,7 @@ fn python_calls_inside_a_wrapped_call_do_not_ride_a_loops_fast_entry() {
     let script = "repeats_nested.py";
     let (calls, _, _) = record_calls(Lang::Python, script, &[]);
     let by_line = calls_by_marked_line(&calls, "stat", script, STATS);
-    let want: BTreeMap<String, usize> = [("M", 900), ("N", 50)]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+    let want = per_line(&[("M", 900), ("N", 50)]);
     assert_eq!(by_line, want, "every call at its own line");
 }
 
@@ -1189,7 +1188,7 @@ fn python_a_relative_path_after_a_chdir_is_said_again() {
     let (calls, _, _, out) = record_calls_out(Lang::Python, script, &[]);
     for target in ["a/stat", "b/stat", "c/stat"] {
         let by_line = calls_by_marked_line(&calls, target, script, STATS);
-        let want: BTreeMap<String, usize> = [("S".to_string(), 300)].into_iter().collect();
+        let want = per_line(&[("S", 300)]);
         assert_eq!(by_line, want, "{target}: every call at its line");
     }
     let reads = count_on_line(&out, "getcwd calls: ");
@@ -1214,8 +1213,7 @@ fn node_an_absolute_paths_repeated_calls_do_not_read_the_working_directory() {
         ("phase", &[("T", 300)]),
     ] {
         let by_line = calls_by_marked_line(&calls, target, script, STATS);
-        let want: BTreeMap<String, usize> =
-            lines.iter().map(|&(k, v)| (k.to_string(), v)).collect();
+        let want = per_line(lines);
         assert_eq!(by_line, want, "{target}: every call at its line");
     }
     let reads = count_on_line(&out, "cwd calls: ");
@@ -1399,10 +1397,7 @@ fn assert_repeats(lang: Lang, script: &str, phases: (usize, usize), price: usize
 
     let (calls, _, _) = record_calls(lang, script, &[]);
     let stat = calls_by_marked_line(&calls, "stat", script, STATS);
-    let want: BTreeMap<String, usize> = [("A", 200), ("X", 1), ("B", 20), ("C", 20), ("D", 20)]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+    let want = per_line(&[("A", 200), ("X", 1), ("B", 20), ("C", 20), ("D", 20)]);
     assert_eq!(stat, want, "every call at its own line");
     let phase = calls_by_marked_line(&calls, "phase", script, STATS);
     let (f, e) = (phase.get("F").copied(), phase.get("E").copied());
