@@ -1191,12 +1191,6 @@ __noinline u32 blob_place(struct scratch *sc, u32 off, u64 mm, u64 ip, u64 sp)
 	return off + sizeof(struct blob) + 16;
 }
 
-/* Whether the words an entry of `stacks` names hold, at `sp`, what they held when user
- * space unwound its copy (their hash), and the frame pointer register too unless it did not
- * matter. A relative entry (`rel`: keyed by STK_REL, for the same code on another stack)
- * holds the words that pointed into the copied stack (STK_OFF_REL) and the frame pointer
- * as distances from the stack pointer. Reads the words into the scratch buffer. A global
- * function: verified once, for both kinds. */
 /* stk_check's hash of words [from, from + 8) of v->off (those below n; `range` is from << 32
  * | n: five arguments at most), from `h` on: the words the unwinder read, a stack address
  * as its distance from `base`. */
@@ -1219,6 +1213,12 @@ __noinline u64 stk_eight(struct scratch *sc, struct stk_val *v, u64 range, u64 b
 	return h;
 }
 
+/* Whether the words an entry of `stacks` names hold, at `sp`, what they held when user
+ * space unwound its copy (their hash), and the frame pointer register too unless it did not
+ * matter. A relative entry (`rel`: keyed by STK_REL, for the same code on another stack)
+ * holds the words that pointed into the copied stack (STK_OFF_REL) and the frame pointer
+ * as distances from the stack pointer. Reads the words into the scratch buffer. A global
+ * function: verified once, for both kinds. */
 __noinline int stk_check(struct scratch *sc, struct stk_val *v, u64 sp, u64 bp, u64 rel)
 {
 	if (!sc || !v)
