@@ -710,28 +710,54 @@ impl Drop for MemlockRaised {
     }
 }
 
-/// Loading begun: the kernel's BTF being prepared on a thread of its own while dejavu
-/// starts the program (`record`).
+/// Loading begun: on a thread of its own, the kernel's BTF prepared, the maps created and
+/// the programs verified, while dejavu starts the program (`record`); what is left (the
+/// settings, the program followed, attaching) is `attach`'s.
 struct Pending {
-    prepared: std::thread::JoinHandle<Result<Prepared, RecordError>>,
+    /// Taken by `attach`; joined when dropped before (a program that could not start).
+    loading: Option<std::thread::JoinHandle<Loading>>,
+    ring_bytes: u32,
+    stacks: bool,
 }
 
-/// Begins loading. The CO-RE relocations and the BTF tracepoints' type ids are taken from
-/// the cache when this kernel and this build made them before (core_cache.rs), else
-/// computed from a parse of the kernel's BTF of our own. (aya's loader is made in `load`:
-/// the vendored aya, vendor/aya/DEJAVU-PATCH.md, no longer parses the kernel's BTF in
-/// `EbpfLoader::new`, which took 15-25 ms on a thread of its own.) It does not need
-/// RLIMIT_MEMLOCK raised (`load` raises it), so a program started meanwhile does not
-/// inherit a raised limit.
-fn begin_load() -> Pending {
+/// What the loading thread made of the object (`build`).
+type Built = Result<Object, Refusal>;
+
+/// The loading thread's work: the object prepared, then built (when it was prepared).
+type Loading = (Result<Prepared, RecordError>, Option<Built>);
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        // What the thread loaded is closed before `record` returns its error.
+        if let Some(h) = self.loading.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Begins loading (`Pending`). The CO-RE relocations and the BTF tracepoints' type ids are
+/// taken from the cache when this kernel and this build made them before (core_cache.rs),
+/// else computed from a parse of the kernel's BTF of our own. (aya's loader is made in
+/// `build`: the vendored aya, vendor/aya/DEJAVU-PATCH.md, no longer parses the kernel's BTF
+/// in `EbpfLoader::new`, which took 15-25 ms on a thread of its own.)
+///
+/// The maps are created without RLIMIT_MEMLOCK raised, so that a program started meanwhile
+/// does not inherit a raised limit: Linux 5.11 and later do not charge BPF maps to it. An
+/// older kernel refuses them then, and `attach` builds again with the limit raised, once
+/// the program was started (`MemlockRaised`).
+fn begin_load(ring_bytes: u32, stacks: bool) -> Pending {
     Pending {
-        prepared: std::thread::spawn(|| {
-            prepare(
+        loading: Some(std::thread::spawn(move || {
+            let prepared = prepare(
                 core_cache::kernel_identity().as_deref(),
                 || core_cache::FileBytes::open("/sys/kernel/btf/vmlinux"),
                 core_cache::dir(),
-            )
-        }),
+            );
+            let built = prepared.as_ref().ok().map(|p| build(p, ring_bytes, stacks));
+            (prepared, built)
+        })),
+        ring_bytes,
+        stacks,
     }
 }
 
@@ -767,19 +793,38 @@ fn take<T: TryFrom<aya::maps::Map, Error = aya::maps::MapError>>(
     .map_err(|e| load_error(name, e))
 }
 
-/// Loads the programs and attaches them, with `config` in effect and `follow` (a program
-/// dejavu started, stopped until it is resumed) already followed.
-fn load(
-    pending: Pending,
-    ring_bytes: u32,
-    stacks: bool,
-    config: Config,
-    follow: Option<(i32, dejavu_capture::stacks::ExecRole)>,
-) -> Result<Loaded, RecordError> {
-    let panicked = |_| load_error("loading the BPF program", "a loading thread panicked");
-    let prepared = pending.prepared.join().map_err(panicked)??;
+/// The object loaded: its maps created (those user space uses taken out) and its programs
+/// verified, not attached.
+struct Object {
+    bpf: Ebpf,
+    cfg: Array<MapData, Config>,
+    traced: Traced,
+    lost: PerCpuArray<MapData, u64>,
+    stack_map: HashMap<MapData, StkKey, StkVal>,
+    stack_map_gen: Array<MapData, u64>,
+    events: RingBuf<MapData>,
+    stackbuf: RingBuf<MapData>,
+}
+
+/// Why `build` failed.
+enum Refusal {
+    /// The kernel refused to create a map (EPERM): on a kernel before 5.11, RLIMIT_MEMLOCK
+    /// (`begin_load`).
+    Map(RecordError),
+    Other(RecordError),
+}
+
+impl From<RecordError> for Refusal {
+    fn from(e: RecordError) -> Self {
+        Refusal::Other(e)
+    }
+}
+
+/// Creates the maps of the object `prepared` made ready, and verifies its programs: the
+/// calls' ring `ring_bytes`, the copies' ring as `stack_ring_bytes` says. The syscall filter
+/// (`wanted`) is filled while the programs are verified; nothing is attached.
+fn build(prepared: &Prepared, ring_bytes: u32, stacks: bool) -> Built {
     let mut loader = EbpfLoader::new();
-    let _memlock = MemlockRaised::raise();
     loader
         .set_max_entries("events", ring_bytes)
         // Copies of stacks get a ring of their own, twice the size (a page when off): a
@@ -793,12 +838,24 @@ fn load(
         // Whatever failed, aya relocates as it always did (and says what is wrong).
         None => loader.btf(prepared.btf.as_ref()).load(OBJECT),
     }
-    .map_err(|e| load_error("loading the BPF program", e))?;
+    .map_err(|e| {
+        let refused = matches!(
+            &e,
+            aya::EbpfError::MapError(aya::maps::MapError::CreateError { io_error, .. })
+                if io_error.raw_os_error() == Some(libc::EPERM)
+        );
+        let e = load_error("loading the BPF program", e);
+        if refused {
+            Refusal::Map(e)
+        } else {
+            Refusal::Other(e)
+        }
+    })?;
     // The maps out of the object first, to be filled while the programs are verified
     // (their descriptors are already in the programs' instructions, and stay open).
     let mut wanted: Array<MapData, u8> = take(&mut bpf, "wanted")?;
-    let mut cfg: Array<MapData, Config> = take(&mut bpf, "config")?;
-    let mut traced = Traced {
+    let cfg: Array<MapData, Config> = take(&mut bpf, "config")?;
+    let traced = Traced {
         set: take(&mut bpf, "traced")?,
         awaiting: take(&mut bpf, "awaiting")?,
         changes: Changes::new(take(&mut bpf, "gens")?, GEN_USER),
@@ -825,9 +882,8 @@ fn load(
         progs.push((prog, (tp, id), p));
     }
     // The verifier takes most of the loading, most of it on sys_exit: that one is verified
-    // on a thread of its own while the others are, and meanwhile the maps are filled and
-    // the ring buffers mapped into dejavu (docs/ebpf-backend.md, "Start-up"). Then all are
-    // attached in order. Nothing is traced before the program starts.
+    // on a thread of its own while the others are, and meanwhile the filter is filled and
+    // the ring buffers mapped into dejavu (docs/ebpf-backend.md, "Start-up").
     let btf = prepared.btf.as_ref();
     let (loaded, rings) = std::thread::scope(|s| {
         let (exit, rest): (Vec<_>, Vec<_>) = progs
@@ -853,13 +909,6 @@ fn load(
                     .set(arch::NR_MUNMAP as u32, 1u8, 0)
                     .map_err(|e| load_error("filling the syscall filter", e))?;
             }
-            cfg.set(0, config, 0).map_err(|e| load_error("config", e))?;
-            if let Some((pid, role)) = follow {
-                traced.insert(pid)?;
-                if role == dejavu_capture::stacks::ExecRole::Program {
-                    traced.set_role(pid, role);
-                }
-            }
             let events = RingBuf::try_from(events).map_err(|e| load_error("events", e))?;
             let stackbuf = RingBuf::try_from(stackbuf).map_err(|e| load_error("stackbuf", e))?;
             Ok((events, stackbuf))
@@ -873,11 +922,74 @@ fn load(
     for r in loaded {
         r?;
     }
-    let (ring, stack_ring) = rings?;
-    for (prog, _, p) in &mut progs {
+    let (events, stackbuf) = rings?;
+    drop(progs);
+    Ok(Object {
+        bpf,
+        cfg,
+        traced,
+        lost,
+        stack_map,
+        stack_map_gen,
+        events,
+        stackbuf,
+    })
+}
+
+/// Finishes loading (`begin_load`): `config` in effect, `follow` (a program dejavu
+/// started, stopped until it is resumed) followed, then the programs attached in order.
+/// Nothing is traced before the program starts.
+fn attach(
+    mut pending: Pending,
+    config: Config,
+    follow: Option<(i32, dejavu_capture::stacks::ExecRole)>,
+) -> Result<Loaded, RecordError> {
+    let panicked = |_| load_error("loading the BPF program", "a loading thread panicked");
+    let loading = pending
+        .loading
+        .take()
+        .ok_or_else(|| load_error("loading the BPF program", "already attached"))?;
+    let (prepared, built) = loading.join().map_err(panicked)?;
+    let prepared = prepared?;
+    let object = match built {
+        Some(Ok(o)) => o,
+        // Refused without RLIMIT_MEMLOCK raised (a kernel before 5.11, `begin_load`): again
+        // with it raised, now that the program was started; put back before it runs.
+        Some(Err(Refusal::Map(e))) => match MemlockRaised::raise() {
+            MemlockRaised(None) => return Err(e),
+            _memlock => match build(&prepared, pending.ring_bytes, pending.stacks) {
+                Ok(o) => o,
+                Err(Refusal::Map(e) | Refusal::Other(e)) => return Err(e),
+            },
+        },
+        Some(Err(Refusal::Other(e))) => return Err(e),
+        None => return Err(load_error("loading the BPF program", "not prepared")),
+    };
+    let Object {
+        mut bpf,
+        mut cfg,
+        mut traced,
+        lost,
+        stack_map,
+        stack_map_gen,
+        events,
+        stackbuf,
+    } = object;
+    cfg.set(0, config, 0).map_err(|e| load_error("config", e))?;
+    if let Some((pid, role)) = follow {
+        traced.insert(pid)?;
+        if role == dejavu_capture::stacks::ExecRole::Program {
+            traced.set_role(pid, role);
+        }
+    }
+    for (prog, _) in PROGRAMS {
+        let p: &mut BtfTracePoint = bpf
+            .program_mut(prog)
+            .ok_or_else(|| load_error(prog, "missing from the object"))?
+            .try_into()
+            .map_err(|e| load_error(prog, e))?;
         p.attach().map_err(|e| load_error(prog, e))?;
     }
-    drop(progs);
     // The kernel accepted every program: the relocations are worth keeping. A cache that
     // cannot be written costs the next run the relocation, nothing else.
     if let Some((dir, key, entry)) = &prepared.store {
@@ -886,10 +998,10 @@ fn load(
     Ok(Loaded {
         _bpf: bpf,
         rings: Some(Rings {
-            events: ring,
-            stacks: stack_ring,
+            events,
+            stacks: stackbuf,
             lost,
-            bytes: ring_bytes,
+            bytes: pending.ring_bytes,
         }),
         traced,
         stacks: StackCache {
@@ -917,7 +1029,7 @@ fn load(
             cached: 0,
             inline: 0,
         },
-        ring_bytes,
+        ring_bytes: pending.ring_bytes,
     })
 }
 
@@ -1072,7 +1184,8 @@ pub fn record<W: Write>(
     // the program once it runs, not the death of dejavu.
     let _sig = signals::install(matches!(target, Target::Command(_)));
     let stacks_on = opts.stacks.on();
-    let pending = begin_load();
+    let ring_bytes = ring_bytes(eopts)?;
+    let pending = begin_load(ring_bytes, stacks_on);
     let capped = opts.payload_bytes > PAYLOAD_MAX;
     let mut opts = opts.clone();
     opts.payload_bytes = payload;
@@ -1088,7 +1201,6 @@ pub fn record<W: Write>(
             let child = spawn::fork_child(&path, &argv, None, &env, inherit)?;
             let pid = child.pid;
             let started = (|| {
-                let ring_bytes = ring_bytes(eopts)?;
                 let c = config(&opts, agent_at, ring_bytes);
                 spawn::wait_stopped(&child, &path)?;
                 // Followed before the programs are attached: it is stopped until resumed.
@@ -1097,22 +1209,23 @@ pub fn record<W: Write>(
                     std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()),
                     &argv,
                 );
-                let l = load(pending, ring_bytes, stacks_on, c, Some((pid, role)))?;
-                Ok((l, make_writer(&meta)?))
+                // The trace begun while the programs are verified (`begin_load`).
+                let mut feed = Feed::new(make_writer(&meta)?, t0, opts.clone(), stacks);
+                if capped {
+                    feed.warn_once("payload", payload_capped());
+                }
+                feed.launched(pid, &cwd);
+                let l = attach(pending, c, Some((pid, role)))?;
+                Ok((l, feed))
             })();
-            let (l, w) = match started {
-                Ok(lw) => lw,
+            let (l, feed) = match started {
+                Ok(lf) => lf,
                 Err(e) => {
                     let _ = kernel::kill(pid, libc::SIGKILL);
                     let _ = kernel::wait_one(pid, libc::__WALL);
                     return Err(e);
                 }
             };
-            let mut feed = Feed::new(w, t0, opts.clone(), stacks);
-            if capped {
-                feed.warn_once("payload", payload_capped());
-            }
-            feed.launched(pid, &cwd);
             kernel::kill(pid, libc::SIGCONT).map_err(|e| RecordError::os("kill(SIGCONT)", e))?;
             let mut r = Reader::new(l, feed, Some(pid))?;
             r.run(Some(pid))?;
@@ -1171,9 +1284,8 @@ pub fn record<W: Write>(
                     meta.cwd = String::from_utf8_lossy(&c).into_owned();
                 }
             }
-            let ring_bytes = ring_bytes(eopts)?;
             let c = config(&opts, None, ring_bytes);
-            let mut l = load(pending, ring_bytes, stacks_on, c, None)?;
+            let mut l = attach(pending, c, None)?;
             // Followed once every program is attached (a fork before the fork hook would
             // be missed); follow first, then list threads: a thread created in between is
             // reported by the fork hook, one listed twice is ignored.
