@@ -1499,6 +1499,278 @@ __noinline u32 call_stack(struct scratch *sc, struct config *c, struct stk_call 
 	return native_stack(sc, c, call);
 }
 
+/* on_sys_exit's plan of what to copy into its record (emit_call, run_ops). */
+struct plan {
+	struct op ops[MAX_OPS];
+	u64 n;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct plan);
+} plans SEC(".maps");
+
+/* Bytes of a write (returned `ret` > 0, on descriptor `fd`) to copy: the first
+ * FINGERPRINT_BYTES for its fingerprint, or the payload prefix where one may be kept and it
+ * is longer (the descriptor is looked up only then); at most what was written. */
+static __always_inline u64 write_bytes(struct config *c, struct task_struct *t, s64 ret, u64 fd)
+{
+	u64 pay = c->payload_bytes;
+	u64 w = FINGERPRINT_BYTES;
+	if (pay > FINGERPRINT_BYTES && wants_payload(t, fd))
+		w = pay;
+	return (u64)ret < w ? (u64)ret : w;
+}
+
+/* Runs the plan `p` made: each copy into the record in `sc` from `off`; `a2` is the call's
+ * third argument (an iovec's count). */
+__noinline u32 run_ops(struct scratch *sc, struct plan *p, u32 off, u64 a2)
+{
+	if (!sc || !p)
+		return off;
+	u64 n = p->n;
+	for (int i = 0; i < MAX_OPS; i++) {
+		if (i >= n)
+			break;
+		u64 addr = p->ops[i].addr, len = p->ops[i].len;
+		switch (p->ops[i].kind) {
+		case B_STR:
+			off = blob_str(sc, off, addr);
+			break;
+		case B_MEM:
+			off = blob_mem(sc, off, addr, len);
+			break;
+		case B_FDSTAT:
+			off = blob_fdstat(sc, off, bpf_get_current_task(), addr);
+			break;
+		case B_ARGV:
+			off = blob_argv(sc, off, addr);
+			break;
+		case OP_IOV_PAYLOAD:
+			off = blob_iov_payload(sc, off, addr, a2, len);
+			break;
+		}
+	}
+	return off;
+}
+
+/* What on_sys_exit records of a call: emit_call's argument. */
+struct exit_call {
+	u64 id; /* pid_tgid */
+	u64 nr;
+	s64 ret;
+	u64 enter_ts;
+	u64 sid;
+	u64 cflags;
+	u64 a[6];
+	u64 ip;
+	u64 sp;
+	u64 bp;
+};
+
+/* The record of call `x` at its exit, with the copies of its memory it needs: the end of
+ * on_sys_exit, a function of its own so that the verifier walks it (a `switch` on the
+ * call's number, a plan for each case) once, not once for each state on_sys_exit's paths
+ * arrive in. */
+__noinline int emit_call(struct scratch *sc, struct config *c, struct exit_call *x)
+{
+	u32 zero = 0;
+	struct plan *p = bpf_map_lookup_elem(&plans, &zero);
+	if (!sc || !c || !x || !p)
+		return 0;
+	struct task_struct *t = bpf_get_current_task_btf();
+	u64 nr = x->nr;
+	s64 ret = x->ret;
+	u64 *a = x->a;
+	/* What to copy: a plan of up to MAX_OPS steps, made first (each case of the switch
+	 * leaves it in the per-CPU `plans`, so that all arrive after it in one state), run by
+	 * run_ops once the record's head is written. */
+	int n = 0;
+#define OP(k, a_, l)                                                                           \
+	do {                                                                                   \
+		if (n < MAX_OPS) {                                                             \
+			p->ops[n].kind = (k);                                                  \
+			p->ops[n].addr = (a_);                                                 \
+			p->ops[n].len = (l);                                                   \
+			n++;                                                                   \
+		}                                                                              \
+	} while (0)
+	switch (nr) {
+	case NR_open:
+	case NR_creat:
+	case NR_memfd_create:
+		OP(B_STR, a[0], 0);
+		if (ret >= 0 && c->open_identity)
+			OP(B_FDSTAT, ret, 0);
+		break;
+	case NR_openat:
+		OP(B_STR, a[1], 0);
+		if (ret >= 0 && c->open_identity)
+			OP(B_FDSTAT, ret, 0);
+		break;
+	case NR_openat2:
+		OP(B_STR, a[1], 0);
+		OP(B_MEM, a[2], 24);
+		if (ret >= 0 && c->open_identity)
+			OP(B_FDSTAT, ret, 0);
+		break;
+	case NR_stat:
+	case NR_lstat:
+		OP(B_STR, a[0], 0);
+		if (ret >= 0)
+			OP(B_MEM, a[1], 144);
+		break;
+	case NR_fstat:
+		if (ret >= 0)
+			OP(B_MEM, a[1], 144);
+		break;
+	case NR_newfstatat:
+		OP(B_STR, a[1], 0);
+		if (ret >= 0)
+			OP(B_MEM, a[2], 144);
+		break;
+	case NR_statx:
+		OP(B_STR, a[1], 0);
+		/* The fields dejavu decodes (arch::STATX_SIZE): not the whole 256 bytes. */
+		if (ret >= 0)
+			OP(B_MEM, a[4], STATX_USED);
+		break;
+	case NR_access:
+	case NR_mkdir:
+	case NR_rmdir:
+	case NR_unlink:
+	case NR_chdir:
+	case NR_chmod:
+	case NR_chown:
+	case NR_lchown:
+	case NR_truncate:
+		OP(B_STR, a[0], 0);
+		break;
+	case NR_faccessat:
+	case NR_faccessat2:
+	case NR_mkdirat:
+	case NR_unlinkat:
+	case NR_fchmodat:
+	case NR_fchmodat2:
+	case NR_fchownat:
+		OP(B_STR, a[1], 0);
+		break;
+	case NR_utimensat:
+		if (a[1])
+			OP(B_STR, a[1], 0);
+		break;
+	case NR_readlink:
+		OP(B_STR, a[0], 0);
+		if (ret > 0)
+			OP(B_MEM, a[1], ret);
+		break;
+	case NR_readlinkat:
+		OP(B_STR, a[1], 0);
+		if (ret > 0)
+			OP(B_MEM, a[2], ret);
+		break;
+	case NR_rename:
+	case NR_link:
+	case NR_symlink:
+		OP(B_STR, a[0], 0);
+		OP(B_STR, a[1], 0);
+		break;
+	case NR_renameat:
+	case NR_renameat2:
+	case NR_linkat:
+		OP(B_STR, a[1], 0);
+		OP(B_STR, a[3], 0);
+		break;
+	case NR_symlinkat:
+		OP(B_STR, a[0], 0);
+		OP(B_STR, a[2], 0);
+		break;
+	case NR_write:
+	case NR_pwrite64:
+		if (ret > 0)
+			OP(B_MEM, a[1], write_bytes(c, t, ret, a[0]));
+		break;
+	case NR_readv:
+	case NR_preadv:
+	case NR_preadv2:
+		OP(B_MEM, a[1], (a[2] < MAX_IOV ? a[2] : MAX_IOV) * 16);
+		break;
+	case NR_writev:
+	case NR_pwritev:
+	case NR_pwritev2:
+		OP(B_MEM, a[1], (a[2] < MAX_IOV ? a[2] : MAX_IOV) * 16);
+		if (ret > 0)
+			OP(OP_IOV_PAYLOAD, a[1], write_bytes(c, t, ret, a[0]));
+		break;
+	case NR_pipe:
+	case NR_pipe2:
+		if (ret >= 0) {
+			s32 fds[2] = {};
+			OP(B_MEM, a[0], 8);
+			if (bpf_probe_read_user(fds, sizeof(fds), (const void *)a[0]) == 0) {
+				OP(B_FDSTAT, fds[0], 0);
+				OP(B_FDSTAT, fds[1], 0);
+			}
+		}
+		break;
+	case NR_socket:
+	case NR_accept:
+	case NR_accept4:
+		if (ret >= 0)
+			OP(B_FDSTAT, ret, 0);
+		break;
+	case NR_connect:
+		OP(B_MEM, a[1], a[2] < 110 ? a[2] : 110);
+		break;
+	case NR_sendfile:
+		if (a[2])
+			OP(B_MEM, a[2], 8);
+		break;
+	case NR_execve:
+		if (ret < 0) {
+			OP(B_STR, a[0], 0);
+			OP(B_ARGV, a[1], 0);
+		}
+		break;
+	case NR_execveat:
+		if (ret < 0) {
+			OP(B_STR, a[1], 0);
+			OP(B_ARGV, a[2], 0);
+		}
+		break;
+	}
+#undef OP
+	p->n = n;
+
+	u8 *buf = sc->buf;
+	struct call_ev *e = (void *)buf;
+	e->h.kind = EV_CALL;
+	e->h.ts = bpf_ktime_get_ns();
+	e->h.pid = x->id >> 32;
+	e->h.tid = (u32)x->id;
+	e->enter_ts = x->enter_ts;
+	e->ret = ret;
+	for (int i = 0; i < 6; i++)
+		e->args[i] = a[i];
+	e->nr = nr;
+	e->nips = 0;
+	e->flags = x->cflags;
+	e->stack_id = x->sid;
+	if (!x->enter_ts)
+		e->enter_ts = e->h.ts;
+	u32 off = sizeof(*e);
+	if (x->cflags & CF_STACK_INLINE)
+		off = blob_stack(sc, off, x->ip, x->sp, x->bp);
+	else if (x->cflags & CF_STACK_STICKY)
+		off = blob_place(sc, off, (u64)BPF_CORE_READ(t, mm), x->ip, x->sp);
+	off = run_ops(sc, p, off, a[2]);
+	e->h.size = off;
+	submit(buf, off, c);
+	return 0;
+}
+
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
@@ -1606,225 +1878,29 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		sid = call.sid;
 	}
 
-	struct call_ev *e = (void *)buf;
-	e->h.kind = EV_CALL;
-	e->h.ts = bpf_ktime_get_ns();
-	e->h.pid = id >> 32;
-	e->h.tid = tid;
-	e->enter_ts = enter_ts;
-	e->ret = ret;
-	for (int i = 0; i < 6; i++)
-		e->args[i] = a[i];
-	e->nr = nr;
-	e->nips = 0;
-	e->flags = cflags;
-	e->stack_id = sid;
-	if (!enter_ts)
-		e->enter_ts = e->h.ts;
-	u32 off = sizeof(*e);
-	if (cflags & CF_STACK_INLINE)
-		off = blob_stack(sc, off, regs->ip, regs->sp, regs->bp);
-	else if (cflags & CF_STACK_STICKY)
-		off = blob_place(sc, off, (u64)BPF_CORE_READ(t, mm), regs->ip, regs->sp);
-	u64 pay = c->payload_bytes;
-	int ok = ret >= 0;
-	/* Bytes of a write to copy: the first FINGERPRINT_BYTES for its fingerprint, or the
-	 * payload prefix where one may be kept and it is longer (the descriptor is looked up
-	 * only then). */
-	u64 wcopy = FINGERPRINT_BYTES;
-	if (ret > 0 && pay > FINGERPRINT_BYTES &&
-	    (nr == NR_write || nr == NR_pwrite64 || nr == NR_writev || nr == NR_pwritev ||
-	     nr == NR_pwritev2) &&
-	    wants_payload(t, a[0]))
-		wcopy = pay;
-	if (ret > 0 && (u64)ret < wcopy)
-		wcopy = ret;
-	/* What to copy: a plan of up to MAX_OPS steps, then one loop that runs it. Each copy
-	 * helper is then inlined once, not once per syscall: the verifier's work (and so
-	 * dejavu's start-up) stays small. */
-	struct op ops[MAX_OPS] = {};
-	int n = 0;
-#define OP(k, a, l)                                                                            \
-	do {                                                                                   \
-		if (n < MAX_OPS) {                                                             \
-			ops[n].kind = (k);                                                     \
-			ops[n].addr = (a);                                                     \
-			ops[n].len = (l);                                                      \
-			n++;                                                                   \
-		}                                                                              \
-	} while (0)
-	u64 ident = ok && c->open_identity;
+	struct exit_call x = {
+		.id = id,
+		.nr = nr,
+		.ret = ret,
+		.enter_ts = enter_ts,
+		.sid = sid,
+		.cflags = cflags,
+		.a = {a[0], a[1], a[2], a[3], a[4], a[5]},
+		.ip = regs->ip,
+		.sp = regs->sp,
+		.bp = regs->bp,
+	};
+	return emit_call(sc, c, &x);
+}
 
-	switch (nr) {
-	case NR_open:
-	case NR_creat:
-	case NR_memfd_create:
-		OP(B_STR, a[0], 0);
-		if (ident)
-			OP(B_FDSTAT, ret, 0);
-		break;
-	case NR_openat:
-		OP(B_STR, a[1], 0);
-		if (ident)
-			OP(B_FDSTAT, ret, 0);
-		break;
-	case NR_openat2:
-		OP(B_STR, a[1], 0);
-		OP(B_MEM, a[2], 24);
-		if (ident)
-			OP(B_FDSTAT, ret, 0);
-		break;
-	case NR_stat:
-	case NR_lstat:
-		OP(B_STR, a[0], 0);
-		if (ok)
-			OP(B_MEM, a[1], 144);
-		break;
-	case NR_fstat:
-		if (ok)
-			OP(B_MEM, a[1], 144);
-		break;
-	case NR_newfstatat:
-		OP(B_STR, a[1], 0);
-		if (ok)
-			OP(B_MEM, a[2], 144);
-		break;
-	case NR_statx:
-		OP(B_STR, a[1], 0);
-		/* The fields dejavu decodes (arch::STATX_SIZE): not the whole 256 bytes. */
-		if (ok)
-			OP(B_MEM, a[4], STATX_USED);
-		break;
-	case NR_access:
-	case NR_mkdir:
-	case NR_rmdir:
-	case NR_unlink:
-	case NR_chdir:
-	case NR_chmod:
-	case NR_chown:
-	case NR_lchown:
-	case NR_truncate:
-		OP(B_STR, a[0], 0);
-		break;
-	case NR_faccessat:
-	case NR_faccessat2:
-	case NR_mkdirat:
-	case NR_unlinkat:
-	case NR_fchmodat:
-	case NR_fchmodat2:
-	case NR_fchownat:
-		OP(B_STR, a[1], 0);
-		break;
-	case NR_utimensat:
-		if (a[1])
-			OP(B_STR, a[1], 0);
-		break;
-	case NR_readlink:
-		OP(B_STR, a[0], 0);
-		if (ret > 0)
-			OP(B_MEM, a[1], ret);
-		break;
-	case NR_readlinkat:
-		OP(B_STR, a[1], 0);
-		if (ret > 0)
-			OP(B_MEM, a[2], ret);
-		break;
-	case NR_rename:
-	case NR_link:
-	case NR_symlink:
-		OP(B_STR, a[0], 0);
-		OP(B_STR, a[1], 0);
-		break;
-	case NR_renameat:
-	case NR_renameat2:
-	case NR_linkat:
-		OP(B_STR, a[1], 0);
-		OP(B_STR, a[3], 0);
-		break;
-	case NR_symlinkat:
-		OP(B_STR, a[0], 0);
-		OP(B_STR, a[2], 0);
-		break;
-	case NR_write:
-	case NR_pwrite64:
-		if (ret > 0)
-			OP(B_MEM, a[1], wcopy);
-		break;
-	case NR_readv:
-	case NR_preadv:
-	case NR_preadv2:
-		OP(B_MEM, a[1], (a[2] < MAX_IOV ? a[2] : MAX_IOV) * 16);
-		break;
-	case NR_writev:
-	case NR_pwritev:
-	case NR_pwritev2:
-		OP(B_MEM, a[1], (a[2] < MAX_IOV ? a[2] : MAX_IOV) * 16);
-		if (ret > 0)
-			OP(OP_IOV_PAYLOAD, a[1], wcopy);
-		break;
-	case NR_pipe:
-	case NR_pipe2:
-		if (ok) {
-			s32 fds[2] = {};
-			OP(B_MEM, a[0], 8);
-			if (bpf_probe_read_user(fds, sizeof(fds), (const void *)a[0]) == 0) {
-				OP(B_FDSTAT, fds[0], 0);
-				OP(B_FDSTAT, fds[1], 0);
-			}
-		}
-		break;
-	case NR_socket:
-	case NR_accept:
-	case NR_accept4:
-		if (ok)
-			OP(B_FDSTAT, ret, 0);
-		break;
-	case NR_connect:
-		OP(B_MEM, a[1], a[2] < 110 ? a[2] : 110);
-		break;
-	case NR_sendfile:
-		if (a[2])
-			OP(B_MEM, a[2], 8);
-		break;
-	case NR_execve:
-		if (!ok) {
-			OP(B_STR, a[0], 0);
-			OP(B_ARGV, a[1], 0);
-		}
-		break;
-	case NR_execveat:
-		if (!ok) {
-			OP(B_STR, a[1], 0);
-			OP(B_ARGV, a[2], 0);
-		}
-		break;
-	}
-#undef OP
-	for (int i = 0; i < MAX_OPS; i++) {
-		if (i >= n)
-			break;
-		u64 addr = ops[i].addr, len = ops[i].len;
-		switch (ops[i].kind) {
-		case B_STR:
-			off = blob_str(sc, off, addr);
-			break;
-		case B_MEM:
-			off = blob_mem(sc, off, addr, len);
-			break;
-		case B_FDSTAT:
-			off = blob_fdstat(sc, off, bpf_get_current_task(), addr);
-			break;
-		case B_ARGV:
-			off = blob_argv(sc, off, addr);
-			break;
-		case OP_IOV_PAYLOAD:
-			off = blob_iov_payload(sc, off, addr, a[2], len);
-			break;
-		}
-	}
-	e->h.size = off;
-	submit(buf, off, c);
-	return 0;
+/* `bit` if a == b, else 0, computed without a branch: the verifier then goes on in one
+ * state (the result unknown to it), where tests that branch would leave one state for each
+ * combination of their outcomes to walk the rest of the program in. */
+static __always_inline u64 eq_bit(u64 a, u64 b, u64 bit)
+{
+	u64 d = a ^ b;
+	barrier_var(d);
+	return (((d | (0 - d)) >> 63) ^ 1) * bit;
 }
 
 SEC("tp_btf/sched_process_fork")
@@ -1836,20 +1912,20 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	u8 value = *pv; /* a child of a process without stacks has none either */
 	u32 cpid = BPF_CORE_READ(child, tgid), ctid = BPF_CORE_READ(child, pid);
-	u64 flags = 0;
-	if (cpid == ptgid)
-		flags |= 1; /* a thread */
-	if (BPF_CORE_READ(child, files) == BPF_CORE_READ(parent, files))
-		flags |= 2; /* CLONE_FILES */
-	if (BPF_CORE_READ(child, fs) == BPF_CORE_READ(parent, fs))
-		flags |= 4; /* CLONE_FS */
-	if (BPF_CORE_READ(child, mm) == BPF_CORE_READ(parent, mm))
-		flags |= 8; /* CLONE_VM */
+	/* Without branches (eq_bit): one state for the verifier to walk on, not one for each
+	 * combination of these five. */
+	u64 flags = eq_bit(cpid, ptgid, 1); /* a thread */
+	flags |= eq_bit((u64)BPF_CORE_READ(child, files), (u64)BPF_CORE_READ(parent, files),
+			2); /* CLONE_FILES */
+	flags |= eq_bit((u64)BPF_CORE_READ(child, fs), (u64)BPF_CORE_READ(parent, fs),
+			4); /* CLONE_FS */
+	flags |= eq_bit((u64)BPF_CORE_READ(child, mm), (u64)BPF_CORE_READ(parent, mm),
+			8); /* CLONE_VM */
 	struct task_struct *me = bpf_get_current_task_btf();
 	struct pt_regs *my_regs = (struct pt_regs *)bpf_task_pt_regs(me);
 	struct pt_regs *its_regs = (struct pt_regs *)bpf_task_pt_regs(child);
-	if (BPF_CORE_READ(its_regs, sp) == BPF_CORE_READ(my_regs, sp))
-		flags |= 16; /* no stack of its own (fork, vfork; not posix_spawn's child) */
+	/* No stack of its own (fork, vfork; not posix_spawn's child). */
+	flags |= eq_bit(BPF_CORE_READ(its_regs, sp), BPF_CORE_READ(my_regs, sp), 16);
 	if (cpid != ptgid) {
 		bpf_map_update_elem(&traced, &cpid, &value, BPF_ANY);
 		traced_changed();
@@ -1889,13 +1965,52 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
  * crates/dejavu-detect/src/program.rs, less its rarer names, which keep their stacks). */
 static __always_inline int agent_runtime(struct task_struct *p)
 {
-	u8 name[8] = {};
+	/* Its first 7 bytes and a NUL, compared as one word each (little-endian): no loop. */
+	u64 w = 0;
 	const unsigned char *dn = BPF_CORE_READ(p, mm, exe_file, f_path.dentry, d_name.name);
-	if (!dn || bpf_probe_read_kernel_str(name, sizeof(name), dn) < 0)
+	if (!dn || bpf_probe_read_kernel_str(&w, sizeof(w), dn) < 0)
 		return 0;
-	if (prefix_is(name, "python3", 7))
+	return (w & 0x00ffffffffffffffULL) == 0x00336e6f68747970ULL || /* "python3" */
+	       (w & 0x000000ffffffffffULL) == 0x0000000065646f6eULL || /* "node\0" */
+	       (w & 0x00ffffffffffffffULL) == 0x0000736a65646f6eULL;   /* "nodejs\0" */
+}
+
+/* Pair `i` (type, value) of the auxiliary vector at the end of `sc`'s buffer: its value
+ * into the exec record at the buffer's start when it is AT_PHDR or AT_BASE; 1 at its end
+ * (AT_NULL) or past the words read. */
+__noinline int auxv_pair(struct scratch *sc, u64 i)
+{
+	if (!sc || i >= AUXV_WORDS / 2)
 		return 1;
-	return prefix_is(name, "node", 5) || prefix_is(name, "nodejs", 7);
+	struct exec_ev *e = (void *)sc->buf;
+	u64 *aux = (u64 *)(sc->buf + BUF_SIZE - AUXV_WORDS * 8);
+	u64 type = aux[2 * i], value = aux[2 * i + 1];
+	if (type == 0) /* AT_NULL */
+		return 1;
+	if (type == 3) /* AT_PHDR */
+		e->at_phdr = value;
+	else if (type == 7) /* AT_BASE */
+		e->at_base = value;
+	return 0;
+}
+
+/* AT_PHDR and AT_BASE of the auxiliary vector at the end of `sc`'s buffer into the exec
+ * record at its start (on_exec): a loop whose body (auxv_pair) the verifier walks once,
+ * not once for each turn. */
+static __always_inline void auxv_scan(struct scratch *sc)
+{
+	for (u32 i = 0; i < AUXV_WORDS / 2; i++)
+		if (auxv_pair(sc, i))
+			break;
+}
+
+/* system_path of the file name after the exec record in `sc`'s buffer (on_exec), in a
+ * function of its own for the same reason. */
+__noinline int exec_system_path(struct scratch *sc)
+{
+	if (!sc)
+		return 0;
+	return system_path(sc->buf + sizeof(struct exec_ev));
 }
 
 SEC("tp_btf/sched_process_exec")
@@ -1955,16 +2070,8 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		 * and arguments stay below OFF_LIMIT + ARGV_LIMIT). */
 		struct mm_struct *mm = BPF_CORE_READ(p, mm);
 		u64 *aux = (u64 *)(buf + BUF_SIZE - AUXV_WORDS * 8);
-		if (bpf_core_read(aux, AUXV_WORDS * 8, &mm->saved_auxv) == 0) {
-			for (int i = 0; i + 1 < AUXV_WORDS; i += 2) {
-				if (aux[i] == 0) /* AT_NULL */
-					break;
-				if (aux[i] == 3) /* AT_PHDR */
-					e->at_phdr = aux[i + 1];
-				else if (aux[i] == 7) /* AT_BASE */
-					e->at_base = aux[i + 1];
-			}
-		}
+		if (bpf_core_read(aux, AUXV_WORDS * 8, &mm->saved_auxv) == 0)
+			auxv_scan(scratch_get());
 	}
 	const char *fname = BPF_CORE_READ(bprm, filename);
 	long n = bpf_probe_read_kernel_str(buf + sizeof(*e), STR_MAX, fname);
@@ -1975,7 +2082,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		 * otherwise when it reads this exec: an interpreter, the program itself). */
 		u32 ptgid = BPF_CORE_READ(p, real_parent, tgid);
 		u8 *pv = bpf_map_lookup_elem(&traced, &ptgid);
-		if (pv && (*pv & TRACED_CHILD_TOOLS) && system_path(buf + sizeof(*e))) {
+		if (pv && (*pv & TRACED_CHILD_TOOLS) && exec_system_path(scratch_get())) {
 			*tv = TRACED | TRACED_NO_STACKS;
 			traced_changed();
 		}
