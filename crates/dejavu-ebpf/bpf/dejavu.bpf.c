@@ -1079,26 +1079,38 @@ __noinline int sticky_msg(struct scratch *sc, u32 o, u32 ml)
  * docs/agents.md), kept per thread (`sticky`). A write user space may frame otherwise (a
  * malformed or partial message, more than STICKY_MSGS messages) leaves its writer's
  * STICKY unknown here. */
+/* The agent's message at `at` of the `len` bytes after the agent record in `sc`: a STICKY
+ * is kept (sticky_msg); the offset of the next message, or -1 when this one is malformed.
+ * A function of its own: agent_stickies' loop walks a call, not this body, at each turn. */
+__noinline s64 sticky_one(struct scratch *sc, u64 at, u64 len)
+{
+	if (!sc)
+		return -1;
+	u32 o = at & (MEM_MAX - 1);
+	u8 *p = sc->buf + sizeof(struct agent_ev) + o;
+	u32 ml = p[0] | ((u32)p[1] << 8);
+	u64 next = at + 2 + ml;
+	if (at + 3 > len || ml == 0 || next > len)
+		return -1;
+	if (p[2] == 10)
+		sticky_msg(sc, o, ml);
+	return next;
+}
+
 __noinline int agent_stickies(struct scratch *sc, u32 len, u32 wtid)
 {
 	if (!sc)
 		return 0;
-	u8 *m = sc->buf + sizeof(struct agent_ev);
-	u32 at = 0;
+	u64 at = 0;
 	int bad = 0;
 	for (int i = 0; i < STICKY_MSGS; i++) {
 		if (at >= len)
 			break;
-		u32 o = at & (MEM_MAX - 1);
-		u8 *p = m + o;
-		u32 ml = p[0] | ((u32)p[1] << 8);
-		u32 next = at + 2 + ml;
-		if (at + 3 > len || ml == 0 || next > len) {
+		s64 next = sticky_one(sc, at, len);
+		if (next < 0) {
 			bad = 1;
 			break;
 		}
-		if (p[2] == 10)
-			sticky_msg(sc, o, ml);
 		at = next;
 	}
 	if (bad || at < len)
@@ -1347,6 +1359,25 @@ __noinline u32 native_stack(struct scratch *sc, struct config *c, struct stk_cal
  * or a call's record uses before it: native_stack is not called when it says yes). */
 #define STICKY_READ (BUF_SIZE - 2 * STICKY_PATH)
 
+/* The words `8 * j` to `8 * j + 7` of the STICKY's path in `s` and of the path just read
+ * (sticky_names: at STICKY_READ in `sc`'s buffer), up to the word holding byte `len` (the
+ * NUL): XORed, ORed together (0: the same). A function of its own, verified once: the
+ * loop in sticky_names walks four calls, not 32 turns of this body. */
+__noinline u64 path_eight(struct sticky *s, struct scratch *sc, u64 j, u64 len)
+{
+	if (!s || !sc || j >= STICKY_PATH / 64)
+		return 1;
+	u8 *b = sc->buf + STICKY_READ;
+	u64 diff = 0;
+	for (u64 k = 0; k < 8; k++) {
+		u64 i = j * 8 + k;
+		if (i * 8 > len)
+			break;
+		diff |= *(u64 *)(s->path + i * 8) ^ *(u64 *)(b + i * 8);
+	}
+	return diff;
+}
+
 /* Whether user space will give the call `k` the site of its thread's last STICKY
  * (protocol.rs, `lookup`): a call on the STICKY's path, of the kind (system call, and
  * whether it follows a final symbolic link) of the thread's first call on a path after
@@ -1444,10 +1475,10 @@ __noinline int sticky_names(struct scratch *sc, struct stk_call *k)
 		 * stored): whole words compare, without a mask for the last. */
 		*(u64 *)(b + (len & (STICKY_PATH - 1)) + 1) = 0;
 		diff = 0;
-		for (int i = 0; i < STICKY_PATH / 8; i++) {
-			if (i * 8 > len)
+		for (u64 j = 0; j < STICKY_PATH / 64; j++) {
+			if (j * 64 > len)
 				break;
-			diff |= *(u64 *)(s->path + i * 8) ^ *(u64 *)(b + i * 8);
+			diff |= path_eight(s, sc, j, len);
 		}
 	}
 	if (diff) {
