@@ -94,6 +94,18 @@ struct Proc {
     /// Stacks unwound from copies, by instruction and stack pointer: what the unwind
     /// depended on, the frame pointer's value, and the stack.
     slices: FxHashMap<(u64, u64), (Deps, u64, StackId)>,
+    /// Code addresses (as looked up) known to be in Go's `runtime.goexit`, the frame every
+    /// goroutine's stack begins with: unwinding stops there (`is_goexit`).
+    goexit: Vec<u64>,
+}
+
+/// Whether `function` is Go's `runtime.goexit`, the frame a goroutine's stack begins with
+/// (its assembly symbol is `runtime.goexit.abi0`; a Go binary's DWARF says
+/// `runtime.goexit`).
+fn is_goexit(function: &str) -> bool {
+    function
+        .strip_prefix("runtime.goexit")
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
 }
 
 impl Proc {
@@ -256,6 +268,8 @@ pub struct Native {
     shapes: FxHashMap<Box<[u64]>, ShapeDeps>,
     /// Frames by (module, file offset): each code address is named once.
     sites: FxHashMap<(u32, u64), Box<[Frame]>>,
+    /// The sites (as `sites`) in Go's `runtime.goexit`.
+    goexit_sites: FxHashSet<(u32, u64)>,
     stack: StackCopy,
     /// The last unwind ended at an address no mapping holds (garbage, or code mapped
     /// since): not a stack to remember by the words it read.
@@ -372,6 +386,7 @@ impl Native {
             cache: CacheN::new(),
             shapes: FxHashMap::default(),
             sites: FxHashMap::default(),
+            goexit_sites: FxHashSet::default(),
             stack: StackCopy {
                 pid: 0,
                 base: 0,
@@ -470,12 +485,19 @@ impl Native {
             }
             code.push(c);
         }
-        let (stacks, missing, slices) = match old {
+        let (stacks, missing, slices, goexit) = match old {
             // Stack ids by address stay right as long as every code mapping they may name
             // is still there (a dlclose, then another library at the same addresses, would
             // make them wrong).
-            Some(p) if p.code.iter().all(|c| code.contains(c)) => (p.stacks, p.missing, p.slices),
-            Some(p) => (FxHashMap::default(), p.missing, FxHashMap::default()),
+            Some(p) if p.code.iter().all(|c| code.contains(c)) => {
+                (p.stacks, p.missing, p.slices, p.goexit)
+            }
+            Some(p) => (
+                FxHashMap::default(),
+                p.missing,
+                FxHashMap::default(),
+                Vec::new(),
+            ),
             None => Default::default(),
         };
         Some(Proc {
@@ -485,6 +507,7 @@ impl Native {
             stacks,
             missing,
             slices,
+            goexit,
         })
     }
 
@@ -593,6 +616,11 @@ impl Native {
                 return Some(addr);
             }
             self.addrs.push(addr);
+            // A goroutine's stack begins at runtime.goexit: what the unwinder would find
+            // past it is another goroutine's stale frames (or nothing).
+            if proc.goexit.contains(&addr) {
+                break;
+            }
         }
         None
     }
@@ -856,7 +884,17 @@ impl Native {
         self.frames.clear();
         for i in 0..self.addrs.len() {
             let addr = self.addrs[i];
-            self.push_frames(w, pid, addr);
+            if self.push_frames(w, pid, addr) {
+                // Go's runtime.goexit, learned just now (the unwinds after this stop
+                // there): the frames past it are not this goroutine's.
+                if let Some(p) = self.procs.get_mut(&pid) {
+                    if !p.goexit.contains(&addr) {
+                        p.goexit.push(addr);
+                    }
+                }
+                self.addrs.truncate(i + 1);
+                break;
+            }
             if self.frames.len() >= MAX_FRAMES {
                 self.frames.truncate(MAX_FRAMES);
                 break;
@@ -871,10 +909,11 @@ impl Native {
         Some(id)
     }
 
-    /// Appends the frames of one code address of `pid` to `self.frames`.
-    fn push_frames<W: Write>(&mut self, w: &mut TraceWriter<W>, pid: Tid, addr: u64) {
+    /// Appends the frames of one code address of `pid` to `self.frames`; whether the
+    /// address is in Go's `runtime.goexit` (`is_goexit`).
+    fn push_frames<W: Write>(&mut self, w: &mut TraceWriter<W>, pid: Tid, addr: u64) -> bool {
         let Some(code) = self.procs.get(&pid).and_then(|p| p.code_at(addr)) else {
-            return;
+            return false;
         };
         let offset = addr - code.start + code.offset;
         let module_name = |w: &mut TraceWriter<W>, path: &[u8]| -> Option<StrId> {
@@ -893,11 +932,11 @@ impl Native {
                 module,
                 addr: if module.is_some() { offset } else { addr },
             });
-            return;
+            return false;
         };
         if let Some(f) = self.sites.get(&(mid, offset)) {
             self.frames.extend_from_slice(f);
-            return;
+            return self.goexit_sites.contains(&(mid, offset));
         }
         let module = module_name(w, &code.path);
         let mut source = std::mem::take(&mut self.source);
@@ -953,9 +992,16 @@ impl Native {
                 addr: offset,
             });
         }
+        let goexit = source
+            .iter()
+            .any(|s| s.function.as_deref().is_some_and(is_goexit));
+        if goexit {
+            self.goexit_sites.insert((mid, offset));
+        }
         self.source = source;
         self.frames.extend_from_slice(&site);
         self.sites.insert((mid, offset), site.into_boxed_slice());
+        goexit
     }
 
     /// `pid` mapped a file: the pages no mapping held may be code now.
@@ -1042,6 +1088,7 @@ impl Native {
             stacks: FxHashMap::default(),
             missing: FxHashSet::default(),
             slices: FxHashMap::default(),
+            goexit: p.goexit.clone(),
         };
         self.stats.inherited += 1;
         self.procs.insert(child, proc);
@@ -1474,6 +1521,16 @@ mod tests {
         let mut gone = mapping_of(&text);
         gone.path = b"/nonexistent/file".to_vec();
         assert_eq!(n.module_for(&gone), None);
+    }
+
+    #[test]
+    fn only_runtime_goexit_is_a_goroutines_first_frame() {
+        assert!(is_goexit("runtime.goexit"));
+        assert!(is_goexit("runtime.goexit.abi0"));
+        // goexit1 and goexit0 run when a goroutine ends, inside its stack.
+        assert!(!is_goexit("runtime.goexit1"));
+        assert!(!is_goexit("runtime.goexit0"));
+        assert!(!is_goexit("main.goexit"));
     }
 
     #[test]
