@@ -1530,8 +1530,28 @@ __noinline u32 call_stack(struct scratch *sc, struct config *c, struct stk_call 
 	return native_stack(sc, c, call);
 }
 
-/* on_sys_exit's plan of what to copy into its record (emit_call, run_ops). */
+/* What on_sys_exit records of a call (emit_call). */
+struct exit_call {
+	u64 id; /* pid_tgid */
+	u64 nr;
+	s64 ret;
+	u64 enter_ts;
+	u64 sid;
+	u64 cflags;
+	u64 a[6];
+	u64 ip;
+	u64 sp;
+	u64 bp;
+};
+
+/* on_sys_exit's call as its stack is looked for (`call`, call_stack) and as it is
+ * recorded (`x`), and the plan of what to copy into its record (emit_call, run_ops), per
+ * CPU: in a map, not on on_sys_exit's stack. The BPF stack of a chain of calls is at most
+ * 512 bytes, and Linux 6.1 counts each frame rounded up to 32 bytes, at least 32:
+ * on_sys_exit -> call_stack -> native_stack -> stk_check -> stk_eight fits only so. */
 struct plan {
+	struct stk_call call;
+	struct exit_call x;
 	struct op ops[MAX_OPS];
 	u64 n;
 };
@@ -1587,30 +1607,16 @@ __noinline u32 run_ops(struct scratch *sc, struct plan *p, u32 off, u64 a2)
 	return off;
 }
 
-/* What on_sys_exit records of a call: emit_call's argument. */
-struct exit_call {
-	u64 id; /* pid_tgid */
-	u64 nr;
-	s64 ret;
-	u64 enter_ts;
-	u64 sid;
-	u64 cflags;
-	u64 a[6];
-	u64 ip;
-	u64 sp;
-	u64 bp;
-};
 
 /* The record of call `x` at its exit, with the copies of its memory it needs: the end of
  * on_sys_exit, a function of its own so that the verifier walks it (a `switch` on the
  * call's number, a plan for each case) once, not once for each state on_sys_exit's paths
  * arrive in. */
-__noinline int emit_call(struct scratch *sc, struct config *c, struct exit_call *x)
+__noinline int emit_call(struct scratch *sc, struct config *c, struct plan *p)
 {
-	u32 zero = 0;
-	struct plan *p = bpf_map_lookup_elem(&plans, &zero);
-	if (!sc || !c || !x || !p)
+	if (!sc || !c || !p)
 		return 0;
+	struct exit_call *x = &p->x;
 	struct task_struct *t = bpf_get_current_task_btf();
 	u64 nr = x->nr;
 	s64 ret = x->ret;
@@ -1849,7 +1855,9 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	}
 	struct config *c = cfg();
 	struct scratch *sc = scratch_get();
-	if (!c || !sc)
+	u32 zero = 0;
+	struct plan *pl = bpf_map_lookup_elem(&plans, &zero);
+	if (!c || !sc || !pl)
 		return 0;
 	u8 *buf = sc->buf;
 	u64 a[6];
@@ -1895,33 +1903,33 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		/* mm by a probe read, not a plain load: a pointer kept in `call` made the
 		 * verifier's states differ where a number does not (+40% of the time it takes to
 		 * load this program, for a helper call that costs ~20 ns). */
-		struct stk_call call = {
-			.mm = (u64)BPF_CORE_READ(t, mm),
-			.ip = regs->ip,
-			.sp = regs->sp,
-			.bp = regs->bp,
-			.sid = 0,
-			.id = id,
-			.nr = nr,
-			.a = {a[0], a[1], a[2], a[3], a[4]},
-		};
-		cflags |= call_stack(sc, c, &call);
-		sid = call.sid;
+		struct stk_call *call = &pl->call;
+		call->mm = (u64)BPF_CORE_READ(t, mm);
+		call->ip = regs->ip;
+		call->sp = regs->sp;
+		call->bp = regs->bp;
+		call->sid = 0;
+		call->id = id;
+		call->nr = nr;
+		for (int i = 0; i < 5; i++)
+			call->a[i] = a[i];
+		cflags |= call_stack(sc, c, call);
+		sid = call->sid;
 	}
 
-	struct exit_call x = {
-		.id = id,
-		.nr = nr,
-		.ret = ret,
-		.enter_ts = enter_ts,
-		.sid = sid,
-		.cflags = cflags,
-		.a = {a[0], a[1], a[2], a[3], a[4], a[5]},
-		.ip = regs->ip,
-		.sp = regs->sp,
-		.bp = regs->bp,
-	};
-	return emit_call(sc, c, &x);
+	struct exit_call *x = &pl->x;
+	x->id = id;
+	x->nr = nr;
+	x->ret = ret;
+	x->enter_ts = enter_ts;
+	x->sid = sid;
+	x->cflags = cflags;
+	for (int i = 0; i < 6; i++)
+		x->a[i] = a[i];
+	x->ip = regs->ip;
+	x->sp = regs->sp;
+	x->bp = regs->bp;
+	return emit_call(sc, c, pl);
 }
 
 /* `bit` if a == b, else 0, computed without a branch: the verifier then goes on in one
