@@ -1608,10 +1608,10 @@ __noinline u32 run_ops(struct scratch *sc, struct plan *p, u32 off, u64 a2)
 }
 
 
-/* The record of call `x` at its exit, with the copies of its memory it needs: the end of
- * on_sys_exit, a function of its own so that the verifier walks it (a `switch` on the
- * call's number, a plan for each case) once, not once for each state on_sys_exit's paths
- * arrive in. */
+/* The record of the call in `p` (`p->x`) at its exit, with the copies of its memory it
+ * needs: the end of on_sys_exit, a function of its own so that the verifier walks it (a
+ * `switch` on the call's number, a plan for each case) once, not once for each state
+ * on_sys_exit's paths arrive in. */
 __noinline int emit_call(struct scratch *sc, struct config *c, struct plan *p)
 {
 	if (!sc || !c || !p)
