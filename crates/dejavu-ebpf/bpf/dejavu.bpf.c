@@ -1074,11 +1074,6 @@ __noinline int sticky_msg(struct scratch *sc, u32 o, u32 ml)
 	return 0;
 }
 
-/* The STICKY messages of an agent's write (`len` bytes after its record's header in the
- * scratch buffer, framed as user space frames them: u16 length, kind, body;
- * docs/agents.md), kept per thread (`sticky`). A write user space may frame otherwise (a
- * malformed or partial message, more than STICKY_MSGS messages) leaves its writer's
- * STICKY unknown here. */
 /* The agent's message at `at` of the `len` bytes after the agent record in `sc`: a STICKY
  * is kept (sticky_msg); the offset of the next message, or -1 when this one is malformed.
  * A function of its own: agent_stickies' loop walks a call, not this body, at each turn. */
@@ -1097,6 +1092,11 @@ __noinline s64 sticky_one(struct scratch *sc, u64 at, u64 len)
 	return next;
 }
 
+/* The STICKY messages of an agent's write (`len` bytes after its record's header in the
+ * scratch buffer, framed as user space frames them: u16 length, kind, body;
+ * docs/agents.md), kept per thread (`sticky`). A write user space may frame otherwise (a
+ * malformed or partial message, more than STICKY_MSGS messages) leaves its writer's
+ * STICKY unknown here. */
 __noinline int agent_stickies(struct scratch *sc, u32 len, u32 wtid)
 {
 	if (!sc)
@@ -2088,10 +2088,11 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		sid = at->sid;
 		sflags = at->sflags;
 	}
-	u8 *buf = scratch_buf();
+	struct scratch *sc = scratch_get();
 	struct config *c = cfg();
-	if (!buf)
+	if (!sc)
 		return 0;
+	u8 *buf = sc->buf;
 	struct exec_ev *e = (void *)buf;
 	e->h.kind = EV_EXEC;
 	e->h.ts = bpf_ktime_get_ns();
@@ -2110,7 +2111,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		struct mm_struct *mm = BPF_CORE_READ(p, mm);
 		u64 *aux = (u64 *)(buf + BUF_SIZE - AUXV_WORDS * 8);
 		if (bpf_core_read(aux, AUXV_WORDS * 8, &mm->saved_auxv) == 0)
-			auxv_scan(scratch_get());
+			auxv_scan(sc);
 	}
 	const char *fname = BPF_CORE_READ(bprm, filename);
 	long n = bpf_probe_read_kernel_str(buf + sizeof(*e), STR_MAX, fname);
@@ -2121,7 +2122,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		 * otherwise when it reads this exec: an interpreter, the program itself). */
 		u32 ptgid = BPF_CORE_READ(p, real_parent, tgid);
 		u8 *pv = bpf_map_lookup_elem(&traced, &ptgid);
-		if (pv && (*pv & TRACED_CHILD_TOOLS) && exec_system_path(scratch_get())) {
+		if (pv && (*pv & TRACED_CHILD_TOOLS) && exec_system_path(sc)) {
 			*tv = TRACED | TRACED_NO_STACKS;
 			traced_changed();
 		}
