@@ -723,8 +723,8 @@ struct Pending {
 /// What the loading thread made of the object (`build`).
 type Built = Result<Object, Refusal>;
 
-/// The loading thread's work: the object prepared, then built (when it was prepared).
-type Loading = (Result<Prepared, RecordError>, Option<Built>);
+/// The loading thread's work: the object prepared (kept for a build again), then built.
+type Loading = Result<(Prepared, Built), RecordError>;
 
 impl Drop for Pending {
     fn drop(&mut self) {
@@ -752,9 +752,9 @@ fn begin_load(ring_bytes: u32, stacks: bool) -> Pending {
                 core_cache::kernel_identity().as_deref(),
                 || core_cache::FileBytes::open("/sys/kernel/btf/vmlinux"),
                 core_cache::dir(),
-            );
-            let built = prepared.as_ref().ok().map(|p| build(p, ring_bytes, stacks));
-            (prepared, built)
+            )?;
+            let built = build(&prepared, ring_bytes, stacks);
+            Ok((prepared, built))
         })),
         ring_bytes,
         stacks,
@@ -949,21 +949,19 @@ fn attach(
         .loading
         .take()
         .ok_or_else(|| load_error("loading the BPF program", "already attached"))?;
-    let (prepared, built) = loading.join().map_err(panicked)?;
-    let prepared = prepared?;
+    let (prepared, built) = loading.join().map_err(panicked)??;
     let object = match built {
-        Some(Ok(o)) => o,
+        Ok(o) => o,
         // Refused without RLIMIT_MEMLOCK raised (a kernel before 5.11, `begin_load`): again
         // with it raised, now that the program was started; put back before it runs.
-        Some(Err(Refusal::Map(e))) => match MemlockRaised::raise() {
+        Err(Refusal::Map(e)) => match MemlockRaised::raise() {
             MemlockRaised(None) => return Err(e),
             _memlock => match build(&prepared, pending.ring_bytes, pending.stacks) {
                 Ok(o) => o,
                 Err(Refusal::Map(e) | Refusal::Other(e)) => return Err(e),
             },
         },
-        Some(Err(Refusal::Other(e))) => return Err(e),
-        None => return Err(load_error("loading the BPF program", "not prepared")),
+        Err(Refusal::Other(e)) => return Err(e),
     };
     let Object {
         mut bpf,
