@@ -29,17 +29,19 @@ const HEAD: usize = 16 << 10;
 /// Most bytes read for those (a file that puts them further in is not laid out).
 const MAX_HEAD: usize = 4 << 20;
 
-/// The start of the ELF file at `path`, as far as its program headers and interpreter
-/// path go: never the whole file, which this read at every exec before (95 MB for node,
-/// 33 MB for each cc1 of a build).
-fn head(path: &Path) -> Option<Vec<u8>> {
+/// The start of the ELF file at `path`, as far as its program headers go, and its
+/// interpreter path with `interp`: never the whole file, which this read at every exec
+/// before (95 MB for node, 33 MB for each cc1 of a build). Only an exec needs the
+/// interpreter path, and a library's can lie far in (glibc's libc.so.6, itself runnable,
+/// has its PT_INTERP 1.6 MiB in: a build id read that much of it at every recording).
+fn head(path: &Path, interp: bool) -> Option<Vec<u8>> {
     use std::io::Read;
     let mut f = std::fs::File::open(path).ok()?;
     let mut data = Vec::with_capacity(HEAD);
     (&mut f).take(HEAD as u64).read_to_end(&mut data).ok()?;
     // Twice at most: the program headers, then the interpreter path they point at.
     for _ in 0..2 {
-        let need = headers_end(&data)?;
+        let need = headers_end(&data, interp)?;
         if need <= data.len() {
             return Some(data);
         }
@@ -53,7 +55,7 @@ fn head(path: &Path) -> Option<Vec<u8>> {
             return None; // the file is shorter than its headers say
         }
     }
-    (headers_end(&data)? <= data.len()).then_some(data)
+    (headers_end(&data, interp)? <= data.len()).then_some(data)
 }
 
 /// Files whose start `head_of` keeps (the programs and interpreters of a recording's
@@ -74,7 +76,7 @@ fn head_of(path: &Path, meta: &std::fs::Metadata) -> Option<std::rc::Rc<Vec<u8>>
     if let Some(h) = HEADS.with(|h| h.borrow().get(&key).cloned()) {
         return Some(h);
     }
-    let data = std::rc::Rc::new(head(path)?);
+    let data = std::rc::Rc::new(head(path, true)?);
     HEADS.with(|h| {
         let mut h = h.borrow_mut();
         if h.len() >= MAX_HEADS {
@@ -85,16 +87,17 @@ fn head_of(path: &Path, meta: &std::fs::Metadata) -> Option<std::rc::Rc<Vec<u8>>
     Some(data)
 }
 
-/// How many bytes from the start of an ELF file hold its program headers and interpreter
-/// path, as far as `data` (its start) tells; None if it is not a 64-bit ELF file.
-fn headers_end(data: &[u8]) -> Option<usize> {
+/// How many bytes from the start of an ELF file hold its program headers, and its
+/// interpreter path with `interp`, as far as `data` (its start) tells; None if it is not a
+/// 64-bit ELF file.
+fn headers_end(data: &[u8], interp: bool) -> Option<usize> {
     let hdr = elf::FileHeader64::<object::Endianness>::parse(data).ok()?;
     let endian = hdr.endian().ok()?;
     let ph_end = hdr
         .e_phoff(endian)
         .checked_add(u64::from(hdr.e_phnum(endian)) * u64::from(hdr.e_phentsize(endian)))?;
     let ph_end = usize::try_from(ph_end).ok()?;
-    if ph_end > data.len() {
+    if ph_end > data.len() || !interp {
         return Some(ph_end);
     }
     let phdrs = hdr.program_headers(endian, data).ok()?;
@@ -116,7 +119,7 @@ const MAX_NOTES: u64 = 64 << 10;
 /// the note segments, never the whole file; None for a file without one (or not ELF).
 pub fn build_id(path: &Path) -> Option<Vec<u8>> {
     use std::os::unix::fs::FileExt;
-    let data = head(path)?;
+    let data = head(path, false)?;
     let hdr = elf::FileHeader64::<object::Endianness>::parse(&data[..]).ok()?;
     let endian = hdr.endian().ok()?;
     let phdrs = hdr.program_headers(endian, &data[..]).ok()?;
@@ -318,7 +321,7 @@ mod tests {
     fn only_the_headers_of_a_program_are_read() {
         let exe = std::fs::read_link("/proc/self/exe").unwrap();
         let whole = std::fs::read(&exe).unwrap();
-        let h = head(&exe).unwrap();
+        let h = head(&exe, true).unwrap();
         assert!(
             h.len() <= HEAD && h.len() < whole.len(),
             "{} of {}",
@@ -340,16 +343,53 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("moved");
         std::fs::write(&f, &moved).unwrap();
-        let h = head(&f).unwrap();
+        let h = head(&f, true).unwrap();
         assert!(
             h.len() >= (20 << 10) + size && h.len() < moved.len(),
             "{}",
             h.len()
         );
-        assert_eq!(headers_end(&h), headers_end(&moved));
+        assert_eq!(headers_end(&h, true), headers_end(&moved, true));
         // Cut short inside its program headers: no layout, and no panic.
         std::fs::write(&f, &moved[..(20 << 10) + size / 2]).unwrap();
-        assert!(head(&f).is_none());
+        assert!(head(&f, true).is_none());
+    }
+
+    /// A build id reads the program headers and the notes, not as far as the interpreter
+    /// path: a library whose PT_INTERP lies far in (glibc's libc.so.6, 1.6 MiB) is not read
+    /// that far for it; an exec's layout still reads the path.
+    #[test]
+    fn a_build_id_does_not_read_as_far_as_the_interpreter_path() {
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        let whole = std::fs::read(&exe).unwrap();
+        let hdr = elf::FileHeader64::<object::Endianness>::parse(&whole[..]).unwrap();
+        let endian = hdr.endian().unwrap();
+        let phdrs = hdr.program_headers(endian, &whole[..]).unwrap();
+        let (at, interp) = phdrs
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.p_type(endian) == elf::PT_INTERP)
+            .map(|(i, p)| {
+                let off = p.p_offset(endian) as usize;
+                (i, whole[off..off + p.p_filesz(endian) as usize].to_vec())
+            })
+            .expect("the test binary has an interpreter");
+        // The same file with its interpreter path moved to 2 MiB in (the program header's
+        // p_offset, the 8 bytes after p_type and p_flags).
+        let far = 2usize << 20;
+        let mut moved = whole[..HEAD.min(whole.len())].to_vec();
+        moved.resize(far, 0);
+        moved.extend_from_slice(&interp);
+        let ph = hdr.e_phoff(endian) as usize + at * hdr.e_phentsize(endian) as usize;
+        moved[ph + 8..ph + 16].copy_from_slice(&(far as u64).to_le_bytes());
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("far-interp");
+        std::fs::write(&f, &moved).unwrap();
+        assert!(head(&f, false).unwrap().len() <= HEAD);
+        assert!(head(&f, true).unwrap().len() >= far + interp.len());
+        // The notes are in the first KiB of a linked program: the same build id (or none,
+        // as for the test binary itself).
+        assert_eq!(build_id(&f), build_id(&exe));
     }
 
     /// Our own process: the layout built from the auxiliary vector (read from /proc here)
