@@ -387,8 +387,8 @@ mod tests {
         std::fs::write(&f, &moved).unwrap();
         assert!(head(&f, false).unwrap().len() <= HEAD);
         assert!(head(&f, true).unwrap().len() >= far + interp.len());
-        // The notes are in the first KiB of a linked program: the same build id (or none,
-        // as for the test binary itself).
+        // The notes lie in the first KiB of a linked program, kept in the copy: the same
+        // build id as the test binary's (None only where a linker adds none).
         assert_eq!(build_id(&f), build_id(&exe));
     }
 
