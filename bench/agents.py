@@ -74,14 +74,21 @@ def agents_at(rev: str | None, dest: Path) -> Path:
     """The agents' files (node/, python/) of the working tree, or of git revision `rev`."""
     files = ["agents/node/dejavu-agent.js", "agents/python/sitecustomize.py",
              "agents/python/_dejavu_agent.py"]
-    for f in files:
+    # The loader's part beside the zip (since 2026-11-28; older revisions have none).
+    optional = ["agents/python/_dejavu_site.py"]
+    for f in files + optional:
         out = dest / f
         out.parent.mkdir(parents=True, exist_ok=True)
         if rev is None:
+            if f in optional and not (REPO / f).exists():
+                continue
             out.write_bytes((REPO / f).read_bytes())
         else:
-            out.write_bytes(subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:{f}"],
-                                           check=True, capture_output=True).stdout)
+            got = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:{f}"],
+                                 check=f not in optional, capture_output=True)
+            if got.returncode != 0:
+                continue
+            out.write_bytes(got.stdout)
     return dest / "agents"
 
 

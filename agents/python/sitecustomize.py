@@ -1,80 +1,41 @@
 """dejavu's Python loader: `dejavu record` puts a zip holding this file first on
-PYTHONPATH, so Python runs it as `sitecustomize` at startup. It loads the agent
-(_dejavu_agent.py, beside the zip) when dejavu is recording, then runs the sitecustomize
-the program would have loaded without dejavu, and takes itself off sys.path.
-
-Why a zip: every import during startup looks in each sys.path entry before the one that
-has the module; a directory costs a stat per import (dozens, all recorded), a zip is
-looked up in memory. Why the agent is not in the zip: the zip importer never caches
-bytecode, and compiling the agent at every start would cost milliseconds; beside the zip
-it is compiled once per recording. This file stays small, so a Python that loads it while
-dejavu is not recording pays next to nothing.
+PYTHONPATH, so Python runs it as `sitecustomize` at startup. It runs _dejavu_site.py,
+beside the zip, with its bytecode: the zip importer compiles a module's source at every
+import (twice in CPython 3.11), so what is here is only what finds that file.
 """
 
-import os as _os
 import sys as _sys
 
 
-def _load_agent(here):
-    if not _os.environ.get("DEJAVU_AGENT_FD"):
-        return
-    external = _sys.modules["_frozen_importlib_external"]
-    bootstrap = _sys.modules["_frozen_importlib"]
-    path = _os.path.join(here, "_dejavu_agent.py")
-    spec = external.spec_from_file_location("_dejavu_agent", path)
-    module = bootstrap.module_from_spec(spec)
-    _sys.modules["_dejavu_agent"] = module
-    # Our bytecode goes to our own directory, whatever the program's setting for its
-    # own files: compiling the agent at every start would cost milliseconds. No code of
-    # the program runs while the setting is changed.
-    keep = _sys.dont_write_bytecode
-    _sys.dont_write_bytecode = False
+def _site():
+    """_dejavu_site, loaded from beside the zip (its bytecode written there, whatever the
+    program's setting for its own files); None if it cannot be."""
     try:
-        spec.loader.exec_module(module)
-    finally:
-        _sys.dont_write_bytecode = keep
-        if getattr(module, "_fd", -1) < 0:
-            # Not recording (no valid channel): nothing of ours stays visible.
-            _sys.modules.pop("_dejavu_agent", None)
+        external = _sys.modules["_frozen_importlib_external"]
+        bootstrap = _sys.modules["_frozen_importlib"]
+        entry = __file__.rpartition("/")[0]
+        here = entry.rpartition("/")[0] if entry.endswith(".zip") else entry
+        spec = external.spec_from_file_location("_dejavu_site", here + "/_dejavu_site.py")
+        module = bootstrap.module_from_spec(spec)
+        keep = _sys.dont_write_bytecode
+        _sys.dont_write_bytecode = False
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            _sys.dont_write_bytecode = keep
+        return module
+    except Exception:
+        return None
 
 
-def _chain(entry):
-    """Takes `entry` (ours) off sys.path, then loads the sitecustomize the program would
-    have loaded without us: the next one on sys.path, as the module `sitecustomize`. Its
-    exceptions propagate, so site reports them exactly as it would have. Returns whether
-    there was one."""
-    while entry in _sys.path:
-        _sys.path.remove(entry)
-    _sys.path_importer_cache.pop(entry, None)
-    external = _sys.modules.get("_frozen_importlib_external")
-    bootstrap = _sys.modules.get("_frozen_importlib")
-    if external is None or bootstrap is None:
-        return False
-    spec = external.PathFinder.find_spec("sitecustomize", _sys.path)
-    if spec is None or spec.loader is None:
-        return False
-    module = bootstrap.module_from_spec(spec)
-    # The import that runs us returns whatever sys.modules holds when we are done.
-    _sys.modules["sitecustomize"] = module
-    spec.loader.exec_module(module)
-    return True
-
-
-def _entry():
-    """Our sys.path entry (the zip, or a plain directory in tests) and the directory the
-    agent is in."""
-    entry = _os.path.dirname(__file__)
-    here = _os.path.dirname(entry) if entry.endswith(".zip") else entry
-    return entry, here
-
-
-_ENTRY, _HERE = _entry()
-try:
-    _load_agent(_HERE)
-except Exception:
-    # Never into the program: without an agent it runs as without dejavu.
-    pass
-if not _chain(_ENTRY):
+_SITE = _site()
+if _SITE is None:
+    # Never into the program: without the loader it runs as without dejavu (our entry
+    # off sys.path; the program's own sitecustomize is not run).
+    _ENTRY = __file__.rpartition("/")[0]
+    while _ENTRY in _sys.path:
+        _sys.path.remove(_ENTRY)
+if _SITE is None or not _SITE.run(__file__):
     # Without dejavu there is no sitecustomize: site ignores exactly this error, and the
     # import system takes this module out of sys.modules, so the program finds no
     # `sitecustomize`, as without dejavu.

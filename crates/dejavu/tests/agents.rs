@@ -32,7 +32,7 @@ fn python_agent_dir() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     DIR.get_or_init(|| {
         let d = tempfile::tempdir().expect("tempdir");
-        for f in ["sitecustomize.py", "_dejavu_agent.py"] {
+        for f in ["sitecustomize.py", "_dejavu_site.py", "_dejavu_agent.py"] {
             std::fs::copy(repo().join("agents/python").join(f), d.path().join(f))
                 .expect("copy agent");
         }
@@ -550,10 +550,11 @@ fn the_programs_own_sitecustomize_still_runs_and_fails_as_it_would() {
     }
 }
 
-/// The Python agent's bytecode is kept in dejavu's cache directory between recordings:
-/// the first recording's Python compiles the agent (~5 ms), the next one's finds the
-/// bytecode up to date beside its copy of the agent (Python's own check: `-v` says the
-/// bytecode "matches" its source) and compiles nothing. docs/agents.md, "Start-up".
+/// The Python agent's bytecode is kept in dejavu's cache directory between recordings,
+/// and the loader's (`_dejavu_site`, which the zip's `sitecustomize` runs): the first
+/// recording's Python compiles both (~5 ms), the next one's finds their bytecode up to
+/// date beside its copies (Python's own check: `-v` says the bytecode "matches" its
+/// source) and compiles nothing. docs/agents.md, "Start-up".
 #[test]
 fn the_python_agents_bytecode_is_kept_between_recordings() {
     require!("python3");
@@ -579,20 +580,24 @@ fn the_python_agents_bytecode_is_kept_between_recordings() {
         );
         assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        // The agent's import, as `python -v` tells it.
-        let agent = err
-            .lines()
-            .filter(|l| l.contains("_dejavu_agent"))
-            .map(str::to_owned)
-            .collect::<Vec<_>>();
-        agent.join("\n")
+        // The agent's and the loader's imports, as `python -v` tells them.
+        let ours = |name: &str| {
+            err.lines()
+                .filter(|l| l.contains(name))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        (ours("_dejavu_agent"), ours("_dejavu_site"))
     };
-    let first = record(1);
-    assert!(
-        first.contains("# created '"),
-        "compiled, bytecode written: {first}"
-    );
-    assert!(!first.contains(" matches "), "{first}");
+    let (first, first_site) = record(1);
+    for first in [&first, &first_site] {
+        assert!(
+            first.contains("# created '"),
+            "compiled, bytecode written: {first}"
+        );
+        assert!(!first.contains(" matches "), "{first}");
+    }
     // Kept, private.
     let kept: Vec<PathBuf> = std::fs::read_dir(&cache)
         .unwrap()
@@ -605,26 +610,36 @@ fn the_python_agents_bytecode_is_kept_between_recordings() {
                 .map(|f| f.path())
         })
         .collect();
-    assert_eq!(kept.len(), 1, "{kept:?}");
-    let name = kept[0].file_name().unwrap().to_string_lossy().into_owned();
+    let mut names: Vec<String> = kept
+        .iter()
+        .map(|k| k.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "{kept:?}");
     assert!(
-        name.starts_with("_dejavu_agent.") && name.ends_with(".pyc"),
-        "{name}"
+        names[0].starts_with("_dejavu_agent.") && names[0].ends_with(".pyc"),
+        "{names:?}"
     );
-    {
+    assert!(
+        names[1].starts_with("_dejavu_site.") && names[1].ends_with(".pyc"),
+        "{names:?}"
+    );
+    for k in &kept {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&kept[0]).unwrap().permissions().mode();
+        let mode = std::fs::metadata(k).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "{mode:o}");
     }
-    let second = record(2);
-    assert!(
-        second.contains(" matches "),
-        "taken from the cache: {second}"
-    );
-    assert!(
-        !second.contains("# created '"),
-        "not compiled again: {second}"
-    );
+    let (second, second_site) = record(2);
+    for second in [&second, &second_site] {
+        assert!(
+            second.contains(" matches "),
+            "taken from the cache: {second}"
+        );
+        assert!(
+            !second.contains("# created '"),
+            "not compiled again: {second}"
+        );
+    }
     // Without a cache directory, every recording compiles, as before.
     let out = Command::new(dejavu())
         .arg("record")
