@@ -17,7 +17,9 @@ import os as _os
 import sys as _sys
 
 
-def _load_agent(here):
+def _load_agent(here, run_module):
+    """Loads the agent from `here` when dejavu is recording (`run_module`: the stub's
+    `_exec`, which keeps the agent's bytecode)."""
     if not _os.environ.get("DEJAVU_AGENT_FD"):
         return
     external = _sys.modules["_frozen_importlib_external"]
@@ -26,15 +28,9 @@ def _load_agent(here):
     spec = external.spec_from_file_location("_dejavu_agent", path)
     module = bootstrap.module_from_spec(spec)
     _sys.modules["_dejavu_agent"] = module
-    # Our bytecode goes to our own directory, whatever the program's setting for its
-    # own files: compiling the agent at every start would cost milliseconds. No code of
-    # the program runs while the setting is changed.
-    keep = _sys.dont_write_bytecode
-    _sys.dont_write_bytecode = False
     try:
-        spec.loader.exec_module(module)
+        run_module(spec, module)
     finally:
-        _sys.dont_write_bytecode = keep
         if getattr(module, "_fd", -1) < 0:
             # Not recording (no valid channel): nothing of ours stays visible.
             _sys.modules.pop("_dejavu_agent", None)
@@ -70,13 +66,13 @@ def _entry(stub):
     return entry, here
 
 
-def run(stub):
-    """Everything the loader does, for the `sitecustomize` at `stub` (its __file__):
-    whether the program had a sitecustomize of its own (now sys.modules' `sitecustomize`,
-    run). Its exceptions are that sitecustomize's (_chain)."""
+def run(stub, run_module):
+    """Everything the loader does, for the `sitecustomize` at `stub` (its __file__; and
+    its `_exec`, `run_module`): whether the program had a sitecustomize of its own (now
+    sys.modules' `sitecustomize`, run). Its exceptions are that sitecustomize's (_chain)."""
     entry, here = _entry(stub)
     try:
-        _load_agent(here)
+        _load_agent(here, run_module)
     except Exception:
         # Never into the program: without an agent it runs as without dejavu.
         pass

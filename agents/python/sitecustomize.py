@@ -7,9 +7,20 @@ import (twice in CPython 3.11), so what is here is only what finds that file.
 import sys as _sys
 
 
+def _exec(spec, module):
+    """Runs `module` (of `spec`, a file of ours), its bytecode written beside it whatever
+    the program's setting for its own files: compiling it at every start would cost
+    milliseconds. No code of the program runs while the setting is changed."""
+    keep = _sys.dont_write_bytecode
+    _sys.dont_write_bytecode = False
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        _sys.dont_write_bytecode = keep
+
+
 def _site():
-    """_dejavu_site, loaded from beside the zip (its bytecode written there, whatever the
-    program's setting for its own files); None if it cannot be."""
+    """_dejavu_site, loaded from beside the zip; None if it cannot be."""
     try:
         external = _sys.modules["_frozen_importlib_external"]
         bootstrap = _sys.modules["_frozen_importlib"]
@@ -17,12 +28,7 @@ def _site():
         here = entry.rpartition("/")[0] if entry.endswith(".zip") else entry
         spec = external.spec_from_file_location("_dejavu_site", here + "/_dejavu_site.py")
         module = bootstrap.module_from_spec(spec)
-        keep = _sys.dont_write_bytecode
-        _sys.dont_write_bytecode = False
-        try:
-            spec.loader.exec_module(module)
-        finally:
-            _sys.dont_write_bytecode = keep
+        _exec(spec, module)
         return module
     except Exception:
         return None
@@ -35,7 +41,7 @@ if _SITE is None:
     _ENTRY = __file__.rpartition("/")[0]
     while _ENTRY in _sys.path:
         _sys.path.remove(_ENTRY)
-if _SITE is None or not _SITE.run(__file__):
+if _SITE is None or not _SITE.run(__file__, _exec):
     # Without dejavu there is no sitecustomize: site ignores exactly this error, and the
     # import system takes this module out of sys.modules, so the program finds no
     # `sitecustomize`, as without dejavu.
