@@ -1607,7 +1607,6 @@ __noinline u32 run_ops(struct scratch *sc, struct plan *p, u32 off, u64 a2)
 	return off;
 }
 
-
 /* The record of the call in `p` (`p->x`) at its exit, with the copies of its memory it
  * needs: the end of on_sys_exit, a function of its own so that the verifier walks it (a
  * `switch` on the call's number, a plan for each case) once, not once for each state

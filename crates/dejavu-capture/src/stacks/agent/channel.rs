@@ -463,7 +463,8 @@ pub(crate) mod bytecode {
     pub(super) fn is_bytecode(name: &str) -> bool {
         SOURCES
             .iter()
-            .find_map(|s| name.strip_prefix(s.strip_suffix("py").unwrap_or(s)))
+            .filter_map(|s| s.strip_suffix("py"))
+            .find_map(|stem| name.strip_prefix(stem))
             .and_then(|n| n.strip_suffix(".pyc"))
             .is_some_and(|tag| {
                 !tag.is_empty()
