@@ -6,6 +6,8 @@
 //!
 //! Files are read with `object` through a read cache that pulls in only the parts asked
 //! for: a 100 MB node binary costs its headers and .eh_frame up front, not a full read.
+//! The cache reads through [`FileReads`]: positioned reads, the small ones (section names)
+//! from one window of the file.
 //! Section data is copied into owned buffers, so nothing stays mapped or open, and a file
 //! replaced on disk later is noticed (its identity is checked again before a lazy read).
 
@@ -21,6 +23,90 @@ use std::sync::{Arc, OnceLock};
 
 /// Owned section bytes, cheap to share with framehop's per-process modules.
 pub type Bytes = Arc<[u8]>;
+
+/// How much of a file a small read brings in around it ([`FileReads`]).
+const WINDOW: usize = 16 << 10;
+
+/// A file as `object`'s read cache reads it: positioned reads (`pread`, no `lseek` before
+/// each), and the reads smaller than [`WINDOW`] served from one window of the file that
+/// the first of them fills. The read cache asks for each section's name on its own (up to
+/// 256 bytes at the name's offset: ~30-40 reads for a shared library's section names,
+/// at every parse of the file); they are near each other in the file, and now cost one
+/// read between them. A read larger than the window (a section's data) goes straight
+/// into the caller's buffer.
+struct FileReads {
+    file: std::fs::File,
+    pos: u64,
+    /// The window's bytes and their offset in the file.
+    win: Vec<u8>,
+    win_at: u64,
+    /// Reads of the file so far.
+    reads: u32,
+}
+
+impl FileReads {
+    fn new(file: std::fs::File) -> FileReads {
+        FileReads {
+            file,
+            pos: 0,
+            win: Vec::new(),
+            win_at: 0,
+            reads: 0,
+        }
+    }
+}
+
+impl object::ReadCacheOps for FileReads {
+    fn len(&mut self) -> Result<u64, ()> {
+        self.file.metadata().map(|m| m.len()).map_err(|_| ())
+    }
+
+    fn seek(&mut self, pos: u64) -> Result<u64, ()> {
+        self.pos = pos;
+        Ok(pos)
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, ()> {
+        use std::os::unix::fs::FileExt;
+        let in_window = self.pos >= self.win_at && self.pos - self.win_at < self.win.len() as u64;
+        if !in_window {
+            self.reads += 1;
+            if buf.len() >= WINDOW {
+                let n = self.file.read_at(buf, self.pos).map_err(|_| ())?;
+                self.pos += n as u64;
+                return Ok(n);
+            }
+            self.win.resize(WINDOW, 0);
+            let n = self.file.read_at(&mut self.win, self.pos).map_err(|_| ())?;
+            self.win.truncate(n);
+            self.win_at = self.pos;
+            if n == 0 {
+                return Ok(0);
+            }
+        }
+        let at = (self.pos - self.win_at) as usize;
+        let n = buf.len().min(self.win.len() - at);
+        buf[..n].copy_from_slice(&self.win[at..at + n]);
+        self.pos += n as u64;
+        Ok(n)
+    }
+
+    fn read_exact(&mut self, mut buf: &mut [u8]) -> Result<(), ()> {
+        while !buf.is_empty() {
+            let n = self.read(buf)?;
+            if n == 0 {
+                return Err(());
+            }
+            buf = &mut buf[n..];
+        }
+        Ok(())
+    }
+}
+
+/// `object`'s read cache over `f`, read through [`FileReads`].
+fn read_cache(f: std::fs::File) -> object::ReadCache<FileReads> {
+    object::ReadCache::new(FileReads::new(f))
+}
 
 /// What identifies a file's content well enough to reuse what was parsed from it: a file
 /// rewritten in place (same inode) by a build has a new size or mtime.
@@ -179,7 +265,7 @@ impl ElfModule {
     pub fn open(path: &Path) -> Option<ElfModule> {
         let f = std::fs::File::open(path).ok()?;
         let key = FileKey::of(&f.metadata().ok()?);
-        let cache = object::ReadCache::new(f);
+        let cache = read_cache(f);
         let file = object::File::parse(&cache).ok()?;
         if file.format() != object::BinaryFormat::Elf {
             return None;
@@ -384,7 +470,7 @@ impl ElfModule {
         self.go
             .get_or_init(|| {
                 let f = self.reopen()?;
-                let cache = object::ReadCache::new(f);
+                let cache = read_cache(f);
                 let file = object::File::parse(&cache).ok()?;
                 let s = go_table_section(&file)?;
                 let data = s.uncompressed_data().ok()?.into_owned();
@@ -515,7 +601,7 @@ fn read_symbols(
     names: (&str, &str),
     is_code: &dyn Fn(u64) -> bool,
 ) -> Option<Symbols> {
-    let cache = object::ReadCache::new(f);
+    let cache = read_cache(f);
     let file = object::File::parse(&cache).ok()?;
     // The tables are read whole (two reads) and parsed here: through the read cache, every
     // name would be a read of its own, and node has 100,000 of them.
@@ -650,7 +736,7 @@ where
 /// Builds an addr2line context from a file's DWARF sections (copied); None without
 /// .debug_info.
 fn load_dwarf(f: std::fs::File) -> Option<addr2line::Context<Reader>> {
-    let cache = object::ReadCache::new(f);
+    let cache = read_cache(f);
     let file = object::File::parse(&cache).ok()?;
     file.section_by_name(".debug_info")?.file_range()?;
     let endian = if file.is_little_endian() {
@@ -838,6 +924,63 @@ mod tests {
         let f = out.last().expect("some frame");
         let name = f.function.as_deref().unwrap_or("");
         assert!(name.ends_with("a_named_function"), "{out:?}");
+    }
+
+    #[test]
+    fn file_reads_serve_small_reads_from_one_window_and_large_ones_directly() {
+        use object::ReadCacheOps;
+        let bytes: Vec<u8> = (0..3 * WINDOW + 100).map(|i| (i % 251) as u8).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data");
+        std::fs::write(&path, &bytes).unwrap();
+        let mut r = FileReads::new(std::fs::File::open(&path).unwrap());
+        assert_eq!(r.len(), Ok(bytes.len() as u64));
+        let at = |r: &mut FileReads, pos: usize, len: usize| {
+            let mut b = vec![0u8; len];
+            r.seek(pos as u64).unwrap();
+            r.read_exact(&mut b).map(|()| b)
+        };
+        // Names near each other: one read of the file between them.
+        for (pos, len) in [(100, 10), (356, 256), (5000, 256), (110, 3)] {
+            assert_eq!(at(&mut r, pos, len).unwrap(), bytes[pos..pos + len]);
+        }
+        assert_eq!(r.reads, 1);
+        // Across the window's end: the rest comes from a read at the window's end.
+        let pos = 100 + WINDOW - 5;
+        assert_eq!(at(&mut r, pos, 20).unwrap(), bytes[pos..pos + 20]);
+        assert_eq!(r.reads, 2);
+        // A section's data, larger than the window: read whole where it is.
+        assert_eq!(at(&mut r, 7, 2 * WINDOW).unwrap(), bytes[7..7 + 2 * WINDOW]);
+        // The end of the file: a short read, then nothing; read_exact past it fails.
+        let end = bytes.len();
+        r.seek(end as u64 - 4).unwrap();
+        let mut b = [0u8; 64];
+        assert_eq!(r.read(&mut b), Ok(4));
+        assert_eq!(&b[..4], &bytes[end - 4..]);
+        assert_eq!(r.read(&mut b), Ok(0));
+        assert!(at(&mut r, end - 4, 8).is_err());
+    }
+
+    #[test]
+    fn an_elf_file_parses_through_the_windowed_reads_as_from_memory() {
+        let exe = std::env::current_exe().unwrap();
+        let bytes = std::fs::read(&exe).unwrap();
+        let mem = object::File::parse(&*bytes).unwrap();
+        let cache = read_cache(std::fs::File::open(&exe).unwrap());
+        let file = object::File::parse(&cache).unwrap();
+        fn names<'d, O: Object<'d>>(f: &O) -> Vec<(String, u64, u64)> {
+            f.sections()
+                .map(|s| (s.name().unwrap_or("?").to_owned(), s.address(), s.size()))
+                .collect()
+        }
+        let want = names(&mem);
+        assert!(want.len() > 20, "{} sections", want.len());
+        assert_eq!(names(&file), want);
+        assert_eq!(file.build_id().unwrap(), mem.build_id().unwrap());
+        // Every section's name was read, yet only a few reads went to the file (the
+        // read cache alone asks for each name at its own offset: one read per name).
+        let reads = cache.into_inner().reads;
+        assert!(reads <= 8, "{reads} reads for {} section names", want.len());
     }
 
     #[test]
