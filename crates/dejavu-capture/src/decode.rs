@@ -632,8 +632,8 @@ impl<W: Write> Capture<W> {
         match c.sys {
             Open | Openat | Openat2 | Creat | MemfdCreate if ok => {
                 let fd = ret as i32;
-                let path = e.path_bytes.clone().unwrap_or_else(|| Rc::from(&b""[..]));
-                let path_id = c.path.unwrap_or_else(|| self.intern_path(&path));
+                let mut path = e.path_bytes.clone().unwrap_or_else(|| Rc::from(&b""[..]));
+                let mut path_id = c.path.unwrap_or_else(|| self.intern_path(&path));
                 let st = if !self.opts.open_identity {
                     None
                 } else if let Some(snap) = self.mem.copy() {
@@ -643,6 +643,13 @@ impl<W: Write> Capture<W> {
                         .ok()
                         .map(|s| arch::from_libc_stat(&s))
                 };
+                let tmpfile = libc::O_TMPFILE as u64;
+                if c.sys != MemfdCreate && c.sys != Creat && c.flags & tmpfile == tmpfile {
+                    // An unnamed file (O_TMPFILE) made in the directory the call names:
+                    // its descriptor's calls are that file's, not the directory's.
+                    path = self.tmpfile_name(pid, fd, &path, st.as_ref());
+                    path_id = self.intern_path(&path);
+                }
                 let kind = match &st {
                     Some(s) => FdKind::of(s),
                     None => guess_kind(&path),
@@ -884,6 +891,32 @@ impl<W: Write> Capture<W> {
             }
             _ => {}
         }
+    }
+
+    /// The name of an unnamed file (O_TMPFILE) made in directory `dir` and open as `fd`:
+    /// as /proc names it (and `strace -y` shows it), `DIR/#INODE (deleted)`. Without its
+    /// identity (--no-file-identity), /proc's own name while the process runs, else a
+    /// number of the recording's own in place of the inode (`#tmpfile-N`), so that two such
+    /// files are never taken for one.
+    fn tmpfile_name(&mut self, pid: Tid, fd: i32, dir: &[u8], st: Option<&FileStat>) -> Rc<[u8]> {
+        let dir = dir.strip_suffix(b"/").unwrap_or(dir);
+        let mut name = dir.to_vec();
+        match st {
+            Some(s) => name.extend_from_slice(format!("/#{} (deleted)", s.ino).as_bytes()),
+            None => {
+                let live = self.mem.copy().is_none();
+                match os::readlink(format!("/proc/{pid}/fd/{fd}").as_bytes()) {
+                    Ok(link) if live && link.starts_with(b"/") => return Rc::from(link),
+                    _ => {
+                        self.tmpfiles += 1;
+                        name.extend_from_slice(
+                            format!("/#tmpfile-{} (deleted)", self.tmpfiles).as_bytes(),
+                        );
+                    }
+                }
+            }
+        }
+        Rc::from(name)
     }
 
     fn install_fd(&mut self, pid: Tid, fd: i32, f: Fd) {

@@ -252,6 +252,9 @@ pub struct Capture<W: Write> {
     /// The agents' directory (with a trailing slash), and the trace strings under it.
     pub own_prefix: Option<Vec<u8>>,
     pub own_paths: rustc_hash::FxHashSet<u32>,
+    /// Unnamed files (O_TMPFILE) named without their inode so far (decode.rs,
+    /// `tmpfile_name`).
+    pub tmpfiles: u64,
     /// Where the call being decoded is read from.
     pub mem: CallMemory,
 }
@@ -277,6 +280,7 @@ impl<W: Write> Capture<W> {
             code_maps: crate::codemaps::CodeMaps::default(),
             own_prefix: None,
             own_paths: rustc_hash::FxHashSet::default(),
+            tmpfiles: 0,
             mem,
             opts,
             tasks: FxHashMap::default(),

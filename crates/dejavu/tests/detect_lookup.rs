@@ -135,3 +135,50 @@ fn one_lstat_per_distinct_file_like_git_status_is_not_a_repeated_lookup() {
         "{f:#?}"
     );
 }
+
+/// The scratch directory tmpfiles_dirty.c and tmpfiles_clean.c make their unnamed files in.
+fn scratch(d: &tempfile::TempDir) -> std::path::PathBuf {
+    d.path().canonicalize().unwrap().join("scratch")
+}
+
+#[test]
+fn a_directory_stat_after_each_unnamed_file_made_in_it_is_a_repeated_lookup() {
+    let prog = common::c_workload_at(
+        &common::repo().join("tests/workloads/detectors/repeated-lookup/tmpfiles_dirty.c"),
+    );
+    let (f, d) = findings("repeated-lookup", &[prog.to_str().unwrap()]);
+    let dir = scratch(&d);
+    let hit = f
+        .iter()
+        .find(|f| f.paths.iter().any(|p| Path::new(p) == dir))
+        .unwrap_or_else(|| panic!("no repeated-lookup of {}: {f:#?}", dir.display()));
+    assert_eq!((hit.calls, hit.redundant_calls), (30, 29), "{hit:#?}");
+    // The files' own calls (fstat) are not the directory's, and not lookups of one file.
+    assert!(
+        !f.iter()
+            .any(|f| f.paths.iter().any(|p| p.ends_with(" (deleted)"))),
+        "{f:#?}"
+    );
+    // Their byte-at-a-time writes are named after the files, as /proc names them.
+    let (w, d) = findings("small-writes", &[prog.to_str().unwrap()]);
+    let prefix = format!("{}/#", scratch(&d).display());
+    let hit = w
+        .iter()
+        .find(|f| !f.paths.is_empty())
+        .unwrap_or_else(|| panic!("no small-writes: {w:#?}"));
+    assert!(
+        hit.paths
+            .iter()
+            .all(|p| p.starts_with(&prefix) && p.ends_with(" (deleted)")),
+        "{hit:#?}"
+    );
+}
+
+#[test]
+fn unnamed_files_made_in_a_directory_stat_once_are_quiet() {
+    let prog = common::c_workload_at(
+        &common::repo().join("tests/workloads/detectors/repeated-lookup/tmpfiles_clean.c"),
+    );
+    let (f, _d) = findings("repeated-lookup", &[prog.to_str().unwrap()]);
+    assert!(f.is_empty(), "{f:#?}");
+}
