@@ -273,6 +273,8 @@ pub const OPEN_FLAGS: Table = &[
 
 /// `O_APPEND`.
 pub const O_APPEND: u64 = 0o2000;
+/// `__O_TMPFILE`, the bit of `O_TMPFILE` that is its own (the other is `O_DIRECTORY`).
+pub const O_TMPFILE_BIT: u64 = 0o20000000;
 /// `O_CLOEXEC`.
 pub const O_CLOEXEC: u64 = 0o2000000;
 /// `O_CREAT|O_WRONLY|O_TRUNC`, what `creat` means.

@@ -259,6 +259,28 @@ fn descriptors_without_y_come_from_the_tracked_table() {
 }
 
 #[test]
+fn files_made_with_o_tmpfile_are_not_the_directory_they_were_made_in() {
+    let t = import(&[
+        r#"100 openat(AT_FDCWD, "/tmp", O_RDWR|O_EXCL|O_CLOEXEC|O_TMPFILE, 0600) = 3"#,
+        "100 write(3, \"u\", 1) = 1",
+        "100 close(3) = 0",
+        r#"100 openat(AT_FDCWD, "/tmp/", O_RDWR|O_TMPFILE, 0600) = 3"#,
+        "100 fstat(3, {st_mode=S_IFREG|0600, st_size=0, ...}) = 0",
+        r#"100 openat(AT_FDCWD</work>, "/tmp", O_RDWR|O_TMPFILE, 0600) = 4</tmp/#1234 (deleted)>"#,
+        "100 write(4</tmp/#1234 (deleted)>, \"u\", 1) = 1",
+        r#"100 newfstatat(AT_FDCWD, "/tmp", {st_mode=S_IFDIR|01777, st_size=4096, ...}, 0) = 0"#,
+    ]);
+    let s = t.syscalls();
+    // The open names the directory; its descriptor's calls are the new file's, a name of
+    // their own each (the inode, as strace -y gives it, or a number of the import's).
+    assert_eq!(t.path(&s[0]).as_deref(), Some("/tmp"));
+    assert_eq!(t.path(&s[1]).as_deref(), Some("/tmp/#tmpfile-1 (deleted)"));
+    assert_eq!(t.path(&s[4]).as_deref(), Some("/tmp/#tmpfile-2 (deleted)"));
+    assert_eq!(t.path(&s[6]).as_deref(), Some("/tmp/#1234 (deleted)"));
+    assert_eq!(t.path(&s[7]).as_deref(), Some("/tmp"));
+}
+
+#[test]
 fn payloads_only_for_terminals_pipes_sockets_devnull_and_append() {
     let t = import(&[
         r#"100 write(3</home/u/out.txt>, "regular", 7) = 7"#,
