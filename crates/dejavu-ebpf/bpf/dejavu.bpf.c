@@ -336,6 +336,22 @@ struct {
 	__type(value, u8);
 } awaiting SEC(".maps");
 
+/* Processes whose last thread has been seen exiting (on_exit: `live` was 0), taken out of
+ * `traced` then: the threads of a group exit at once on several CPUs, each counts itself out
+ * of `live` before its sched_process_exit, and one of them may reach that tracepoint after
+ * the thread that found `live` at 0 took the process out of `traced`. Its end is still
+ * recorded from here (cargo's linker: one build in three lost a thread's end, and the
+ * recording waited 200 ms for it before it gave up, with a warning of lost records). A
+ * later process given the same number meanwhile is not traced: it has no call in its
+ * threads' `inflight` slots, and user space knows no task of it, so its end is ignored
+ * there. LRU: old entries make room by themselves. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, u32);
+	__type(value, u8);
+} dying SEC(".maps");
+
 /* The agents' repeated calls (docs/agents.md, "Repeated calls"). An agent says a repeated
  * call's site once for its thread and path (a STICKY message on its channel), and from
  * then on user space gives that site to the thread's calls on the path, of the kind of
@@ -2159,7 +2175,8 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
 	u32 tgid = BPF_CORE_READ(p, tgid);
-	if (!bpf_map_lookup_elem(&traced, &tgid))
+	int ours = bpf_map_lookup_elem(&traced, &tgid) != NULL;
+	if (!ours && !bpf_map_lookup_elem(&dying, &tgid))
 		return 0;
 	u32 tid = BPF_CORE_READ(p, pid);
 	struct config *c = cfg();
@@ -2206,7 +2223,10 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	} else {
 		count_lost();
 	}
-	if (live == 0) {
+	if (live == 0 && ours) {
+		/* Before it leaves `traced`, so that a sibling that finds it gone finds it here. */
+		u8 one = 1;
+		bpf_map_update_elem(&dying, &tgid, &one, BPF_ANY);
 		bpf_map_delete_elem(&traced, &tgid);
 		bpf_map_delete_elem(&awaiting, &tgid);
 		traced_changed();
