@@ -44,25 +44,6 @@ fn record(dir: &Path, flags: &[&str], args: &[&str], stderr: Option<std::fs::Fil
     trace
 }
 
-/// The trace's lines as `dejavu export --format jsonl` prints them.
-fn export(trace: &Path) -> Vec<Value> {
-    let out = Command::new(common::dejavu())
-        .args(["export", "--format", "jsonl"])
-        .arg(trace)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// The syscall lines of `sys` (any of them) on `path`.
 fn calls_on<'a>(lines: &'a [Value], sys: &[&str], path: &Path) -> Vec<&'a Value> {
     lines
@@ -94,7 +75,7 @@ fn the_same_line_to_stderr_redirected_to_a_file_has_a_fingerprint_and_its_payloa
         &["same", "50"],
         Some(std::fs::File::create(&err).unwrap()),
     );
-    let lines = export(&trace);
+    let lines = common::export(&trace);
     let w = calls_on(&lines, &["write"], &err);
     assert_eq!(w.len(), 50, "{w:#?}");
     for c in &w {
@@ -120,7 +101,7 @@ fn a_data_file_gets_fingerprints_without_payloads_and_a_log_file_keeps_them() {
     let (_d, dir) = workdir();
     let data = dir.join("table.csv");
     let trace = record(&dir, &[], &["data", data.to_str().unwrap()], None);
-    let lines = export(&trace);
+    let lines = common::export(&trace);
     let w = calls_on(&lines, &["write"], &data);
     assert_eq!(w.len(), 1, "{w:#?}");
     assert_eq!(fp(w[0]), Some(fingerprint(b"row 1,2,3\n")));
@@ -129,7 +110,7 @@ fn a_data_file_gets_fingerprints_without_payloads_and_a_log_file_keeps_them() {
     // The same write to a file named like a log.
     let log = dir.join("app.log");
     let trace = record(&dir, &[], &["data", log.to_str().unwrap()], None);
-    let lines = export(&trace);
+    let lines = common::export(&trace);
     let w = calls_on(&lines, &["write"], &log);
     assert_eq!(w.len(), 1, "{w:#?}");
     assert_eq!(fp(w[0]), Some(fingerprint(b"row 1,2,3\n")));
@@ -141,7 +122,7 @@ fn fingerprints_tell_lines_apart_but_not_numbers() {
     let (_d, dir) = workdir();
     let file = dir.join("requests.txt");
     let trace = record(&dir, &[], &["lines", file.to_str().unwrap()], None);
-    let lines = export(&trace);
+    let lines = common::export(&trace);
     let w = calls_on(
         &lines,
         &["write", "writev", "pwrite64", "pwritev", "pwritev2"],
@@ -181,7 +162,7 @@ fn no_payload_keeps_the_fingerprints() {
         &["same", "50"],
         Some(std::fs::File::create(&err).unwrap()),
     );
-    let lines = export(&trace);
+    let lines = common::export(&trace);
     assert_eq!(lines[0]["type"], "meta");
     assert_eq!(lines[0]["payload_bytes"], 0);
     let w = calls_on(&lines, &["write"], &err);
@@ -203,7 +184,7 @@ fn a_mapped_file_is_recorded_with_its_path_and_anonymous_memory_is_not() {
     let file = dir.join("mapped.bin");
     std::fs::write(&file, vec![7u8; 8192]).unwrap();
     let trace = record(&dir, &[], &["mmap", file.to_str().unwrap()], None);
-    let lines = export(&trace);
+    let lines = common::export(&trace);
     let m = calls_on(&lines, &["mmap"], &file);
     assert_eq!(m.len(), 1, "{m:#?}");
     let m = m[0];
@@ -270,7 +251,7 @@ fn an_strace_log_with_s_256_imports_the_same_fingerprints_as_a_live_recording() 
     let live = record(&dir, &[], &["lines", file.to_str().unwrap()], None);
     let writes = ["write", "writev", "pwrite64", "pwritev", "pwritev2"];
     let fps = |trace: &Path| -> Vec<Option<u64>> {
-        calls_on(&export(trace), &writes, &file)
+        calls_on(&common::export(trace), &writes, &file)
             .into_iter()
             .map(fp)
             .collect()

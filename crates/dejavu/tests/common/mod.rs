@@ -382,3 +382,22 @@ pub fn assert_counts_match_strace_with(cmd: &[&str], cwd: &Path, prepare: impl F
         diffs.join("  --\n")
     );
 }
+
+/// The trace's lines as `dejavu export --format jsonl` prints them.
+pub fn export(trace: &Path) -> Vec<Value> {
+    let out = Command::new(dejavu())
+        .args(["export", "--format", "jsonl"])
+        .arg(trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
