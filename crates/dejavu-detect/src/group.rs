@@ -5,7 +5,7 @@
 
 use crate::callsite::SiteKey;
 use crate::{CacheVerdict, Cx, DetectorInfo, Finding, Owner, PathCount, Severity};
-use dejavu_replay::PathKey;
+use dejavu_replay::{FdKind, PathKey};
 use dejavu_trace::{StackId, Sys};
 use rustc_hash::FxHashMap;
 
@@ -665,4 +665,21 @@ pub fn cache_hazards(t: &Tally, what: &str) -> Vec<String> {
         ));
     }
     h
+}
+
+/// Where output on stream `stream` went, for people: `stderr -> /var/log/app.log`,
+/// `stdout (pipe)`, `stderr (terminal)`; None for descriptors other than 0-2.
+pub(crate) fn stream_label(stream: u8, kind: FdKind, path: &str) -> Option<String> {
+    let name = match stream {
+        0 => "stdin",
+        1 => "stdout",
+        2 => "stderr",
+        _ => return None,
+    };
+    Some(match kind {
+        FdKind::Pipe => format!("{name} (pipe)"),
+        FdKind::Socket => format!("{name} (socket)"),
+        FdKind::Tty => format!("{name} (terminal)"),
+        _ => format!("{name} -> {path}"),
+    })
 }

@@ -704,23 +704,6 @@ fn is_prose(line: &[u8]) -> bool {
         >= 3
 }
 
-/// Where output on stream `stream` went, for people: `stderr -> /var/log/app.log`,
-/// `stdout (pipe)`, `stderr (terminal)`; None for descriptors other than 0-2.
-fn stream_label(stream: u8, kind: FdKind, path: &str) -> Option<String> {
-    let name = match stream {
-        0 => "stdin",
-        1 => "stdout",
-        2 => "stderr",
-        _ => return None,
-    };
-    Some(match kind {
-        FdKind::Pipe => format!("{name} (pipe)"),
-        FdKind::Socket => format!("{name} (socket)"),
-        FdKind::Tty => format!("{name} (terminal)"),
-        _ => format!("{name} -> {path}"),
-    })
-}
-
 fn trim_end(mut b: &[u8]) -> &[u8] {
     while let [rest @ .., last] = b {
         if last.is_ascii_whitespace() {
@@ -839,7 +822,7 @@ impl Detector for RepeatedOutput {
                 }
                 let share = cx.share(wasted);
                 let path = cx.path(target);
-                let stream_name = stream_label(stream, top.kind, &path);
+                let stream_name = crate::group::stream_label(stream, top.kind, &path);
                 let mut hazards = vec![
                     "if each occurrence carries detail someone needs, aggregate it (a counter \
                      per interval) rather than drop it"

@@ -66,6 +66,8 @@ const BUFFER: u64 = 64 * 1024;
 struct Run {
     /// The process image writing.
     image: u32,
+    /// The descriptor written to.
+    fd: i32,
     /// The open file the run writes to (0 when the descriptor predates the trace).
     open_id: u64,
     path: PathKey,
@@ -100,7 +102,16 @@ struct Extra {
     /// Writes a buffer would have needed.
     needed: u64,
     kinds: u8,
+    /// Through which descriptors the runs wrote: V_STDOUT, V_OTHER (stdin is written to
+    /// when it is a terminal; stderr is never counted here).
+    via: u8,
+    /// What stdout was, for the finding's label (`stdout -> PATH`, `stdout (pipe)`).
+    stdout_kind: Option<FdKind>,
 }
+
+/// Extra::via.
+const V_STDOUT: u8 = 1;
+const V_OTHER: u8 = 2;
 
 struct SmallWrites {
     max_bytes: u64,
@@ -136,6 +147,12 @@ impl SmallWrites {
         e.writes += r.writes;
         e.bytes += r.bytes;
         e.needed += needed;
+        if r.fd == 1 {
+            e.via |= V_STDOUT;
+            e.stdout_kind.get_or_insert(r.kind);
+        } else {
+            e.via |= V_OTHER;
+        }
         e.kinds |= match r.kind {
             FdKind::Tty => K_TTY,
             FdKind::Pipe => K_PIPE,
@@ -226,6 +243,7 @@ impl Detector for SmallWrites {
             key,
             Run {
                 image: v.image,
+                fd,
                 open_id,
                 path,
                 kind,
@@ -260,8 +278,18 @@ impl Detector for SmallWrites {
                     a.bytes += b.bytes;
                     a.needed += b.needed;
                     a.kinds |= b.kinds;
+                    a.via |= b.via;
+                    a.stdout_kind = a.stdout_kind.or(b.stdout_kind);
                 },
                 |f, e| {
+                    // All of it the program's standard output (redirected to a file by
+                    // its parent, or by itself: pytest's capture dup2s a temporary file
+                    // over it): said so, as repeated-output says it.
+                    if e.via == V_STDOUT {
+                        if let (Some(kind), Some(path)) = (e.stdout_kind, f.paths.first()) {
+                            f.stream = crate::group::stream_label(1, kind, path);
+                        }
+                    }
                     f.example = Some(format!(
                         "{} writes of {} on average in {} run{}, which {} buffered write{} would carry",
                         count(e.writes),
@@ -387,6 +415,48 @@ mod tests {
             1,
             "stdout is data: buffer it"
         );
+    }
+
+    #[test]
+    fn tiny_writes_to_stdout_say_so_and_where_it_went() {
+        let mut b = TraceBuilder::new();
+        for _ in 0..60 {
+            b.write(1, "/tmp/#4242 (deleted)", "u", false);
+        }
+        let f = b.findings("small-writes");
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            f[0].stream.as_deref(),
+            Some("stdout -> /tmp/#4242 (deleted)")
+        );
+        let mut b = TraceBuilder::new();
+        for _ in 0..60 {
+            b.write(1, "pipe:[77]", "ab", false);
+        }
+        assert_eq!(
+            b.findings("small-writes")[0].stream.as_deref(),
+            Some("stdout (pipe)")
+        );
+        // The same file written through another descriptor too: no stream to name.
+        let mut b = TraceBuilder::new();
+        b.open("/out/log", 0o1101, 5, Some(file(5, 0, 1)));
+        for _ in 0..60 {
+            b.write(1, "/out/log", "ab", false);
+        }
+        b.write(5, "/out/log", "x", false);
+        for _ in 0..60 {
+            b.write(5, "/out/log", "ab", false);
+        }
+        let f = b.findings("small-writes");
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].stream, None);
+        // A file of its own: no stream.
+        let mut b = TraceBuilder::new();
+        b.open("/out/data.csv", 0o1101, 3, Some(file(3, 0, 1)));
+        for _ in 0..60 {
+            b.write(3, "/out/data.csv", "ab", false);
+        }
+        assert_eq!(b.findings("small-writes")[0].stream, None);
     }
 
     #[test]
