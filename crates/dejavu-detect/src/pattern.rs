@@ -53,6 +53,12 @@ fn mask_component(c: &[u8], after_proc: bool, out: &mut Vec<u8>) {
         out.push(b'*');
         return;
     }
+    // A file made with O_TMPFILE, as /proc names it (`#INODE (deleted)`), or as dejavu
+    // does without its identity (`#tmpfile-N (deleted)`): a new inode each run.
+    if c.first() == Some(&b'#') && c.ends_with(b" (deleted)") {
+        out.extend_from_slice(b"#* (deleted)");
+        return;
+    }
     // pipe:[1234], socket:[1234], anon_inode:[eventfd]
     if let Some(i) = c.windows(2).position(|w| w == b":[") {
         out.extend_from_slice(&c[..i + 2]);
@@ -123,7 +129,8 @@ pub fn mask_arg(arg: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-/// A path with its per-run parts masked (`pipe:[*]`, `/proc/*/maps`, `/tmp/*/x`).
+/// A path with its per-run parts masked (`pipe:[*]`, `/proc/*/maps`, `/tmp/*/x`,
+/// `/tmp/#* (deleted)`).
 pub fn mask(path: &[u8]) -> String {
     let parts: Vec<String> = masked_components(path)
         .iter()
@@ -619,6 +626,9 @@ mod tests {
     fn per_run_parts_are_masked() {
         assert_eq!(mask(b"pipe:[123456]"), "pipe:[*]");
         assert_eq!(mask(b"socket:[99]"), "socket:[*]");
+        assert_eq!(mask(b"/tmp/#9977914 (deleted)"), "/tmp/#* (deleted)");
+        assert_eq!(mask(b"/w/#tmpfile-3 (deleted)"), "/w/#* (deleted)");
+        assert_eq!(mask(b"/w/#notes"), "/w/#notes");
         assert_eq!(mask(b"/proc/4242/maps"), "/proc/*/maps");
         assert_eq!(mask(b"/tmp/tmpk3j2l1x9/out.txt"), "/tmp/*/out.txt");
         assert_eq!(
