@@ -252,6 +252,23 @@ impl Program {
         }
     }
 
+    /// Whether the recorded command itself (the root process's first program) only starts
+    /// the real one: a shell given one simple command (`sh -c 'make -j2'`, as CI steps
+    /// and npm scripts are written; a loop, a list or a pipeline is the shell's own work,
+    /// the program's), or `timeout`/`time` running a command. Only for the root: a shell
+    /// that a program runs for each of its commands (make's recipes) stays that program's
+    /// tool.
+    pub fn root_launcher(&self, argv: &[&[u8]]) -> Option<String> {
+        let args = argv.get(1..).unwrap_or(&[]);
+        match self.runtime {
+            Runtime::Shell => shell_simple_command(args).map(|_| self.name.clone()),
+            Runtime::Native if matches!(self.name.as_str(), "timeout" | "time") => {
+                Some(self.name.clone())
+            }
+            _ => None,
+        }
+    }
+
     /// Whether the program itself is a launcher by what it is (npx, env, `npm exec`, a
     /// version manager's shim or script), whatever it does.
     pub fn named_launcher(&self, exe: &[u8], argv: &[&[u8]]) -> Option<String> {
@@ -306,6 +323,46 @@ impl Program {
         }
         None
     }
+}
+
+/// The command a shell's command line gives it (`sh -c CMD`), when CMD is one simple
+/// command: words and redirections to files, no list (`;`, `&&`, `||`, `&`), pipeline,
+/// loop, condition, group or substitution. Options only before `-c`.
+fn shell_simple_command<'a>(args: &[&'a [u8]]) -> Option<&'a [u8]> {
+    let at = args.iter().position(|a| *a == b"-c")?;
+    if args[..at]
+        .iter()
+        .any(|a| !a.starts_with(b"-") && !a.starts_with(b"+"))
+    {
+        return None;
+    }
+    let cmd = *args.get(at + 1)?;
+    if cmd.iter().any(|&c| {
+        matches!(
+            c,
+            b';' | b'&' | b'|' | b'\n' | b'`' | b'(' | b')' | b'{' | b'}'
+        )
+    }) || contains(cmd, b"$(")
+    {
+        return None;
+    }
+    const KEYWORDS: &[&[u8]] = &[
+        b"for",
+        b"while",
+        b"until",
+        b"if",
+        b"case",
+        b"select",
+        b"function",
+        b"!",
+        b"eval",
+        b".",
+        b"source",
+        b"cd",
+        b"exit",
+    ];
+    let first = cmd.split(u8::is_ascii_whitespace).find(|w| !w.is_empty())?;
+    (!KEYWORDS.contains(&first)).then_some(cmd)
 }
 
 /// The script a Python command line runs (its first argument that is not an option).
@@ -489,6 +546,16 @@ impl Programs {
             };
             let (exe, argv) = exe_argv(replay, im, strings);
             let mut l = self.list[i].named_launcher(exe, &argv);
+            // The recorded command's first program: its process's image before the exec
+            // is the trace's first sight of it, with no parent in the trace.
+            let root = im.execd
+                && im
+                    .parent
+                    .and_then(|p| replay.images.get(p as usize))
+                    .is_none_or(|p| p.parent.is_none() && !p.execd && Some(p.pid) == replay.root);
+            if l.is_none() && root {
+                l = self.list[i].root_launcher(&argv);
+            }
             if l.is_none() && !im.execd {
                 if let Some(parent) = im.parent.and_then(|p| self.list.get(p as usize)) {
                     l.clone_from(&parent.launcher);
@@ -578,10 +645,13 @@ impl ImageRole {
         if prev.execd {
             prev.replaced.set(true);
         }
+        // The recorded command's first exec (the process dejavu started, seen before it).
+        let root = !prev.execd && prev.parent.is_none();
         std::rc::Rc::new(ImageRole {
             exe: exe.to_vec(),
             execd: true,
-            launcher: p.named_launcher(exe, &args).is_some(),
+            launcher: p.named_launcher(exe, &args).is_some()
+                || (root && p.root_launcher(&args).is_some()),
             system: p.system,
             replaced: std::cell::Cell::new(false),
             parent: Some(prev.clone()),
@@ -814,6 +884,67 @@ mod tests {
         );
         let s = Program::of(b"/usr/bin/node", &[b"node", b"/a/node_modules/@s/p/cli.js"]);
         assert_eq!(s.own_root.as_deref(), Some(&b"/a/node_modules/@s/p/"[..]));
+    }
+
+    #[test]
+    fn the_recorded_command_launches_what_a_shell_given_one_command_runs() {
+        let root = |exe: &str, argv: &[&str]| {
+            let a: Vec<&[u8]> = argv.iter().map(|s| s.as_bytes()).collect();
+            Program::of(exe.as_bytes(), &a).root_launcher(&a)
+        };
+        assert_eq!(
+            root("/usr/bin/dash", &["sh", "-c", "make -s -j2"]).as_deref(),
+            Some("sh -c")
+        );
+        assert_eq!(
+            root(
+                "/usr/bin/bash",
+                &["bash", "-e", "-c", "cargo build > log.txt"]
+            )
+            .as_deref(),
+            Some("bash -c")
+        );
+        assert_eq!(
+            root("/usr/bin/timeout", &["timeout", "60", "make"]).as_deref(),
+            Some("timeout")
+        );
+        // The shell's own work: a loop, a list, a pipeline, a substitution, a script.
+        for cmd in [
+            "for i in 1 2; do mkdir x; done",
+            "make && make install",
+            "make; true",
+            "make | tee log",
+            "echo $(date)",
+            "cd sub",
+        ] {
+            assert_eq!(root("/usr/bin/dash", &["sh", "-c", cmd]), None, "{cmd}");
+        }
+        assert_eq!(root("/usr/bin/dash", &["sh", "build.sh"]), None);
+        assert_eq!(root("/usr/bin/make", &["make", "-j2"]), None);
+    }
+
+    #[test]
+    fn make_run_by_sh_c_is_the_program_make_run_by_a_shell_loop_a_tool() {
+        use crate::testkit::{file, TraceBuilder};
+        use crate::Owner;
+        let run = |cmd: &str| {
+            let mut b = TraceBuilder::new();
+            b.exec("/usr/bin/dash", &["sh", "-c", cmd]);
+            b.fork(200);
+            b.pid = 200;
+            b.tid = 200;
+            b.exec("/usr/bin/make", &["make", "-j2"]);
+            for _ in 0..20 {
+                b.stat("/src/Makefile", Ok(file(5, 10, 1)));
+            }
+            b.findings("repeated-lookup")
+        };
+        let f = run("make -j2");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!((f[0].program.as_str(), f[0].owner), ("make", Owner::Own));
+        let f = run("for d in a b; do make -C $d; done");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].owner, Owner::Tool);
     }
 
     #[test]
