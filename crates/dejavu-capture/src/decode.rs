@@ -904,16 +904,19 @@ impl<W: Write> Capture<W> {
         match st {
             Some(s) => name.extend_from_slice(format!("/#{} (deleted)", s.ino).as_bytes()),
             None => {
-                let live = self.mem.copy().is_none();
-                match os::readlink(format!("/proc/{pid}/fd/{fd}").as_bytes()) {
-                    Ok(link) if live && link.starts_with(b"/") => return Rc::from(link),
-                    _ => {
-                        self.tmpfiles += 1;
-                        name.extend_from_slice(
-                            format!("/#tmpfile-{} (deleted)", self.tmpfiles).as_bytes(),
-                        );
-                    }
+                // /proc only while the process runs (ptrace), never from a snapshot.
+                let link = self
+                    .mem
+                    .copy()
+                    .is_none()
+                    .then(|| os::readlink(format!("/proc/{pid}/fd/{fd}").as_bytes()).ok())
+                    .flatten()
+                    .filter(|l| l.starts_with(b"/"));
+                if let Some(link) = link {
+                    return Rc::from(link);
                 }
+                self.tmpfiles += 1;
+                name.extend_from_slice(format!("/#tmpfile-{} (deleted)", self.tmpfiles).as_bytes());
             }
         }
         Rc::from(name)
