@@ -893,33 +893,26 @@ impl<W: Write> Capture<W> {
         }
     }
 
-    /// The name of an unnamed file (O_TMPFILE) made in directory `dir` and open as `fd`:
-    /// as /proc names it (and `strace -y` shows it), `DIR/#INODE (deleted)`. Without its
-    /// identity (--no-file-identity), /proc's own name while the process runs, else a
-    /// number of the recording's own in place of the inode (`#tmpfile-N`), so that two such
-    /// files are never taken for one.
+    /// The name of an unnamed file (O_TMPFILE) made in directory `dir` and open as `fd`
+    /// ([`unnamed_file_path`]): by its inode; without its identity (--no-file-identity),
+    /// /proc's own name while the process runs, else a number of the recording's own.
     fn tmpfile_name(&mut self, pid: Tid, fd: i32, dir: &[u8], st: Option<&FileStat>) -> Rc<[u8]> {
-        let dir = dir.strip_suffix(b"/").unwrap_or(dir);
-        let mut name = dir.to_vec();
-        match st {
-            Some(s) => name.extend_from_slice(format!("/#{} (deleted)", s.ino).as_bytes()),
-            None => {
-                // /proc only while the process runs (ptrace), never from a snapshot.
-                let link = self
-                    .mem
-                    .copy()
-                    .is_none()
-                    .then(|| os::readlink(format!("/proc/{pid}/fd/{fd}").as_bytes()).ok())
-                    .flatten()
-                    .filter(|l| l.starts_with(b"/"));
-                if let Some(link) = link {
-                    return Rc::from(link);
-                }
-                self.tmpfiles += 1;
-                name.extend_from_slice(format!("/#tmpfile-{} (deleted)", self.tmpfiles).as_bytes());
-            }
+        if let Some(s) = st {
+            return Rc::from(unnamed_file_path(dir, Some(s.ino), 0));
         }
-        Rc::from(name)
+        // /proc only while the process runs (ptrace), never from a snapshot.
+        let link = self
+            .mem
+            .copy()
+            .is_none()
+            .then(|| os::readlink(format!("/proc/{pid}/fd/{fd}").as_bytes()).ok())
+            .flatten()
+            .filter(|l| l.starts_with(b"/"));
+        if let Some(link) = link {
+            return Rc::from(link);
+        }
+        self.tmpfiles += 1;
+        Rc::from(unnamed_file_path(dir, None, self.tmpfiles))
     }
 
     fn install_fd(&mut self, pid: Tid, fd: i32, f: Fd) {

@@ -55,7 +55,7 @@ fn mask_component(c: &[u8], after_proc: bool, out: &mut Vec<u8>) {
     }
     // A file made with O_TMPFILE, as /proc names it (`#INODE (deleted)`), or as dejavu
     // does without its identity (`#tmpfile-N (deleted)`): a new inode each run.
-    if c.first() == Some(&b'#') && c.ends_with(b" (deleted)") {
+    if dejavu_trace::is_unnamed_file_name(c) {
         out.extend_from_slice(b"#* (deleted)");
         return;
     }

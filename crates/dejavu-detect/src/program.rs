@@ -261,7 +261,7 @@ impl Program {
     pub fn root_launcher(&self, argv: &[&[u8]]) -> Option<String> {
         let args = argv.get(1..).unwrap_or(&[]);
         match self.runtime {
-            Runtime::Shell => shell_simple_command(args).map(|_| self.name.clone()),
+            Runtime::Shell if shell_runs_one_command(args) => Some(self.name.clone()),
             Runtime::Native if matches!(self.name.as_str(), "timeout" | "time") => {
                 Some(self.name.clone())
             }
@@ -325,18 +325,22 @@ impl Program {
     }
 }
 
-/// The command a shell's command line gives it (`sh -c CMD`), when CMD is one simple
-/// command: words and redirections to files, no list (`;`, `&&`, `||`, `&`), pipeline,
-/// loop, condition, group or substitution. Options only before `-c`.
-fn shell_simple_command<'a>(args: &[&'a [u8]]) -> Option<&'a [u8]> {
-    let at = args.iter().position(|a| *a == b"-c")?;
+/// Whether a shell's command line gives it one simple command (`sh -c CMD`): words and
+/// redirections to files, no list (`;`, `&&`, `||`, `&`), pipeline, loop, condition,
+/// group or substitution. Options only before `-c`.
+fn shell_runs_one_command(args: &[&[u8]]) -> bool {
+    let Some(at) = args.iter().position(|a| *a == b"-c") else {
+        return false;
+    };
     if args[..at]
         .iter()
         .any(|a| !a.starts_with(b"-") && !a.starts_with(b"+"))
     {
-        return None;
+        return false;
     }
-    let cmd = *args.get(at + 1)?;
+    let Some(cmd) = args.get(at + 1) else {
+        return false;
+    };
     if cmd.iter().any(|&c| {
         matches!(
             c,
@@ -344,7 +348,7 @@ fn shell_simple_command<'a>(args: &[&'a [u8]]) -> Option<&'a [u8]> {
         )
     }) || contains(cmd, b"$(")
     {
-        return None;
+        return false;
     }
     const KEYWORDS: &[&[u8]] = &[
         b"for",
@@ -361,8 +365,9 @@ fn shell_simple_command<'a>(args: &[&'a [u8]]) -> Option<&'a [u8]> {
         b"cd",
         b"exit",
     ];
-    let first = cmd.split(u8::is_ascii_whitespace).find(|w| !w.is_empty())?;
-    (!KEYWORDS.contains(&first)).then_some(cmd)
+    cmd.split(u8::is_ascii_whitespace)
+        .find(|w| !w.is_empty())
+        .is_some_and(|first| !KEYWORDS.contains(&first))
 }
 
 /// The script a Python command line runs (its first argument that is not an option).

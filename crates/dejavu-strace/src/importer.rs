@@ -1034,10 +1034,7 @@ impl<S: Sink> Importer<S> {
                     // (as the backends name it, docs/trace-format.md "Paths"; with -y,
                     // strace's annotation gives /proc's name, `DIR/#INODE (deleted)`).
                     self.tmpfiles += 1;
-                    let mut p = dir.strip_suffix(b"/").unwrap_or(&dir).to_vec();
-                    p.extend_from_slice(
-                        format!("/#tmpfile-{} (deleted)", self.tmpfiles).as_bytes(),
-                    );
+                    let p = dejavu_trace::unnamed_file_path(&dir, None, self.tmpfiles);
                     (Some(p), FdKind::File)
                 }
                 Some(p) => {

@@ -73,6 +73,25 @@ impl FdKind {
     }
 }
 
+/// The name the calls on a file made without one (`open(DIR, O_TMPFILE)`) carry
+/// (docs/trace-format.md, "Paths"): `DIR/#INODE (deleted)`, as /proc and `strace -y` name
+/// it, or, when its inode is unknown, `DIR/#tmpfile-N (deleted)` with a number `n` of the
+/// recording's own, so that two such files are never taken for one.
+pub fn unnamed_file_path(dir: &[u8], inode: Option<u64>, n: u64) -> Vec<u8> {
+    let mut p = dir.strip_suffix(b"/").unwrap_or(dir).to_vec();
+    match inode {
+        Some(ino) => p.extend_from_slice(format!("/#{ino} (deleted)").as_bytes()),
+        None => p.extend_from_slice(format!("/#tmpfile-{n} (deleted)").as_bytes()),
+    }
+    p
+}
+
+/// Whether a path component is the name of a file made without one
+/// ([`unnamed_file_path`], or /proc's): `#... (deleted)`.
+pub fn is_unnamed_file_name(component: &[u8]) -> bool {
+    component.first() == Some(&b'#') && component.ends_with(b" (deleted)")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

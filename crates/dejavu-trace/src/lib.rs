@@ -17,7 +17,7 @@ pub mod varint;
 mod writer;
 
 pub use error::{Result, TraceError};
-pub use fdkind::FdKind;
+pub use fdkind::{is_unnamed_file_name, unnamed_file_path, FdKind};
 pub use model::*;
 pub use reader::{Strings, TraceReader, Truncation};
 pub use sys::{Sys, SysClass};

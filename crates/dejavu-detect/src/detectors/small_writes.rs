@@ -66,8 +66,6 @@ const BUFFER: u64 = 64 * 1024;
 struct Run {
     /// The process image writing.
     image: u32,
-    /// The descriptor written to.
-    fd: i32,
     /// The open file the run writes to (0 when the descriptor predates the trace).
     open_id: u64,
     path: PathKey,
@@ -122,7 +120,8 @@ struct SmallWrites {
 }
 
 impl SmallWrites {
-    fn end_run(&mut self, r: &Run, cx: &Cx<'_>) {
+    /// The end of run `r` on descriptor `fd`.
+    fn end_run(&mut self, fd: i32, r: &Run, cx: &Cx<'_>) {
         if !cx.config.counts(r.first_ts) {
             return;
         }
@@ -147,7 +146,7 @@ impl SmallWrites {
         e.writes += r.writes;
         e.bytes += r.bytes;
         e.needed += needed;
-        if r.fd == 1 {
+        if fd == 1 {
             e.via |= V_STDOUT;
             e.stdout_kind.get_or_insert(r.kind);
         } else {
@@ -163,7 +162,7 @@ impl SmallWrites {
 
     fn end(&mut self, pid: u32, fd: i32, cx: &Cx<'_>) {
         if let Some(r) = self.runs.remove(&(pid, fd)) {
-            self.end_run(&r, cx);
+            self.end_run(fd, &r, cx);
         }
     }
 }
@@ -243,7 +242,6 @@ impl Detector for SmallWrites {
             key,
             Run {
                 image: v.image,
-                fd,
                 open_id,
                 path,
                 kind,
@@ -264,8 +262,8 @@ impl Detector for SmallWrites {
     fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
         let mut open: Vec<((u32, i32), Run)> = self.runs.drain().collect();
         open.sort_by_key(|(k, _)| *k);
-        for (_, r) in open {
-            self.end_run(&r, cx);
+        for ((_, fd), r) in open {
+            self.end_run(fd, &r, cx);
         }
         let out = self.tallies.findings_with(
             &INFO, cx, Wording { cache: false }, &|_, _| Vec::new(),
