@@ -365,22 +365,41 @@ function packageDirOf(main) {
   return main.slice(0, i + nm.length) + rest.slice(0, n).join('/') + '/';
 }
 
-/** ownRoot, from the main module once it is loaded (its real path), else process.argv[1]. */
+/** What process.argv[1] says of ownRoot (undefined: not read yet). */
+/** @type {string | null | undefined} */
+let argvRoot;
+
+/**
+ * ownRoot, from the main module once it is loaded (its real path: `node_modules/.bin/tsc`
+ * is `node_modules/typescript/bin/tsc`), else from process.argv[1] as given. The main
+ * module is process.mainModule: `require.main` stays undefined in a module preloaded with
+ * --require, as this agent is (it is set when a module's require is made).
+ */
 function ownRootNow() {
   if (ownRootKnown) return ownRoot;
   try {
-    const m = require.main;
+    const m = process.mainModule;
     if (m && typeof m.filename === 'string') {
       ownRoot = packageDirOf(m.filename);
       ownRootKnown = true;
+      kinds.clear();
       return ownRoot;
     }
-    const a = process.argv[1];
-    return typeof a === 'string' ? packageDirOf(a) : null;
+    if (argvRoot === undefined) {
+      const a = process.argv[1];
+      argvRoot = typeof a === 'string' ? packageDirOf(a) : null;
+    }
+    return argvRoot;
   } catch {
     return null;
   }
 }
+
+/** kindOf's answers by file name (a frame's file name is one of a few hundred strings). */
+/** @type {Map<string, number>} */
+const kinds = new Map();
+/** Most file names kindOf remembers (past it the memory starts again). */
+const MAX_KINDS = 8192;
 
 /**
  * What a frame is: this agent's, Node.js's own (node: and internal/ modules, builtins
@@ -390,6 +409,17 @@ function ownRootNow() {
  */
 function kindOf(file) {
   if (typeof file !== 'string') return RUNTIME;
+  let k = kinds.get(file);
+  if (k === undefined) {
+    k = kindOfFile(file);
+    if (kinds.size >= MAX_KINDS) kinds.clear();
+    kinds.set(file, k);
+  }
+  return k;
+}
+
+/** @param {string} file */
+function kindOfFile(file) {
   if (file === SELF) return AGENT;
   if (file.startsWith('node:') || file.startsWith('internal/')) return RUNTIME;
   if (file.includes('/node_modules/')) {

@@ -797,3 +797,57 @@ fn python_an_installed_tool_run_with_dash_m_is_named_at_its_packages_line() {
     assert_eq!(f["redundant_calls"].as_u64(), Some(29), "{f:#}");
     assert_callsite(&f["callsites"][0], &site.join("_tool/__init__.py"), "probe");
 }
+
+// ---- a tool run through node_modules/.bin; a library's calls with no program frame
+
+/// A tool run as `node_modules/.bin/tool` (a link to its bin, as npm makes them) is the
+/// program: its own files are the program's, so the call's site is the tool's line (and
+/// its frames before it), not every frame out to Node.js's loader that ran the bin, as
+/// for a library's call with no frame of the program's. (The agent read the program's
+/// package from `require.main`, which a module preloaded with --require never has, and
+/// fell back to argv[1] as given: `node_modules/.bin/`, no package.)
+#[test]
+fn node_a_tool_run_through_node_modules_bin_owns_its_files() {
+    require!("node");
+    let (_d, dir) = scratch();
+    let tool = dir.join("app/node_modules/tool");
+    std::fs::create_dir_all(tool.join("bin")).unwrap();
+    std::fs::create_dir_all(tool.join("lib")).unwrap();
+    std::fs::copy(workload("tool/cli.js"), tool.join("bin/cli.js")).unwrap();
+    std::fs::copy(workload("tool/lib/work.js"), tool.join("lib/work.js")).unwrap();
+    let bin = dir.join("app/node_modules/.bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink("../tool/bin/cli.js", bin.join("tool")).unwrap();
+    let data = dir.join("data.json");
+    std::fs::write(&data, "{}").unwrap();
+    let calls = record(
+        &[
+            "node",
+            bin.join("tool").to_str().unwrap(),
+            data.to_str().unwrap(),
+        ],
+        &dir,
+        &dir.join("stderr.txt"),
+    );
+    let want = data.display().to_string();
+    let stats: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.path == want && matches!(c.sys, Sys::Stat | Sys::Newfstatat | Sys::Statx))
+        .collect();
+    assert_eq!(stats.len(), 1, "{stats:?}");
+    let c = stats[0];
+    let (line, function) = site(&workload("tool/lib/work.js"), "tool");
+    let work = tool.join("lib/work.js").display().to_string();
+    assert_eq!(
+        c.frames.first().map(|f| (f.1.as_str(), f.2.as_str(), f.3)),
+        Some((function.as_str(), work.as_str(), line)),
+        "{c:?}"
+    );
+    let prefix = tool.display().to_string();
+    assert!(
+        !c.frames.is_empty()
+            && c.frames.len() <= 4
+            && c.frames.iter().all(|f| f.2.starts_with(&prefix)),
+        "the tool's own frames only (at most 4), not the loader's that ran its bin: {c:?}"
+    );
+}
