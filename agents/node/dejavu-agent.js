@@ -49,7 +49,7 @@ const STDIO_FRAMES = 8;
  * for a require(): node:internal/modules/...) and the libraries' (node_modules) between
  * the wrapped call and the program's line, innermost first.
  */
-const MAX_INNER = 32;
+const MAX_INNER = 8;
 /** Frames per call site in all: those, then up to FRAMES of the program's. */
 const MAX_SITE = 36;
 /** Frames captured when the first capture holds no frame of the program's own (a call
@@ -445,36 +445,106 @@ function kindOfFile(file) {
  */
 function siteOf(fn, first) {
   siteOwn = false;
-  let cs = callSites(fn, first);
-  if (cs === null) return 0;
-  if (cs.length === first && !hasOwnFrame(cs)) {
-    // A call made by a library or by Node.js itself (the module loader's, on behalf of a
-    // require()): their frames, and the program's line further out.
+  let cs;
+  if (deepRun < DEEP_RUN) {
+    cs = callSites(fn, first);
+    if (cs === null) return 0;
+    if (!readFrames(cs) && cs.length === first) {
+      // A call made by a library or by Node.js itself (the module loader's, on behalf of
+      // a require()): their frames, and the program's line further out.
+      cs = callSites(fn, DEEP_FRAMES);
+      if (cs === null) return 0;
+      readFrames(cs);
+      deepRun++;
+    } else {
+      deepRun = 0;
+    }
+  } else {
+    // The last calls all looked deeper: this one is captured deep at once, and cut to the
+    // frames a first capture would have had when those hold one of the program's (the
+    // same site either way).
     cs = callSites(fn, DEEP_FRAMES);
     if (cs === null) return 0;
+    readFrames(cs);
+    let own = false;
+    for (let i = 0; i < first && i < cs.length; i++) if (frameKinds[i] === OWN) own = true;
+    if (own || cs.length < first) {
+      if (cs.length > first) cs.length = first;
+      deepRun = 0;
+    }
   }
   const picked = pick(cs);
   if (picked.length === 0) return 0;
+  // The key: each frame's file and its place in the file's source (getPosition, where V8
+  // has it: one number, read without the line table; line and column are read for a new
+  // site only, by define).
   let key = '';
-  for (const c of picked) {
-    const f = c.getFileName();
-    key += (typeof f === 'string' ? f : '?' + functionOf(c)) + ':' + c.getLineNumber() + ':' + c.getColumnNumber() + '\n';
+  pickedKeys.length = picked.length;
+  for (let i = 0; i < picked.length; i++) {
+    const c = picked[i];
+    const f = pickedFiles[i];
+    const k = (typeof f === 'string' ? f : '?' + functionOf(c)) + ':' + positionOf(c);
+    pickedKeys[i] = k;
+    key += k + '\n';
   }
   const id = sites.get(key);
   if (id !== undefined) return id;
   return define(key, picked);
 }
 
-/** @param {NodeJS.CallSite[]} cs */
-function hasOwnFrame(cs) {
-  for (let i = 0; i < cs.length; i++) if (kindOf(cs[i].getFileName()) === OWN) return true;
-  return false;
+/** Each of pick's frames as a key: its file (or function) and its place there. */
+/** @type {string[]} */
+const pickedKeys = [];
+
+/**
+ * Calls in a row whose first capture held no frame of the program's (and so were captured
+ * again, deep). From DEEP_RUN on, calls are captured deep at once (a deep capture costs
+ * about as much as the two), until one finds the program's frame among its first.
+ */
+let deepRun = 0;
+const DEEP_RUN = 2;
+
+/** The file names and kinds of the last capture's frames (readFrames), reused. */
+/** @type {Array<string | null | undefined>} */
+const frameFiles = [];
+/** @type {number[]} */
+const frameKinds = [];
+/** The files of pick's frames, in its order. */
+/** @type {Array<string | null | undefined>} */
+const pickedFiles = [];
+
+/**
+ * Reads the file name and kind of each of `cs`'s frames into frameFiles and frameKinds
+ * (each once: a CallSite's getFileName is a call into V8); whether one is the program's.
+ * @param {NodeJS.CallSite[]} cs
+ */
+function readFrames(cs) {
+  let own = false;
+  for (let i = 0; i < cs.length; i++) {
+    const f = cs[i].getFileName();
+    const k = kindOf(f);
+    frameFiles[i] = f;
+    frameKinds[i] = k;
+    if (k === OWN) own = true;
+  }
+  return own;
+}
+
+/** Whether CallSites have getPosition (V8's; checked on the first, they share it). */
+let hasPosition = -1;
+
+/** @param {NodeJS.CallSite} c */
+function positionOf(c) {
+  const any = /** @type {any} */ (c);
+  if (hasPosition < 0) hasPosition = typeof any.getPosition === 'function' ? 1 : 0;
+  return hasPosition === 1 ? any.getPosition() : c.getLineNumber() + ':' + c.getColumnNumber();
 }
 
 /**
  * The frames of a site, innermost first: Node.js's and the libraries' up to the
  * program's first (at most MAX_INNER, the innermost), then at most FRAMES of the
- * program's (the others between them skipped); never this agent's. Sets siteOwn.
+ * program's (the others between them skipped); never this agent's. Sets siteOwn and
+ * pickedFiles. Reads the kinds readFrames found for `cs`.
  * @param {NodeJS.CallSite[]} cs
  * @returns {NodeJS.CallSite[]}
  */
@@ -483,12 +553,22 @@ function pick(cs) {
   const inner = [];
   /** @type {NodeJS.CallSite[]} */
   const own = [];
+  const innerFiles = [];
+  const ownFiles = [];
   for (let i = 0; i < cs.length && own.length < FRAMES; i++) {
-    const k = kindOf(cs[i].getFileName());
-    if (k === OWN) own.push(cs[i]);
-    else if (k !== AGENT && own.length === 0 && inner.length < MAX_INNER) inner.push(cs[i]);
+    const k = frameKinds[i];
+    if (k === OWN) {
+      own.push(cs[i]);
+      ownFiles.push(frameFiles[i]);
+    } else if (k !== AGENT && own.length === 0 && inner.length < MAX_INNER) {
+      inner.push(cs[i]);
+      innerFiles.push(frameFiles[i]);
+    }
   }
   siteOwn = own.length > 0;
+  pickedFiles.length = 0;
+  for (const f of innerFiles) pickedFiles.push(f);
+  for (const f of ownFiles) pickedFiles.push(f);
   if (inner.length === 0) return own;
   for (const c of own) inner.push(c);
   return inner;
@@ -527,6 +607,39 @@ function functionOf(c) {
   return name;
 }
 
+/** A frame as a SITE holds it: function, file, line, column, and whether it is the
+ * program's. @typedef {[Buffer, Buffer, number, number, boolean]} Frame */
+
+/**
+ * The frames of the sites defined so far, by their key (file and place, pickedKeys): a
+ * site of a call deep inside a library shares most of its frames with others, and reading
+ * a frame's names from V8 is most of what a new site costs. Its function is named as
+ * when first met (the receiver's type a method is called on can differ between calls; the
+ * site's key, file and place, does not say it either).
+ * @type {Map<string, Frame>}
+ */
+const frameInfo = new Map();
+/** Most frames remembered (past it the memory starts again). */
+const MAX_FRAME_INFO = 16384;
+
+/**
+ * @param {NodeJS.CallSite} c
+ * @param {string} k its key
+ * @returns {Frame}
+ */
+function frameOf(c, k) {
+  let fr = frameInfo.get(k);
+  if (fr === undefined) {
+    const f = c.getFileName();
+    const fn = utf8(functionOf(c), MAX_NAME);
+    const file = typeof f === 'string' ? utf8(fileOf(f), MAX_FILE) : Buffer.alloc(0);
+    fr = [fn, file, c.getLineNumber() || 0, c.getColumnNumber() || 0, kindOf(f) === OWN];
+    if (frameInfo.size >= MAX_FRAME_INFO) frameInfo.clear();
+    frameInfo.set(k, fr);
+  }
+  return fr;
+}
+
 /**
  * Gives `key` a number and queues its definition (sent with the message that uses it).
  * @param {string} key
@@ -534,15 +647,13 @@ function functionOf(c) {
  */
 function define(key, picked) {
   const id = ++siteSeq;
-  /** @type {Array<[Buffer, Buffer, number, number, boolean]>} */
+  /** @type {Frame[]} */
   const frames = [];
   let size = 3 + 14;
-  for (const c of picked) {
-    const f = c.getFileName();
-    const fn = utf8(functionOf(c), MAX_NAME);
-    const file = typeof f === 'string' ? utf8(fileOf(f), MAX_FILE) : Buffer.alloc(0);
-    frames.push([fn, file, c.getLineNumber() || 0, c.getColumnNumber() || 0, kindOf(f) === OWN]);
-    size += 12 + fn.length + file.length;
+  for (let i = 0; i < picked.length; i++) {
+    const fr = frameOf(picked[i], pickedKeys[i]);
+    frames.push(fr);
+    size += 12 + fr[0].length + fr[1].length;
   }
   // The site and the ENTER using it fit one write: the program's frames (at most 4 x 912
   // bytes) always do; Node.js's outermost go first when names are long.

@@ -851,3 +851,83 @@ fn node_a_tool_run_through_node_modules_bin_owns_its_files() {
         "the tool's own frames only (at most 4), not the loader's that ran its bin: {c:?}"
     );
 }
+
+/// Calls of a library made with no frame of the program's on the stack (its setImmediate
+/// callbacks) are captured deep, and the agent then captures the next calls deep at once;
+/// a call the program's callback then makes (called by the library, called by the
+/// program) gets the same site as when it is captured first a few frames deep: its own
+/// line, without the program's frames further out. And a call thirteen of the library's
+/// frames deep keeps the innermost eight of them, then the program's line.
+#[test]
+fn node_calls_after_a_librarys_own_callbacks_keep_their_sites() {
+    require!("node");
+    let (_d, dir) = scratch();
+    let program = lay_out(
+        &dir,
+        "later.js",
+        "library/laterlib.js",
+        "node_modules/laterlib/index.js",
+    );
+    for f in ["data.json", "deep.json"] {
+        std::fs::write(dir.join(f), "{}").unwrap();
+    }
+    for n in 1..=6 {
+        std::fs::write(dir.join(format!("lib.json{n}")), "{}").unwrap();
+    }
+    let calls = record(
+        &["node", program.to_str().unwrap(), dir.to_str().unwrap()],
+        &dir,
+        &dir.join("stderr.txt"),
+    );
+    let stats_of = |name: &str| -> Vec<&Call> {
+        let want = dir.join(name).display().to_string();
+        calls
+            .iter()
+            .filter(|c| {
+                c.path.starts_with(&want)
+                    && matches!(c.sys, Sys::Stat | Sys::Newfstatat | Sys::Statx)
+            })
+            .collect()
+    };
+    let prog = program.display().to_string();
+    let lib = stats_of("lib.json");
+    assert_eq!(lib.len(), 6, "{lib:?}");
+    assert!(lib[0].frames.iter().any(|f| f.2 == prog), "{:?}", lib[0]);
+    for c in &lib[1..] {
+        assert!(
+            c.frames.iter().all(|f| f.2 != prog) && !c.frames.is_empty(),
+            "a call from the library's own callback: no frame of the program's: {c:?}"
+        );
+    }
+    let direct = stats_of("data.json");
+    assert_eq!(direct.len(), 1, "{direct:?}");
+    let (line, _) = site(&workload("later.js"), "direct");
+    let frames: Vec<(&str, u32)> = direct[0]
+        .frames
+        .iter()
+        .map(|f| (f.2.as_str(), f.3))
+        .collect();
+    assert_eq!(
+        frames,
+        vec![(prog.as_str(), line)],
+        "the callback's line alone, as a capture of its first frames has it"
+    );
+    let deep = stats_of("deep.json");
+    assert_eq!(deep.len(), 1, "{deep:?}");
+    let (line, function) = site(&workload("later.js"), "deep");
+    let c = deep[0];
+    let at = c
+        .frames
+        .iter()
+        .position(|f| f.2 == prog)
+        .unwrap_or_else(|| panic!("no frame of the program: {c:?}"));
+    assert_eq!(
+        (c.frames[at].1.as_str(), c.frames[at].3),
+        (function.as_str(), line)
+    );
+    assert_eq!(
+        at, 8,
+        "the library's innermost eight frames, then the program's: {c:?}"
+    );
+    assert!(c.frames[..at].iter().all(|f| f.1 == "deep"), "{c:?}");
+}
