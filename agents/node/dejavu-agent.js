@@ -382,7 +382,9 @@ function ownRootNow() {
     if (m && typeof m.filename === 'string') {
       ownRoot = packageDirOf(m.filename);
       ownRootKnown = true;
+      // What was read before (with argv[1]'s answer) may name a frame's kind otherwise.
       kinds.clear();
+      frameInfo.clear();
       return ownRoot;
     }
     if (argvRoot === undefined) {
