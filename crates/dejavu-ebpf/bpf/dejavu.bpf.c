@@ -583,6 +583,12 @@ struct stk_val {
 	u16 off[STK_WORDS]; /* in words from sp */
 	u32 bp_any; /* the frame pointer register did not matter */
 	u32 agent;  /* a language agent names the calls made here: no stack (id: a handle) */
+	/* A second stack of the same place, read from the same words (a helper called from
+	 * two lines of a loop: its callers' return addresses differ): its hash and id, when
+	 * `ways` is 2. Two places taking turns no longer replace each other's entry. */
+	u64 hash2;
+	u32 id2;
+	u32 ways;
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -1242,8 +1248,8 @@ __noinline u64 stk_eight(struct scratch *sc, struct stk_val *v, u64 range, u64 b
 }
 
 /* Whether the words an entry of `stacks` names hold, at `sp`, what they held when user
- * space unwound its copy (their hash), and the frame pointer register too unless it did not
- * matter. A relative entry (`rel`: keyed by STK_REL, for the same code on another stack)
+ * space unwound its copy (their hash: 1; the entry's second stack's: 2; neither: 0), and
+ * the frame pointer register too unless it did not matter. A relative entry (`rel`: keyed by STK_REL, for the same code on another stack)
  * holds the words that pointed into the copied stack (STK_OFF_REL) and the frame pointer
  * as distances from the stack pointer. Reads the words into the scratch buffer. A global
  * function: verified once, for both kinds. */
@@ -1269,7 +1275,9 @@ __noinline int stk_check(struct scratch *sc, struct stk_val *v, u64 sp, u64 bp, 
 			break;
 		h = stk_eight(sc, v, ((u64)(j * 8) << 32) | n, base, h);
 	}
-	return h == v->hash;
+	if (h == v->hash)
+		return 1;
+	return v->ways == 2 && h == v->hash2 ? 2 : 0;
 }
 
 /* What native_stack needs of the call: its registers and address space, and where the
@@ -1301,16 +1309,18 @@ __noinline u32 native_stack(struct scratch *sc, struct config *c, struct stk_cal
 		call->sid = v->id;
 		return CF_STACK_AGENT;
 	}
-	if (v && stk_check(sc, v, sp, call->bp, 0)) {
-		call->sid = v->id;
+	int way = v ? stk_check(sc, v, sp, call->bp, 0) : 0;
+	if (v && way) {
+		call->sid = way == 2 ? v->id2 : v->id;
 		return CF_STACK_HIT;
 	}
 	/* The same code on another stack (a goroutine's, another thread's): the place's
 	 * entry by its stack pointer's offset in its page, checked relative to it. */
 	k.sp = STK_REL | (sp & STK_REL_MASK);
 	v = stack_entry(&k);
-	if (v && !v->agent && stk_check(sc, v, sp, call->bp, 1)) {
-		call->sid = v->id;
+	way = v && !v->agent ? stk_check(sc, v, sp, call->bp, 1) : 0;
+	if (v && way) {
+		call->sid = way == 2 ? v->id2 : v->id;
 		return CF_STACK_HIT;
 	}
 	struct stack_ev *e = (void *)buf;

@@ -78,9 +78,36 @@ struct StkVal {
     /// A language agent names the calls made here: the kernel sends none (`id` is then a
     /// handle in `StackCache::agent_keys`).
     agent: u32,
+    /// A second stack of the same place read from the same words (`ways` 2): the stack
+    /// stored before this one, so that two stacks taking turns at one place (a helper
+    /// called from two lines of a loop) do not replace each other (`two_ways`).
+    hash2: u64,
+    id2: u32,
+    ways: u32,
 }
 
-// SAFETY: plain integers, no implicit padding (32 and 160 bytes, 8-aligned), as the BPF
+impl StkVal {
+    /// `self` with `prev` (the entry stored before it for the same key) as its second
+    /// way, when both read the same words and `prev`'s first stack is another one; else
+    /// `self` alone.
+    fn two_ways(mut self, prev: &StkVal) -> StkVal {
+        let same_words = self.agent == 0
+            && prev.agent == 0
+            && self.n == prev.n
+            && self.span == prev.span
+            && self.off[..self.n as usize] == prev.off[..prev.n as usize]
+            && self.bp_any == prev.bp_any
+            && (self.bp_any != 0 || self.bp == prev.bp);
+        if same_words && prev.hash != self.hash {
+            self.hash2 = prev.hash;
+            self.id2 = prev.id;
+            self.ways = 2;
+        }
+        self
+    }
+}
+
+// SAFETY: plain integers, no implicit padding (32 and 176 bytes, 8-aligned), as the BPF
 // side's struct stk_key and struct stk_val.
 unsafe impl aya::Pod for StkKey {}
 unsafe impl aya::Pod for StkVal {}
@@ -111,6 +138,9 @@ fn cache_entry(bp: u64, id: u32, deps: &Deps, copied: usize) -> Option<StkVal> {
         off: [0; STK_WORDS],
         bp_any: (!deps.fp) as u32,
         agent: 0,
+        hash2: 0,
+        id2: 0,
+        ways: 1,
     };
     let mut span = 0;
     for (i, &(off, _)) in words.iter().enumerate() {
@@ -254,7 +284,7 @@ struct StackCache {
     next_handle: u32,
     /// The read of the ring in which each key's entry was stored (with its hash), and
     /// marked as an agent's.
-    stored: FxHashMap<StkKey, (u32, u64)>,
+    stored: FxHashMap<StkKey, (u32, StkVal)>,
     marked: FxHashMap<StkKey, u32>,
     map: HashMap<MapData, StkKey, StkVal>,
     /// The count of changes to `map` (the kernel's `stacks_gen`): each CPU keeps the
@@ -417,16 +447,28 @@ impl StackCache {
                 .then(|| (rel_key(&k), rel_entry(&v, &self.deps, c.sp, bytes.len())));
             // Once per key and read of the ring: the copies that came before the kernel
             // had the answer are the same stack again (each insert is a system call).
+            // A key whose entry holds another stack read from the same words keeps it as
+            // the entry's second (`StkVal::two_ways`): a helper called from two lines of a
+            // loop took turns replacing its entry, and each call sent a copy.
             for (k, v) in std::iter::once((k, v)).chain(rel) {
-                if self.stored.get(&k) != Some(&(self.gen, v.hash)) {
-                    if self.stored.len() >= MAX_AGENT_KEYS {
-                        self.stored.clear();
+                let covers = |p: &StkVal| p.hash == v.hash || (p.ways == 2 && p.hash2 == v.hash);
+                let v = match self.stored.get(&k) {
+                    Some((gen, p)) if covers(p) => {
+                        if *gen == self.gen {
+                            continue;
+                        }
+                        *p
                     }
-                    self.stored.insert(k, (self.gen, v.hash));
-                    self.pending.push((k, v));
-                    if self.pending.len() >= MAX_PENDING {
-                        self.flush();
-                    }
+                    Some((_, p)) => v.two_ways(p),
+                    None => v,
+                };
+                if self.stored.len() >= MAX_AGENT_KEYS {
+                    self.stored.clear();
+                }
+                self.stored.insert(k, (self.gen, v));
+                self.pending.push((k, v));
+                if self.pending.len() >= MAX_PENDING {
+                    self.flush();
                 }
             }
         }
@@ -543,6 +585,9 @@ impl StackCache {
             off: [0; STK_WORDS],
             bp_any: 1,
             agent: 1,
+            hash2: 0,
+            id2: 0,
+            ways: 1,
         };
         self.flush();
         if self.map.insert(k, v, 0).is_ok() {

@@ -960,3 +960,67 @@ fn a_stack_through_jit_code_is_not_tried_word_by_word() {
     assert!(stats >= 600, "{stats} stats of the modules");
     assert_eq!(with_stack, stats, "every stat of a module has its stack");
 }
+
+/// A helper called from two lines of a loop has one place (instruction and stack pointer)
+/// for two stacks that take turns. The kernel's cache held one stack per place, so each
+/// line's stack replaced the other's and most calls sent a copy of their stack (thousands
+/// of entries stored for 40,000 calls). Now an entry holds both: a few entries, and every
+/// call names its own line, in turn.
+#[test]
+fn two_stacks_taking_turns_at_one_place_are_both_kept() {
+    require_ebpf!();
+    let _alone = FLOOD.lock().unwrap_or_else(|e| e.into_inner());
+    let prog = common::c_workload("two_lines");
+    let src = common::repo().join("tests/workloads/c/two_lines.c");
+    let text = std::fs::read_to_string(&src).unwrap();
+    let line_of = |tag: &str| {
+        text.lines()
+            .position(|l| l.contains(tag))
+            .map(|i| i as u32 + 1)
+            .unwrap()
+    };
+    let (a, b) = (line_of("@line A"), line_of("@line B"));
+    let d = tempfile::tempdir().unwrap();
+    let target = d.path().join("target.txt");
+    std::fs::write(&target, "x").unwrap();
+    let trace = d.path().join("t.dvt");
+    let err = record_with_stats(
+        &trace,
+        &[],
+        &[prog.as_os_str(), target.as_os_str(), "20000".as_ref()],
+    );
+    let line = err
+        .lines()
+        .find(|l| l.contains("eBPF stacks:"))
+        .unwrap_or_else(|| panic!("{err}"));
+    let stored: u64 = line
+        .split(',')
+        .find(|p| p.contains("cached in the kernel"))
+        .and_then(|p| p.split_whitespace().find_map(|w| w.parse().ok()))
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(
+        stored <= 200,
+        "entries stored for one place's two stacks: {line}"
+    );
+    let want = target.to_string_lossy().into_owned();
+    let mut r = dejavu_trace::TraceReader::open(&trace).unwrap();
+    let mut lines = Vec::new();
+    while let Some(rec) = r.next_record().unwrap() {
+        let dejavu_trace::Record::Syscall(s) = rec else {
+            continue;
+        };
+        if s.path.map(|p| r.str(p).to_vec()) != Some(want.as_bytes().to_vec()) {
+            continue;
+        }
+        let frames = s.stack.map(|id| r.stack(id).to_vec()).unwrap_or_default();
+        let main = frames
+            .iter()
+            .find(|f| f.function.is_some_and(|x| r.str(x) == b"main"));
+        lines.push(main.map(|f| f.line));
+    }
+    assert_eq!(lines.len(), 40000);
+    for (i, l) in lines.iter().enumerate() {
+        let want = if i % 2 == 0 { a } else { b };
+        assert_eq!(*l, Some(want), "call {i} names line {l:?}, not {want}");
+    }
+}
