@@ -180,6 +180,16 @@ def setup_stat_py(tmp: Path, n: int) -> tuple[list[str], Path]:
     return [sys.executable, str(WORKLOADS_DIR / "stat_loop.py"), str(n), str(target)], tmp
 
 
+def setup_stat_c2(tmp: Path, n: int) -> tuple[list[str], Path]:
+    # The test fixture itself (tests/workloads/c/two_lines.c), built as the benchmarks'
+    # other C workloads are.
+    exe = tmp / "two_lines"
+    subprocess.run(["cc", "-O2", "-g", "-o", str(exe),
+                    str(REPO / "tests" / "workloads" / "c" / "two_lines.c")], check=True)
+    target = write_stat_target(tmp)
+    return [str(exe), str(target), str(n)], tmp
+
+
 def setup_owc(tmp: Path, n: int) -> tuple[list[str], Path]:
     exe = tmp / "owc"
     subprocess.run(["cc", "-O2", "-o", str(exe), str(WORKLOADS_DIR / "open_write_close.c")],
@@ -233,6 +243,9 @@ WORKLOADS = {
                  setup_stat_py, unit="os.stat calls"),
         Workload("owc", "C: open(O_APPEND)+write+close of one file, N times", 20000, 2000,
                  setup_owc, unit="open/write/close"),
+        Workload("stat_c2", "C: stat(2) of one file from a helper called from two lines of "
+                 "a loop, N times each (one place, two stacks taking turns)", 100000, 10000,
+                 setup_stat_c2, unit="calls per line"),
         Workload("writes", "C: write(2) of one short line to a data file, N times",
                  200000, 20000, setup_writes, unit="writes"),
         Workload("make", "make -j2 of a generated C project (make clean before each run)",
