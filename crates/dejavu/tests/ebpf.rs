@@ -627,7 +627,6 @@ fn the_same_code_on_another_threads_stack_sends_no_copy_of_it() {
     let d = tempfile::tempdir().unwrap();
     let target = d.path().join("target.txt");
     std::fs::write(&target, "x").unwrap();
-    let want = target.to_string_lossy().into_owned();
     let run = |threads: u32| -> (u64, Vec<Vec<String>>) {
         let trace = d.path().join(format!("t{threads}.dvt"));
         let n = threads.to_string();
@@ -640,17 +639,10 @@ fn the_same_code_on_another_threads_stack_sends_no_copy_of_it() {
         ];
         let err = record_with_stats(&trace, &[], &cmd);
         let copies = sticky_stats(&err).0;
-        let mut r = dejavu_trace::TraceReader::open(&trace).unwrap();
-        let mut calls = Vec::new();
-        while let Some(rec) = r.next_record().unwrap() {
-            let dejavu_trace::Record::Syscall(s) = rec else {
-                continue;
-            };
-            if s.path.map(|p| r.str(p).to_vec()) != Some(want.as_bytes().to_vec()) {
-                continue;
-            }
-            let frames = s.stack.map(|id| r.stack(id).to_vec()).unwrap_or_default();
-            calls.push(
+        let (r, stacks) = stacks_on(&trace, &target);
+        let calls = stacks
+            .iter()
+            .map(|frames| {
                 frames
                     .iter()
                     .map(|f| {
@@ -658,9 +650,9 @@ fn the_same_code_on_another_threads_stack_sends_no_copy_of_it() {
                             .map(|x| String::from_utf8_lossy(r.str(x)).into_owned())
                             .unwrap_or_default()
                     })
-                    .collect(),
-            );
-        }
+                    .collect()
+            })
+            .collect();
         (copies, calls)
     };
     let (one, calls) = run(1);
@@ -700,24 +692,51 @@ fn record_with_stats(trace: &Path, flags: &[&str], cmd: &[&std::ffi::OsStr]) -> 
     err
 }
 
+/// The number before `key` in the statistics line (DEJAVU_NATIVE_STATS) of `err` that
+/// holds `line_key` (`eBPF stacks:`, the kernel half's; `native stacks:`, the unwinder's).
+fn stat_of(err: &str, line_key: &str, key: &str) -> u64 {
+    let line = err
+        .lines()
+        .find(|l| l.contains(line_key))
+        .unwrap_or_else(|| panic!("{err}"));
+    line.split([',', ';', '('])
+        .find(|p| p.contains(key))
+        .and_then(|p| p.split_whitespace().find_map(|w| w.parse().ok()))
+        .unwrap_or_else(|| panic!("no {key:?} in {line}"))
+}
+
 /// The numbers of the kernel half's stack statistics line (DEJAVU_NATIVE_STATS): the
 /// copies unwound, the calls left to an agent's STICKY and those of them not named.
 fn sticky_stats(err: &str) -> (u64, u64, u64) {
-    let line = err
-        .lines()
-        .find(|l| l.contains("eBPF stacks:"))
-        .unwrap_or_else(|| panic!("{err}"));
-    let num = |key: &str| -> u64 {
-        line.split([',', ';', '('])
-            .find(|p| p.contains(key))
-            .and_then(|p| p.split_whitespace().find_map(|w| w.parse().ok()))
-            .unwrap_or_else(|| panic!("no {key:?} in {line}"))
-    };
+    let num = |key: &str| stat_of(err, "eBPF stacks:", key);
     (
         num("copies unwound"),
         num("to an agent's STICKY"),
         num("of them not named)"),
     )
+}
+
+/// The stacks of the calls of `trace` on `path`, in order.
+fn stacks_on(
+    trace: &Path,
+    path: &Path,
+) -> (
+    dejavu_trace::TraceReader<std::fs::File>,
+    Vec<Vec<dejavu_trace::Frame>>,
+) {
+    let want = path.to_string_lossy().into_owned();
+    let mut r = dejavu_trace::TraceReader::open(trace).unwrap();
+    let mut calls = Vec::new();
+    while let Some(rec) = r.next_record().unwrap() {
+        let dejavu_trace::Record::Syscall(s) = rec else {
+            continue;
+        };
+        if s.path.map(|p| r.str(p).to_vec()) != Some(want.as_bytes().to_vec()) {
+            continue;
+        }
+        calls.push(s.stack.map(|id| r.stack(id).to_vec()).unwrap_or_default());
+    }
+    (r, calls)
 }
 
 /// An agent's repeated call is said once (a STICKY message: this thread's calls on this
@@ -919,22 +938,12 @@ fn a_stack_through_jit_code_is_not_tried_word_by_word() {
     ];
     let err = record_with_stats(&trace, &[], &cmd);
     let copies = sticky_stats(&err).0;
-    let line = err
-        .lines()
-        .find(|l| l.contains("native stacks:"))
-        .unwrap_or_else(|| panic!("{err}"));
-    let num = |key: &str| -> u64 {
-        line.split([',', ';', '('])
-            .find(|p| p.contains(key))
-            .and_then(|p| p.split_whitespace().find_map(|w| w.parse().ok()))
-            .unwrap_or_else(|| panic!("no {key:?} in {line}"))
-    };
-    let tries = num("unwinds to find");
-    let jit = num("copies through JIT code");
-    assert!(jit >= 1, "no copy through JIT code: {line}");
+    let tries = stat_of(&err, "native stacks:", "unwinds to find");
+    let jit = stat_of(&err, "native stacks:", "copies through JIT code");
+    assert!(jit >= 1, "no copy through JIT code: {err}");
     assert!(
         tries < copies,
-        "{tries} unwinds to find what {copies} copies depended on: {line}"
+        "{tries} unwinds to find what {copies} copies depended on: {err}"
     );
     // The loader's stats of the modules (outside the agent's wrappers) keep their stacks.
     let mut r = dejavu_trace::TraceReader::open(&trace).unwrap();
@@ -989,35 +998,21 @@ fn two_stacks_taking_turns_at_one_place_are_both_kept() {
         &[],
         &[prog.as_os_str(), target.as_os_str(), "20000".as_ref()],
     );
-    let line = err
-        .lines()
-        .find(|l| l.contains("eBPF stacks:"))
-        .unwrap_or_else(|| panic!("{err}"));
-    let stored: u64 = line
-        .split(',')
-        .find(|p| p.contains("cached in the kernel"))
-        .and_then(|p| p.split_whitespace().find_map(|w| w.parse().ok()))
-        .unwrap_or_else(|| panic!("{line}"));
+    let stored = stat_of(&err, "eBPF stacks:", "cached in the kernel");
     assert!(
         stored <= 200,
-        "entries stored for one place's two stacks: {line}"
+        "entries stored for one place's two stacks: {err}"
     );
-    let want = target.to_string_lossy().into_owned();
-    let mut r = dejavu_trace::TraceReader::open(&trace).unwrap();
-    let mut lines = Vec::new();
-    while let Some(rec) = r.next_record().unwrap() {
-        let dejavu_trace::Record::Syscall(s) = rec else {
-            continue;
-        };
-        if s.path.map(|p| r.str(p).to_vec()) != Some(want.as_bytes().to_vec()) {
-            continue;
-        }
-        let frames = s.stack.map(|id| r.stack(id).to_vec()).unwrap_or_default();
-        let main = frames
-            .iter()
-            .find(|f| f.function.is_some_and(|x| r.str(x) == b"main"));
-        lines.push(main.map(|f| f.line));
-    }
+    let (r, stacks) = stacks_on(&trace, &target);
+    let lines: Vec<Option<u32>> = stacks
+        .iter()
+        .map(|frames| {
+            frames
+                .iter()
+                .find(|f| f.function.is_some_and(|x| r.str(x) == b"main"))
+                .map(|f| f.line)
+        })
+        .collect();
     assert_eq!(lines.len(), 40000);
     for (i, l) in lines.iter().enumerate() {
         let want = if i % 2 == 0 { a } else { b };
