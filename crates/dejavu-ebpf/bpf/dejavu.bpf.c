@@ -559,6 +559,7 @@ struct {
  * pointer agree, reports the stack's id instead of a copy of the stack. */
 #define SLICE_MAX 16384
 #define STK_WORDS 64
+#define STK_MORE 3
 /* A relative entry's key (see stk_check): its stack pointer field is STK_REL and the stack
  * pointer's offset in its page (a goroutine's stack, 8 KiB-aligned, and a thread's, page-
  * aligned, put the same code at the same offset); a word of it that held a stack address
@@ -583,11 +584,12 @@ struct stk_val {
 	u16 off[STK_WORDS]; /* in words from sp */
 	u32 bp_any; /* the frame pointer register did not matter */
 	u32 agent;  /* a language agent names the calls made here: no stack (id: a handle) */
-	/* A second stack of the same place, read from the same words (a helper called from
-	 * two lines of a loop: its callers' return addresses differ): its hash and id, when
-	 * `ways` is 2. Two places taking turns no longer replace each other's entry. */
-	u64 hash2;
-	u32 id2;
+	/* Up to STK_MORE more stacks of the same place, read from the same words (a helper
+	 * called from several lines of a loop: its callers' return addresses differ), newest
+	 * first: their hashes and ids, `ways` of them. Lines taking turns no longer replace
+	 * each other's entry. */
+	u64 hashes[STK_MORE];
+	u32 ids[STK_MORE];
 	u32 ways;
 };
 struct {
@@ -1248,7 +1250,7 @@ __noinline u64 stk_eight(struct scratch *sc, struct stk_val *v, u64 range, u64 b
 }
 
 /* Whether the words an entry of `stacks` names hold, at `sp`, what they held when user
- * space unwound its copy (their hash: 1; the entry's second stack's: 2; neither: 0), and
+ * space unwound its copy (their hash: 1; the entry's stack i of `hashes`: i + 2; none: 0), and
  * the frame pointer register too unless it did not matter. A relative entry (`rel`: keyed by STK_REL, for the same code on another stack)
  * holds the words that pointed into the copied stack (STK_OFF_REL) and the frame pointer
  * as distances from the stack pointer. Reads the words into the scratch buffer. A global
@@ -1277,7 +1279,22 @@ __noinline int stk_check(struct scratch *sc, struct stk_val *v, u64 sp, u64 bp, 
 	}
 	if (h == v->hash)
 		return 1;
-	return v->ways == 2 && h == v->hash2 ? 2 : 0;
+	for (u32 i = 0; i < STK_MORE; i++)
+		if (i < v->ways && h == v->hashes[i])
+			return i + 2;
+	return 0;
+}
+
+/* The id of the stack stk_check found (`way`, not 0). */
+static __always_inline u32 stk_id(struct stk_val *v, int way)
+{
+	if (way == 2)
+		return v->ids[0];
+	if (way == 3)
+		return v->ids[1];
+	if (way == 4)
+		return v->ids[2];
+	return v->id;
 }
 
 /* What native_stack needs of the call: its registers and address space, and where the
@@ -1311,7 +1328,7 @@ __noinline u32 native_stack(struct scratch *sc, struct config *c, struct stk_cal
 	}
 	int way = v ? stk_check(sc, v, sp, call->bp, 0) : 0;
 	if (v && way) {
-		call->sid = way == 2 ? v->id2 : v->id;
+		call->sid = stk_id(v, way);
 		return CF_STACK_HIT;
 	}
 	/* The same code on another stack (a goroutine's, another thread's): the place's
@@ -1320,7 +1337,7 @@ __noinline u32 native_stack(struct scratch *sc, struct config *c, struct stk_cal
 	v = stack_entry(&k);
 	way = v && !v->agent ? stk_check(sc, v, sp, call->bp, 1) : 0;
 	if (v && way) {
-		call->sid = way == 2 ? v->id2 : v->id;
+		call->sid = stk_id(v, way);
 		return CF_STACK_HIT;
 	}
 	struct stack_ev *e = (void *)buf;

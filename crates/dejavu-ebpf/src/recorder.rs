@@ -78,19 +78,23 @@ struct StkVal {
     /// A language agent names the calls made here: the kernel sends none (`id` is then a
     /// handle in `StackCache::agent_keys`).
     agent: u32,
-    /// A second stack of the same place read from the same words (`ways` 2): the stack
-    /// stored before this one, so that two stacks taking turns at one place (a helper
-    /// called from two lines of a loop) do not replace each other (`two_ways`).
-    hash2: u64,
-    id2: u32,
+    /// Up to STK_MORE more stacks of the same place read from the same words, newest
+    /// first (`ways` of them): the stacks stored before this one, so that stacks taking
+    /// turns at one place (a helper called from several lines of a loop) do not replace
+    /// each other (`with_older`).
+    hashes: [u64; STK_MORE],
+    ids: [u32; STK_MORE],
     ways: u32,
 }
 
+/// Stacks an entry keeps besides its own (bpf/dejavu.bpf.c, STK_MORE).
+const STK_MORE: usize = 3;
+
 impl StkVal {
-    /// `self` with `prev` (the entry stored before it for the same key) as its second
-    /// way, when both read the same words and `prev`'s first stack is another one; else
-    /// `self` alone.
-    fn two_ways(mut self, prev: &StkVal) -> StkVal {
+    /// `self`, then the stacks of `prev` (the entry stored before it for the same key) as
+    /// its older ways, when both read the same words; else `self` alone. The oldest goes
+    /// past STK_MORE.
+    fn with_older(mut self, prev: &StkVal) -> StkVal {
         let same_words = self.agent == 0
             && prev.agent == 0
             && self.n == prev.n
@@ -98,16 +102,33 @@ impl StkVal {
             && self.off[..self.n as usize] == prev.off[..prev.n as usize]
             && self.bp_any == prev.bp_any
             && (self.bp_any != 0 || self.bp == prev.bp);
-        if same_words && prev.hash != self.hash {
-            self.hash2 = prev.hash;
-            self.id2 = prev.id;
-            self.ways = 2;
+        if !same_words {
+            return self;
         }
+        let older = std::iter::once((prev.hash, prev.id)).chain(
+            prev.hashes
+                .iter()
+                .zip(prev.ids)
+                .take(prev.ways as usize)
+                .map(|(&h, i)| (h, i)),
+        );
+        let mut ways = 0;
+        for (h, i) in older.filter(|&(h, _)| h != self.hash).take(STK_MORE) {
+            self.hashes[ways] = h;
+            self.ids[ways] = i;
+            ways += 1;
+        }
+        self.ways = ways as u32;
         self
+    }
+
+    /// Whether this entry holds the stack whose words hash to `hash`.
+    fn holds(&self, hash: u64) -> bool {
+        self.hash == hash || self.hashes[..self.ways as usize].contains(&hash)
     }
 }
 
-// SAFETY: plain integers, no implicit padding (32 and 176 bytes, 8-aligned), as the BPF
+// SAFETY: plain integers, no implicit padding (32 and 200 bytes, 8-aligned), as the BPF
 // side's struct stk_key and struct stk_val.
 unsafe impl aya::Pod for StkKey {}
 unsafe impl aya::Pod for StkVal {}
@@ -138,9 +159,9 @@ fn cache_entry(bp: u64, id: u32, deps: &Deps, copied: usize) -> Option<StkVal> {
         off: [0; STK_WORDS],
         bp_any: (!deps.fp) as u32,
         agent: 0,
-        hash2: 0,
-        id2: 0,
-        ways: 1,
+        hashes: [0; STK_MORE],
+        ids: [0; STK_MORE],
+        ways: 0,
     };
     let mut span = 0;
     for (i, &(off, _)) in words.iter().enumerate() {
@@ -447,19 +468,18 @@ impl StackCache {
                 .then(|| (rel_key(&k), rel_entry(&v, &self.deps, c.sp, bytes.len())));
             // Once per key and read of the ring: the copies that came before the kernel
             // had the answer are the same stack again (each insert is a system call).
-            // A key whose entry holds another stack read from the same words keeps it as
-            // the entry's second (`StkVal::two_ways`): a helper called from two lines of a
-            // loop took turns replacing its entry, and each call sent a copy.
+            // A key whose entry holds other stacks read from the same words keeps them
+            // after it (`StkVal::with_older`): a helper called from two lines of a loop
+            // took turns replacing its entry, and each call sent a copy.
             for (k, v) in std::iter::once((k, v)).chain(rel) {
-                let covers = |p: &StkVal| p.hash == v.hash || (p.ways == 2 && p.hash2 == v.hash);
                 let v = match self.stored.get(&k) {
-                    Some((gen, p)) if covers(p) => {
+                    Some((gen, p)) if p.holds(v.hash) => {
                         if *gen == self.gen {
                             continue;
                         }
                         *p
                     }
-                    Some((_, p)) => v.two_ways(p),
+                    Some((_, p)) => v.with_older(p),
                     None => v,
                 };
                 if self.stored.len() >= MAX_AGENT_KEYS {
@@ -585,9 +605,9 @@ impl StackCache {
             off: [0; STK_WORDS],
             bp_any: 1,
             agent: 1,
-            hash2: 0,
-            id2: 0,
-            ways: 1,
+            hashes: [0; STK_MORE],
+            ids: [0; STK_MORE],
+            ways: 0,
         };
         self.flush();
         if self.map.insert(k, v, 0).is_ok() {
@@ -2062,6 +2082,37 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_keeps_the_other_stacks_of_its_place_newest_first() {
+        let at = |w: u64, id: u32| {
+            let deps = Deps {
+                words: vec![(0, 0x401234), (64, w)],
+                fp: false,
+                cut: false,
+            };
+            cache_entry(0, id, &deps, 2048).unwrap()
+        };
+        let (a, b, c, d, e) = (at(1, 1), at(2, 2), at(3, 3), at(4, 4), at(5, 5));
+        let ab = b.with_older(&a);
+        assert_eq!((ab.id, ab.ways, ab.ids[0], ab.hashes[0]), (2, 1, 1, a.hash));
+        assert!(ab.holds(a.hash) && ab.holds(b.hash) && !ab.holds(c.hash));
+        // Newest first; the one seen again moves to the front, not twice.
+        let bab = a.with_older(&ab);
+        assert_eq!((bab.id, bab.ways, bab.ids[0]), (1, 1, 2));
+        // At most STK_MORE more: the oldest goes.
+        let full = e.with_older(&d.with_older(&c.with_older(&b.with_older(&a))));
+        assert_eq!((full.id, full.ways, full.ids), (5, 3, [4, 3, 2]));
+        assert!(!full.holds(a.hash));
+        // Stacks read from other words replace the entry.
+        let other = Deps {
+            words: vec![(0, 0x401234), (72, 9)],
+            fp: false,
+            cut: false,
+        };
+        let o = cache_entry(0, 9, &other, 2048).unwrap().with_older(&ab);
+        assert_eq!((o.id, o.ways), (9, 0));
+    }
+
+    #[test]
     fn a_cache_entry_names_the_words_the_unwind_depended_on() {
         let deps = Deps {
             words: vec![(0, 0x401234), (40, 0x7fff_0000_1000), (1000, 0x401500)],
@@ -2154,7 +2205,7 @@ mod tests {
     #[test]
     fn the_stack_records_layouts_match_the_kernel_halfs() {
         assert_eq!(std::mem::size_of::<StkKey>(), 32);
-        assert_eq!(std::mem::size_of::<StkVal>(), 160);
+        assert_eq!(std::mem::size_of::<StkVal>(), 200);
     }
 
     /// The relocations are computed on the first run, kept, read back on the next (the
