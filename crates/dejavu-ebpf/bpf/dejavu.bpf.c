@@ -1250,11 +1250,12 @@ __noinline u64 stk_eight(struct scratch *sc, struct stk_val *v, u64 range, u64 b
 }
 
 /* Whether the words an entry of `stacks` names hold, at `sp`, what they held when user
- * space unwound its copy (their hash: 1; the entry's stack i of `hashes`: i + 2; none: 0), and
- * the frame pointer register too unless it did not matter. A relative entry (`rel`: keyed by STK_REL, for the same code on another stack)
- * holds the words that pointed into the copied stack (STK_OFF_REL) and the frame pointer
- * as distances from the stack pointer. Reads the words into the scratch buffer. A global
- * function: verified once, for both kinds. */
+ * space unwound its copy (their hash: 1; the entry's stack i of `hashes`: i + 2; none:
+ * 0), and the frame pointer register too unless it did not matter. A relative entry
+ * (`rel`: keyed by STK_REL, for the same code on another stack) holds the words that
+ * pointed into the copied stack (STK_OFF_REL) and the frame pointer as distances from the
+ * stack pointer. Reads the words into the scratch buffer. A global function: verified
+ * once, for both kinds. */
 __noinline int stk_check(struct scratch *sc, struct stk_val *v, u64 sp, u64 bp, u64 rel)
 {
 	if (!sc || !v)
@@ -1288,6 +1289,8 @@ __noinline int stk_check(struct scratch *sc, struct stk_val *v, u64 sp, u64 bp, 
 /* The id of the stack stk_check found (`way`, not 0). */
 static __always_inline u32 stk_id(struct stk_val *v, int way)
 {
+	/* Each index a constant: a computed one, bounded by a compare, was refused (the
+	 * compiler's select leaves the verifier no bound). STK_MORE is 3. */
 	if (way == 2)
 		return v->ids[0];
 	if (way == 3)

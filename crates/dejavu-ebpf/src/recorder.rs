@@ -303,8 +303,8 @@ struct StackCache {
     /// Places an agent names, by handle; the last handle given.
     agent_keys: FxHashMap<u32, StkKey>,
     next_handle: u32,
-    /// The read of the ring in which each key's entry was stored (with its hash), and
-    /// marked as an agent's.
+    /// The read of the ring in which each key's entry was stored (and the entry: its
+    /// stacks), and marked as an agent's.
     stored: FxHashMap<StkKey, (u32, StkVal)>,
     marked: FxHashMap<StkKey, u32>,
     map: HashMap<MapData, StkKey, StkVal>,
