@@ -106,7 +106,11 @@ impl<T: Borrow<MapData>> RingBuf<T> {
         let byte_size = data.obj.max_entries();
         let consumer_metadata = ConsumerMetadata::new(map_fd, 0, page_size)?;
         let consumer = ConsumerPos::new(consumer_metadata);
-        let producer = ProducerData::new(map_fd, page_size, page_size, byte_size)?;
+        let mut producer = ProducerData::new(map_fd, page_size, page_size, byte_size)?;
+        // dejavu patch (DEJAVU-PATCH.md): the producer's position is read when the cache
+        // equals the consumer's; a cache of 0 beside a ring read before (consumer not at
+        // 0) took stale bytes for records, without end.
+        producer.pos_cache = consumer.pos;
         Ok(Self {
             map,
             consumer,
