@@ -15,6 +15,10 @@ invocation and interleaved round-robin so that machine noise hits every variant 
                                 CAP_BPF + CAP_PERFMON, skipped with the reason otherwise)
     dejavu-ebpf-nostacks        the same with --stacks off (no language agents, no user
                                 stacks: the backend's own cost)
+    dejavu-ebpf-cold            dejavu record --backend ebpf with DEJAVU_BPF_KEEP=off: its
+                                programs loaded and verified at every start, as on a
+                                recording's first run after a boot (the others reuse the
+                                programs an earlier run kept loaded, docs/ebpf-backend.md)
 
 R times each (default 5), and prints a markdown table per workload: median and min wall
 time, median over native, and notes (trace size per event for dejavu, events perf wrote,
@@ -360,11 +364,17 @@ def make_variants(dejavu: Path | None, dejavu_missing: str | None, pin: bool,
                            "-o", str(d / "t.dvt"), "--"],
                 collect=dejavu_collect(dejavu) if dejavu else None,
                 unavailable=dejavu_missing),
+        Variant("dejavu-ebpf-cold", "dejavu record --backend ebpf, nothing kept loaded",
+                lambda d: ["env", "DEJAVU_BPF_KEEP=off", str(dejavu), "record", "--backend",
+                           "ebpf", "-o", str(d / "t.dvt"), "--"],
+                collect=dejavu_collect(dejavu) if dejavu else None,
+                unavailable=dejavu_missing),
     ]
     if before is not None:
         # The same dejavu rows with the other binary (key suffix @before).
         bin_, missing, label = before
-        for v in [v for v in base if v.key.startswith("dejavu")]:
+        for v in [v for v in base if v.key.startswith("dejavu") and v.prefix(Path("."))[0]
+                  == str(dejavu)]:
             argv_of = (lambda p: lambda d: [str(bin_)] + p(d)[1:])(v.prefix)
             base.append(Variant(
                 v.key + "@before", v.label + f" [{label}]", argv_of,
@@ -682,7 +692,7 @@ def main() -> int:
     ap.add_argument("--workloads", default=",".join(WORKLOADS),
                     help="comma-separated subset of: %(default)s")
     ap.add_argument("--variants", help="comma-separated subset of: strace,strace-bpf,"
-                    "perf-trace,dejavu,dejavu-ebpf,dejavu-ebpf-nostacks (native always runs)")
+                    "perf-trace,dejavu,dejavu-ebpf,dejavu-ebpf-nostacks,dejavu-ebpf-cold (native always runs)")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: N/10 (8 modules for make) and 2 reps")
     ap.add_argument("--pin", action="store_true",
@@ -707,7 +717,7 @@ def main() -> int:
     if args.variants:
         only = {k.strip() for k in args.variants.split(",") if k.strip()}
         bad = only - {"native", "strace", "strace-bpf", "perf-trace", "dejavu", "dejavu-ebpf",
-                        "dejavu-ebpf-nostacks"}
+                        "dejavu-ebpf-nostacks", "dejavu-ebpf-cold"}
         if bad:
             ap.error(f"unknown variant(s) {', '.join(sorted(bad))}")
     reps = args.reps if args.reps else (2 if args.quick else 5)

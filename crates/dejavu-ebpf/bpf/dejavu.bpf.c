@@ -383,6 +383,9 @@ struct sticky {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, STICKY_SLOTS);
+	/* Mappable: a kept object (kept.rs) zeroes it through a mapping at each recording's
+	 * start, not an update per slot. */
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, u32);
 	__type(value, struct sticky);
 } sticky SEC(".maps");
@@ -410,6 +413,7 @@ static __always_inline void sticky_forget(u32 tid)
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, SLOTS);
+	__uint(map_flags, BPF_F_MMAPABLE); /* as `sticky` */
 	__type(key, u32);
 	__type(value, struct inflight);
 } inflight SEC(".maps");

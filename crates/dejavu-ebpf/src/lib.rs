@@ -12,6 +12,8 @@ mod core_cache;
 mod drainer;
 pub mod event;
 #[cfg(dejavu_bpf)]
+mod kept;
+#[cfg(dejavu_bpf)]
 mod recorder;
 
 pub use dejavu_capture::{Outcome, RecordError, RecordOptions, Target};

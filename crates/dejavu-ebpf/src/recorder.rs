@@ -3,6 +3,7 @@
 use crate::core_cache;
 use crate::drainer::{self, Batch, Drainer, Packed, Rings};
 use crate::event::{self, CF_UNFINISHED};
+use crate::kept;
 use crate::{unavailable, Options};
 use aya::maps::{Array, HashMap, MapData, PerCpuArray, RingBuf};
 use aya::programs::BtfTracePoint;
@@ -627,7 +628,11 @@ const MAX_AGENT_KEYS: usize = 1 << 16;
 
 struct Loaded {
     /// The programs, attached while this lives.
-    _bpf: Ebpf,
+    _programs: Programs,
+    /// The kept slot they are pinned in (kept.rs), held until the reader ends (`Reader`).
+    slot: Option<kept::Slot>,
+    /// Whether they were kept from an earlier recording, kept for the next, or neither.
+    kept: Kept,
     /// Handed to the drainer when the reader starts.
     rings: Option<Rings>,
     traced: Traced,
@@ -775,6 +780,24 @@ impl Drop for MemlockRaised {
     }
 }
 
+/// Where the programs came from, for the recording's note (kept.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kept {
+    /// Loaded by this recording, not kept (keeping off, or every slot in use).
+    No,
+    /// Loaded by this recording and kept for the next ones.
+    Stored,
+    /// Kept loaded by an earlier recording: no map created, no program verified.
+    Reused,
+}
+
+/// The programs of a loaded object: loaded by this recording (with their maps), or
+/// opened from a kept slot.
+enum Programs {
+    Loaded(Ebpf),
+    Kept(Vec<(&'static str, BtfTracePoint)>),
+}
+
 /// Loading begun: on a thread of its own, the kernel's BTF prepared, the maps created and
 /// the programs verified, while dejavu starts the program (`record`); what is left (the
 /// settings, the program followed, attaching) is `attach`'s.
@@ -788,8 +811,9 @@ struct Pending {
 /// What the loading thread made of the object (`build`).
 type Built = Result<Object, Refusal>;
 
-/// The loading thread's work: the object prepared (kept for a build again), then built.
-type Loading = Result<(Prepared, Built), RecordError>;
+/// The loading thread's work: the object prepared (kept for a build again; None when it
+/// was opened from a kept slot), then built.
+type Loading = Result<(Option<Prepared>, Built), RecordError>;
 
 impl Drop for Pending {
     fn drop(&mut self) {
@@ -810,16 +834,44 @@ impl Drop for Pending {
 /// does not inherit a raised limit: Linux 5.11 and later do not charge BPF maps to it. An
 /// older kernel refuses them then, and `attach` builds again with the limit raised, once
 /// the program was started (`MemlockRaised`).
+///
+/// When a kept slot of this object holds its programs (kept.rs), they are opened and their
+/// maps reset instead: nothing is created or verified. Else the object is loaded, and
+/// kept in the slot for the next recordings when one is free.
 fn begin_load(ring_bytes: u32, stacks: bool) -> Pending {
     Pending {
         loading: Some(std::thread::spawn(move || {
+            let mut keep = kept::root().and_then(|root| {
+                let key = kept::key(OBJECT, ring_bytes, stack_ring_bytes(ring_bytes, stacks));
+                kept::checkout(&root, key).map(|slot| (root, slot))
+            });
+            if let Some((_, slot)) = &mut keep {
+                if slot.ready {
+                    match open_kept(slot, stacks) {
+                        Ok(mut object) => {
+                            object.slot = keep.map(|(_, s)| s);
+                            object.kept = Kept::Reused;
+                            return Ok((None, Ok(object)));
+                        }
+                        // Whatever it was, loaded again and kept anew.
+                        Err(why) => {
+                            if std::env::var_os("DEJAVU_EBPF_DEBUG").is_some() {
+                                eprintln!("dejavu: the kept programs were not used: {why}");
+                            }
+                            slot.clear();
+                        }
+                    }
+                } else {
+                    slot.clear();
+                }
+            }
             let prepared = prepare(
                 core_cache::kernel_identity().as_deref(),
                 || core_cache::FileBytes::open("/sys/kernel/btf/vmlinux"),
                 core_cache::dir(),
             )?;
-            let built = build(&prepared, ring_bytes, stacks);
-            Ok((prepared, built))
+            let built = build(&prepared, ring_bytes, stacks, keep);
+            Ok((Some(prepared), built))
         })),
         ring_bytes,
         stacks,
@@ -861,7 +913,9 @@ fn take<T: TryFrom<aya::maps::Map, Error = aya::maps::MapError>>(
 /// The object loaded: its maps created (those user space uses taken out) and its programs
 /// verified, not attached.
 struct Object {
-    bpf: Ebpf,
+    programs: Programs,
+    slot: Option<kept::Slot>,
+    kept: Kept,
     cfg: Array<MapData, Config>,
     traced: Traced,
     lost: PerCpuArray<MapData, u64>,
@@ -887,8 +941,15 @@ impl From<RecordError> for Refusal {
 
 /// Creates the maps of the object `prepared` made ready, and verifies its programs: the
 /// calls' ring `ring_bytes`, the copies' ring as `stack_ring_bytes` says. The syscall filter
-/// (`wanted`) is filled while the programs are verified; nothing is attached.
-fn build(prepared: &Prepared, ring_bytes: u32, stacks: bool) -> Built {
+/// (`wanted`) is filled while the programs are verified; nothing is attached. With `keep`
+/// (the slots' directory and a slot this recording holds), what was loaded is pinned in
+/// the slot for the next recordings (kept.rs); a failure there only leaves it unkept.
+fn build(
+    prepared: &Prepared,
+    ring_bytes: u32,
+    stacks: bool,
+    mut keep: Option<(std::path::PathBuf, kept::Slot)>,
+) -> Built {
     let mut loader = EbpfLoader::new();
     loader
         .set_max_entries("events", ring_bytes)
@@ -916,6 +977,14 @@ fn build(prepared: &Prepared, ring_bytes: u32, stacks: bool) -> Built {
             Refusal::Other(e)
         }
     })?;
+    if let Some((_, slot)) = &mut keep {
+        if let Err(why) = bpf
+            .maps()
+            .try_for_each(|(name, map)| slot.pin_map(name, map))
+        {
+            kept_failed(&mut keep, &why);
+        }
+    }
     // The maps out of the object first, to be filled while the programs are verified
     // (their descriptors are already in the programs' instructions, and stay open).
     let mut wanted: Array<MapData, u8> = take(&mut bpf, "wanted")?;
@@ -963,17 +1032,7 @@ fn build(prepared: &Prepared, ring_bytes: u32, stacks: bool) -> Built {
             .map(|(prog, at, p)| load_program(prog, *at, p, btf))
             .collect();
         let rings = (|| -> Result<(RingBuf<MapData>, RingBuf<MapData>), RecordError> {
-            for &(nr, _) in arch::table() {
-                wanted
-                    .set(nr, 1u8, 0)
-                    .map_err(|e| load_error("filling the syscall filter", e))?;
-            }
-            if stacks {
-                // For the trace's Unmap records (dejavu_capture::codemaps); no stack copied.
-                wanted
-                    .set(arch::NR_MUNMAP as u32, 1u8, 0)
-                    .map_err(|e| load_error("filling the syscall filter", e))?;
-            }
+            fill_wanted(&mut wanted, stacks)?;
             let events = RingBuf::try_from(events).map_err(|e| load_error("events", e))?;
             let stackbuf = RingBuf::try_from(stackbuf).map_err(|e| load_error("stackbuf", e))?;
             Ok((events, stackbuf))
@@ -989,8 +1048,117 @@ fn build(prepared: &Prepared, ring_bytes: u32, stacks: bool) -> Built {
     }
     let (events, stackbuf) = rings?;
     drop(progs);
+    let mut kept_as = Kept::No;
+    if let Some((root, slot)) = &mut keep {
+        let pinned = (|| {
+            for (name, prog) in bpf.programs_mut() {
+                slot.pin_program(name, prog)?;
+            }
+            let last = bpf
+                .program_mut(PROGRAMS[PROGRAMS.len() - 1].0)
+                .ok_or_else(|| "no program to seal the slot with".to_string())?;
+            slot.seal(last)
+        })();
+        match pinned {
+            Ok(()) => {
+                kept::evict(root, &slot.dir);
+                kept_as = Kept::Stored;
+            }
+            Err(why) => kept_failed(&mut keep, &why),
+        }
+    }
     Ok(Object {
-        bpf,
+        programs: Programs::Loaded(bpf),
+        slot: keep.map(|(_, s)| s),
+        kept: kept_as,
+        cfg,
+        traced,
+        lost,
+        stack_map,
+        stack_map_gen,
+        events,
+        stackbuf,
+    })
+}
+
+/// Fills the syscall filter: the calls dejavu decodes (and munmap with stacks).
+fn fill_wanted(wanted: &mut Array<MapData, u8>, stacks: bool) -> Result<(), RecordError> {
+    for &(nr, _) in arch::table() {
+        wanted
+            .set(nr, 1u8, 0)
+            .map_err(|e| load_error("filling the syscall filter", e))?;
+    }
+    if stacks {
+        // For the trace's Unmap records (dejavu_capture::codemaps); no stack copied.
+        wanted
+            .set(arch::NR_MUNMAP as u32, 1u8, 0)
+            .map_err(|e| load_error("filling the syscall filter", e))?;
+    }
+    Ok(())
+}
+
+/// Keeping the loaded object failed (`build`): the slot emptied and let go; the recording
+/// goes on with what it loaded.
+fn kept_failed(keep: &mut Option<(std::path::PathBuf, kept::Slot)>, why: &str) {
+    if std::env::var_os("DEJAVU_EBPF_DEBUG").is_some() {
+        eprintln!("dejavu: the loaded programs are not kept: {why}");
+    }
+    if let Some((_, mut slot)) = keep.take() {
+        slot.clear();
+    }
+}
+
+/// Opens the object kept in `slot` (kept.rs): every map reset to its state at creation,
+/// the rings drained, the syscall filter filled; the programs not attached.
+fn open_kept(slot: &kept::Slot, stacks: bool) -> Result<Object, String> {
+    let mut maps = std::collections::HashMap::new();
+    for name in slot.map_names() {
+        let data = slot.open_map(&name)?;
+        kept::reset(&data).map_err(|e| format!("resetting map {name}: {e}"))?;
+        maps.insert(name, data);
+    }
+    let mut get = |name: &str| -> Result<aya::maps::Map, String> {
+        kept::as_map(maps.remove(name).ok_or_else(|| format!("no map {name}"))?)
+    };
+    fn typed<T: TryFrom<aya::maps::Map, Error = aya::maps::MapError>>(
+        m: aya::maps::Map,
+    ) -> Result<T, String> {
+        T::try_from(m).map_err(|e| e.to_string())
+    }
+    let mut wanted: Array<MapData, u8> = typed(get("wanted")?)?;
+    fill_wanted(&mut wanted, stacks).map_err(|e| e.to_string())?;
+    let cfg = typed(get("config")?)?;
+    let traced = Traced {
+        set: typed(get("traced")?)?,
+        awaiting: typed(get("awaiting")?)?,
+        changes: Changes::new(typed(get("gens")?)?, GEN_USER),
+    };
+    let lost = typed(get("lost")?)?;
+    let stack_map = typed(get("stacks")?)?;
+    let stack_map_gen = typed(get("stacks_gen")?)?;
+    let mut events: RingBuf<MapData> = typed(get("events")?)?;
+    let mut stackbuf: RingBuf<MapData> = typed(get("stackbuf")?)?;
+    // What a recording that ended without reading all left behind.
+    for (name, ring) in [("events", &mut events), ("stackbuf", &mut stackbuf)] {
+        let mut n = 0u64;
+        while ring.next().is_some() {
+            n += 1;
+            if n > 1 << 20 {
+                return Err(format!("draining {name}: no end"));
+            }
+        }
+        if n > 0 && std::env::var_os("DEJAVU_EBPF_DEBUG").is_some() {
+            eprintln!("dejavu: {n} records left in the kept ring {name}");
+        }
+    }
+    let programs = PROGRAMS
+        .iter()
+        .map(|&(name, _)| Ok((name, slot.open_program(name)?)))
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(Object {
+        programs: Programs::Kept(programs),
+        slot: None,
+        kept: Kept::No,
         cfg,
         traced,
         lost,
@@ -1015,21 +1183,24 @@ fn attach(
         .take()
         .ok_or_else(|| load_error("loading the BPF program", "already attached"))?;
     let (prepared, built) = loading.join().map_err(panicked)??;
-    let object = match built {
-        Ok(o) => o,
+    let object = match (built, &prepared) {
+        (Ok(o), _) => o,
         // Refused without RLIMIT_MEMLOCK raised (a kernel before 5.11, `begin_load`): again
-        // with it raised, now that the program was started; put back before it runs.
-        Err(Refusal::Map(e)) => match MemlockRaised::raise() {
+        // with it raised, now that the program was started; put back before it runs (not
+        // kept: kept programs are for kernels that do not charge maps to the limit).
+        (Err(Refusal::Map(e)), Some(prepared)) => match MemlockRaised::raise() {
             MemlockRaised(None) => return Err(e),
-            _memlock => match build(&prepared, pending.ring_bytes, pending.stacks) {
+            _memlock => match build(prepared, pending.ring_bytes, pending.stacks, None) {
                 Ok(o) => o,
                 Err(Refusal::Map(e) | Refusal::Other(e)) => return Err(e),
             },
         },
-        Err(Refusal::Other(e)) => return Err(e),
+        (Err(Refusal::Map(e) | Refusal::Other(e)), _) => return Err(e),
     };
     let Object {
-        mut bpf,
+        mut programs,
+        slot,
+        kept,
         mut cfg,
         mut traced,
         lost,
@@ -1045,21 +1216,32 @@ fn attach(
             traced.set_role(pid, role);
         }
     }
-    for (prog, _) in PROGRAMS {
-        let p: &mut BtfTracePoint = bpf
-            .program_mut(prog)
-            .ok_or_else(|| load_error(prog, "missing from the object"))?
-            .try_into()
-            .map_err(|e| load_error(prog, e))?;
-        p.attach().map_err(|e| load_error(prog, e))?;
+    match &mut programs {
+        Programs::Loaded(bpf) => {
+            for (prog, _) in PROGRAMS {
+                let p: &mut BtfTracePoint = bpf
+                    .program_mut(prog)
+                    .ok_or_else(|| load_error(prog, "missing from the object"))?
+                    .try_into()
+                    .map_err(|e| load_error(prog, e))?;
+                p.attach().map_err(|e| load_error(prog, e))?;
+            }
+        }
+        Programs::Kept(progs) => {
+            for (prog, p) in progs {
+                p.attach().map_err(|e| load_error(prog, e))?;
+            }
+        }
     }
     // The kernel accepted every program: the relocations are worth keeping. A cache that
     // cannot be written costs the next run the relocation, nothing else.
-    if let Some((dir, key, entry)) = &prepared.store {
+    if let Some((dir, key, entry)) = prepared.as_ref().and_then(|p| p.store.as_ref()) {
         let _ = core_cache::write(dir, OBJECT, *key, entry);
     }
     Ok(Loaded {
-        _bpf: bpf,
+        _programs: programs,
+        slot,
+        kept,
         rings: Some(Rings {
             events,
             stacks: stackbuf,
@@ -1414,6 +1596,9 @@ struct Reader<W: Write> {
     orphans_said: bool,
     /// Processes this user could not ptrace (access.rs), left out of the trace.
     guard: Guard,
+    /// The kept slot of the programs (kept.rs), let go last: after the drainer stopped
+    /// reading its rings and the programs were detached.
+    _slot: Option<kept::Slot>,
 }
 
 /// Processes that executed a program with privileges dejavu's user lacks: not recorded.
@@ -1448,7 +1633,9 @@ impl<W: Write> Reader<W> {
             .map_or_else(|| drainer::backlog_limit(l.ring_bytes), |m| m << 20);
         let drainer = Drainer::start(rings, pidfd, limit)
             .map_err(|e| RecordError::os("starting the drainer thread", e))?;
+        let slot = l.slot.take();
         Ok(Reader {
+            _slot: slot,
             l,
             feed,
             drainer,
@@ -1738,10 +1925,15 @@ impl<W: Write> Reader<W> {
             ));
         }
         self.feed.note(format!(
-            "eBPF: {} kernel records, ring buffer {} KiB, {} lost",
+            "eBPF: {} kernel records, ring buffer {} KiB, {} lost; {}",
             self.records,
             self.l.ring_bytes / 1024,
-            self.lost_seen
+            self.lost_seen,
+            match self.l.kept {
+                Kept::No => "programs loaded",
+                Kept::Stored => "programs loaded and kept for the next recordings",
+                Kept::Reused => "programs kept loaded by an earlier recording",
+            }
         ));
         if std::env::var_os("DEJAVU_NATIVE_STATS").is_some() {
             let c = &self.l.stacks;
@@ -2206,6 +2398,84 @@ mod tests {
     fn the_stack_records_layouts_match_the_kernel_halfs() {
         assert_eq!(std::mem::size_of::<StkKey>(), 32);
         assert_eq!(std::mem::size_of::<StkVal>(), 200);
+    }
+
+    /// A kept object opened again (kept.rs) is as a new load leaves it: every map a
+    /// recording writes (each given a value its creation does not) reads as created, but
+    /// the object's constants, and the syscall filter is filled as a load fills it. Needs
+    /// root (a BPF filesystem of the test's own is mounted; skipped without).
+    #[test]
+    fn a_kept_object_is_opened_with_every_map_as_new() {
+        // Root and a BPF filesystem of the test's own (the machine's is not touched).
+        let tmp = tempfile::tempdir().unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "bpf", "bpf"])
+            .arg(tmp.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            eprintln!("skipped: no BPF filesystem can be mounted here (not root?)");
+            return;
+        }
+        struct Unmount<'a>(&'a std::path::Path);
+        impl Drop for Unmount<'_> {
+            fn drop(&mut self) {
+                let _ = std::process::Command::new("umount").arg(self.0).status();
+            }
+        }
+        let _unmount = Unmount(tmp.path());
+        let root = tmp.path().join("dejavu");
+        std::fs::create_dir(&root).unwrap();
+        let (ring, stacks) = (1 << 16, true);
+        let key = kept::key(OBJECT, ring, stack_ring_bytes(ring, stacks));
+        let slot = kept::checkout(&root, key).unwrap();
+        let prepared = prepare(
+            core_cache::kernel_identity().as_deref(),
+            || core_cache::FileBytes::open("/sys/kernel/btf/vmlinux"),
+            None,
+        )
+        .unwrap();
+        let Ok(object) = build(&prepared, ring, stacks, Some((root.clone(), slot))) else {
+            panic!("the object did not load")
+        };
+        assert_eq!(object.kept, Kept::Stored);
+        // Every map a recording could leave changed, changed.
+        let slot = object.slot.as_ref().unwrap();
+        let names = slot.map_names();
+        for want in [
+            "traced", "stacks", "inflight", "sticky", "tcache", "gens", "dying",
+        ] {
+            assert!(
+                names.iter().any(|n| n == want),
+                "{want} not kept: {names:?}"
+            );
+        }
+        for name in &names {
+            kept::dirty(&slot.open_map(name).unwrap()).unwrap();
+            assert!(
+                name.starts_with("_rodata")
+                    || ["events", "stackbuf"].contains(&name.as_str())
+                    || kept::as_new(&slot.open_map(name).unwrap()).is_err(),
+                "{name} was not changed"
+            );
+        }
+        drop(object);
+        let slot = kept::checkout(&root, key).unwrap();
+        assert!(slot.ready);
+        let again = open_kept(&slot, stacks).unwrap();
+        for name in slot.map_names().into_iter().filter(|n| n != "wanted") {
+            kept::as_new(&slot.open_map(&name).unwrap())
+                .unwrap_or_else(|e| panic!("kept map {name}: {e}"));
+        }
+        // The syscall filter: filled again, and only as a new load fills it.
+        let wanted: Array<MapData, u8> =
+            Array::try_from(kept::as_map(slot.open_map("wanted").unwrap()).unwrap()).unwrap();
+        for nr in 0..wanted.len() {
+            let want = arch::table().iter().any(|&(n, _)| n == nr)
+                || (stacks && nr == arch::NR_MUNMAP as u32);
+            assert_eq!(wanted.get(&nr, 0).unwrap(), want as u8, "syscall {nr}");
+        }
+        drop(again);
     }
 
     /// The relocations are computed on the first run, kept, read back on the next (the

@@ -980,15 +980,6 @@ fn two_stacks_taking_turns_at_one_place_are_both_kept() {
     require_ebpf!();
     let _alone = FLOOD.lock().unwrap_or_else(|e| e.into_inner());
     let prog = common::c_workload("two_lines");
-    let src = common::repo().join("tests/workloads/c/two_lines.c");
-    let text = std::fs::read_to_string(&src).unwrap();
-    let line_of = |tag: &str| {
-        text.lines()
-            .position(|l| l.contains(tag))
-            .map(|i| i as u32 + 1)
-            .unwrap()
-    };
-    let (a, b) = (line_of("@line A"), line_of("@line B"));
     let d = tempfile::tempdir().unwrap();
     let target = d.path().join("target.txt");
     std::fs::write(&target, "x").unwrap();
@@ -1003,7 +994,22 @@ fn two_stacks_taking_turns_at_one_place_are_both_kept() {
         stored <= 200,
         "entries stored for one place's two stacks: {err}"
     );
-    let (r, stacks) = stacks_on(&trace, &target);
+    assert_two_lines_in_turn(&trace, &target, 40000);
+}
+
+/// Every one of the `calls` stats of tests/workloads/c/two_lines.c on `target` in `trace`
+/// names its line of main, A and B in turn.
+fn assert_two_lines_in_turn(trace: &Path, target: &Path, calls: usize) {
+    let src = common::repo().join("tests/workloads/c/two_lines.c");
+    let text = std::fs::read_to_string(&src).unwrap();
+    let line_of = |tag: &str| {
+        text.lines()
+            .position(|l| l.contains(tag))
+            .map(|i| i as u32 + 1)
+            .unwrap()
+    };
+    let (a, b) = (line_of("@line A"), line_of("@line B"));
+    let (r, stacks) = stacks_on(trace, target);
     let lines: Vec<Option<u32>> = stacks
         .iter()
         .map(|frames| {
@@ -1013,9 +1019,196 @@ fn two_stacks_taking_turns_at_one_place_are_both_kept() {
                 .map(|f| f.line)
         })
         .collect();
-    assert_eq!(lines.len(), 40000);
+    assert_eq!(lines.len(), calls);
     for (i, l) in lines.iter().enumerate() {
         let want = if i % 2 == 0 { a } else { b };
         assert_eq!(*l, Some(want), "call {i} names line {l:?}, not {want}");
     }
+}
+
+/// A BPF filesystem of the test's own (unmounted when dropped), for the kept programs'
+/// slots (DEJAVU_BPF_KEEP): the tests keep nothing in the machine's /sys/fs/bpf.
+struct OwnBpffs(tempfile::TempDir);
+
+impl OwnBpffs {
+    fn mount() -> Option<OwnBpffs> {
+        let d = tempfile::tempdir().unwrap();
+        let out = Command::new("mount")
+            .args(["-t", "bpf", "bpf"])
+            .arg(d.path())
+            .output();
+        match out {
+            Ok(o) if o.status.success() => Some(OwnBpffs(d)),
+            Ok(o) => {
+                common::skip(
+                    "bpffs",
+                    &format!(
+                        "a BPF filesystem cannot be mounted here: {}",
+                        String::from_utf8_lossy(&o.stderr).trim()
+                    ),
+                );
+                None
+            }
+            Err(e) => {
+                common::skip("bpffs", &format!("mount: {e}"));
+                None
+            }
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    /// The slot directories kept there.
+    fn slots(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(self.path().join("dejavu"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect()
+    }
+
+    /// `dejavu record -v --backend ebpf -o TRACE -- CMD` keeping its programs here, with
+    /// the eBPF statistics lines; its standard error.
+    fn record(&self, trace: &Path, cmd: &[&std::ffi::OsStr]) -> String {
+        let out = Command::new(common::dejavu())
+            .args(["record", "-v", "--backend", "ebpf", "-o"])
+            .arg(trace)
+            .arg("--")
+            .args(cmd)
+            .env("DEJAVU_BPF_KEEP", self.path())
+            .env("DEJAVU_NATIVE_STATS", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        err
+    }
+}
+
+impl Drop for OwnBpffs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.path()).status();
+    }
+}
+
+const STORED: &str = "programs loaded and kept for the next recordings";
+const REUSED: &str = "programs kept loaded by an earlier recording";
+
+/// A recording keeps what it loaded (docs/ebpf-backend.md, "Kept loaded"), and the next
+/// one starts from it as from a new load: the kernel's stack cache of the first run (whose
+/// entries the second run's process, at the same places, would find) is emptied, so every
+/// call of the second run still names its own line.
+#[test]
+fn kept_programs_serve_the_next_recording_as_a_new_load_would() {
+    require_ebpf!();
+    let Some(fs) = OwnBpffs::mount() else {
+        return;
+    };
+    let prog = common::c_workload("two_lines");
+    let d = tempfile::tempdir().unwrap();
+    let target = d.path().join("target.txt");
+    std::fs::write(&target, "x").unwrap();
+    let cmd = [prog.as_os_str(), target.as_os_str(), "2000".as_ref()];
+    let t1 = d.path().join("1.dvt");
+    let err = fs.record(&t1, &cmd);
+    assert!(err.contains(STORED), "{err}");
+    assert_eq!(fs.slots().len(), 1, "{err}");
+    assert!(
+        stat_of(&err, "eBPF stacks:", "cached in the kernel") > 0,
+        "the first run left entries in the kernel's stack cache: {err}"
+    );
+    assert_two_lines_in_turn(&t1, &target, 4000);
+    for run in 2..4 {
+        let t = d.path().join(format!("{run}.dvt"));
+        let err = fs.record(&t, &cmd);
+        assert!(err.contains(REUSED), "run {run}: {err}");
+        assert!(
+            stat_of(&err, "eBPF stacks:", "copies unwound") > 0,
+            "run {run} unwound its own copies, none answered by the last run's entries: {err}"
+        );
+        assert_two_lines_in_turn(&t, &target, 4000);
+    }
+    // Without stacks, the rings' sizes differ: a slot of its own.
+    let t = d.path().join("off.dvt");
+    let out = Command::new(common::dejavu())
+        .args(["record", "-v", "--backend", "ebpf", "--stacks", "off", "-o"])
+        .arg(&t)
+        .args(["--", "true"])
+        .env("DEJAVU_BPF_KEEP", fs.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains(STORED), "{err}");
+    assert_eq!(fs.slots().len(), 2);
+    // Keeping off: nothing kept, nothing used.
+    let out = Command::new(common::dejavu())
+        .args(["record", "-v", "--backend", "ebpf", "-o"])
+        .arg(&t)
+        .args(["--", "true"])
+        .env("DEJAVU_BPF_KEEP", "off")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && err.lines().any(|l| l.ends_with("; programs loaded")),
+        "{err}"
+    );
+    assert_eq!(fs.slots().len(), 2);
+}
+
+/// A recording killed while its program runs leaves that program's process in the kept
+/// maps (followed, in the middle of a call), and the program goes on. The next recording
+/// resets every map before it attaches: the orphan's calls are not in its trace.
+#[test]
+fn a_killed_recordings_program_is_not_followed_by_the_next_recording() {
+    require_ebpf!();
+    let Some(fs) = OwnBpffs::mount() else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let stop = d.path().join("stop");
+    let t1 = d.path().join("1.dvt");
+    // At most ~20 s, until the test says stop.
+    let script = format!(
+        "i=0; while [ ! -e '{}' ] && [ $i -lt 2000 ]; do cat /dev/null; sleep 0.01; i=$((i+1)); done",
+        stop.display()
+    );
+    let mut dv = Command::new(common::dejavu())
+        .args(["record", "--backend", "ebpf", "-o"])
+        .arg(&t1)
+        .args(["--", "sh", "-c", &script])
+        .env("DEJAVU_BPF_KEEP", fs.path())
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while std::fs::metadata(&t1).map_or(true, |m| m.len() == 0) {
+        assert!(t.elapsed().as_secs() < 30, "dejavu did not start recording");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    dv.kill().unwrap();
+    dv.wait().unwrap();
+    // Long enough for the orphan to make calls meanwhile (one every ~10 ms).
+    let t2 = d.path().join("2.dvt");
+    let err = fs.record(&t2, &["sleep".as_ref(), "0.3".as_ref()]);
+    std::fs::write(&stop, "").unwrap();
+    assert!(err.contains(REUSED), "{err}");
+    assert!(!err.contains("tasks whose start was not seen"), "{err}");
+    let paths: Vec<String> = common::export(&t2)
+        .iter()
+        .filter_map(|v| v["path"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        !paths.iter().any(|p| p == "/dev/null"),
+        "the killed recording's program was recorded: {paths:?}"
+    );
+    let procs = common::summary_json(&t2)["processes"].clone();
+    assert_eq!(procs.as_array().map(Vec::len), Some(1), "{procs}");
 }
