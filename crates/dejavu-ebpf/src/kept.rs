@@ -42,7 +42,7 @@ const KEPT_MAX: usize = 3;
 /// The pin that says a slot is whole: pinned last.
 const READY: &str = "ready";
 
-/// The directory of the slots, or None when keeping is off or cannot be done here.
+/// The directory of the slots; why not when keeping is off or cannot be done here.
 ///
 /// Only root keeps programs, and only a dejavu that did not gain privileges when it was
 /// executed (file capabilities, set-user-ID: AT_SECURE, as for the CO-RE cache): whoever
@@ -50,37 +50,49 @@ const READY: &str = "ready";
 /// directory is root's and private (0700; one that is not is not used). The default
 /// needs a BPF filesystem at /sys/fs/bpf; when nothing is mounted there, one is (mode
 /// 0700), as bpftool does before it pins (systemd mounts it at boot on most systems).
-pub(crate) fn root() -> Option<PathBuf> {
+pub(crate) fn root() -> Result<PathBuf, String> {
     // SAFETY: geteuid and getauxval have no preconditions.
-    if unsafe { libc::geteuid() } != 0 || unsafe { libc::getauxval(libc::AT_SECURE) } != 0 {
-        return None;
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not root".into());
+    }
+    if unsafe { libc::getauxval(libc::AT_SECURE) } != 0 {
+        return Err("privileges gained at exec".into());
     }
     let fs = match std::env::var_os(ENV) {
-        Some(v) if v.is_empty() || v == "off" || v == "0" => return None,
+        Some(v) if v.is_empty() || v == "off" || v == "0" => return Err(format!("{ENV}=off")),
         Some(v) => PathBuf::from(v),
         None => {
             let fs = PathBuf::from(BPFFS);
             if !is_bpffs(&fs) && !mount_bpffs(&fs) {
-                return None;
+                return Err(format!("no BPF filesystem at {BPFFS}, and none could be mounted"));
             }
             fs
         }
     };
     if !is_bpffs(&fs) {
-        return None;
+        return Err(format!("{} is not a BPF filesystem", fs.display()));
     }
     let root = fs.join("dejavu");
+    let unusable = |why: String| format!("{}: {why}", root.display());
     match std::fs::create_dir(&root) {
         Ok(()) => {
             use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700)).ok()?;
+            std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| unusable(e.to_string()))?;
         }
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(_) => return None,
+        Err(e) => return Err(unusable(e.to_string())),
     }
-    let meta = std::fs::symlink_metadata(&root).ok()?;
+    let meta = std::fs::symlink_metadata(&root).map_err(|e| unusable(e.to_string()))?;
     use std::os::unix::fs::MetadataExt;
-    (meta.is_dir() && meta.uid() == 0 && meta.mode() & 0o077 == 0).then_some(root)
+    if meta.is_dir() && meta.uid() == 0 && meta.mode() & 0o077 == 0 {
+        Ok(root)
+    } else {
+        Err(unusable(format!(
+            "not a directory of root's that only root may open (mode {:o})",
+            meta.mode() & 0o7777
+        )))
+    }
 }
 
 fn is_bpffs(p: &Path) -> bool {
@@ -263,6 +275,16 @@ impl Slot {
     pub(crate) fn open_program(&self, name: &str) -> Result<aya::programs::BtfTracePoint, String> {
         aya::programs::BtfTracePoint::from_pin(self.dir.join(format!("prog_{name}")))
             .map_err(|e| format!("opening program {name}: {e}"))
+    }
+}
+
+/// A slot let go before it was whole (a load that failed after its maps were pinned)
+/// keeps nothing: its pins would hold the maps' memory until the next recording.
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if !self.ready {
+            empty_dir(&self.dir);
+        }
     }
 }
 
@@ -649,8 +671,9 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let mut dirs = Vec::new();
         for k in 0..5u128 {
-            let s = checkout(root.path(), k).unwrap();
+            let mut s = checkout(root.path(), k).unwrap();
             std::fs::write(s.dir.join(READY), b"").unwrap();
+            s.ready = true;
             // Older first: each one a second later.
             let t = libc::timespec {
                 tv_sec: 1_000_000 + k as i64,
@@ -660,10 +683,11 @@ mod tests {
             unsafe { libc::futimens(s._lock.as_raw_fd(), [t, t].as_ptr()) };
             dirs.push(s.dir.clone());
         }
-        // A half-stored slot (no READY) goes whatever its age.
-        let half = checkout(root.path(), 9).unwrap();
-        let half_dir = half.dir.clone();
-        drop(half);
+        // A half-stored slot (no READY; what a recording that died while pinning leaves)
+        // goes whatever its age.
+        let half_dir = root.path().join(format!("{:032x}-0", 9u128));
+        std::fs::create_dir(&half_dir).unwrap();
+        std::fs::write(half_dir.join("map_x"), b"").unwrap();
         // The oldest is held by a recording: it stays.
         let held = lock_dir(&dirs[0]).unwrap();
         evict(root.path(), &dirs[4]);

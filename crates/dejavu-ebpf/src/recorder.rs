@@ -841,10 +841,20 @@ impl Drop for Pending {
 fn begin_load(ring_bytes: u32, stacks: bool) -> Pending {
     Pending {
         loading: Some(std::thread::spawn(move || {
-            let mut keep = kept::root().and_then(|root| {
-                let key = kept::key(OBJECT, ring_bytes, stack_ring_bytes(ring_bytes, stacks));
-                kept::checkout(&root, key).map(|slot| (root, slot))
-            });
+            let debug = std::env::var_os("DEJAVU_EBPF_DEBUG").is_some();
+            let mut keep = kept::root()
+                .and_then(|root| {
+                    let key = kept::key(OBJECT, ring_bytes, stack_ring_bytes(ring_bytes, stacks));
+                    kept::checkout(&root, key)
+                        .map(|slot| (root, slot))
+                        .ok_or_else(|| "every slot of this object is in use".to_string())
+                })
+                .inspect_err(|why| {
+                    if debug {
+                        eprintln!("dejavu: no kept programs: {why}");
+                    }
+                })
+                .ok();
             if let Some((_, slot)) = &mut keep {
                 if slot.ready {
                     match open_kept(slot, stacks) {
@@ -855,7 +865,7 @@ fn begin_load(ring_bytes: u32, stacks: bool) -> Pending {
                         }
                         // Whatever it was, loaded again and kept anew.
                         Err(why) => {
-                            if std::env::var_os("DEJAVU_EBPF_DEBUG").is_some() {
+                            if debug {
                                 eprintln!("dejavu: the kept programs were not used: {why}");
                             }
                             slot.clear();
