@@ -64,7 +64,9 @@ pub(crate) fn root() -> Result<PathBuf, String> {
         None => {
             let fs = PathBuf::from(BPFFS);
             if !is_bpffs(&fs) && !mount_bpffs(&fs) {
-                return Err(format!("no BPF filesystem at {BPFFS}, and none could be mounted"));
+                return Err(format!(
+                    "no BPF filesystem at {BPFFS}, and none could be mounted"
+                ));
             }
             fs
         }

@@ -861,6 +861,16 @@ fn begin_load(ring_bytes: u32, stacks: bool) -> Pending {
                         Ok(mut object) => {
                             object.slot = keep.map(|(_, s)| s);
                             object.kept = Kept::Reused;
+                            // Attached here, while the program starts: attaching within an
+                            // RCU grace period of the last recording's detach waits for it
+                            // (docs/ebpf-backend.md, "Kept loaded"). Nothing is followed
+                            // yet (`traced` is empty), so nothing is recorded before the
+                            // settings and the program are in place (`attach`).
+                            if let Programs::Kept(progs) = &mut object.programs {
+                                for (prog, p) in progs {
+                                    p.attach().map_err(|e| load_error(prog, e))?;
+                                }
+                            }
                             return Ok((None, Ok(object)));
                         }
                         // Whatever it was, loaded again and kept anew.
@@ -1237,11 +1247,8 @@ fn attach(
                 p.attach().map_err(|e| load_error(prog, e))?;
             }
         }
-        Programs::Kept(progs) => {
-            for (prog, p) in progs {
-                p.attach().map_err(|e| load_error(prog, e))?;
-            }
-        }
+        // Attached by the loading thread (`begin_load`).
+        Programs::Kept(_) => {}
     }
     // The kernel accepted every program: the relocations are worth keeping. A cache that
     // cannot be written costs the next run the relocation, nothing else.
