@@ -344,25 +344,47 @@ pub(crate) fn as_map(data: MapData) -> Result<Map, String> {
     })
 }
 
+/// What the kernel says of a map: its type, descriptor and sizes.
+struct Shape {
+    ty: MapType,
+    fd: i32,
+    key_size: usize,
+    value_size: usize,
+    entries: u32,
+    flags: u32,
+}
+
+fn shape(data: &MapData) -> Result<Shape, String> {
+    let info = data.info().map_err(|e| e.to_string())?;
+    Ok(Shape {
+        ty: info.map_type().map_err(|e| e.to_string())?,
+        fd: data.fd().as_fd().as_raw_fd(),
+        key_size: info.key_size() as usize,
+        value_size: info.value_size() as usize,
+        entries: info.max_entries(),
+        flags: info.map_flags(),
+    })
+}
+
 /// Puts a kept map back to its state at creation: arrays zeroed (each CPU's value of a
 /// per-CPU one), hashes emptied; the object's constants left as they are. Ring buffers
 /// are drained by their reader (`RingBuf`) before the programs are attached.
 pub(crate) fn reset(data: &MapData) -> Result<(), String> {
-    let info = data.info().map_err(|e| e.to_string())?;
-    let ty = info.map_type().map_err(|e| e.to_string())?;
-    let fd = data.fd().as_fd().as_raw_fd();
-    let (key_size, value_size, entries) = (
-        info.key_size() as usize,
-        info.value_size() as usize,
-        info.max_entries(),
-    );
+    let Shape {
+        ty,
+        fd,
+        key_size,
+        value_size,
+        entries,
+        flags,
+    } = shape(data)?;
     let err = |what: &str, e: io::Error| format!("{what}: {e}");
     match ty {
         MapType::RingBuf => Ok(()),
         // The object's constants (`.rodata`, frozen at load): read-only to the programs,
         // nothing to reset.
-        MapType::Array if info.map_flags() & BPF_F_RDONLY_PROG != 0 => Ok(()),
-        MapType::Array if info.map_flags() & BPF_F_MMAPABLE != 0 => {
+        MapType::Array if flags & BPF_F_RDONLY_PROG != 0 => Ok(()),
+        MapType::Array if flags & BPF_F_MMAPABLE != 0 => {
             zero_mapped(fd, value_size.next_multiple_of(8) * entries as usize)
                 .map_err(|e| err("zeroing a mapped array", e))
         }
@@ -407,25 +429,25 @@ struct ElemAttr {
 
 #[repr(C)]
 #[derive(Default)]
-struct BatchAttr {
-    in_batch: u64,
-    out_batch: u64,
-    keys: u64,
-    values: u64,
-    count: u32,
-    map_fd: u32,
-    elem_flags: u64,
-    flags: u64,
+pub(crate) struct BatchAttr {
+    pub(crate) in_batch: u64,
+    pub(crate) out_batch: u64,
+    pub(crate) keys: u64,
+    pub(crate) values: u64,
+    pub(crate) count: u32,
+    pub(crate) map_fd: u32,
+    pub(crate) elem_flags: u64,
+    pub(crate) flags: u64,
 }
 
 const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
 const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
 const BPF_MAP_GET_NEXT_KEY: libc::c_long = 4;
 const BPF_MAP_LOOKUP_AND_DELETE_BATCH: libc::c_long = 25;
-const BPF_MAP_UPDATE_BATCH: libc::c_long = 26;
+pub(crate) const BPF_MAP_UPDATE_BATCH: libc::c_long = 26;
 
 /// bpf(2) with `attr`; the error is errno's.
-fn sys_bpf<T>(cmd: libc::c_long, attr: &mut T) -> io::Result<()> {
+pub(crate) fn sys_bpf<T>(cmd: libc::c_long, attr: &mut T) -> io::Result<()> {
     // SAFETY: `attr` is one of the bpf_attr members above, alive for the call, and every
     // pointer in it points at memory of the sizes the map's key and value sizes say.
     let r = unsafe {
@@ -550,18 +572,18 @@ fn zero_mapped(fd: i32, bytes: usize) -> io::Result<()> {
 /// bytes); the object's constants and the rings are left.
 #[cfg(test)]
 pub(crate) fn dirty(data: &MapData) -> Result<(), String> {
-    let info = data.info().map_err(|e| e.to_string())?;
-    let ty = info.map_type().map_err(|e| e.to_string())?;
-    let fd = data.fd().as_fd().as_raw_fd();
-    let (ks, vs, n) = (
-        info.key_size() as usize,
-        info.value_size() as usize,
-        info.max_entries(),
-    );
+    let Shape {
+        ty,
+        fd,
+        key_size: ks,
+        value_size: vs,
+        entries: n,
+        flags,
+    } = shape(data)?;
     let e = |e: io::Error| e.to_string();
     match ty {
         MapType::RingBuf => Ok(()),
-        MapType::Array if info.map_flags() & BPF_F_RDONLY_PROG != 0 => Ok(()),
+        MapType::Array if flags & BPF_F_RDONLY_PROG != 0 => Ok(()),
         MapType::Array => [0, n - 1]
             .iter()
             .try_for_each(|k| update_elem(fd, k, &vec![0xff; vs]).map_err(e)),
@@ -590,17 +612,17 @@ pub(crate) fn dirty(data: &MapData) -> Result<(), String> {
 #[cfg(test)]
 pub(crate) fn as_new(data: &MapData) -> Result<(), String> {
     const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
-    let info = data.info().map_err(|e| e.to_string())?;
-    let ty = info.map_type().map_err(|e| e.to_string())?;
-    let fd = data.fd().as_fd().as_raw_fd();
-    let (ks, vs, n) = (
-        info.key_size() as usize,
-        info.value_size() as usize,
-        info.max_entries(),
-    );
+    let Shape {
+        ty,
+        fd,
+        key_size: ks,
+        value_size: vs,
+        entries: n,
+        flags,
+    } = shape(data)?;
     match ty {
         MapType::RingBuf => Ok(()),
-        MapType::Array if info.map_flags() & BPF_F_RDONLY_PROG != 0 => Ok(()),
+        MapType::Array if flags & BPF_F_RDONLY_PROG != 0 => Ok(()),
         MapType::Array | MapType::PerCpuArray => {
             let cpus = aya::util::nr_cpus().map_err(|(_, e)| e.to_string())?;
             let per = if ty == MapType::Array { 1 } else { cpus };

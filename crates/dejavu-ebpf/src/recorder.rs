@@ -231,45 +231,19 @@ fn update_batch(
     use std::os::fd::{AsFd, AsRawFd};
     let keys: Vec<StkKey> = entries.iter().map(|e| e.0).collect();
     let values: Vec<StkVal> = entries.iter().map(|e| e.1).collect();
-    // union bpf_attr's `batch` member (include/uapi/linux/bpf.h).
-    #[repr(C)]
-    #[derive(Default)]
-    struct BatchAttr {
-        in_batch: u64,
-        out_batch: u64,
-        keys: u64,
-        values: u64,
-        count: u32,
-        map_fd: u32,
-        elem_flags: u64,
-        flags: u64,
-    }
-    const BPF_MAP_UPDATE_BATCH: libc::c_long = 26;
-    let mut attr = BatchAttr {
+    // The kernel reads `count` keys and values of the map's sizes and writes back `count`.
+    let mut attr = kept::BatchAttr {
         keys: keys.as_ptr() as u64,
         values: values.as_ptr() as u64,
         count: u32::try_from(entries.len()).map_err(|_| (0, libc::EINVAL))?,
         map_fd: map.fd().as_fd().as_raw_fd() as u32,
-        ..BatchAttr::default()
+        ..kept::BatchAttr::default()
     };
-    // SAFETY: the attr points at `keys` and `values`, alive and of `count` entries each of
-    // the map's key and value sizes; the kernel reads them and writes back `count`.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_MAP_UPDATE_BATCH,
-            &mut attr as *mut BatchAttr,
-            std::mem::size_of::<BatchAttr>() as libc::c_uint,
-        )
-    };
+    let r = kept::sys_bpf(kept::BPF_MAP_UPDATE_BATCH, &mut attr);
     let n = (attr.count as usize).min(entries.len());
-    if r == 0 {
-        Ok(entries.len())
-    } else {
-        Err((
-            n,
-            std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
-        ))
+    match r {
+        Ok(()) => Ok(entries.len()),
+        Err(e) => Err((n, e.raw_os_error().unwrap_or(0))),
     }
 }
 

@@ -676,6 +676,16 @@ fn the_same_code_on_another_threads_stack_sends_no_copy_of_it() {
 /// `dejavu record --backend ebpf FLAGS -o TRACE -- CMD` with the kernel half's stack
 /// statistics (DEJAVU_NATIVE_STATS): its stderr, once it succeeded.
 fn record_with_stats(trace: &Path, flags: &[&str], cmd: &[&std::ffi::OsStr]) -> String {
+    record_with_stats_env(trace, flags, cmd, &[])
+}
+
+/// `record_with_stats` with these environment variables set too.
+fn record_with_stats_env(
+    trace: &Path,
+    flags: &[&str],
+    cmd: &[&std::ffi::OsStr],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> String {
     let out = Command::new(common::dejavu())
         .args(["record", "--backend", "ebpf"])
         .args(flags)
@@ -684,6 +694,7 @@ fn record_with_stats(trace: &Path, flags: &[&str], cmd: &[&std::ffi::OsStr]) -> 
         .arg("--")
         .args(cmd)
         .env("DEJAVU_NATIVE_STATS", "1")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -1074,19 +1085,8 @@ impl OwnBpffs {
     /// `dejavu record -v --backend ebpf -o TRACE -- CMD` keeping its programs here, with
     /// the eBPF statistics lines; its standard error.
     fn record(&self, trace: &Path, cmd: &[&std::ffi::OsStr]) -> String {
-        let out = Command::new(common::dejavu())
-            .args(["record", "-v", "--backend", "ebpf", "-o"])
-            .arg(trace)
-            .arg("--")
-            .args(cmd)
-            .env("DEJAVU_BPF_KEEP", self.path())
-            .env("DEJAVU_NATIVE_STATS", "1")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{err}");
-        err
+        let keep = [("DEJAVU_BPF_KEEP", self.path().as_os_str())];
+        record_with_stats_env(trace, &["-v"], cmd, &keep)
     }
 }
 
