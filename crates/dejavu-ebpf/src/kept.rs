@@ -48,8 +48,9 @@ const READY: &str = "ready";
 /// executed (file capabilities, set-user-ID: AT_SECURE, as for the CO-RE cache): whoever
 /// could open a kept map could follow any process and read its calls from the rings. The
 /// directory is root's and private (0700; one that is not is not used). The default
-/// needs a BPF filesystem at /sys/fs/bpf; when nothing is mounted there, one is (mode
-/// 0700), as bpftool does before it pins (systemd mounts it at boot on most systems).
+/// needs a BPF filesystem at /sys/fs/bpf (systemd mounts one there at boot). dejavu does
+/// not mount one itself: a mount made under a chroot's bind-mounted /sys (or anywhere the
+/// user did not expect one) would keep that /sys from being unmounted.
 pub(crate) fn root() -> Result<PathBuf, String> {
     // SAFETY: geteuid and getauxval have no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -61,15 +62,7 @@ pub(crate) fn root() -> Result<PathBuf, String> {
     let fs = match std::env::var_os(ENV) {
         Some(v) if v.is_empty() || v == "off" || v == "0" => return Err(format!("{ENV}=off")),
         Some(v) => PathBuf::from(v),
-        None => {
-            let fs = PathBuf::from(BPFFS);
-            if !is_bpffs(&fs) && !mount_bpffs(&fs) {
-                return Err(format!(
-                    "no BPF filesystem at {BPFFS}, and none could be mounted"
-                ));
-            }
-            fs
-        }
+        None => PathBuf::from(BPFFS),
     };
     if !is_bpffs(&fs) {
         return Err(format!("{} is not a BPF filesystem", fs.display()));
@@ -104,28 +97,6 @@ fn is_bpffs(p: &Path) -> bool {
     // SAFETY: statfs fills the struct it is given from a NUL-terminated path.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     unsafe { libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as i64 == BPF_FS_MAGIC }
-}
-
-fn mount_bpffs(p: &Path) -> bool {
-    let (Ok(target), Ok(fs), Ok(data)) = (
-        CString::new(p.as_os_str().as_bytes()),
-        CString::new("bpf"),
-        CString::new("mode=0700"),
-    ) else {
-        return false;
-    };
-    // SAFETY: mount(2) with NUL-terminated strings; it fails without CAP_SYS_ADMIN or
-    // where /sys is read-only, and then nothing is kept.
-    let r = unsafe {
-        libc::mount(
-            fs.as_ptr(),
-            target.as_ptr(),
-            fs.as_ptr(),
-            0,
-            data.as_ptr().cast(),
-        )
-    };
-    r == 0 && is_bpffs(p)
 }
 
 /// The key of a slot: this build's object (as built, before relocation: the kernel is the
