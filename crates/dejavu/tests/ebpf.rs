@@ -1135,27 +1135,16 @@ fn kept_programs_serve_the_next_recording_as_a_new_load_would() {
     }
     // Without stacks, the rings' sizes differ: a slot of its own.
     let t = d.path().join("off.dvt");
-    let out = Command::new(common::dejavu())
-        .args(["record", "-v", "--backend", "ebpf", "--stacks", "off", "-o"])
-        .arg(&t)
-        .args(["--", "true"])
-        .env("DEJAVU_BPF_KEEP", fs.path())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && err.contains(STORED), "{err}");
+    let true_ = ["true".as_ref()];
+    let keep = [("DEJAVU_BPF_KEEP", fs.path().as_os_str())];
+    let err = record_with_stats_env(&t, &["-v", "--stacks", "off"], &true_, &keep);
+    assert!(err.contains(STORED), "{err}");
     assert_eq!(fs.slots().len(), 2);
     // Keeping off: nothing kept, nothing used.
-    let out = Command::new(common::dejavu())
-        .args(["record", "-v", "--backend", "ebpf", "-o"])
-        .arg(&t)
-        .args(["--", "true"])
-        .env("DEJAVU_BPF_KEEP", "off")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let off = [("DEJAVU_BPF_KEEP", "off".as_ref())];
+    let err = record_with_stats_env(&t, &["-v"], &true_, &off);
     assert!(
-        out.status.success() && err.lines().any(|l| l.ends_with("; programs loaded")),
+        err.lines().any(|l| l.ends_with("; programs loaded")),
         "{err}"
     );
     assert_eq!(fs.slots().len(), 2);
