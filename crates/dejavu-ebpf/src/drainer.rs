@@ -24,6 +24,16 @@ const BATCH_BYTES: usize = 4 << 20;
 /// ring buffer is readable as soon as it holds one record: looking at once would hand the
 /// reader a batch per record), unless that look found an eighth of the ring or more.
 const GAP: Duration = Duration::from_millis(1);
+/// The wait after a look that found a few calls (under a 32nd of the ring) and no copies of
+/// stacks: nothing in it waits for the reader's answer (a place's stack, which the kernel
+/// half sends copies of until the reader has unwound one), so the drainer hands over fewer,
+/// larger batches; a copy ends the wait at once, as it ends an idle one. Each handoff
+/// wakes the reader and the drainer: on a build that makes calls all the time (make -j2)
+/// they were ~20% of dejavu's own CPU at GAP (docs/ebpf-backend.md, "Fewer handoffs").
+/// The calls' ring is not watched then (it holds calls: poll would return at once), so
+/// the bound on what a look found keeps a burst from filling it: 32 times the rate of the
+/// last gap, within 5 ms, to fill it.
+const QUIET_GAP: Duration = Duration::from_millis(5);
 /// How far past the time of the last call of a batch the drainer takes copies of stacks
 /// for it (see `drain_loop`).
 const COPIES_PAST_NS: u64 = 1_000_000;
@@ -326,8 +336,6 @@ fn drain_loop(rings: Rings, pidfd: Option<OwnedFd>, s: &Shared, tx: &mpsc::Sende
         lost,
         bytes: ring_bytes,
     } = rings;
-    // What a look must find for the next to follow at once.
-    let busy = (ring_bytes as usize / 8).max(1);
     // As the reader (recorder.rs, `Reader::run`): ahead of the program, which keeps its
     // priority. Not permitted without CAP_SYS_NICE: it then stays as it is.
     // SAFETY: setpriority on the calling thread (PRIO_PROCESS with 0 is the thread).
@@ -336,26 +344,35 @@ fn drain_loop(rings: Rings, pidfd: Option<OwnedFd>, s: &Shared, tx: &mpsc::Sende
     let mut last_lost = Instant::now();
     let mut sent_ack = 0;
     let mut sent_lost: Option<(u64, u64, u64)> = None;
-    // A drain stopped at BATCH_BYTES goes on without waiting; one that found records
-    // waits GAP (on the wake and the program's end only) before the next look.
+    // A drain stopped at BATCH_BYTES goes on without waiting; otherwise what the look
+    // found decides the pause before the next (pause_after).
     let mut more = false;
     let mut found = 0;
+    let mut found_copies = false;
     loop {
         let stopping = s.stop.load(Ordering::SeqCst);
         let mut exited = false;
-        if !more && !stopping && s.requests.load(Ordering::SeqCst) == sent_ack && found < busy {
-            let idle = found == 0;
-            let ring_fd = |fd: i32| if idle { fd } else { -1 };
+        let pause = pause_after(found, found_copies, ring_bytes as usize);
+        if !more
+            && !stopping
+            && s.requests.load(Ordering::SeqCst) == sent_ack
+            && pause != Pause::None
+        {
+            let ring_fd = |fd: i32, watch: bool| if watch { fd } else { -1 };
             let mut p = [
-                pollfd(ring_fd(events.as_raw_fd())),
-                pollfd(ring_fd(stacks.as_raw_fd())),
+                pollfd(ring_fd(events.as_raw_fd(), pause == Pause::Idle)),
+                pollfd(ring_fd(stacks.as_raw_fd(), pause != Pause::Gap)),
                 pollfd(s.wake.as_raw_fd()),
                 pollfd(match (&pidfd, watch_pid) {
                     (Some(p), true) => p.as_raw_fd(),
                     _ => -1, // ignored by poll
                 }),
             ];
-            let wait = if idle { POLL } else { GAP };
+            let wait = match pause {
+                Pause::Idle => POLL,
+                Pause::Quiet => QUIET_GAP,
+                _ => GAP,
+            };
             // SAFETY: four valid pollfds (a negative fd is ignored).
             unsafe { libc::poll(p.as_mut_ptr(), 4, wait.as_millis() as i32) };
             if p[2].revents != 0 {
@@ -388,6 +405,7 @@ fn drain_loop(rings: Rings, pidfd: Option<OwnedFd>, s: &Shared, tx: &mpsc::Sende
         b.root_exited = exited;
         more = look(&mut stacks, &mut events, &mut b);
         found = b.records.data.len() + b.copies.data.len();
+        found_copies = !b.copies.data.is_empty();
         if !more {
             b.ack = req;
         } else {
@@ -422,6 +440,34 @@ fn drain_loop(rings: Rings, pidfd: Option<OwnedFd>, s: &Shared, tx: &mpsc::Sende
         if stopping && !more {
             return;
         }
+    }
+}
+
+/// The drainer's pause before its next look, from what its last look found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pause {
+    /// None: an eighth of the ring or more was waiting; the next look follows at once.
+    None,
+    /// Nothing found: POLL, woken by either ring (the kernel half wakes it when a copy comes
+    /// to an empty copies' ring, or a quarter of the calls' ring is waiting).
+    Idle,
+    /// A few calls and no copies: QUIET_GAP, woken by a copy.
+    Quiet,
+    /// Copies (a reader's answer is awaited), or more calls than Quiet takes: GAP, woken by
+    /// neither ring (both hold records: poll would return at once).
+    Gap,
+}
+
+/// Always also woken by the reader's request and the program's end (drain_loop).
+fn pause_after(found: usize, found_copies: bool, ring_bytes: usize) -> Pause {
+    if found == 0 {
+        Pause::Idle
+    } else if found >= (ring_bytes / 8).max(1) {
+        Pause::None
+    } else if !found_copies && found < ring_bytes / 32 {
+        Pause::Quiet
+    } else {
+        Pause::Gap
     }
 }
 
@@ -490,6 +536,24 @@ fn pollfd(fd: i32) -> libc::pollfd {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn a_look_that_found_only_a_few_calls_is_followed_by_a_longer_pause_woken_by_a_copy() {
+        let ring = 4 << 20;
+        assert_eq!(pause_after(0, false, ring), Pause::Idle);
+        // A build's calls (make -j2: ~30 KiB per 5 ms), no copies: fewer handoffs.
+        assert_eq!(pause_after(30 << 10, false, ring), Pause::Quiet);
+        // A copy is waiting for the reader's answer: the short pause, as before.
+        assert_eq!(pause_after(30 << 10, true, ring), Pause::Gap);
+        // More than a 32nd of the ring: a burst could fill it within the longer pause.
+        assert_eq!(pause_after(ring / 32, false, ring), Pause::Gap);
+        assert_eq!(pause_after(ring / 8 - 1, false, ring), Pause::Gap);
+        assert_eq!(pause_after(ring / 8, false, ring), Pause::None);
+        assert_eq!(pause_after(ring / 8, true, ring), Pause::None);
+        // A ring of a few bytes (a test's): never the longer pause.
+        assert_eq!(pause_after(1, false, 16), Pause::Gap);
+        assert!(QUIET_GAP > GAP && QUIET_GAP < POLL);
+    }
 
     #[test]
     fn packed_records_come_back_whole_and_in_order() {
