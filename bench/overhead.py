@@ -26,7 +26,9 @@ CPU time of the whole process tree, and any run whose output or exit code differ
 native: a tracer that changes what the program does makes its timing worthless).
 `--pin` adds every variant again under `taskset -c 0` (tracer and tracee on one CPU).
 `--before-dejavu BIN` adds each dejavu variant again with another dejavu binary (another
-revision's build), interleaved in the same rounds: the cost of a change, side by side.
+revision's build), interleaved in the same rounds: the cost of a change, side by side (as
+root with a BPF filesystem at /sys/fs/bpf, that build keeps its programs in a directory of
+its own there, removed at the end: the two builds' would otherwise evict each other's).
 
 Standard library only (Python 3.11). Nothing here asserts on times: it is a benchmark,
 not a test. Progress goes to stderr, the report to stdout, raw numbers to --json FILE.
@@ -35,6 +37,7 @@ See bench/README.md for how to read the output.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import platform
@@ -335,8 +338,36 @@ def perf_collect(run_dir: Path) -> dict:
     return {"lines": lines, "lost_reports": lost}
 
 
+BPFFS = Path("/sys/fs/bpf")
+BEFORE_KEEP = BPFFS / "dejavu_bench_before"
+
+
+def before_keep_dir() -> str | None:
+    """A directory for the --before-dejavu build's kept programs, on the machine's BPF
+    filesystem (as root, when one is mounted there), emptied first and removed at exit
+    (remove_before_keep); None otherwise (that build then shares the default one)."""
+    if os.geteuid() != 0 or not os.path.ismount(BPFFS):
+        return None
+    try:
+        remove_before_keep()
+        BEFORE_KEEP.mkdir(mode=0o700)
+    except OSError as e:
+        log(f"no directory of its own for the --before-dejavu build's kept programs: {e}")
+        return None
+    atexit.register(remove_before_keep)
+    return str(BEFORE_KEEP)
+
+
+def remove_before_keep() -> None:
+    """Frees what the --before-dejavu build kept (its pins; the kernel frees the maps and
+    programs with the last one)."""
+    if BEFORE_KEEP.exists():
+        shutil.rmtree(BEFORE_KEEP)
+
+
 def make_variants(dejavu: Path | None, dejavu_missing: str | None, pin: bool,
-                  only: set[str] | None, before: tuple[Path | None, str | None, str] | None = None
+                  only: set[str] | None,
+                  before: tuple[Path | None, str | None, str, str | None] | None = None
                   ) -> list[Variant]:
     base = [
         Variant("native", "native", lambda d: [], kind="native"),
@@ -371,11 +402,16 @@ def make_variants(dejavu: Path | None, dejavu_missing: str | None, pin: bool,
                 unavailable=dejavu_missing),
     ]
     if before is not None:
-        # The same dejavu rows with the other binary (key suffix @before).
-        bin_, missing, label = before
+        # The same dejavu rows with the other binary (key suffix @before). Its kept
+        # programs (docs/ebpf-backend.md, "Kept loaded") in a directory of their own when
+        # one could be made: the two builds' objects differ, and with stacks on and off
+        # they are four keys for the three slots one directory keeps, so each would evict
+        # the other's and both would load cold.
+        bin_, missing, label, keep = before
+        env = ["env", f"DEJAVU_BPF_KEEP={keep}"] if keep else []
         for v in [v for v in base if v.key.startswith("dejavu") and v.prefix(Path("."))[0]
                   == str(dejavu)]:
-            argv_of = (lambda p: lambda d: [str(bin_)] + p(d)[1:])(v.prefix)
+            argv_of = (lambda p: lambda d: env + [str(bin_)] + p(d)[1:])(v.prefix)
             base.append(Variant(
                 v.key + "@before", v.label + f" [{label}]", argv_of,
                 collect=dejavu_collect(bin_) if bin_ else None,
@@ -731,7 +767,7 @@ def main() -> int:
         before = None
         if args.before_dejavu:
             bbin, bmissing, bsource = find_dejavu(args.before_dejavu, tmp, "dejavu-before")
-            before = (bbin, bmissing, args.before_label)
+            before = (bbin, bmissing, args.before_label, before_keep_dir())
             facts["versions"]["dejavu (" + args.before_label + ")"] = (
                 capture([str(bbin), "--version"]) if bbin else "n/a") + f"; {bsource}"
         variants = make_variants(dejavu, missing, args.pin, only, before)
