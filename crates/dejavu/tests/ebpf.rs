@@ -617,7 +617,8 @@ fn left_to_agents(err: &str) -> u64 {
 /// backend.md, "Stacks of other threads and goroutines"). Eight threads, all alive, take
 /// turns calling stat from one function; the first has its stack unwound and stored while
 /// it pauses: the seven after it send no copy (without the relative entries each sent one
-/// per call until its own place was stored: 350 more copies than one thread's run), and
+/// per call until its own place was stored: 350 more copies than one thread's run; the
+/// bound allows for the start-up's copies, which vary by up to ~50 between runs), and
 /// every call's stack still names the function and the thread's.
 #[test]
 fn the_same_code_on_another_threads_stack_sends_no_copy_of_it() {
@@ -666,8 +667,12 @@ fn the_same_code_on_another_threads_stack_sends_no_copy_of_it() {
             "a call's stack names probe, then run: {names:?}"
         );
     }
+    // The copies of the process's start (the loader, the threads' creation) vary with how
+    // soon the reader answers their places: on a slow, loaded machine (a nested VM, the
+    // whole suite running) the one-thread run sent 119-168 and the eight-thread run 168,
+    // both built the same. The threads' calls without the relative entries: 350 more.
     assert!(
-        eight <= one + 3,
+        eight <= one + 100,
         "the threads after the first sent copies of their stacks: {eight} copies against \
          {one} with one thread"
     );
