@@ -29,7 +29,7 @@ const GAP: Duration = Duration::from_millis(1);
 /// half sends copies of until the reader has unwound one), so the drainer hands over fewer,
 /// larger batches; a copy ends the wait at once, as it ends an idle one. Each handoff
 /// wakes the reader and the drainer: on a build that makes calls all the time (make -j2)
-/// they were ~20% of dejavu's own CPU at GAP (docs/ebpf-backend.md, "Fewer handoffs").
+/// they were ~20% of dejavu's own CPU at GAP (docs/ebpf-backend.md, "The drainer").
 /// The calls' ring is not watched then (it holds calls: poll would return at once), so
 /// the bound on what a look found keeps a burst from filling it: 32 times the rate of the
 /// last gap, within 5 ms, to fill it.
@@ -446,7 +446,7 @@ fn drain_loop(rings: Rings, pidfd: Option<OwnedFd>, s: &Shared, tx: &mpsc::Sende
 /// The drainer's pause before its next look, from what its last look found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pause {
-    /// None: an eighth of the ring or more was waiting; the next look follows at once.
+    /// An eighth of the ring or more was waiting: the next look follows at once.
     None,
     /// Nothing found: POLL, woken by either ring (the kernel half wakes it when a copy comes
     /// to an empty copies' ring, or a quarter of the calls' ring is waiting).
