@@ -735,7 +735,9 @@ def _like(w, orig):
         name = orig.__name__
         code = w.__code__
         try:
-            code = code.replace(co_name=name, co_qualname=name)
+            # The qualified name as the original's (`TextIOWrapper.write`: a wrong call's
+            # TypeError names it so, as the original's does).
+            code = code.replace(co_name=name, co_qualname=getattr(orig, "__qualname__", name))
         except TypeError:  # before 3.11: no co_qualname
             code = code.replace(co_name=name)
         w.__code__ = code
@@ -887,6 +889,179 @@ def _wrap_logging(mod):
             _install_method(c, "emit")
 
 
+# The stdio streams' states (_stdio_said): per stream a list [descriptor, site said for
+# it (0: none), the frames it was found from (_key's chain), its FD request (0: none), a
+# weak reference to the stream].
+_stdio = []
+_ASYNC_END = 6
+# FD request numbers (the Python agent has no other asynchronous calls).
+_stdio_req = 0
+
+
+def _wrap_stdio(io):
+    """sys.stdout's and sys.stderr's text streams (the objects the interpreter made, so
+    `sys.stdout is sys.__stdout__`, their type and isinstance hold), as attributes of
+    their own (`write`, `flush`: print() and writelines() look them up on the object).
+    print() and .write() buffer the text; the write(2) comes where the stream flushes,
+    and only there is anything reported:
+
+    - a stream that flushes at each line (line-buffered: a terminal, stderr) or at each
+      write (`python -u`: unbuffered): every write(2) it makes is a write that ends a
+      line (or any write), or a flush. Such a write says the site of its caller for the
+      descriptor (FD), once: the next ones from the same frames say nothing; another
+      site says itself (ending the last one's request); a write with no Python frame
+      (a traceback printed at exit) ends it. A print per line to stderr then costs a
+      frame comparison, not two messages. Writes that cannot flush cost a test.
+    - a block-buffered stream (a file, a pipe): its write(2)s come when its buffer fills
+      (no line: the text of many lines) and at flush(), which is a wrapped call (ENTER
+      and EXIT) when it is called outside another wrapped call (`print(..., flush=True)`,
+      pytest's progress dots). Its writes are not wrapped at all.
+
+    A stream the program reconfigures later keeps what it was given here."""
+    try:
+        import _weakref
+    except Exception:
+        return
+    for s in (_sys.stdout, _sys.stderr):
+        if type(s) is not io.TextIOWrapper or any(s is e[4]() for e in _stdio):
+            continue
+        try:
+            d = s.__dict__
+            fd = s.fileno()
+            eager = (type(s.buffer) is io.FileIO and s.write_through, s.line_buffering)
+        except Exception:
+            continue
+        if "write" in d or "flush" in d or type(fd) is not int or fd < 0:
+            continue
+        # The stream by a weak reference: no cycle through its own __dict__, so it is
+        # freed (and flushed, and closed) when and as it would be without the agent.
+        ref = _weakref.ref(s)
+        state = [fd, 0, None, 0, ref]
+        _stdio.append(state)
+        for name, w in _stdio_wrappers(ref, type(s), state, eager[0], eager[1]):
+            try:
+                setattr(s, name, w)
+            except Exception:
+                continue
+            # (None: unhook deletes the instance attribute, the class's method shows again.)
+            _installed.append((s, name, None, w))
+
+
+def _stdio_wrappers(ref, cls, state, raw, line):
+    """(name, wrapper) of _wrap_stdio for the stream `ref` refers to, whose state is
+    `state`: it writes each write through (`raw`), or each line (`line`), or neither."""
+    tw = cls.write
+    tf = cls.flush
+    if not raw and not line:
+        reported_flush = _wrap(tf)
+
+        def flush(*args):
+            s = ref()
+            if s is None:
+                raise ValueError("I/O operation on closed file.")
+            if _fd >= 0 and not args:
+                try:
+                    inside = _depth.get(_tid())
+                except Exception:
+                    inside = True
+                if not inside:
+                    return reported_flush(s)
+            return tf(s, *args)
+
+        return (("flush", _like(flush, tf)),)
+
+    # Positional arguments passed on as given (a wrong count raises the original's own
+    # error); no **kwargs: a dict built at every call was most of the wrapper's cost (print
+    # calls write once per piece). A keyword raises TypeError here, as it does there.
+    def write(text=_NOARG, /, *rest):
+        s = ref()
+        if s is None:
+            raise ValueError("I/O operation on closed file.")
+        if rest or text is _NOARG:
+            return tw(s, *rest) if text is _NOARG else tw(s, text, *rest)
+        if type(text) is str and (raw or "\n" in text or "\r" in text) and _fd >= 0:
+            try:
+                _stdio_said(state, _caller())
+            except Exception:
+                pass
+        return tw(s, text)
+
+    def flush(*args):
+        s = ref()
+        if s is None:
+            raise ValueError("I/O operation on closed file.")
+        if _fd >= 0 and not args:
+            try:
+                _stdio_said(state, _caller())
+            except Exception:
+                pass
+        return tf(s, *args)
+
+    return (("write", _like(write, tw)), ("flush", _like(flush, tf)))
+
+
+def _caller():
+    """The frame that called the wrapper calling this, or None: the interpreter writes
+    with no Python frame left (an uncaught exception's message at exit)."""
+    try:
+        return _getframe(2)
+    except ValueError:
+        return None
+
+
+def _stdio_said(state, caller):
+    """A write(2) of the stdio stream with `state` is about to be made from frame
+    `caller`: its site is said for the descriptor unless it was the last one said
+    (_wrap_stdio). Not inside a wrapped call on this thread (that call names it)."""
+    global _stdio_req
+    # (_depth holds only threads inside a wrapped call: most often empty, and then the
+    # thread's id is not needed before a message.)
+    if _depth and _depth.get(_tid()):
+        return
+    fd, said, chain, req = state[0], state[1], state[2], state[3]
+    if chain is not None:
+        # The frames the site was last found from (_key's chain: up to where its walk
+        # stopped, (None, -1) if it ran out of frames): the same frames, the same site.
+        f = caller
+        for c, lasti in chain:
+            if c is None:
+                if f is None:
+                    return
+                break
+            if f is None or f.f_code is not c or f.f_lasti != lasti:
+                break
+            f = f.f_back
+        else:
+            return
+    tid = _tid()
+    chain = []
+    key, sid, data = _site_for(caller, chain)
+    if not key:
+        # No frame of Python's (the interpreter writing a traceback): no line.
+        if req:
+            state[1:4] = [0, None, 0]
+            _send(_msg(_ASYNC_END, _pidb + _nsb + req.to_bytes(4, _LE)))
+        return
+    if not data and sid == said:
+        state[2] = chain
+        return
+    if req:
+        data += _msg(_ASYNC_END, _pidb + _nsb + req.to_bytes(4, _LE))
+    _stdio_req = _stdio_req % 0x7FFFFFFF + 1
+    new = _stdio_req
+    data += _msg(
+        _FD,
+        _pidb + tid.to_bytes(4, _LE) + _nsb + sid.to_bytes(4, _LE) + new.to_bytes(4, _LE) + fd.to_bytes(4, _LE),
+    )
+    if _send(data):
+        _site_sent(key, sid)
+        state[1:4] = [sid, chain, new]
+    else:
+        # Not said: the last site may still stand in dejavu (the pipe was full); the
+        # next write says again.
+        state[1:4] = [0, None, req]
+
+
 def _unbind_in_pathlib(mod):
     """pathlib's accessor (Python 3.8 to 3.10) keeps os.stat, os.open, ... as attributes
     of its class and calls `self._accessor.stat(path)`: the builtins are no methods, but a
@@ -1017,6 +1192,9 @@ def _after_fork():
     _sticky.clear()
     _fast_clear()
     _cwd = ""
+    # The parent's stdio sites are not the child's (dejavu keeps FD requests per process).
+    for e in _stdio:
+        e[1:4] = [0, None, 0]
     try:
         # The thread that forked is the child's one thread, with a new id.
         _tls.tid = _gnid()
@@ -1046,7 +1224,10 @@ def unhook():
             # A class's own attribute as it holds it (a staticmethod, not what it gives).
             cur = ns.__dict__.get(name) if isinstance(ns, type) else getattr(ns, name, None)
             if cur is w:
-                setattr(ns, name, orig)
+                if orig is None:
+                    delattr(ns, name)
+                else:
+                    setattr(ns, name, orig)
         except Exception:
             pass
         if ns is _os:
@@ -1103,6 +1284,8 @@ def _start():
             _installed.append((builtins, "open", orig_open, io.open))
     else:
         _install(builtins, "open", _opened_file)
+    # print() and sys.stdout / sys.stderr writes where they make a write(2).
+    _wrap_stdio(io)
     _keep_channel_in_children()
     _watch_threads(_thread)
     _watch_imports()

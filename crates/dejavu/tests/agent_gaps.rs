@@ -236,7 +236,12 @@ fn record(cmd: &[&str], dir: &Path, err: &Path) -> Vec<Call> {
         .status()
         .unwrap();
     assert!(st.success(), "{cmd:?}");
-    let mut r = TraceReader::open(&trace).unwrap();
+    calls_of(&trace)
+}
+
+/// The calls of trace `trace`.
+fn calls_of(trace: &Path) -> Vec<Call> {
+    let mut r = TraceReader::open(trace).unwrap();
     let mut raw = Vec::new();
     while let Some(rec) = r.next_record().unwrap() {
         if let Record::Syscall(c) = rec {
@@ -278,17 +283,21 @@ fn own(c: &Call) -> Option<&(FrameKind, String, String, u32)> {
             || file.starts_with("<frozen ")
             || file.contains("/node_modules/")
             || file.contains("-packages/")
-            || file.starts_with(stdlib.as_str()))
+            || file.starts_with(stdlib))
     })
 }
 
-fn python_stdlib() -> String {
-    let out = Command::new("python3")
-        .args(["-c", "import os; print(os.path.dirname(os.__file__))"])
-        .env_remove("PYTHONPATH")
-        .output()
-        .unwrap();
-    format!("{}/", String::from_utf8_lossy(&out.stdout).trim())
+/// Asked of python3 once per test binary (`own` looks at every call's frames).
+fn python_stdlib() -> &'static str {
+    static STDLIB: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    STDLIB.get_or_init(|| {
+        let out = Command::new("python3")
+            .args(["-c", "import os; print(os.path.dirname(os.__file__))"])
+            .env_remove("PYTHONPATH")
+            .output()
+            .unwrap();
+        format!("{}/", String::from_utf8_lossy(&out.stdout).trim())
+    })
 }
 
 /// Asserts that every call in `calls` has the `@site name` line of `src` as its own frame.
@@ -474,6 +483,157 @@ fn assert_pipe_writes_named(args: &[&str]) {
         "{:#}",
         clean["findings"]
     );
+}
+
+#[test]
+fn python_print_to_stdout_and_stderr_carries_its_line_on_every_write() {
+    // print() buffers in sys.stdout's and sys.stderr's text layer; the write(2) comes at a
+    // flush (flush=True), at a line's end on a line-buffered stream (stderr), or at every
+    // write on an unbuffered one (`python -u`): each must name its print line, also where
+    // two lines take turns on one stream. What the interpreter writes with no Python frame
+    // (a block-buffered stream's flush at exit, an uncaught SystemExit's message) gets no
+    // line, not the last print's.
+    require!("python3");
+    let py = python();
+    let src = workload("print_dirty.py");
+    let (warn, _) = site(&src, "warn");
+    let (checkpoint, _) = site(&src, "checkpoint");
+    for unbuffered in [false, true] {
+        let (_d, dir) = scratch();
+        let trace = dir.join("t.dvt");
+        let out = dir.join("out.txt");
+        let err = dir.join("err.txt");
+        let mut c = dejavu(
+            &["record", "-o", trace.to_str().unwrap()],
+            &[&py, src.to_str().unwrap(), "50", "exit"],
+            &dir,
+        );
+        c.env_remove("PYTHONUNBUFFERED")
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap());
+        if unbuffered {
+            c.env("PYTHONUNBUFFERED", "1");
+        }
+        assert_eq!(c.status().unwrap().code(), Some(1), "SystemExit's status");
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(text, format!("{}\ndone\n", ".".repeat(50)));
+        let said = std::fs::read_to_string(&err).unwrap();
+        assert_eq!(said.matches("bypassing authentication").count(), 50);
+        assert!(said.ends_with("checkpoint 49\nstopped\n"), "{said}");
+        let calls = calls_of(&trace);
+        let (out, err) = (out.display().to_string(), err.display().to_string());
+        let writes = |fd: i32, path: &str| -> Vec<&Call> {
+            calls
+                .iter()
+                .filter(|c| c.sys == Sys::Write && c.fd == Some(fd) && c.path == path)
+                .collect()
+        };
+        let python_line = |c: &Call| {
+            c.frames
+                .iter()
+                .find(|f| f.0 == FrameKind::Python && f.2 == src.display().to_string())
+                .map(|f| f.3)
+        };
+        let out_writes = writes(1, &out);
+        let (last, dots) = out_writes.split_last().unwrap();
+        // One write of the dot per item (and, unbuffered, one of print's empty `end`).
+        assert_eq!(
+            dots.len(),
+            if unbuffered { 100 } else { 50 },
+            "unbuffered {unbuffered}: {out_writes:?}"
+        );
+        assert_own_line(dots, &src, "dot", FrameKind::Python);
+        if unbuffered {
+            assert_own_line(&[*last], &src, "done", FrameKind::Python);
+        } else {
+            // Flushed by the interpreter at exit: no Python frame.
+            assert!(
+                last.frames.iter().all(|f| f.0 != FrameKind::Python),
+                "{last:?}"
+            );
+        }
+        // stderr: each print one write (line-buffered) or one per piece (unbuffered: the
+        // text, the separator, the number, the newline); the warning per item, the
+        // checkpoint after every tenth; then SystemExit's message, written with no frame.
+        let pieces = if unbuffered { 4 } else { 1 };
+        let mut want = Vec::new();
+        for i in 0..50 {
+            want.extend(std::iter::repeat_n(Some(warn), pieces));
+            if i % 10 == 9 {
+                want.extend(std::iter::repeat_n(Some(checkpoint), pieces));
+            }
+        }
+        let err_writes = writes(2, &err);
+        let got: Vec<Option<u32>> = err_writes.iter().map(|c| python_line(c)).collect();
+        assert!(
+            got.len() > want.len(),
+            "unbuffered {unbuffered}: {err_writes:?}"
+        );
+        assert_eq!(
+            got[..want.len()],
+            want[..],
+            "unbuffered {unbuffered}: {err_writes:?}"
+        );
+        // "stopped\n": one write (or two unbuffered), no Python line.
+        let tail = &got[want.len()..];
+        assert!(tail.iter().all(|l| l.is_none()), "{tail:?}");
+        for c in &err_writes[..want.len()] {
+            assert!(own(c).is_some_and(|f| f.1 == "on_item"), "{c:?}");
+        }
+    }
+}
+
+#[test]
+fn python_print_per_item_is_a_finding_at_its_line() {
+    // The dots are small writes of stdout (a file) at the dot line, the warning per item
+    // repeated output at the warn line; the clean twin has neither.
+    require!("python3");
+    let py = python();
+    let (_d, dir) = scratch();
+    let report = |name: &str| -> Value {
+        let file = dir.join(format!("{name}.json"));
+        let mut c = dejavu(
+            &[
+                "run",
+                "--json",
+                "--min-calls",
+                "5",
+                "--report-file",
+                file.to_str().unwrap(),
+            ],
+            &[&py, workload(name).to_str().unwrap()],
+            &dir,
+        );
+        c.env_remove("PYTHONUNBUFFERED")
+            .stdout(std::fs::File::create(dir.join("out.txt")).unwrap())
+            .stderr(Stdio::piped());
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap()
+    };
+    let src = workload("print_dirty.py");
+    let r = report("print_dirty.py");
+    let small = findings(&r, "small-writes");
+    assert_eq!(small.len(), 1, "{:#}", r["findings"]);
+    assert!(
+        small[0]["redundant_calls"].as_u64().unwrap_or(0) >= 49,
+        "{:#}",
+        small[0]
+    );
+    assert_callsite(&small[0]["callsites"][0], &src, "dot");
+    let repeated = findings(&r, "repeated-output");
+    assert_eq!(repeated.len(), 1, "{:#}", r["findings"]);
+    assert_eq!(
+        repeated[0]["redundant_calls"].as_u64(),
+        Some(49),
+        "{:#}",
+        repeated[0]
+    );
+    assert_callsite(&repeated[0]["callsites"][0], &src, "warn");
+    let clean = report("print_clean.py");
+    for d in ["small-writes", "repeated-output"] {
+        assert!(findings(&clean, d).is_empty(), "{:#}", clean["findings"]);
+    }
 }
 
 // ---- the shapes of the functions wrapped, and what the agent does not see

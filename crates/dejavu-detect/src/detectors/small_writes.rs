@@ -27,8 +27,9 @@ survive a crash, and a message repeated there is repeated-output's.",
     example: "for each field: os.write(fd, field)   // 40,000 writes of 12 bytes where one 64 KiB \
 write per batch would do",
     fix: "buffer the output: a BufWriter / fwrite with a real buffer / io.BufferedWriter instead of \
-unbuffered writes (python3 -u, os.write, setvbuf(_IONBF)), build the record in memory and write it \
-once, or hand the pieces to one writev; in Node.js, cork the stream or join the chunks",
+unbuffered writes (python3 -u, os.write, setvbuf(_IONBF)), and flush once, not after every piece \
+(print(..., flush=True), fflush per item); build the record in memory and write it once, or hand \
+the pieces to one writev; in Node.js, cork the stream or join the chunks",
     hazards: "Buffered output must be flushed on exit, on fatal signals and before the process waits \
 for input or another process, or it is lost or arrives late. Interactive output (a \
 terminal, a prompt, a progress line) needs line buffering, not full buffering. Several writers to one \
