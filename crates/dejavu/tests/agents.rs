@@ -1102,7 +1102,7 @@ fn a_place_the_agent_stops_naming_gets_native_stacks_again() {
     assert_eq!(
         (stacks.len(), unnamed.len()),
         (300, 100_000),
-        "os.stat's and posix.stat's"
+        "os.stat's and posix.stat's\n{err}"
     );
     let native_only = |id: &Option<StackId>| {
         id.is_some_and(|id| {
