@@ -6,7 +6,9 @@ Python bench/workloads/stat_loop.py: os.stat of one file N times; N defaults to 
 and with --workloads stat_js_helper,stat_py_helper the same calls in a helper called from
 two lines, a warm-up of 100 calls, then N (bench/workloads/stat_helper.js and .py: the
 path's site switches once), with --workloads stat_js_rel,stat_py_rel the stat loops on a
-relative path (the file's name, in the working directory), this runs, interleaved round-robin so that machine noise hits
+relative path (the file's name, in the working directory), with --workloads
+print_py_out,print_py_err N print() calls to a pipe on stdout or stderr
+(bench/workloads/print_loop.py), this runs, interleaved round-robin so that machine noise hits
 every variant alike:
 
     native                  the workload alone
@@ -57,6 +59,9 @@ WORKLOADS = {
     # The stat loops on the file's name alone, relative to the working directory.
     "stat_js_rel": ("node", "stat_loop.js"),
     "stat_py_rel": ("python", "stat_loop.py"),
+    # print() per line to a pipe: stdout (block-buffered) and stderr (line-buffered).
+    "print_py_out": ("python", "print_loop.py"),
+    "print_py_err": ("python", "print_loop.py"),
 }
 
 
@@ -188,6 +193,8 @@ def main() -> int:
             # Python: the real interpreter, not a pyenv shim (see overhead.py).
             # (Every run's working directory is the target's.)
             file = target.name if key.endswith("_rel") else str(target)
+            if key.startswith("print_"):
+                file = key.rsplit("_", 1)[1]  # the stream
             prog = ["node" if runtime == "node" else sys.executable,
                     str(ov.WORKLOADS_DIR / script), str(args.n), file]
             variants = [Variant("native", prog)]
