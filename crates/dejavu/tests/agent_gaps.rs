@@ -50,6 +50,11 @@ fn dejavu(args: &[&str], cmd: &[&str], dir: &Path) -> Command {
 /// `dejavu run --json` of `cmd` in `dir`, its stderr a pipe; returns the report and what
 /// the program wrote to stderr.
 fn run_report(cmd: &[&str], dir: &Path) -> (Value, String) {
+    run_report_with(cmd, dir, |_| {})
+}
+
+/// `run_report`, with the command set up further by `setup` (its stdout, its environment).
+fn run_report_with(cmd: &[&str], dir: &Path, setup: impl FnOnce(&mut Command)) -> (Value, String) {
     let report = dir.join("report.json");
     let mut c = dejavu(
         &[
@@ -63,6 +68,7 @@ fn run_report(cmd: &[&str], dir: &Path) -> (Value, String) {
         cmd,
         dir,
     );
+    setup(&mut c);
     let out = c.stderr(Stdio::piped()).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{cmd:?}: {stderr}");
@@ -591,25 +597,11 @@ fn python_print_per_item_is_a_finding_at_its_line() {
     let py = python();
     let (_d, dir) = scratch();
     let report = |name: &str| -> Value {
-        let file = dir.join(format!("{name}.json"));
-        let mut c = dejavu(
-            &[
-                "run",
-                "--json",
-                "--min-calls",
-                "5",
-                "--report-file",
-                file.to_str().unwrap(),
-            ],
-            &[&py, workload(name).to_str().unwrap()],
-            &dir,
-        );
-        c.env_remove("PYTHONUNBUFFERED")
-            .stdout(std::fs::File::create(dir.join("out.txt")).unwrap())
-            .stderr(Stdio::piped());
-        let o = c.output().unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap()
+        let out = std::fs::File::create(dir.join("out.txt")).unwrap();
+        run_report_with(&[&py, workload(name).to_str().unwrap()], &dir, |c| {
+            c.env_remove("PYTHONUNBUFFERED").stdout(out);
+        })
+        .0
     };
     let src = workload("print_dirty.py");
     let r = report("print_dirty.py");
