@@ -24,6 +24,7 @@ _HELLO = 1
 _SITE = 2
 _ENTER = 3
 _EXIT = 4
+_ASYNC_END = 6
 _DROPPED = 7
 _FD = 9
 _STICKY = 10
@@ -893,7 +894,6 @@ def _wrap_logging(mod):
 # it (0: none), the frames it was found from (_key's chain), its FD request (0: none), a
 # weak reference to the stream].
 _stdio = []
-_ASYNC_END = 6
 # FD request numbers (the Python agent has no other asynchronous calls).
 _stdio_req = 0
 
