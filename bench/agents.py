@@ -8,7 +8,8 @@ two lines, a warm-up of 100 calls, then N (bench/workloads/stat_helper.js and .p
 path's site switches once), with --workloads stat_js_rel,stat_py_rel the stat loops on a
 relative path (the file's name, in the working directory), with --workloads
 print_py_out,print_py_err N print() calls to a pipe on stdout or stderr
-(bench/workloads/print_loop.py), this runs, interleaved round-robin so that machine noise hits
+(bench/workloads/print_loop.py), with --workloads console_js_out,console_js_err N
+console.log or console.error calls to a pipe (bench/workloads/console_loop.js), this runs, interleaved round-robin so that machine noise hits
 every variant alike:
 
     native                  the workload alone
@@ -62,6 +63,9 @@ WORKLOADS = {
     # print() per line to a pipe: stdout (block-buffered) and stderr (line-buffered).
     "print_py_out": ("python", "print_loop.py"),
     "print_py_err": ("python", "print_loop.py"),
+    # console.log / console.error per line to a pipe (stdout / stderr).
+    "console_js_out": ("node", "console_loop.js"),
+    "console_js_err": ("node", "console_loop.js"),
 }
 
 
@@ -138,8 +142,11 @@ def run_with_pipe(v: Variant, cwd: Path) -> float:
     env = dict(os.environ, **v.env)
     with agent_channel(env) as got:
         t0 = time.perf_counter()
+        # stdout and stderr as the other variants have them (overhead.timed_run): pipes
+        # read to their end, so a program that prints writes to a pipe in every variant.
         p = subprocess.run(v.argv, cwd=cwd, env=env, pass_fds=(AGENT_FD,),
-                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
         wall = time.perf_counter() - t0
     if p.returncode != 0 or not got or got[0] == 0:
         raise SystemExit(f"{v.name}: exit {p.returncode}, {got} bytes reported")
@@ -193,7 +200,7 @@ def main() -> int:
             # Python: the real interpreter, not a pyenv shim (see overhead.py).
             # (Every run's working directory is the target's.)
             file = target.name if key.endswith("_rel") else str(target)
-            if key.startswith("print_"):
+            if key.startswith(("print_", "console_")):
                 file = key.rsplit("_", 1)[1]  # the stream
             prog = ["node" if runtime == "node" else sys.executable,
                     str(ov.WORKLOADS_DIR / script), str(args.n), file]
