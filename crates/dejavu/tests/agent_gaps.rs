@@ -375,6 +375,85 @@ fn node_console_warn_to_a_file_carries_its_line_on_every_write() {
 }
 
 #[test]
+fn node_stdio_writes_from_lines_taking_turns_each_carry_their_own_line() {
+    // The agent says a stdio write's site for the descriptor once and nothing while the
+    // next writes come from the same frames: each write(2) must still carry its own line
+    // where lines take turns, where one helper is called from two lines (the same
+    // innermost frame), and for a library's write ten frames deep in its own code, with
+    // stderr a file (a synchronous write) and a pipe (libuv's).
+    require!("node");
+    let (_d, dir) = scratch();
+    let program = lay_out(
+        &dir,
+        "stdio_turns.js",
+        "library/loglib.js",
+        "node_modules/loglib/index.js",
+    );
+    let src = workload("stdio_turns.js");
+    let line = |name: &str| site(&src, name).0;
+    // The lines of the first two frames of the program's own, per write, in order.
+    let mut want = Vec::new();
+    for i in 0..50 {
+        want.push((line("item"), line("loop")));
+        if i % 25 == 24 {
+            want.push((line("library"), line("loop")));
+        }
+        if i % 10 == 9 {
+            want.push((line("note"), line("checkpoint")));
+        }
+    }
+    want.push((line("note"), line("end")));
+    let program_file = program.display().to_string();
+    for to_file in [true, false] {
+        let trace = dir.join("t.dvt");
+        let err = dir.join("stderr.txt");
+        let mut c = dejavu(
+            &["record", "-o", trace.to_str().unwrap()],
+            &["node", program.to_str().unwrap(), "50"],
+            &dir,
+        );
+        if to_file {
+            c.stderr(std::fs::File::create(&err).unwrap());
+        } else {
+            c.stderr(Stdio::piped());
+        }
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "to a file {to_file}: {out:?}");
+        let said = if to_file {
+            std::fs::read_to_string(&err).unwrap()
+        } else {
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        };
+        assert_eq!(said.matches("item ").count(), 52, "{said}");
+        assert!(said.ends_with("done 50\n"), "{said}");
+        let calls = calls_of(&trace);
+        let writes: Vec<&Call> = calls
+            .iter()
+            .filter(|c| c.sys == Sys::Write && c.fd == Some(2))
+            .collect();
+        let got: Vec<(u32, u32)> = writes
+            .iter()
+            .map(|c| {
+                let mut own = c.frames.iter().filter(|f| f.2 == program_file).map(|f| f.3);
+                (own.next().unwrap_or(0), own.next().unwrap_or(0))
+            })
+            .collect();
+        assert_eq!(got, want, "to a file {to_file}: {writes:?}");
+        // The library's writes keep its frames before the program's line.
+        for (c, w) in writes.iter().zip(&want) {
+            if w.0 == line("library") {
+                let lib = c
+                    .frames
+                    .iter()
+                    .filter(|f| f.2.contains("/node_modules/loglib/"))
+                    .count();
+                assert!(lib >= 8, "{c:?}");
+            }
+        }
+    }
+}
+
+#[test]
 fn python_logging_per_event_to_a_file_and_to_stderr_carries_the_logging_line() {
     require!("python3");
     let (_d, dir) = scratch();

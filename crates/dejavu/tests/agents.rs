@@ -327,22 +327,69 @@ fn node_sees_the_same_fs_while_its_agent_reports() {
     let m = &runs[0].messages;
     // The comparison is only worth something if the wrappers were really at work.
     assert_eq!(m.get(&1), Some(&1), "one HELLO: {m:?}");
+    let n = |k: u8| m.get(&k).copied().unwrap_or(0);
+    // Sync calls (ENTER), and console.log's writes (the stream's own site, said when the
+    // line changes).
     assert!(
-        m.get(&3).copied().unwrap_or(0) > 50,
+        n(3) > 25 && n(3) + n(FD_OWN) > 50,
         "sync calls reported: {m:?}"
     );
     assert_eq!(m.get(&3), m.get(&4), "every ENTER has its EXIT: {m:?}");
-    assert!(
-        m.get(&5).copied().unwrap_or(0) >= 8,
-        "async calls reported: {m:?}"
-    );
-    let n = |k: u8| m.get(&k).copied().unwrap_or(0);
+    assert!(n(5) >= 8, "async calls reported: {m:?}");
     assert!(n(9) > 0, "descriptor calls reported: {m:?}");
     assert_eq!(
         n(5) + n(9),
         n(6),
         "every ASYNC_BEGIN and FD with a request has its ASYNC_END: {m:?}"
     );
+}
+
+#[test]
+fn node_stdio_writes_say_their_site_once_per_run_of_writes() {
+    // A stdio write says its site as the descriptor's own (FD without a request) only
+    // when it differs from the last one said: lines taking turns on stderr cost one FD per
+    // change of line, a run of writes from one line none after its first, and no ENTER or
+    // EXIT. (tests/agent_gaps.rs checks that every write still carries its own line.)
+    require!("node");
+    let d = scratch();
+    let prog = d.path().join("prog");
+    std::fs::create_dir_all(prog.join("node_modules/loglib")).unwrap();
+    std::fs::copy(workload("stdio_turns.js"), prog.join("stdio_turns.js")).unwrap();
+    std::fs::copy(
+        workload("library/loglib.js"),
+        prog.join("node_modules/loglib/index.js"),
+    )
+    .unwrap();
+    let r = run(
+        Lang::Node,
+        &prog.join("stdio_turns.js"),
+        &["50"],
+        Mode::Channel,
+        &d.path().join("scratch"),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.ends_with("done 50\n"), "{}", r.stderr);
+    // The lines that write, in order (stdio_turns.js): 'item' per item, the library after
+    // every 25th, 'checkpoint' after every tenth, then 'end'.
+    let mut lines = Vec::new();
+    for i in 0..50 {
+        lines.push("item");
+        if i % 25 == 24 {
+            lines.push("library");
+        }
+        if i % 10 == 9 {
+            lines.push("checkpoint");
+        }
+    }
+    lines.push("end");
+    let changes = lines.windows(2).filter(|w| w[0] != w[1]).count();
+    let m = &r.messages;
+    let n = |k: u8| m.get(&k).copied().unwrap_or(0);
+    assert_eq!(n(FD_OWN), changes + 1, "{m:?}");
+    assert_eq!(n(9), 0, "no FD with a request: {m:?}");
+    assert_eq!(n(6), 0, "nothing to end: {m:?}");
+    // The module loader's reads of the two files are wrapped calls; no write is.
+    assert!(n(3) < 10 && n(3) == n(4), "{m:?}");
 }
 
 #[test]
