@@ -1706,7 +1706,9 @@ function watchFileHandle() {
   if (fileHandleState !== 0) return;
   fileHandleState = 2;
   try {
-    const EE = require('events');
+    // EventEmitter.init: Node.js's own (every EventEmitter's constructor calls it), not in
+    // its typings.
+    const EE = /** @type {any} */ (require('events'));
     const d = Object.getOwnPropertyDescriptor(EE, 'init');
     if (d === undefined || !d.writable || typeof d.value !== 'function') return;
     const orig = d.value;
