@@ -131,6 +131,8 @@ let pid = 0;
 let tid = 0;
 /** This agent's namespace for site and request numbers: its thread id. */
 let ns = 0;
+/** Whether this agent is the main thread's (a worker's stdio is a message to it). */
+let mainThread = false;
 /** Wrapped synchronous calls in progress on this thread (the isolate). */
 let depth = 0;
 /** > 0 while a wrapper runs an original: fs calling fs reports nothing more. */
@@ -1007,8 +1009,14 @@ function stickyCall(w, p, first) {
  * A synchronous API: ENTER before the original, EXIT after it, whatever happens.
  * @param {Function} o
  * @param {number} [first] frames captured first (see siteOf)
+ * @param {boolean} [repeats] its calls name their one path argument (STICKY_SYNC)
+ * @param {boolean} [stdioWrite] a write on a descriptor (writeSync, writevSync): on
+ *   descriptor 1 or 2, in the main thread, outside any other wrapped call, its site is
+ *   said as process.stdout's and process.stderr's writes say theirs (stdioSaid, one
+ *   state per descriptor for both): pino's synchronous destination, a program's own
+ *   fs.writeSync(1, ...) per line
  */
-function wrapSync(o, first = FRAMES, repeats = false) {
+function wrapSync(o, first = FRAMES, repeats = false, stdioWrite = false) {
   /** What the program calls (shaped): the frames above it are the agent's. */
   let top = /** @type {Function} */ (o);
   let ours = 1;
@@ -1025,6 +1033,8 @@ function wrapSync(o, first = FRAMES, repeats = false) {
         const p = arguments[0];
         if (repeats && forced === 0 && d === 0 && typeof p === 'string' && stickyCall(top, p, first)) {
           site = 0; // said by STICKY: no ENTER, no EXIT
+        } else if (stdioWrite && mainThread && forced === 0 && d === 0 && (p === 1 || p === 2)) {
+          sayStdio(top, p); // the descriptor's own site: no ENTER, no EXIT
         } else {
           site = forced !== 0 ? forced : siteOf(top, first);
           if (site !== 0 && !enter(site, d)) site = 0;
@@ -1386,7 +1396,9 @@ function wrapSystemInfo() {
 // the descriptor that no wrapped call names), once: the next writes from the same frames
 // say nothing, another line says itself in its place. A log line per request costs a
 // stack capture and a comparison of its frames, not an ENTER and an EXIT (two writes to
-// the channel, 38% of what the agent cost per console.error line before).
+// the channel, 38% of what the agent cost per console.error line before). The main
+// thread's fs.writeSync and fs.writevSync on descriptor 1 or 2 say theirs the same way,
+// with the same state (wrapSync's `stdioWrite`).
 
 /**
  * A stdio descriptor's state: the site last said for it (0: none), and the frames that
@@ -1484,6 +1496,23 @@ function stdioSaid(w, fdv, st) {
 }
 
 /**
+ * stdioSaid for a write on descriptor `fdv` (1 or 2) under wrapper `w`; a failure of the
+ * agent's own forgets what was said, so that the next write says its site again.
+ * @param {Function} w
+ * @param {number} fdv
+ */
+function sayStdio(w, fdv) {
+  const st = /** @type {Stdio} */ (stdio[fdv]);
+  try {
+    stdioSaid(w, fdv, st);
+  } catch {
+    discard();
+    st.said = 0;
+    st.len = 0;
+  }
+}
+
+/**
  * Wraps the write of stdio stream `s` (descriptor `fdv`), as an own property of the
  * stream.
  * @param {any} s
@@ -1493,20 +1522,11 @@ function wrapStdioWrite(s, fdv) {
   if (s === null || typeof s !== 'object') return;
   const o = s.write;
   if (typeof o !== 'function' || hasOwn.call(s, 'write')) return;
-  const st = /** @type {Stdio} */ (stdio[fdv]);
   /** @this {any} */
   const w = function () {
     if (new.target !== undefined) return ReflectConstruct(o, arguments, new.target);
     // Inside a wrapped call (depth), that call names the write.
-    if (on && busy === 0 && depth === 0) {
-      try {
-        stdioSaid(w, fdv, st);
-      } catch {
-        discard();
-        st.said = 0;
-        st.len = 0;
-      }
-    }
+    if (on && busy === 0 && depth === 0) sayStdio(w, fdv);
     busy++;
     const lim = raiseLimit();
     try {
@@ -2007,7 +2027,7 @@ function start() {
   const m = /\/task\/(\d+)$/.exec(String(readlinkSync('/proc/thread-self')));
   if (m === null) return;
   tid = Number(m[1]);
-  const mainThread = tid === pid;
+  mainThread = tid === pid;
   ns = tid;
   const at = begin(HELLO, 12);
   u32(pid);
@@ -2016,7 +2036,9 @@ function start() {
   end(at);
   if (!flush()) return;
   on = true;
-  for (const name of SYNC) install(fs, name, (o) => wrapSync(o, FRAMES, STICKY_SYNC.has(name)));
+  for (const name of SYNC) {
+    install(fs, name, (o) => wrapSync(o, FRAMES, STICKY_SYNC.has(name), name === 'writeSync' || name === 'writevSync'));
+  }
   const rp = /** @type {any} */ (fs.realpathSync);
   if (typeof rp === 'function') install(rp, 'native', (o) => wrapSync(o));
   for (const name of Object.keys(CALLBACK)) {

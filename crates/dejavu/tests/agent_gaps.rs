@@ -379,8 +379,9 @@ fn node_stdio_writes_from_lines_taking_turns_each_carry_their_own_line() {
     // The agent says a stdio write's site for the descriptor once and nothing while the
     // next writes come from the same frames: each write(2) must still carry its own line
     // where lines take turns, where one helper is called from two lines (the same
-    // innermost frame), and for a library's write ten frames deep in its own code, with
-    // stderr a file (a synchronous write) and a pipe (libuv's).
+    // innermost frame), for a library's write ten frames deep in its own code, and for
+    // the program's own fs.writeSync(2, ...), with stderr a file (a synchronous write) and
+    // a pipe (libuv's).
     require!("node");
     let (_d, dir) = scratch();
     let program = lay_out(
@@ -400,6 +401,9 @@ fn node_stdio_writes_from_lines_taking_turns_each_carry_their_own_line() {
         }
         if i % 10 == 9 {
             want.push((line("note"), line("checkpoint")));
+        }
+        if i % 20 == 19 {
+            want.push((line("sync"), line("loop")));
         }
     }
     want.push((line("note"), line("end")));

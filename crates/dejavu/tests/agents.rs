@@ -370,7 +370,8 @@ fn node_stdio_writes_say_their_site_once_per_run_of_writes() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(r.stderr.ends_with("done 50\n"), "{}", r.stderr);
     // The lines that write, in order (stdio_turns.js): 'item' per item, the library after
-    // every 25th, 'checkpoint' after every tenth, then 'end'.
+    // every 25th, 'checkpoint' after every tenth, fs.writeSync's 'sync' after every
+    // twentieth, then 'end'.
     let mut lines = Vec::new();
     for i in 0..50 {
         lines.push("item");
@@ -380,6 +381,9 @@ fn node_stdio_writes_say_their_site_once_per_run_of_writes() {
         if i % 10 == 9 {
             lines.push("checkpoint");
         }
+        if i % 20 == 19 {
+            lines.push("sync");
+        }
     }
     lines.push("end");
     let changes = lines.windows(2).filter(|w| w[0] != w[1]).count();
@@ -388,7 +392,8 @@ fn node_stdio_writes_say_their_site_once_per_run_of_writes() {
     assert_eq!(n(FD_OWN), changes + 1, "{m:?}");
     assert_eq!(n(9), 0, "no FD with a request: {m:?}");
     assert_eq!(n(6), 0, "nothing to end: {m:?}");
-    // The module loader's reads of the two files are wrapped calls; no write is.
+    // The module loader's reads of the two files are wrapped calls; no write is (not
+    // fs.writeSync(2, ...) either).
     assert!(n(3) < 10 && n(3) == n(4), "{m:?}");
 }
 

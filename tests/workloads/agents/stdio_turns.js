@@ -1,4 +1,5 @@
-// stdio_turns.js: lines that take turns writing to stderr through console.error, a
+// stdio_turns.js: lines that take turns writing to stderr through console.error (and one
+// through fs.writeSync(2, ...), which says its site as process.stderr's writes do), a
 // helper called from two lines one after the other (the same innermost frames, callers
 // that differ: the last checkpoint, then the end), and a library whose write is ten
 // frames deep in its own code (the test lays out library/loglib.js as
@@ -7,6 +8,7 @@
 //
 // usage: node stdio_turns.js [ITEMS]
 'use strict';
+const fs = require('fs');
 const loglib = require('loglib');
 
 const items = Number(process.argv[2] || 50);
@@ -19,6 +21,7 @@ function onItem(i) {
   console.error('item %d', i); // @site item onItem
   if (i % 25 === 24) loglib.warn('slow item ' + i); // @site library onItem
   if (i % 10 === 9) note('checkpoint ' + i); // @site checkpoint onItem
+  if (i % 20 === 19) fs.writeSync(2, 'sync ' + i + '\n'); // @site sync onItem
 }
 
 function atEnd(n) {
