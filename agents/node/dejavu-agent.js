@@ -1396,7 +1396,8 @@ function wrapSystemInfo() {
 // the descriptor that no wrapped call names), once: the next writes from the same frames
 // say nothing, another line says itself in its place. A log line per request costs a
 // stack capture and a comparison of its frames, not an ENTER and an EXIT (two writes to
-// the channel, 38% of what the agent cost per console.error line before). The main
+// the channel per line: 29% of the agent's profile of a console.error loop, and the key
+// built from every frame another 9%; bench/RESULTS.md, twenty-first session). The main
 // thread's fs.writeSync and fs.writevSync on descriptor 1 or 2 say theirs the same way,
 // with the same state (wrapSync's `stdioWrite`).
 
