@@ -9,8 +9,8 @@ path's site switches once), with --workloads stat_js_rel,stat_py_rel the stat lo
 relative path (the file's name, in the working directory), with --workloads
 print_py_out,print_py_err N print() calls to a pipe on stdout or stderr
 (bench/workloads/print_loop.py), with --workloads console_js_out,console_js_err N
-console.log or console.error calls to a pipe (bench/workloads/console_loop.js), this runs, interleaved round-robin so that machine noise hits
-every variant alike:
+console.log or console.error calls to a pipe (bench/workloads/console_loop.js), this
+runs, interleaved round-robin so that machine noise hits every variant alike:
 
     native                  the workload alone
     pipe                    with the agent loaded and reporting to a pipe this script
