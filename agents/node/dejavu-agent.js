@@ -1418,8 +1418,13 @@ function wrapSystemInfo() {
 function stdioState() {
   return { said: 0, files: [], places: [], len: 0, exact: false, deep: false };
 }
-/** @type {Array<Stdio | null>} */
-const stdio = [null, stdioState(), stdioState()];
+/**
+ * The states by the descriptor the write(2)s go to: 1 or 2, or, for a terminal, the one
+ * libuv opened again for the stream (non-blocking: `process.stdout._handle.fd`, 18 or
+ * 20 where descriptor 1 is /dev/pts/0), whose writes the FD must name.
+ * @type {Map<number, Stdio>}
+ */
+const stdio = new Map();
 
 /** A frame's file for a chain: its file name, or '?' and its function for one without.
  * @param {NodeJS.CallSite} c */
@@ -1497,19 +1502,42 @@ function stdioSaid(w, fdv, st) {
 }
 
 /**
- * stdioSaid for a write on descriptor `fdv` (1 or 2) under wrapper `w`; a failure of the
- * agent's own forgets what was said, so that the next write says its site again.
+ * stdioSaid for a write on descriptor `fdv` (1 or 2, or a terminal's own: see `stdio`)
+ * under wrapper `w`; a failure of the agent's own forgets what was said, so that the next
+ * write says its site again.
  * @param {Function} w
  * @param {number} fdv
  */
 function sayStdio(w, fdv) {
-  const st = /** @type {Stdio} */ (stdio[fdv]);
+  let st = stdio.get(fdv);
+  if (st === undefined) {
+    if (stdio.size >= 16) stdio.clear();
+    st = stdioState();
+    stdio.set(fdv, st);
+  }
   try {
     stdioSaid(w, fdv, st);
   } catch {
     discard();
     st.said = 0;
     st.len = 0;
+  }
+}
+
+/**
+ * The descriptor stream `s` (made for descriptor `fdv`) writes to: its handle's (a pipe's
+ * is `fdv`; a terminal's another one, libuv's), else `fdv` (a file's SyncWriteStream
+ * writes on it with fs.writeSync).
+ * @param {any} s
+ * @param {number} fdv
+ */
+function handleFd(s, fdv) {
+  try {
+    const h = s !== null && typeof s === 'object' ? s._handle : null;
+    const f = h !== null && typeof h === 'object' ? h.fd : undefined;
+    return typeof f === 'number' && f >= 0 ? f : fdv;
+  } catch {
+    return fdv;
   }
 }
 
@@ -1527,7 +1555,7 @@ function wrapStdioWrite(s, fdv) {
   const w = function () {
     if (new.target !== undefined) return ReflectConstruct(o, arguments, new.target);
     // Inside a wrapped call (depth), that call names the write.
-    if (on && busy === 0 && depth === 0) sayStdio(w, fdv);
+    if (on && busy === 0 && depth === 0) sayStdio(w, handleFd(this, fdv));
     busy++;
     const lim = raiseLimit();
     try {

@@ -374,14 +374,48 @@ fn node_console_warn_to_a_file_carries_its_line_on_every_write() {
     assert_own_line(&out, &src, "stdout", FrameKind::Js);
 }
 
+/// A new pseudo-terminal: its master, its slave (both close-on-exec here: a child gets the
+/// slave as a standard descriptor only) and the slave's path.
+fn pty() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd, String) {
+    use std::os::fd::FromRawFd;
+    let (mut master, mut slave) = (0, 0);
+    let mut name = [0 as libc::c_char; 128];
+    // SAFETY: openpty writes the two descriptors and at most a path's bytes into `name`.
+    let r = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            name.as_mut_ptr(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(r, 0, "openpty");
+    for fd in [master, slave] {
+        // SAFETY: fcntl on descriptors this function owns.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    // SAFETY: openpty NUL-terminates the name; the descriptors are new and ours.
+    let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }
+        .to_string_lossy()
+        .into_owned();
+    unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(master),
+            std::os::fd::OwnedFd::from_raw_fd(slave),
+            name,
+        )
+    }
+}
+
 #[test]
 fn node_stdio_writes_from_lines_taking_turns_each_carry_their_own_line() {
     // The agent says a stdio write's site for the descriptor once and nothing while the
     // next writes come from the same frames: each write(2) must still carry its own line
     // where lines take turns, where one helper is called from two lines (the same
     // innermost frame), for a library's write ten frames deep in its own code, and for
-    // the program's own fs.writeSync(2, ...), with stderr a file (a synchronous write) and
-    // a pipe (libuv's).
+    // the program's own fs.writeSync(2, ...), with stderr a file (a synchronous write), a
+    // pipe (libuv's) and a terminal (libuv's, on a descriptor of its own).
     require!("node");
     let (_d, dir) = scratch();
     let program = lay_out(
@@ -408,7 +442,7 @@ fn node_stdio_writes_from_lines_taking_turns_each_carry_their_own_line() {
     }
     want.push((line("note"), line("end")));
     let program_file = program.display().to_string();
-    for to_file in [true, false] {
+    for to in ["file", "pipe", "tty"] {
         let trace = dir.join("t.dvt");
         let err = dir.join("stderr.txt");
         let mut c = dejavu(
@@ -416,24 +450,58 @@ fn node_stdio_writes_from_lines_taking_turns_each_carry_their_own_line() {
             &["node", program.to_str().unwrap(), "50"],
             &dir,
         );
-        if to_file {
-            c.stderr(std::fs::File::create(&err).unwrap());
-        } else {
-            c.stderr(Stdio::piped());
+        // A terminal: Node.js's stream writes to a descriptor of its own that libuv opens
+        // again on the terminal (non-blocking), not to 2; fs.writeSync(2) to 2.
+        let mut tty = None;
+        match to {
+            "file" => {
+                c.stderr(std::fs::File::create(&err).unwrap());
+            }
+            "pipe" => {
+                c.stderr(Stdio::piped());
+            }
+            _ => {
+                let (master, slave, name) = pty();
+                c.stderr(Stdio::from(slave));
+                tty = Some((master, name));
+            }
         }
-        let out = c.output().unwrap();
-        assert!(out.status.success(), "to a file {to_file}: {out:?}");
-        let said = if to_file {
-            std::fs::read_to_string(&err).unwrap()
-        } else {
-            String::from_utf8_lossy(&out.stderr).into_owned()
+        let child = c.spawn().unwrap();
+        drop(c); // the terminal's other end is the child's alone now
+        let reader = tty.as_ref().map(|(master, _)| {
+            let mut f = std::fs::File::from(master.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let mut text = Vec::new();
+                let mut buf = [0u8; 4096];
+                // EIO once no process holds the terminal.
+                while let Ok(n) = std::io::Read::read(&mut f, &mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    text.extend_from_slice(&buf[..n]);
+                }
+                text
+            })
+        });
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "to a {to}: {out:?}");
+        let said = match to {
+            "file" => std::fs::read_to_string(&err).unwrap(),
+            "pipe" => String::from_utf8_lossy(&out.stderr).into_owned(),
+            _ => String::from_utf8_lossy(&reader.unwrap().join().unwrap()).replace('\r', ""),
         };
         assert_eq!(said.matches("item ").count(), 52, "{said}");
         assert!(said.ends_with("done 50\n"), "{said}");
         let calls = calls_of(&trace);
         let writes: Vec<&Call> = calls
             .iter()
-            .filter(|c| c.sys == Sys::Write && c.fd == Some(2))
+            .filter(|c| {
+                c.sys == Sys::Write
+                    && match &tty {
+                        Some((_, name)) => &c.path == name,
+                        None => c.fd == Some(2),
+                    }
+            })
             .collect();
         let got: Vec<(u32, u32)> = writes
             .iter()
@@ -442,7 +510,7 @@ fn node_stdio_writes_from_lines_taking_turns_each_carry_their_own_line() {
                 (own.next().unwrap_or(0), own.next().unwrap_or(0))
             })
             .collect();
-        assert_eq!(got, want, "to a file {to_file}: {writes:?}");
+        assert_eq!(got, want, "to a {to}: {writes:?}");
         // The library's writes keep its frames before the program's line.
         for (c, w) in writes.iter().zip(&want) {
             if w.0 == line("library") {
