@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""decompose.py: what the default recording of the Python stat loop costs, taken apart.
+"""decompose.py: what the default recording of a stat loop costs, taken apart.
 
-Runs bench/workloads/stat_loop.py N times over (default 1,000,000 calls, so that start-up
+Runs bench/workloads/stat_loop.py (or, with --workload stat_js, stat_loop.js under Node.js)
+N times over (default 1,000,000 calls, so that start-up
 weighs little) in five configurations, interleaved round-robin, and prints each one's
 minimum and median wall time and its cost per call over native:
 
     native                  the loop alone
-    agent                   the Python agent loaded and reporting to a pipe this script
+    agent                   the language agent loaded and reporting to a pipe this script
                             drains (as bench/agents.py's "pipe" variant), no dejavu
     off                     dejavu record --stacks off (the kernel half, no agent)
     off+agent               dejavu record --stacks off, with the agent loaded on a pipe of
@@ -18,6 +19,7 @@ and the default costs what its parts do. Nothing here asserts anything.
 
     python3 bench/decompose.py                       # target/release/dejavu
     python3 bench/decompose.py --dejavu BIN --n 200000 --reps 7
+    python3 bench/decompose.py --workload stat_js --n 200000 --reps 7
 
 Standard library only; agent_channel comes from agents.py beside it.
 """
@@ -35,7 +37,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import agents as ag  # noqa: E402  (bench/agents.py, next to this file)
 
-WORKLOAD = ag.REPO / "bench" / "workloads" / "stat_loop.py"
+WORKLOADS = ag.REPO / "bench" / "workloads"
+NODE_AGENT = ag.REPO / "agents" / "node" / "dejavu-agent.js"
 
 
 def main() -> int:
@@ -45,17 +48,24 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5, help="runs of each configuration")
     ap.add_argument("--python", default=os.path.realpath(sys.executable),
                     help="the interpreter (the real one, not a pyenv shim)")
+    ap.add_argument("--workload", choices=("stat_py", "stat_js"), default="stat_py",
+                    help="Python's os.stat loop (default) or Node.js's fs.statSync loop")
     a = ap.parse_args()
     if not Path(a.dejavu).exists():
         raise SystemExit(f"no dejavu at {a.dejavu}: cargo build --release, or --dejavu BIN")
     base = dict(os.environ)
     base.pop("PYTHONPATH", None)
+    base.pop("NODE_OPTIONS", None)
     agent_dir = str(ag.REPO / "agents" / "python")
+    js = a.workload == "stat_js"
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / "stat-target.txt"
         target.write_text("x" * 1000)
         trace = Path(tmp) / "t.dvt"
-        loop = [a.python, str(WORKLOAD), str(a.n), str(target)]
+        if js:
+            loop = ["node", str(WORKLOADS / "stat_loop.js"), str(a.n), str(target)]
+        else:
+            loop = [a.python, str(WORKLOADS / "stat_loop.py"), str(a.n), str(target)]
         record = [a.dejavu, "record", "-o", str(trace)]
 
         def run(cmd: list[str], env: dict[str, str], fds: tuple[int, ...] = ()) -> float:
@@ -68,7 +78,10 @@ def main() -> int:
             return took
 
         def with_agent(cmd: list[str]) -> float:
-            env = dict(base, PYTHONPATH=agent_dir)
+            if js:
+                env = dict(base, NODE_OPTIONS=f"--require {NODE_AGENT}")
+            else:
+                env = dict(base, PYTHONPATH=agent_dir)
             with ag.agent_channel(env) as drained:
                 took = run(cmd, env, (ag.AGENT_FD,))
             if not drained or drained[0] == 0:
@@ -84,7 +97,8 @@ def main() -> int:
             runs["off+agent"].append(with_agent(record + ["--stacks", "off", "--"] + loop))
             runs["default"].append(run(record + ["--"] + loop, base))
     native = min(runs["native"])
-    print(f"stat_loop.py {a.n:,} calls, {a.reps} runs each, interleaved; {a.python}\n")
+    what = "stat_loop.js (node)" if js else f"stat_loop.py ({a.python})"
+    print(f"{what}: {a.n:,} calls, {a.reps} runs each, interleaved\n")
     print("| configuration | min s | median s | us/call over native (min) |")
     print("| --- | ---: | ---: | ---: |")
     for name, t in runs.items():
