@@ -252,6 +252,38 @@ impl Program {
         }
     }
 
+    /// Node.js: the main script's package (`own_root`) from the script's real path, as
+    /// Node.js's loader runs it and as the agent names its frames: a relative path joined
+    /// to `cwd` (the directory the process started in, when known), its symbolic links
+    /// followed (`node_modules/.bin/tsc` is a link to `../typescript/bin/tsc`, `/usr/bin/npm`
+    /// one to `../lib/node_modules/npm/bin/npm-cli.js`). Read from the file system where
+    /// the report is made; where the script is not there (a trace reported on another
+    /// machine), the path as given, joined to `cwd`.
+    pub fn resolve_node_script(&mut self, argv: &[&[u8]], cwd: Option<&[u8]>) {
+        let args = argv.get(1..).unwrap_or(&[]);
+        let Script::File(s) = script(
+            args,
+            NODE_VALUE_OPTS,
+            &[b"-e", b"--eval", b"-p", b"--print"],
+        ) else {
+            return;
+        };
+        let abs = if s.starts_with(b"/") {
+            s.to_vec()
+        } else if let Some(c) = cwd {
+            [c, b"/", s].concat()
+        } else {
+            return;
+        };
+        let real = {
+            use std::os::unix::ffi::{OsStrExt, OsStringExt};
+            std::fs::canonicalize(std::ffi::OsStr::from_bytes(&abs))
+                .ok()
+                .map(|p| p.into_os_string().into_vec())
+        };
+        self.own_root = node_package_root(real.as_deref().unwrap_or(&abs));
+    }
+
     /// Whether the recorded command itself (the root process's first program) only starts
     /// the real one: a shell given one simple command (`sh -c 'make -j2'`, as CI steps
     /// and npm scripts are written; a loop, a list or a pipeline is the shell's own work,
@@ -722,6 +754,13 @@ fn exe_argv<'a>(replay: &'a Replay, im: &Image, strings: &'a Strings) -> (&'a [u
 fn base_program(replay: &Replay, im: &Image, strings: &Strings) -> Program {
     let (exe, argv) = exe_argv(replay, im, strings);
     let mut p = Program::of(exe, &argv);
+    if p.runtime == Runtime::Node {
+        // A relative script is the root's (the process dejavu started, in the trace's
+        // working directory); another process's working directory is not in the trace.
+        let cwd = (Some(im.pid) == replay.root && replay.meta_cwd().starts_with('/'))
+            .then(|| replay.meta_cwd().as_bytes());
+        p.resolve_node_script(&argv, cwd);
+    }
     if p.name.is_empty() {
         p.name = format!("pid {}", im.pid);
     }
@@ -889,6 +928,54 @@ mod tests {
         );
         let s = Program::of(b"/usr/bin/node", &[b"node", b"/a/node_modules/@s/p/cli.js"]);
         assert_eq!(s.own_root.as_deref(), Some(&b"/a/node_modules/@s/p/"[..]));
+    }
+
+    #[test]
+    fn a_node_script_run_by_a_relative_path_or_a_link_owns_its_real_package() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = std::env::temp_dir().join(format!(
+            "dejavu-program-test-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let nm = dir.join("app/node_modules");
+        std::fs::create_dir_all(nm.join("typescript/bin")).unwrap();
+        std::fs::create_dir_all(nm.join(".bin")).unwrap();
+        std::fs::write(nm.join("typescript/bin/tsc"), "").unwrap();
+        std::os::unix::fs::symlink("../typescript/bin/tsc", nm.join(".bin/tsc")).unwrap();
+        let app = std::fs::canonicalize(dir.join("app")).unwrap();
+        let app = app.as_os_str().as_bytes();
+        let want = [app, b"/node_modules/typescript/"].concat();
+        let root = |argv: &[&[u8]], cwd: Option<&[u8]>| {
+            let mut p = Program::of(b"/usr/bin/node", argv);
+            p.resolve_node_script(argv, cwd);
+            p.own_root
+        };
+        let bin = [app, b"/node_modules/.bin/tsc"].concat();
+        // npx tsc: the link in .bin, absolute (its lexical package would be `.bin/`).
+        assert_eq!(
+            root(&[b"node", &bin, b"-p", b"."], None),
+            Some(want.clone())
+        );
+        // node node_modules/typescript/bin/tsc, from the project's directory.
+        let rel: &[u8] = b"node_modules/typescript/bin/tsc";
+        assert_eq!(root(&[b"node", rel], Some(app)), Some(want.clone()));
+        assert_eq!(
+            root(&[b"node", b"--", b"node_modules/.bin/tsc"], Some(app)),
+            Some(want)
+        );
+        // Without the directory it started in, a relative script says nothing; a script
+        // that is not there keeps the path as given.
+        assert_eq!(root(&[b"node", rel], None), None);
+        let gone = b"/gone/node_modules/x/cli.js";
+        assert_eq!(
+            root(&[b"node", gone], None).as_deref(),
+            Some(&b"/gone/node_modules/x/"[..])
+        );
+        // Not a script: nothing to resolve.
+        assert_eq!(root(&[b"node", b"-e", b"1"], Some(app)), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -201,6 +201,7 @@ pub struct Replay {
     /// Sum of their durations.
     pub syscall_ns: u64,
     meta_command: Vec<String>,
+    meta_cwd: String,
     /// The recording attached to running processes (-p) instead of starting the program:
     /// the descriptors they had were set up by their own launcher, not by dejavu's user.
     pub attached: bool,
@@ -218,6 +219,7 @@ impl Replay {
             syscalls: 0,
             syscall_ns: 0,
             meta_command: meta.command.clone(),
+            meta_cwd: meta.cwd.clone(),
             attached: !meta.attached.is_empty(),
         }
     }
@@ -282,6 +284,12 @@ impl Replay {
     /// The trace's command (what dejavu ran, or the attached processes' command lines).
     pub fn meta_command(&self) -> &[String] {
         &self.meta_command
+    }
+
+    /// The working directory the recorded program started in (empty when the trace does
+    /// not say: an import, an older trace).
+    pub fn meta_cwd(&self) -> &str {
+        &self.meta_cwd
     }
 
     /// The process, if known.

@@ -1155,6 +1155,44 @@ fn node_a_tool_run_through_node_modules_bin_owns_its_files() {
     );
 }
 
+/// The same tool, run as a user runs it: `node node_modules/.bin/tool` from the project's
+/// directory (a relative path) and through the link's absolute path (as npx runs it). Its
+/// repeated stats are the program's own finding at the tool's line: the report finds the
+/// tool's package from the script's real path, as the agent does. (It took the path as
+/// given: a relative one named no package, `.bin/` was taken for one, and every file of
+/// the tool was a dependency's.)
+#[test]
+fn node_a_tool_run_by_a_relative_path_or_its_link_is_the_programs_own_code() {
+    require!("node");
+    let (_d, dir) = scratch();
+    let app = dir.join("app");
+    let tool = app.join("node_modules/tool");
+    std::fs::create_dir_all(tool.join("bin")).unwrap();
+    std::fs::create_dir_all(tool.join("lib")).unwrap();
+    std::fs::copy(workload("tool/cli.js"), tool.join("bin/cli.js")).unwrap();
+    std::fs::copy(workload("tool/lib/work.js"), tool.join("lib/work.js")).unwrap();
+    std::fs::create_dir_all(app.join("node_modules/.bin")).unwrap();
+    std::os::unix::fs::symlink("../tool/bin/cli.js", app.join("node_modules/.bin/tool")).unwrap();
+    let data = dir.join("data.json");
+    std::fs::write(&data, "{}").unwrap();
+    let link = app.join("node_modules/.bin/tool");
+    for script in [
+        "node_modules/.bin/tool",
+        "node_modules/tool/bin/cli.js",
+        link.to_str().unwrap(),
+    ] {
+        let (report, stderr) = run_report(&["node", script, data.to_str().unwrap(), "30"], &app);
+        let f = findings(&report, "repeated-lookup")
+            .into_iter()
+            .find(|f| f["paths"][0] == data.to_str().unwrap())
+            .unwrap_or_else(|| {
+                panic!("{script}: no repeated-lookup of {data:?}: {report:#}\n{stderr}")
+            });
+        assert_eq!(f["owner"], "own", "{script}: {f:#}");
+        assert_callsite(&f["callsites"][0], &tool.join("lib/work.js"), "tool");
+    }
+}
+
 /// Calls of a library made with no frame of the program's on the stack (its setImmediate
 /// callbacks) are captured deep, and the agent then captures the next calls deep at once;
 /// a call the program's callback then makes (called by the library, called by the
