@@ -69,8 +69,9 @@ const MAX_PATH = 3000;
  * Repeated calls (docs/agents.md, "Repeated calls"): the synchronous fs functions whose
  * syscalls all name their one path argument (or the descriptor they open on it). A call
  * of one of them on a path whose site dejavu already has for this thread (STICKY) sends
- * nothing and captures no stack; its site is checked again after 1, 2, 4, 8, ... calls,
- * then every STICKY_GAP calls, and a change is said at once. After a change (a switch:
+ * nothing and captures no stack; its site is checked at each of its next STICKY_EXACT
+ * calls, then again after 1, 2, 4, 8, ... calls, then every STICKY_GAP calls, and a change
+ * is said at once. After a change (a switch:
  * another line calls the same function on the path) the path is checked at every call
  * until CALM checks in a row found the same site, then less and less often again (1, 2,
  * 4, ...); CALM doubles with each switch the path has seen (8, 16, 32, ...), so lines
@@ -92,6 +93,14 @@ const STICKY_SYNC = new Set([
  * (bench/agents.py). Python's agent checks every 16th call: its frame walk is cheap.
  */
 const STICKY_GAP = 256;
+/**
+ * A path's calls after its first that are all checked, whatever they find, before the
+ * checks thin out: a loop over paths that checks each one at a line and again at another
+ * (exists, then isfile, each once per path) calls each path from each line once or
+ * twice, and the second line's calls must be found at once (they were given the first
+ * line's site: pip's .pyc compile loop named at the exists() of its unpacking).
+ */
+const STICKY_EXACT = 3;
 /**
  * Checks in a row that must find the same site before a path whose site switched is
  * checked less often again: STICKY_CALM << (switches - 1), the shift at most
@@ -954,8 +963,14 @@ function stickyCall(w, p, first) {
     // enough checks in a row found the same site, then less and less often again, from
     // the next call but one; the calm needed doubles with each switch.
     if (!e.volatile) {
-      e.gap = Math.min(e.gap * 2, STICKY_GAP);
-      e.next = e.n + e.gap;
+      if (e.gap < -1) {
+        // Among the path's first calls (STICKY_EXACT): the next one is checked too.
+        e.gap++;
+        e.next = e.n;
+      } else {
+        e.gap = e.gap < 0 ? 1 : Math.min(e.gap * 2, STICKY_GAP);
+        e.next = e.n + e.gap;
+      }
     } else if (++e.calm >= STICKY_CALM << Math.min(e.switches - 1, STICKY_CALM_SHIFT)) {
       e.volatile = false;
       e.calm = 0;
@@ -991,16 +1006,17 @@ function stickyCall(w, p, first) {
     e.calm = 0;
     e.n = e.next = 0;
   } else if (e !== undefined && e.cwd === cwd) {
-    // Another function: its next call checks (the one before may be called again from
-    // another line), then less and less often; a path whose site switched stays checked
+    // Another function: its next STICKY_EXACT calls check (the one before may be called
+    // again from another line; a file opened at one line, then stat'ed at two), then less
+    // and less often; a path whose site switched stays checked
     // at every call, whatever function, until its calm run (the counts are kept: a change
     // of function is found at once, it is no switch of lines).
     e.site = site;
     e.fn = w;
     e.n = e.next = 0;
-    if (!e.volatile) e.gap = 1;
+    if (!e.volatile) e.gap = -STICKY_EXACT;
   } else {
-    sticky.set(p, { site, fn: w, cwd, n: 1, next: 2, gap: 1, volatile: false, switches: 0, calm: 0 });
+    sticky.set(p, { site, fn: w, cwd, n: 1, next: 1, gap: -STICKY_EXACT, volatile: false, switches: 0, calm: 0 });
   }
   return true;
 }

@@ -103,6 +103,12 @@ _STICKY_OS = frozenset(
 # checks) name the earlier line. 256, as the Node.js agent's: a check every 16th call was
 # ~50 ns a call of a stat loop's ~240 ns in the agent (bench/RESULTS.md, eleventh session).
 _STICKY_GAP = 256
+# A path's calls after its first that are all checked, whatever they find, before the
+# checks thin out: a loop over paths that checks each one at a line and again at another
+# (exists, then isfile, each once per path) calls each path from each line once or twice,
+# and the second line's calls must be found at once (pip's .pyc compile loop was named at
+# the exists() of its unpacking). Kept in an entry as a gap below zero, counting up.
+_STICKY_EXACT = 3
 _STICKY_CALM = 8
 _STICKY_CALM_SHIFT = 16
 _MAX_STICKY = 4096
@@ -554,9 +560,15 @@ def _sticky_call_at(w, tid, p):
     if same:
         e[1] = w
         if not e[4]:
-            gap = e[3] * 2
-            e[3] = gap = gap if gap < _STICKY_GAP else _STICKY_GAP
-            e[2] = iter((w,) * gap)
+            gap = e[3]
+            if gap < -1:
+                # Among the path's first calls (_STICKY_EXACT): the next one is checked too.
+                e[3] = gap + 1
+                e[2] = _NO_CALLS
+            else:
+                gap = 1 if gap < 0 else gap * 2
+                e[3] = gap = gap if gap < _STICKY_GAP else _STICKY_GAP
+                e[2] = iter((w,) * gap)
         else:
             # Switched before: checked at every call until a calm run, which doubles with
             # each switch; then less and less often again, from the next call but one.
@@ -584,16 +596,17 @@ def _sticky_call_at(w, tid, p):
         # calls are checked less and less often again (below).
         e[:] = [sid, w, _NO_CALLS, 1, True, tid, cwd, e[7] + 1, 0, chain]
     elif e is not None:
-        # Another function: its next call checks (the one before may be called again
-        # from another line), then less and less often; a path whose site switched stays
-        # checked at every call, whatever function, until its calm run (the counts are
-        # kept: a change of function is found at once, it is no switch of lines).
-        e[:] = [sid, w, _NO_CALLS, 1, e[4], tid, cwd, e[7], e[8], chain]
+        # Another function: its next _STICKY_EXACT calls check (the one before may be
+        # called again from another line), then less and less often; a path whose site
+        # switched stays checked at every call, whatever function, until its calm run (the
+        # counts are kept: a change of function is found at once, it is no switch of
+        # lines).
+        e[:] = [sid, w, _NO_CALLS, -_STICKY_EXACT, e[4], tid, cwd, e[7], e[8], chain]
     else:
         if len(_sticky) >= _MAX_STICKY:
             _sticky.clear()
             _fast_clear()
-        _sticky[p] = [sid, w, iter((w,)), 1, False, tid, cwd, 0, 0, chain]
+        _sticky[p] = [sid, w, _NO_CALLS, -_STICKY_EXACT, False, tid, cwd, 0, 0, chain]
     return True
 
 

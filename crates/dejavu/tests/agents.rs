@@ -1101,6 +1101,41 @@ fn python_repeated_calls_are_said_once_and_still_name_each_line() {
     assert_repeats(Lang::Python, "repeats.py", (300, 300), 256);
 }
 
+/// repeats_lines.js / .py: every call at its own line, summed over the fixture's paths
+/// (`opened`: the stats of the line that made the files, Python's open() fstat).
+fn assert_first_calls_exact(lang: Lang, script: &str, opened: usize) {
+    let (calls, _, _) = record_calls(lang, script, &[]);
+    let mut by_line: BTreeMap<String, usize> = BTreeMap::new();
+    for name in calls.keys().filter(|n| n.starts_with("each/")) {
+        for (line, n) in calls_by_marked_line(&calls, name, script, STATS) {
+            *by_line.entry(line).or_insert(0) += n;
+        }
+    }
+    let mut want = per_line(&[("A", 40), ("B", 40), ("C", 40), ("E", 80), ("F", 40)]);
+    if opened > 0 {
+        want.insert("O".into(), opened);
+    }
+    assert_eq!(by_line, want, "every call at its own line");
+}
+
+#[test]
+fn node_a_paths_first_calls_from_other_lines_each_name_their_line() {
+    // Each of 40 paths opened (openSync: a repeated-call function too), then stat'ed once
+    // at A, then once at B, then at C; 40 more opened, stat'ed twice at E, then once at
+    // F. A path's first calls after its first, and after a change of function, are all
+    // checked, so another line's calls are found at once (before, the call after a check
+    // went unchecked: F's 40 calls were E's).
+    require!("node");
+    assert_first_calls_exact(Lang::Node, "repeats_lines.js", 0);
+}
+
+#[test]
+fn python_a_paths_first_calls_from_other_lines_each_name_their_line() {
+    // As Node.js's (exists, isfile and getsize are all os.stat's calls: one function).
+    require!("python3");
+    assert_first_calls_exact(Lang::Python, "repeats_lines.py", 80);
+}
+
 #[test]
 fn a_place_the_agent_stops_naming_gets_native_stacks_again() {
     // unnamed_place.py calls os.stat (wrapped: the agent names the calls) 300 times, then
