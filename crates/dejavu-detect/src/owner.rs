@@ -176,6 +176,21 @@ fn is_cpython_import(function: &[u8]) -> bool {
         || function.starts_with(b"_imp_")
 }
 
+/// Whether a function of CPython reads a source file to show its line in an error: a
+/// SyntaxError's (`_PyErr_ProgramDecodedTextObject`, `PyErr_ProgramText*`, from the
+/// parser's `_PyPegen_raise_error*`) or a traceback's (`_Py_DisplaySourceLine`,
+/// `display_source_line`). The file is the name the code was compiled with: for
+/// `compile(src, "<unknown>", ...)` (ast.parse's default) CPython opens `<unknown>` in
+/// the working directory at every syntax error, a runtime's look-up, not the program's
+/// (hypothesis's lambda-source parsing made 56 of them, ranked first as the program's own).
+fn is_cpython_error_source(function: &[u8]) -> bool {
+    function.starts_with(b"_PyErr_ProgramDecodedTextObject")
+        || function.starts_with(b"PyErr_ProgramText")
+        || function.starts_with(b"_PyPegen_raise_error")
+        || function.starts_with(b"_Py_DisplaySourceLine")
+        || function.starts_with(b"display_source_line")
+}
+
 /// Whether a function of Node.js is a C++ binding only its module loader calls:
 /// `internalModuleStat` and `internalModuleReadJSON` (the CommonJS loader's look-ups and
 /// package.json reads, Node.js 20) and the `modules` binding that replaced the second
@@ -315,14 +330,19 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
             }
             // python, libpython, node, ...: asked once, for the three tests below.
             let interpreter = is_interpreter_module(module);
-            if interpreter && (is_cpython_import(function) || is_node_loader(function)) {
+            if interpreter
+                && (is_cpython_import(function)
+                    || is_node_loader(function)
+                    || is_cpython_error_source(function))
+            {
                 // CPython's import system entered from C (a C extension's or a
                 // mypyc-compiled module's `import`, PyImport_ImportModule): its look-ups
                 // of the sys.path directories are the runtime's, as those it makes for
                 // an `import` statement (run by <frozen importlib._bootstrap>). Node.js's
                 // loader stats each folder it looks in through a binding of its own
                 // (the global folders, $HOME/.node_modules and the rest, have no
-                // node_modules in their path to tell them by).
+                // node_modules in their path to tell them by). CPython's reads of a
+                // source file for an error's line are its own too.
                 return Class::Loader;
             }
             if interpreter && prog.runtime != Runtime::Native {
@@ -657,6 +677,26 @@ mod tests {
             b"CPyImport_ImportMany",
         ] {
             assert!(!is_cpython_import(f), "{}", String::from_utf8_lossy(f));
+        }
+    }
+
+    #[test]
+    fn cpythons_reads_of_source_for_an_error_are_its_own() {
+        for f in [
+            &b"_PyErr_ProgramDecodedTextObject"[..],
+            b"PyErr_ProgramTextObject",
+            b"_PyPegen_raise_error_known_location",
+            b"_Py_DisplaySourceLine",
+            b"display_source_line.lto_priv.0",
+        ] {
+            assert!(is_cpython_error_source(f), "{}", String::from_utf8_lossy(f));
+        }
+        for f in [&b"_Py_fopen_obj"[..], b"builtin_compile", b"posix_do_stat"] {
+            assert!(
+                !is_cpython_error_source(f),
+                "{}",
+                String::from_utf8_lossy(f)
+            );
         }
     }
 

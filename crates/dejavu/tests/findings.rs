@@ -823,6 +823,19 @@ fn program_selects_the_findings_of_one_program() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--program"));
 }
 
+#[test]
+fn cpythons_source_look_ups_for_a_syntax_error_are_the_runtimes() {
+    // At each SyntaxError, CPython opens the file the code was compiled from to show the
+    // offending line: for ast.parse's source that is `<unknown>`, in the working
+    // directory, which is not there. Those ENOENT opens, with only the interpreter's
+    // frames on their stack (_PyErr_ProgramDecodedTextObject under the parser), were the
+    // program's own negative-probe finding with no line (hypothesis's lambda-source
+    // parsing ranked it first in attrs' test suite); they are the runtime's. 50 failed
+    // parses, 49 repeats; the twin parses once.
+    require!("python3");
+    loader_lookups_are_the_runtimes("python3", "syntax_errors.py", "50", 45, 10);
+}
+
 /// Records `cmd FIXTURE N` for a dirty twin (N = `dirty`) and its clean twin (N = 1) of
 /// repeated imports or requires of a module that is nowhere: the look-ups are the
 /// runtime's (at least `more` redundant calls over the clean twin's), and fewer than
