@@ -73,6 +73,10 @@ pub struct Callsite {
     pub stack: Vec<CallFrame>,
 }
 
+/// A call site's column past which its label names the column too (`file:line:column`):
+/// no line written by hand is that long.
+pub const MINIFIED_COLUMN: u32 = 200;
+
 impl Callsite {
     /// `function file:line`, `function (module)` or `module+0xoffset`: how a report names
     /// the site.
@@ -92,6 +96,11 @@ impl Callsite {
             let mut l = self.file.clone();
             if self.line != 0 {
                 l += &format!(":{}", self.line);
+                // A line that long is generated: a minified bundle's (npm's tar,
+                // `index.min.js:3`, is 102 KB on four lines), where the line names nothing.
+                if self.column > MINIFIED_COLUMN {
+                    l += &format!(":{}", self.column);
+                }
             }
             l
         } else if !self.module.is_empty() {

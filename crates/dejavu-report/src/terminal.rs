@@ -1472,6 +1472,26 @@ mod fit_tests {
     }
 
     #[test]
+    fn a_minified_bundles_site_names_its_column() {
+        // npm's tar is one 102 KB line of index.min.js: line 3 names nothing, column 43005
+        // is the mkdir helper. A line written by hand keeps file:line.
+        let mut c = site(
+            "Sr",
+            "/usr/lib/node_modules/npm/node_modules/tar/dist/commonjs/index.min.js",
+            3,
+        );
+        c.column = 43005;
+        assert!(c.label().ends_with("index.min.js:3:43005"), "{}", c.label());
+        assert!(
+            fit_site(&c, 40).ends_with("index.min.js:3:43005"),
+            "{}",
+            fit_site(&c, 40)
+        );
+        c.column = 12;
+        assert!(c.label().ends_with("index.min.js:3"), "{}", c.label());
+    }
+
+    #[test]
     fn a_long_location_is_cut_before_the_function() {
         let c = site(
             "cmd/go/internal/cache.FileHash",
