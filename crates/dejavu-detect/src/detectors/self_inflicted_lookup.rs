@@ -23,9 +23,10 @@ lookup (lseek(fd, 0, SEEK_CUR)) is redundant when the process wrote the file thr
 calls since its last lookup or open of it, nothing else changed the path meanwhile (its version \
 moved only by those writes), and the answer equals the derived value. Not redundant: the first \
 lookup (it establishes), a lookup after opening with no write since (buffer sizing, isatty \
-checks), a lookup after any change by another traced process (named in the hazards), and a lookup \
+checks), a lookup after any change by another traced process (named in the hazards), a lookup \
 whose answer differs from the derived value (another program wrote the file: counted as a stale \
-answer). Calls counts the size and position lookups of files the process writes or holds open for \
+answer), and a lookup right before the process removes the path (its next call on it an unlink or \
+rmdir: the lookup asks what to remove, as Node.js's fs.rm does, not the size). Calls counts the size and position lookups of files the process writes or holds open for \
 writing; lookups of files it only reads are never considered. Descriptors inherited from before \
 the trace or shared with a forked child have no known position. A new program (exec) starts with \
 nothing known.",
@@ -120,6 +121,33 @@ pub(crate) struct Asked {
 struct SelfInflicted {
     sizes: Sizes,
     tallies: Tallies,
+    /// Lookups found redundant, by process and path, not counted yet: each waits for the
+    /// process's next call on the path, which drops it when it removes the path
+    /// (`is_removal`).
+    pending: FxHashMap<(u32, PathKey), Vec<Pending>>,
+}
+
+/// A redundant lookup waiting for its thread's next call.
+#[derive(Clone, Copy)]
+struct Pending {
+    image: u32,
+    path: PathKey,
+    ts: u64,
+    dur: u64,
+    stack: Option<dejavu_trace::StackId>,
+    seq: u64,
+}
+
+/// A stat right before the process removes the path (unlink, unlinkat, rmdir: its next
+/// call on the path, from any thread, lookups of the path in between) asks what to remove,
+/// a file or a directory, not its size: Node.js's fs.rm lstat's a file twice, then unlinks
+/// it (each on a thread of libuv's pool), and a program that removes what it wrote has no
+/// size to keep (npm's cache: 69 such lookups a run, with the fix "keep the size in a
+/// variable"). Not counted: the price, a size asked to decide a removal (a log removed
+/// once it is too big) is not counted either. A rename is not a removal: a log rotated by
+/// its size asks the size, then renames it.
+fn is_removal(sys: Sys) -> bool {
+    matches!(sys, Sys::Unlink | Sys::Unlinkat | Sys::Rmdir)
 }
 
 fn pos_of<'a>(ps: &'a mut ProcState, fd: i32, v: &View) -> Option<&'a mut Pos> {
@@ -153,8 +181,17 @@ impl SelfInflicted {
         t.calls += 1;
         match a.expected {
             Some(e) if e == a.ans => {
-                t.redundant(s.ts, s.dur, s.stack);
-                cx.mark(v.seq, s.dur, s.stack);
+                self.pending
+                    .entry((s.pid, a.path))
+                    .or_default()
+                    .push(Pending {
+                        image: v.image,
+                        path: a.path,
+                        ts: s.ts,
+                        dur: s.dur,
+                        stack: s.stack,
+                        seq: v.seq,
+                    });
             }
             Some(_) => t.stale += 1,
             _ if a.other_change => {
@@ -162,6 +199,35 @@ impl SelfInflicted {
                 t.invalidated_by = t.invalidated_by.or(cx.replay.paths.changed_by(a.path));
             }
             _ => {}
+        }
+    }
+
+    /// The process's next call on the path of redundant lookups: drops them when it
+    /// removes the path, waits when it is another lookup of it (the next call decides for
+    /// all), else counts them.
+    fn settle(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        let Some(path) = v.path else { return };
+        let key = (s.pid, path);
+        if !self.pending.contains_key(&key)
+            || matches!(
+                s.sys,
+                Sys::Stat | Sys::Lstat | Sys::Fstat | Sys::Newfstatat | Sys::Statx
+            )
+        {
+            return;
+        }
+        let list = self.pending.remove(&key).unwrap_or_default();
+        if !is_removal(s.sys) {
+            self.count(&list, cx);
+        }
+    }
+
+    fn count(&mut self, list: &[Pending], cx: &Cx<'_>) {
+        for p in list {
+            self.tallies
+                .get(p.image, p.path)
+                .redundant(p.ts, p.dur, p.stack);
+            cx.mark(p.seq, p.dur, p.stack);
         }
     }
 }
@@ -422,10 +488,16 @@ impl Detector for SelfInflicted {
                 | Statx
                 | Truncate
                 | Ftruncate
+                | Unlink
+                | Unlinkat
+                | Rmdir
         )
     }
 
     fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        if !self.pending.is_empty() {
+            self.settle(s, v, cx);
+        }
         if let Some(a) = self.sizes.on_syscall(s, v, cx) {
             self.lookup(s, v, a, cx);
         }
@@ -436,6 +508,12 @@ impl Detector for SelfInflicted {
     }
 
     fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
+        let mut left: Vec<Pending> = std::mem::take(&mut self.pending)
+            .into_values()
+            .flatten()
+            .collect();
+        left.sort_by_key(|p| p.seq);
+        self.count(&left, cx);
         self.tallies
             .findings(&INFO, cx, Wording { cache: false }, &|t, _| {
                 let mut h = vec![
@@ -677,6 +755,53 @@ mod tests {
         fstat(&mut b, 3, 110);
         let f = b.findings("self-inflicted-lookup");
         assert_eq!((f[0].calls, f[0].redundant_calls), (10, 9));
+    }
+
+    #[test]
+    fn a_stat_before_the_same_thread_removes_the_file_asks_its_type_not_its_size() {
+        // A file written, then removed with Node.js's fs.rm (lstat, lstat, unlink), ten
+        // times: the lstats ask what to remove. The twin, the same stats followed by
+        // another write, asks the size its writes determine.
+        let mut b = TraceBuilder::new();
+        for i in 0..10 {
+            let p = format!("/cache/tmp/f{i}");
+            b.open(
+                &p,
+                O_WRONLY | O_CREAT | O_TRUNC,
+                3,
+                Some(file(40 + i, 0, 1)),
+            );
+            b.write(3, &p, "hello", false);
+            b.close(3, &p);
+            b.stat(&p, Ok(file(40 + i, 5, 1)));
+            b.stat(&p, Ok(file(40 + i, 5, 1)));
+            b.call(Sys::Unlink, |c, b| c.path = Some(b.s(&p)));
+        }
+        let f = b.findings("self-inflicted-lookup");
+        assert!(f.iter().all(|f| f.redundant_calls == 0), "{f:?}");
+        let mut b = TraceBuilder::new();
+        for i in 0..10 {
+            let p = format!("/cache/tmp/f{i}");
+            b.open(
+                &p,
+                O_WRONLY | O_CREAT | O_TRUNC,
+                3,
+                Some(file(40 + i, 0, 1)),
+            );
+            b.write(3, &p, "hello", false);
+            b.close(3, &p);
+            b.stat(&p, Ok(file(40 + i, 5, 1)));
+            b.open(&p, O_WRONLY | O_APPEND, 3, Some(file(40 + i, 5, 1)));
+            b.write(3, &p, "hello", false);
+            b.close(3, &p);
+            b.stat(&p, Ok(file(40 + i, 10, 1)));
+        }
+        let f = b.findings("self-inflicted-lookup");
+        assert_eq!(
+            f.iter().map(|f| f.redundant_calls).sum::<u64>(),
+            20,
+            "{f:?}"
+        );
     }
 
     #[test]
