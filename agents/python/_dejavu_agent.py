@@ -903,6 +903,26 @@ def _wrap_logging(mod):
             _install_method(c, "emit")
 
 
+def _wrap_ssl(mod):
+    """ssl.SSLContext's loads of certificates, keys and parameters: OpenSSL reads their
+    files in C, where no Python frame is seen, so without this a context made per session
+    (pip's and requests' CA bundle, 200 KB, read again for each) had only libcrypto's
+    frames. The methods are _ssl._SSLContext's, inherited: the wrapper is set on
+    SSLContext itself (taken away again by unhook)."""
+    c = getattr(mod, "SSLContext", None)
+    if not isinstance(c, type):
+        return
+    for name in (
+        "load_verify_locations", "load_cert_chain", "load_dh_params", "set_default_verify_paths",
+    ):
+        if name in c.__dict__:
+            _install_method(c, name)
+            continue
+        orig = getattr(c, name, None)
+        if orig is not None and callable(orig):
+            _put(c, name, None, _wrap(orig))
+
+
 # The stdio streams' states (_stdio_said): per stream a list [descriptor, site said for
 # it (0: none), the frames it was found from (_key's chain), its FD request (0: none), a
 # weak reference to the stream].
@@ -1168,6 +1188,7 @@ class _ImportWatch:
 def _watch_imports():
     _WATCHED["subprocess"] = _wrap_subprocess
     _WATCHED["logging"] = _wrap_logging
+    _WATCHED["ssl"] = _wrap_ssl
     if _sys.version_info < (3, 11):
         _WATCHED["pathlib"] = _unbind_in_pathlib
     for name, then in list(_WATCHED.items()):

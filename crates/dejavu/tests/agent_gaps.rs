@@ -526,6 +526,42 @@ fn node_stdio_writes_from_lines_taking_turns_each_carry_their_own_line() {
 }
 
 #[test]
+fn python_a_ca_bundle_openssl_reads_names_the_line_that_made_the_context() {
+    // ssl.create_default_context(cafile=...) per session: OpenSSL opens and reads the
+    // bundle in C (libcrypto's frames only, before: pip's 58 rereads of its CA bundle
+    // named no Python line). Every open and read of it is the program's line.
+    require!("python3");
+    let (_d, dir) = scratch();
+    let system = Path::new("/etc/ssl/certs/ca-certificates.crt");
+    assert!(
+        system.exists(),
+        "the system's CA bundle (ca-certificates) is not installed"
+    );
+    let ca = dir.join("ca.pem");
+    std::fs::copy(system, &ca).unwrap();
+    let src = workload("ssl_contexts.py");
+    let py = python();
+    let calls = record(
+        &[&py, src.to_str().unwrap(), ca.to_str().unwrap(), "5"],
+        &dir,
+        &dir.join("stderr.txt"),
+    );
+    let ca = ca.display().to_string();
+    let opens: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.sys == Sys::Openat && c.path == ca)
+        .collect();
+    assert_eq!(opens.len(), 5, "{opens:?}");
+    let reads: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.sys == Sys::Read && c.path == ca)
+        .collect();
+    assert!(reads.len() >= 5, "{reads:?}");
+    assert_own_line(&opens, &src, "context", FrameKind::Python);
+    assert_own_line(&reads, &src, "context", FrameKind::Python);
+}
+
+#[test]
 fn python_logging_per_event_to_a_file_and_to_stderr_carries_the_logging_line() {
     require!("python3");
     let (_d, dir) = scratch();
