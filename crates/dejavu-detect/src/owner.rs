@@ -289,6 +289,15 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
                 return Class::Plumbing;
             }
             if contains(file, b"-packages/") {
+                // The program's own distribution (its console script's: black's files
+                // when the program is `venv/bin/black`).
+                for p in &prog.own_packages {
+                    let dir = [&b"-packages/"[..], p, b"/"].concat();
+                    let module = [&b"-packages/"[..], p, b".py"].concat();
+                    if contains(file, &dir) || file.ends_with(&module) {
+                        return Class::Own;
+                    }
+                }
                 return Class::Dependency;
             }
             Class::Own

@@ -32,9 +32,15 @@ pub struct Program {
     /// `node_modules` tree (`.../node_modules/typescript/`): files there (outside nested
     /// `node_modules`) are the program's own code, not a dependency's.
     pub own_root: Option<Vec<u8>>,
+    /// Python: the top-level packages of the distribution whose console script the
+    /// program is (`venv/bin/black` -> `black`, `blackd`, `blib2to3`, `_black_version`):
+    /// their files in site-packages are the program's own code, not a dependency's.
+    pub own_packages: Vec<Vec<u8>>,
     /// The script an interpreter runs, when its path is absolute (Python puts its
     /// directory first on `sys.path`: the import system looks there for every module).
     pub script: Option<Vec<u8>>,
+    /// Python: the script as given (for `resolve_console_script`), until resolved.
+    pub console_script: Option<Vec<u8>>,
     /// Python `-m MODULE`: the module's files (`http/server.py`, `pkg/__main__.py`) are
     /// the program's own code, even in the standard library or site-packages.
     pub own_module: Option<String>,
@@ -228,12 +234,12 @@ impl Program {
         };
         let own_module =
             (runtime == Runtime::Python && python_m(args)).then(|| name.replace('.', "/"));
-        let script = match runtime {
+        let given = match runtime {
             Runtime::Python if own_module.is_none() => python_script(args),
             _ => None,
-        }
-        .filter(|s| s.starts_with(b"/"))
-        .map(<[u8]>::to_vec);
+        };
+        let console_script = given.map(<[u8]>::to_vec);
+        let script = given.filter(|s| s.starts_with(b"/")).map(<[u8]>::to_vec);
         let system = match runtime {
             Runtime::Native => system_exe(exe),
             Runtime::Shell => !runs_script && system_exe(exe),
@@ -246,6 +252,8 @@ impl Program {
             runtime,
             exe: exe.to_vec(),
             own_root,
+            own_packages: Vec::new(),
+            console_script,
             launcher: None,
             system,
             tool: false,
@@ -282,6 +290,36 @@ impl Program {
                 .map(|p| p.into_os_string().into_vec())
         };
         self.own_root = node_package_root(real.as_deref().unwrap_or(&abs));
+    }
+
+    /// Python: the packages of the distribution whose console script the program runs
+    /// (`own_packages`). A console script pip or setuptools wrote is a short file that
+    /// imports the entry point (`from black import patched_main`) and exits with it
+    /// (`sys.exit(...)`); its distribution is the one whose `top_level.txt` (in its
+    /// `*.dist-info` beside the packages, under the interpreter's prefix from the
+    /// script's `#!` line) names the entry's package; without one, the entry's package
+    /// alone. Read from the file system where the report is made; nothing when the script
+    /// is not there or is not such a script.
+    pub fn resolve_console_script(&mut self, cwd: Option<&[u8]>) {
+        use std::os::unix::ffi::OsStrExt;
+        let Some(script) = self.console_script.take() else {
+            return;
+        };
+        let abs = if script.starts_with(b"/") {
+            script
+        } else if let Some(c) = cwd {
+            [c, b"/", &script[..]].concat()
+        } else {
+            return;
+        };
+        let Some((interp, top)) = console_entry(std::ffi::OsStr::from_bytes(&abs)) else {
+            return;
+        };
+        let mut own = distribution_packages(&interp, &top);
+        if !own.contains(&top) {
+            own.push(top);
+        }
+        self.own_packages = own;
     }
 
     /// Whether the recorded command itself (the root process's first program) only starts
@@ -473,6 +511,78 @@ fn python_name(exe_base: &[u8], args: &[&[u8]]) -> String {
         return lossy(base(a));
     }
     lossy(exe_base)
+}
+
+/// A console script's interpreter (its `#!` line's program) and its entry's top-level
+/// package (`from black import patched_main` -> `black`): None for a file that is not a
+/// short script importing its entry and exiting with it.
+fn console_entry(path: &std::ffi::OsStr) -> Option<(Vec<u8>, Vec<u8>)> {
+    use std::io::Read;
+    let mut text = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(4096)
+        .read_to_end(&mut text)
+        .ok()?;
+    let first = text.split(|&c| c == b'\n').next()?;
+    let interp = first.strip_prefix(b"#!")?;
+    let interp = interp
+        .split(|c| c.is_ascii_whitespace())
+        .find(|w| !w.is_empty())?;
+    if !interp.starts_with(b"/") || !contains(&text, b"sys.exit(") {
+        return None;
+    }
+    let module = text.split(|&c| c == b'\n').find_map(|l| {
+        let rest = l.strip_prefix(b"from ")?;
+        let end = rest.windows(8).position(|w| w == b" import ")?;
+        Some(&rest[..end])
+    })?;
+    let top = module.split(|&c| c == b'.').next()?;
+    let ident = |c: &u8| c.is_ascii_alphanumeric() || *c == b'_';
+    (!top.is_empty() && top.iter().all(ident)).then(|| (interp.to_vec(), top.to_vec()))
+}
+
+/// The top-level packages of the installed distribution that holds package `top`, from
+/// the `top_level.txt` of the `*.dist-info` directories in the site-packages under the
+/// prefix of interpreter `interp` (`PREFIX/bin/python3` -> `PREFIX/lib/python3*/
+/// {site,dist}-packages`); empty when none names it.
+fn distribution_packages(interp: &[u8], top: &[u8]) -> Vec<Vec<u8>> {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let interp = std::path::Path::new(std::ffi::OsStr::from_bytes(interp));
+    let Some(prefix) = interp.parent().and_then(|b| b.parent()) else {
+        return Vec::new();
+    };
+    let Ok(libs) = std::fs::read_dir(prefix.join("lib")) else {
+        return Vec::new();
+    };
+    for lib in libs.flatten().take(64) {
+        if !lib.file_name().as_bytes().starts_with(b"python") {
+            continue;
+        }
+        for site in ["site-packages", "dist-packages"] {
+            let Ok(entries) = std::fs::read_dir(lib.path().join(site)) else {
+                continue;
+            };
+            for e in entries.flatten().take(4096) {
+                let name = e.file_name().into_vec();
+                if !name.ends_with(b".dist-info") {
+                    continue;
+                }
+                let Ok(list) = std::fs::read(e.path().join("top_level.txt")) else {
+                    continue;
+                };
+                let names: Vec<Vec<u8>> = list
+                    .split(|&c| c == b'\n')
+                    .map(|l| l.trim_ascii().to_vec())
+                    .filter(|l| !l.is_empty())
+                    .collect();
+                if names.iter().any(|n| n == top) {
+                    return names;
+                }
+            }
+        }
+    }
+    Vec::new()
 }
 
 /// `.../node_modules/typescript/bin/tsc` -> `.../node_modules/typescript/`;
@@ -754,12 +864,16 @@ fn exe_argv<'a>(replay: &'a Replay, im: &Image, strings: &'a Strings) -> (&'a [u
 fn base_program(replay: &Replay, im: &Image, strings: &Strings) -> Program {
     let (exe, argv) = exe_argv(replay, im, strings);
     let mut p = Program::of(exe, &argv);
+    let root_cwd = (Some(im.pid) == replay.root && replay.meta_cwd().starts_with('/'))
+        .then(|| replay.meta_cwd().as_bytes());
+    if p.runtime == Runtime::Python {
+        // A relative script, as for Node.js's below: the root's only.
+        p.resolve_console_script(root_cwd);
+    }
     if p.runtime == Runtime::Node {
         // A relative script is the root's (the process dejavu started, in the trace's
         // working directory); another process's working directory is not in the trace.
-        let cwd = (Some(im.pid) == replay.root && replay.meta_cwd().starts_with('/'))
-            .then(|| replay.meta_cwd().as_bytes());
-        p.resolve_node_script(&argv, cwd);
+        p.resolve_node_script(&argv, root_cwd);
     }
     if p.name.is_empty() {
         p.name = format!("pid {}", im.pid);
@@ -975,6 +1089,55 @@ mod tests {
         );
         // Not a script: nothing to resolve.
         assert_eq!(root(&[b"node", b"-e", b"1"], Some(app)), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_console_script_names_its_distributions_packages() {
+        let dir = std::env::temp_dir().join(format!(
+            "dejavu-console-test-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let site = dir.join("venv/lib/python3.11/site-packages");
+        std::fs::create_dir_all(site.join("black-26.10.1.dist-info")).unwrap();
+        std::fs::create_dir_all(site.join("click-8.dist-info")).unwrap();
+        std::fs::write(site.join("click-8.dist-info/top_level.txt"), "click\n").unwrap();
+        std::fs::write(
+            site.join("black-26.10.1.dist-info/top_level.txt"),
+            "_black_version\nblack\nblackd\nblib2to3\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.join("venv/bin")).unwrap();
+        let venv = dir.join("venv").display().to_string();
+        let script = dir.join("venv/bin/black");
+        std::fs::write(
+            &script,
+            format!(
+                "#!{venv}/bin/python3\nimport re\nimport sys\nfrom black import patched_main\n\
+                 if __name__ == '__main__':\n    sys.exit(patched_main())\n"
+            ),
+        )
+        .unwrap();
+        let own = |script: &str| {
+            let mut p = Program::of(b"/usr/bin/python3", &[b"python3", script.as_bytes()]);
+            p.resolve_console_script(None);
+            p.own_packages
+                .iter()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect::<Vec<_>>()
+        };
+        let s = script.display().to_string();
+        assert_eq!(own(&s), ["_black_version", "black", "blackd", "blib2to3"]);
+        // Without its dist-info: the entry's package alone.
+        std::fs::remove_dir_all(site.join("black-26.10.1.dist-info")).unwrap();
+        assert_eq!(own(&s), ["black"]);
+        // A script of the program's own (no `from X import`, no sys.exit) names none.
+        let mine = dir.join("app.py");
+        std::fs::write(&mine, "import os\nprint(os.getcwd())\n").unwrap();
+        assert!(own(&mine.display().to_string()).is_empty());
+        assert!(own("/nowhere/bin/tool").is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

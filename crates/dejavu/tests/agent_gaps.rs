@@ -1137,6 +1137,76 @@ fn python_an_installed_tool_run_with_dash_m_is_named_at_its_packages_line() {
     assert_callsite(&f["callsites"][0], &site.join("_tool/__init__.py"), "probe");
 }
 
+/// An installed tool run by its console script (`venv/bin/tool`, as pip writes them:
+/// `from tool import main`, `sys.exit(main())`): its distribution's packages in
+/// site-packages (`tool` and `_tool`, named by its dist-info's top_level.txt, as pytest's
+/// `pytest` and `_pytest`) are the program's own code, not a dependency's (black, pip,
+/// pytest: every finding of theirs was "its dependencies").
+#[test]
+fn python_an_installed_tools_console_script_owns_its_distributions_packages() {
+    require!("python3");
+    let (_d, dir) = scratch();
+    let venv = dir.join("venv");
+    let py = python();
+    let st = Command::new(&py)
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let lib = std::fs::read_dir(venv.join("lib"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("python"))
+        .unwrap()
+        .path();
+    let site = lib.join("site-packages");
+    for (to, text) in [
+        (
+            "_tool/__init__.py",
+            std::fs::read_to_string(workload("library/tool_impl.py")).unwrap(),
+        ),
+        ("tool/__init__.py", "from _tool import main\n".to_string()),
+        (
+            "tool-1.0.dist-info/top_level.txt",
+            "_tool\ntool\n".to_string(),
+        ),
+    ] {
+        let to = site.join(to);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::write(&to, text).unwrap();
+    }
+    let script = venv.join("bin/tool");
+    std::fs::write(
+        &script,
+        format!(
+            "#!{}/bin/python3\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom tool import main\n\
+             if __name__ == '__main__':\n    sys.exit(main(sys.argv[1:]))\n",
+            venv.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let data = dir.join("data.json");
+    std::fs::write(&data, "{}").unwrap();
+    let (r, stderr) = run_report(
+        &[script.to_str().unwrap(), data.to_str().unwrap(), "30"],
+        &dir,
+    );
+    let f = findings(&r, "repeated-lookup")
+        .into_iter()
+        .find(|f| f["paths"][0] == data.to_str().unwrap())
+        .unwrap_or_else(|| {
+            panic!(
+                "no repeated-lookup of {data:?}: {:#} {stderr}",
+                r["findings"]
+            )
+        });
+    assert_eq!(f["owner"], "own", "{f:#}");
+    assert_callsite(&f["callsites"][0], &site.join("_tool/__init__.py"), "probe");
+}
+
 // ---- a tool run through node_modules/.bin; a library's calls with no program frame
 
 /// A tool run as `node_modules/.bin/tool` (a link to its bin, as npm makes them) is the
