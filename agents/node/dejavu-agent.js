@@ -71,14 +71,13 @@ const MAX_PATH = 3000;
  * of one of them on a path whose site dejavu already has for this thread (STICKY) sends
  * nothing and captures no stack; its site is checked at each of its next STICKY_EXACT
  * calls, then again after 1, 2, 4, 8, ... calls, then every STICKY_GAP calls, and a change
- * is said at once. After a change (a switch:
- * another line calls the same function on the path) the path is checked at every call
- * until CALM checks in a row found the same site, then less and less often again (1, 2,
- * 4, ...); CALM doubles with each switch the path has seen (8, 16, 32, ...), so lines
- * that take turns often keep it checked at every call. The price: at a switch that comes
- * while the path is checked less often (the first, and each after a calm run), up to
- * STICKY_GAP of the new line's first calls (the calls between two checks) are still given
- * to the earlier line.
+ * is said at once. After a change (a switch: another line calls the same function on the
+ * path) the path is checked at every call until CALM checks in a row found the same site,
+ * then less and less often again (1, 2, 4, ...); CALM doubles with each switch the path
+ * has seen (8, 16, 32, ...), so lines that take turns often keep it checked at every call.
+ * The price: at a switch that comes while the path is checked less often (after its first
+ * calls, and after each calm run), up to STICKY_GAP of the new line's first calls (the
+ * calls between two checks) are still given to the earlier line.
  */
 const STICKY_SYNC = new Set([
   'accessSync', 'appendFileSync', 'chmodSync', 'chownSync', 'existsSync', 'lchownSync',
@@ -1008,9 +1007,9 @@ function stickyCall(w, p, first) {
   } else if (e !== undefined && e.cwd === cwd) {
     // Another function: its next STICKY_EXACT calls check (the one before may be called
     // again from another line; a file opened at one line, then stat'ed at two), then less
-    // and less often; a path whose site switched stays checked
-    // at every call, whatever function, until its calm run (the counts are kept: a change
-    // of function is found at once, it is no switch of lines).
+    // and less often; a path whose site switched stays checked at every call, whatever
+    // function, until its calm run (the counts are kept: a change of function is found at
+    // once, it is no switch of lines).
     e.site = site;
     e.fn = w;
     e.n = e.next = 0;

@@ -39,8 +39,9 @@ pub struct Program {
     /// The script an interpreter runs, when its path is absolute (Python puts its
     /// directory first on `sys.path`: the import system looks there for every module).
     pub script: Option<Vec<u8>>,
-    /// Python: the script as given (for `resolve_console_script`), until resolved.
-    pub console_script: Option<Vec<u8>>,
+    /// Node.js and Python: the script as given (the first argument that is not an
+    /// option), for `resolve_node_script` and `resolve_console_script`.
+    pub script_given: Option<Vec<u8>>,
     /// Python `-m MODULE`: the module's files (`http/server.py`, `pkg/__main__.py`) are
     /// the program's own code, even in the standard library or site-packages.
     pub own_module: Option<String>,
@@ -207,6 +208,7 @@ impl Program {
         }
         let args = argv.get(1..).unwrap_or(&[]);
         let mut own_root = None;
+        let mut script_given = None;
         let mut runs_script = false;
         let name = match runtime {
             Runtime::Node => match script(
@@ -216,6 +218,7 @@ impl Program {
             ) {
                 Script::File(s) => {
                     own_root = node_package_root(s);
+                    script_given = Some(s.to_vec());
                     lossy(base(s))
                 }
                 Script::Code(o) => format!("{} {}", lossy(exe_base), lossy(o)),
@@ -238,7 +241,9 @@ impl Program {
             Runtime::Python if own_module.is_none() => python_script(args),
             _ => None,
         };
-        let console_script = given.map(<[u8]>::to_vec);
+        if given.is_some() {
+            script_given = given.map(<[u8]>::to_vec);
+        }
         let script = given.filter(|s| s.starts_with(b"/")).map(<[u8]>::to_vec);
         let system = match runtime {
             Runtime::Native => system_exe(exe),
@@ -253,7 +258,7 @@ impl Program {
             exe: exe.to_vec(),
             own_root,
             own_packages: Vec::new(),
-            console_script,
+            script_given,
             launcher: None,
             system,
             tool: false,
@@ -267,20 +272,8 @@ impl Program {
     /// one to `../lib/node_modules/npm/bin/npm-cli.js`). Read from the file system where
     /// the report is made; where the script is not there (a trace reported on another
     /// machine), the path as given, joined to `cwd`.
-    pub fn resolve_node_script(&mut self, argv: &[&[u8]], cwd: Option<&[u8]>) {
-        let args = argv.get(1..).unwrap_or(&[]);
-        let Script::File(s) = script(
-            args,
-            NODE_VALUE_OPTS,
-            &[b"-e", b"--eval", b"-p", b"--print"],
-        ) else {
-            return;
-        };
-        let abs = if s.starts_with(b"/") {
-            s.to_vec()
-        } else if let Some(c) = cwd {
-            [c, b"/", s].concat()
-        } else {
+    pub fn resolve_node_script(&mut self, cwd: Option<&[u8]>) {
+        let Some(abs) = self.script_at(cwd) else {
             return;
         };
         let real = {
@@ -302,14 +295,7 @@ impl Program {
     /// is not there or is not such a script.
     pub fn resolve_console_script(&mut self, cwd: Option<&[u8]>) {
         use std::os::unix::ffi::OsStrExt;
-        let Some(script) = self.console_script.take() else {
-            return;
-        };
-        let abs = if script.starts_with(b"/") {
-            script
-        } else if let Some(c) = cwd {
-            [c, b"/", &script[..]].concat()
-        } else {
+        let Some(abs) = self.script_at(cwd) else {
             return;
         };
         let Some((interp, top)) = console_entry(std::ffi::OsStr::from_bytes(&abs)) else {
@@ -320,6 +306,16 @@ impl Program {
             own.push(top);
         }
         self.own_packages = own;
+    }
+
+    /// The script as given, absolute: a relative one joined to `cwd` (None without it).
+    fn script_at(&self, cwd: Option<&[u8]>) -> Option<Vec<u8>> {
+        let s = self.script_given.as_deref()?;
+        if s.starts_with(b"/") {
+            Some(s.to_vec())
+        } else {
+            cwd.map(|c| [c, b"/", s].concat())
+        }
     }
 
     /// Whether the recorded command itself (the root process's first program) only starts
@@ -873,7 +869,7 @@ fn base_program(replay: &Replay, im: &Image, strings: &Strings) -> Program {
     if p.runtime == Runtime::Node {
         // A relative script is the root's (the process dejavu started, in the trace's
         // working directory); another process's working directory is not in the trace.
-        p.resolve_node_script(&argv, root_cwd);
+        p.resolve_node_script(root_cwd);
     }
     if p.name.is_empty() {
         p.name = format!("pid {}", im.pid);
@@ -1063,7 +1059,7 @@ mod tests {
         let want = [app, b"/node_modules/typescript/"].concat();
         let root = |argv: &[&[u8]], cwd: Option<&[u8]>| {
             let mut p = Program::of(b"/usr/bin/node", argv);
-            p.resolve_node_script(argv, cwd);
+            p.resolve_node_script(cwd);
             p.own_root
         };
         let bin = [app, b"/node_modules/.bin/tsc"].concat();
