@@ -107,6 +107,20 @@ fn exec_finding<'a>(report: &'a Value, path: &str, args: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no repeated-exec finding of {path} {args:?}: {report:#}"))
 }
 
+/// The repeated-lookup finding of `path` in `report` (`stderr`: the run's, for the
+/// message when there is none).
+fn lookup_of<'a>(report: &'a Value, path: &Path, stderr: &str) -> &'a Value {
+    findings(report, "repeated-lookup")
+        .into_iter()
+        .find(|f| f["paths"][0] == path.to_str().unwrap())
+        .unwrap_or_else(|| {
+            panic!(
+                "no repeated-lookup of {path:?}: {:#} {stderr}",
+                report["findings"]
+            )
+        })
+}
+
 /// The repeated-exec findings of a program run again and again (not of the PATH searches:
 /// the fixed fixtures still start two commands by name, whose PATH searches repeat).
 fn repeated_programs(report: &Value) -> Vec<&Value> {
@@ -1124,15 +1138,7 @@ fn python_an_installed_tool_run_with_dash_m_is_named_at_its_packages_line() {
     let py = python();
     // `-m` finds the package in the working directory.
     let (r, stderr) = run_report(&[&py, "-m", "tool", data.to_str().unwrap(), "30"], &site);
-    let f = findings(&r, "repeated-lookup")
-        .into_iter()
-        .find(|f| f["paths"][0] == data.to_str().unwrap())
-        .unwrap_or_else(|| {
-            panic!(
-                "no repeated-lookup of {data:?}: {:#} {stderr}",
-                r["findings"]
-            )
-        });
+    let f = lookup_of(&r, &data, &stderr);
     assert_eq!(f["redundant_calls"].as_u64(), Some(29), "{f:#}");
     assert_callsite(&f["callsites"][0], &site.join("_tool/__init__.py"), "probe");
 }
@@ -1194,20 +1200,26 @@ fn python_an_installed_tools_console_script_owns_its_distributions_packages() {
         &[script.to_str().unwrap(), data.to_str().unwrap(), "30"],
         &dir,
     );
-    let f = findings(&r, "repeated-lookup")
-        .into_iter()
-        .find(|f| f["paths"][0] == data.to_str().unwrap())
-        .unwrap_or_else(|| {
-            panic!(
-                "no repeated-lookup of {data:?}: {:#} {stderr}",
-                r["findings"]
-            )
-        });
+    let f = lookup_of(&r, &data, &stderr);
     assert_eq!(f["owner"], "own", "{f:#}");
     assert_callsite(&f["callsites"][0], &site.join("_tool/__init__.py"), "probe");
 }
 
 // ---- a tool run through node_modules/.bin; a library's calls with no program frame
+
+/// Lays out the tool fixture (tool/cli.js, tool/lib/work.js) as `app`/node_modules/tool,
+/// its bin linked as node_modules/.bin/tool (as npm does); returns the tool's directory.
+fn lay_out_tool(app: &Path) -> PathBuf {
+    let tool = app.join("node_modules/tool");
+    std::fs::create_dir_all(tool.join("bin")).unwrap();
+    std::fs::create_dir_all(tool.join("lib")).unwrap();
+    std::fs::copy(workload("tool/cli.js"), tool.join("bin/cli.js")).unwrap();
+    std::fs::copy(workload("tool/lib/work.js"), tool.join("lib/work.js")).unwrap();
+    let bin = app.join("node_modules/.bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink("../tool/bin/cli.js", bin.join("tool")).unwrap();
+    tool
+}
 
 /// A tool run as `node_modules/.bin/tool` (a link to its bin, as npm makes them) is the
 /// program: its own files are the program's, so the call's site is the tool's line (and
@@ -1219,14 +1231,8 @@ fn python_an_installed_tools_console_script_owns_its_distributions_packages() {
 fn node_a_tool_run_through_node_modules_bin_owns_its_files() {
     require!("node");
     let (_d, dir) = scratch();
-    let tool = dir.join("app/node_modules/tool");
-    std::fs::create_dir_all(tool.join("bin")).unwrap();
-    std::fs::create_dir_all(tool.join("lib")).unwrap();
-    std::fs::copy(workload("tool/cli.js"), tool.join("bin/cli.js")).unwrap();
-    std::fs::copy(workload("tool/lib/work.js"), tool.join("lib/work.js")).unwrap();
+    let tool = lay_out_tool(&dir.join("app"));
     let bin = dir.join("app/node_modules/.bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink("../tool/bin/cli.js", bin.join("tool")).unwrap();
     let data = dir.join("data.json");
     std::fs::write(&data, "{}").unwrap();
     let calls = record(
@@ -1272,13 +1278,7 @@ fn node_a_tool_run_by_a_relative_path_or_its_link_is_the_programs_own_code() {
     require!("node");
     let (_d, dir) = scratch();
     let app = dir.join("app");
-    let tool = app.join("node_modules/tool");
-    std::fs::create_dir_all(tool.join("bin")).unwrap();
-    std::fs::create_dir_all(tool.join("lib")).unwrap();
-    std::fs::copy(workload("tool/cli.js"), tool.join("bin/cli.js")).unwrap();
-    std::fs::copy(workload("tool/lib/work.js"), tool.join("lib/work.js")).unwrap();
-    std::fs::create_dir_all(app.join("node_modules/.bin")).unwrap();
-    std::os::unix::fs::symlink("../tool/bin/cli.js", app.join("node_modules/.bin/tool")).unwrap();
+    let tool = lay_out_tool(&app);
     let data = dir.join("data.json");
     std::fs::write(&data, "{}").unwrap();
     let link = app.join("node_modules/.bin/tool");
@@ -1288,12 +1288,7 @@ fn node_a_tool_run_by_a_relative_path_or_its_link_is_the_programs_own_code() {
         link.to_str().unwrap(),
     ] {
         let (report, stderr) = run_report(&["node", script, data.to_str().unwrap(), "30"], &app);
-        let f = findings(&report, "repeated-lookup")
-            .into_iter()
-            .find(|f| f["paths"][0] == data.to_str().unwrap())
-            .unwrap_or_else(|| {
-                panic!("{script}: no repeated-lookup of {data:?}: {report:#}\n{stderr}")
-            });
+        let f = lookup_of(&report, &data, &stderr);
         assert_eq!(f["owner"], "own", "{script}: {f:#}");
         assert_callsite(&f["callsites"][0], &tool.join("lib/work.js"), "tool");
     }
