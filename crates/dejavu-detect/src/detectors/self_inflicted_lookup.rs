@@ -758,22 +758,20 @@ mod tests {
     }
 
     #[test]
-    fn a_stat_before_the_same_thread_removes_the_file_asks_its_type_not_its_size() {
+    fn a_stat_right_before_the_process_removes_the_file_asks_its_type_not_its_size() {
         // A file written, then removed with Node.js's fs.rm (lstat, lstat, unlink), ten
         // times: the lstats ask what to remove. The twin, the same stats followed by
         // another write, asks the size its writes determine.
+        let written = |b: &mut TraceBuilder, p: &str, ino: u64| {
+            b.open(p, O_WRONLY | O_CREAT | O_TRUNC, 3, Some(file(ino, 0, 1)));
+            b.write(3, p, "hello", false);
+            b.close(3, p);
+            b.stat(p, Ok(file(ino, 5, 1)));
+        };
         let mut b = TraceBuilder::new();
         for i in 0..10 {
             let p = format!("/cache/tmp/f{i}");
-            b.open(
-                &p,
-                O_WRONLY | O_CREAT | O_TRUNC,
-                3,
-                Some(file(40 + i, 0, 1)),
-            );
-            b.write(3, &p, "hello", false);
-            b.close(3, &p);
-            b.stat(&p, Ok(file(40 + i, 5, 1)));
+            written(&mut b, &p, 40 + i);
             b.stat(&p, Ok(file(40 + i, 5, 1)));
             b.call(Sys::Unlink, |c, b| c.path = Some(b.s(&p)));
         }
@@ -782,15 +780,7 @@ mod tests {
         let mut b = TraceBuilder::new();
         for i in 0..10 {
             let p = format!("/cache/tmp/f{i}");
-            b.open(
-                &p,
-                O_WRONLY | O_CREAT | O_TRUNC,
-                3,
-                Some(file(40 + i, 0, 1)),
-            );
-            b.write(3, &p, "hello", false);
-            b.close(3, &p);
-            b.stat(&p, Ok(file(40 + i, 5, 1)));
+            written(&mut b, &p, 40 + i);
             b.open(&p, O_WRONLY | O_APPEND, 3, Some(file(40 + i, 5, 1)));
             b.write(3, &p, "hello", false);
             b.close(3, &p);
