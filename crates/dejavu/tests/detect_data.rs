@@ -995,13 +995,14 @@ fn ensure_dir_python_exists_and_makedirs_per_record() {
     assert_eq!(m.paths, vec![w.file("out/chats")], "{m:#?}");
     assert!(m.command.contains("makedirs_dirty.py"), "{}", m.command);
     // 100 records: the first creates out/chats; each of the other 99 makes
-    // exists(d) -> stat, makedirs: stat(out), mkdir(d) -> EEXIST, stat(d). The mkdir and
-    // both stats of d are the idiom's (99 x 3 redundant); the calls add the first mkdir.
-    assert_eq!((m.calls, m.redundant_calls), (298, 297), "{m:#?}");
+    // exists(d) -> stat, makedirs: stat(out), mkdir(d) -> EEXIST, stat(d). The mkdir, both
+    // stats of d and the stat of its parent right before the mkdir are the idiom's (99 x 4
+    // redundant); the calls add the first mkdir.
+    assert_eq!((m.calls, m.redundant_calls), (397, 396), "{m:#?}");
     let ex = m.example.clone().unwrap_or_default();
     assert!(
         ex.starts_with("99 mkdir calls failed with EEXIST")
-            && ex.contains("with 99 ")
+            && ex.contains("with 198 ")
             && ex.contains(" checks before them and 99 "),
         "{ex}"
     );
@@ -1013,7 +1014,7 @@ fn ensure_dir_python_exists_and_makedirs_per_record() {
         assert_eq!(
             sites(m),
             vec![
-                ("<module>".into(), "makedirs_dirty.py".into(), 11, 198),
+                ("<module>".into(), "makedirs_dirty.py".into(), 11, 297),
                 ("<module>".into(), "makedirs_dirty.py".into(), 9, 99),
             ],
             "{m:#?}"
@@ -1042,6 +1043,83 @@ fn ensure_dir_python_makedirs_once_is_quiet() {
         &[
             py.to_str().unwrap_or("python3"),
             &fixture("ensure-dir", "makedirs_clean.py"),
+        ],
+        &[],
+    );
+    let f = all_findings(&w, "ensure-dir");
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+// ---- ensure-dir: os.makedirs per file, EEXIST caught (pip's ensure_dir) ----------------
+
+#[test]
+fn ensure_dir_python_makedirs_per_file_takes_the_parents_stat_with_it() {
+    let py = require!(python(), "python3");
+    let w = Work::new();
+    record(
+        &w,
+        &[
+            py.to_str().unwrap_or("python3"),
+            &fixture("ensure-dir", "makedirs_per_file_dirty.py"),
+        ],
+        &[],
+    );
+    let f = findings(&w, "ensure-dir");
+    // 60 files in each of two directories: after each directory's first, every file makes
+    // stat(its parent), mkdir(d) -> EEXIST. Both are the idiom's: 2 x 59 x 2 redundant,
+    // the calls adding each directory's first mkdir.
+    let total = |f: &[Finding]| -> (u64, u64) {
+        f.iter()
+            .fold((0, 0), |(c, r), m| (c + m.calls, r + m.redundant_calls))
+    };
+    assert_eq!(total(&f), (2 * (60 + 59), 2 * 59 * 2), "{f:#?}");
+    assert!(
+        f.iter().all(|m| m
+            .example
+            .as_deref()
+            .is_some_and(|e| e.contains(" checks before them"))),
+        "{f:#?}"
+    );
+    if DEJAVU_STACKS_ON {
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(
+            sites(&f[0]),
+            vec![(
+                "ensure_dir".into(),
+                "makedirs_per_file_dirty.py".into(),
+                13,
+                236
+            )],
+            "{f:#?}"
+        );
+        // The parents' repeated stats are the same calls: a repeated-lookup finding of
+        // them is shown in the ensure-dir one, not as a row of its own.
+        let mut r = dejavu_trace::TraceReader::open(&w.trace()).expect("trace opens");
+        let a = analyze(&mut r, &Config::default(), |_| {}).expect("analysis");
+        let rows: Vec<&Finding> = a
+            .findings
+            .iter()
+            .filter(|g| g.shown_in.is_none() && g.paths.iter().any(|p| p.contains("/site/")))
+            .collect();
+        assert_eq!(rows.len(), 1, "{rows:#?}");
+        assert_eq!(rows[0].detector, "ensure-dir");
+        assert!(
+            rows[0].also.iter().any(|x| x.detector == "repeated-lookup"),
+            "{:#?}",
+            rows[0]
+        );
+    }
+}
+
+#[test]
+fn ensure_dir_python_makedirs_per_directory_once_is_quiet() {
+    let py = require!(python(), "python3");
+    let w = Work::new();
+    record(
+        &w,
+        &[
+            py.to_str().unwrap_or("python3"),
+            &fixture("ensure-dir", "makedirs_per_file_clean.py"),
         ],
         &[],
     );

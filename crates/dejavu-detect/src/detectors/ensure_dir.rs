@@ -24,9 +24,10 @@ stat/lstat/statx/newfstatat/access/faccessat of D that the same thread made imme
 redundant mkdir (no other call of that thread in between, runtime plumbing aside — calls on \
 eventfds, pipes, sockets and terminals — and checks of D's parent directories, which mkdir helpers \
 make on their way: existsSync(dir), os.path.exists(d) before os.makedirs(d, exist_ok=True), which \
-stats the parent first), and the stat of D it made immediately after (mkdir -p, \
-recursive: true and exist_ok=True verify that the existing entry is a directory). Checks around a \
-mkdir that is not redundant are not counted. A finding's calls are the process's mkdir calls of D \
+stats the parent first), the check of a parent of D made immediately before the redundant mkdir \
+(os.makedirs(d) stats the parent before its mkdir: ensuring d once drops both), and the stat of D it \
+made immediately after (mkdir -p, recursive: true and exist_ok=True verify that the existing entry is \
+a directory). Checks around a mkdir that is not redundant are not counted. A finding's calls are the process's mkdir calls of D \
 with the checks right before them and the verifying stats after the redundant ones; its time is the \
 redundant calls' own. The cache verdict replays the fix (an ensured flag per directory): a \
 directory that vanished with no traced removal is an answer the flag would have got wrong.",
@@ -149,10 +150,16 @@ impl EnsureDir {
         if s.ev & ev::UNFINISHED != 0 {
             return;
         }
-        let check = prev
+        // The check of D right before (or held while its parents were checked), and a
+        // check of one of D's parents right before: os.makedirs(d) stats its parent first
+        // (pip's ensure_dir per file of a wheel: stat(parent), mkdir(d) -> EEXIST). When
+        // the mkdir is redundant, so is the parent's check: ensuring d once drops both.
+        let own = prev
             .check
             .filter(|c| c.path == d)
             .or(prev.held.filter(|c| c.path == d));
+        let parent = prev.check.filter(|c| is_ancestor(cx, c.path, d));
+        let checks = [own, parent];
         let key = (v.image, d);
         let known = self.ensured.get(&key).copied();
         let counting = cx.config.counts(s.ts);
@@ -170,7 +177,8 @@ impl EnsureDir {
         }
         let removed = known.and_then(|since| self.removed_since(cx, d, since));
         let t = self.tallies.get(v.image, d);
-        t.calls += 1 + check.is_some_and(|c| !c.counted) as u64;
+        let uncounted = || checks.into_iter().flatten().filter(|c| !c.counted);
+        t.calls += 1 + uncounted().count() as u64;
         if known.is_none() {
             return;
         }
@@ -181,12 +189,12 @@ impl EnsureDir {
                 let e = self.extra.entry(key).or_default();
                 e.redundant += 1;
                 e.mkdirs += 1;
-                if let Some(c) = check.filter(|c| !c.counted) {
+                for c in uncounted() {
                     t.redundant(c.ts, c.dur, c.stack);
                     cx.mark(c.call, c.dur, c.stack);
                     e.redundant += 1;
                     e.before += 1;
-                    e.before_sys = Some(c.sys);
+                    e.before_sys = e.before_sys.or(Some(c.sys));
                 }
                 self.set(
                     s.tid,
@@ -539,16 +547,17 @@ mod tests {
         }
         let f = b.findings("ensure-dir");
         assert_eq!(f.len(), 1, "{f:#?}");
-        // 5 mkdirs + 5 checks before them + 4 stats after; the first record's are needed.
+        // 5 mkdirs + 10 checks before them (d's and its parent's) + 4 stats after; the
+        // first record's are needed.
         assert_eq!(
             (f[0].calls, f[0].redundant_calls, f[0].wasted_ns),
-            (14, 12, 12 * 500)
+            (19, 16, 16 * 500)
         );
         assert_eq!(
             f[0].example.as_deref(),
             Some(
                 "4 mkdir calls failed with EEXIST on a directory the process already knew existed, \
-                 with 4 newfstatat checks before them and 4 newfstatat checks after them"
+                 with 8 newfstatat checks before them and 4 newfstatat checks after them"
             )
         );
         // A check of an unrelated path in between still separates them.

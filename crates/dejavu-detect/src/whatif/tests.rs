@@ -237,6 +237,54 @@ fn ensure_dir_once_reports_the_moment_another_process_removed_the_directory() {
 }
 
 #[test]
+fn ensure_dir_once_drops_the_parents_stat_that_os_makedirs_makes_first() {
+    // pip's ensure_dir per file: os.makedirs(d) stats d's parent, then mkdir(d) -> EEXIST.
+    // The parent is outside the glob; its stat goes with the mkdir all the same.
+    let build = || {
+        let mut b = TraceBuilder::new();
+        b.stat("/s/a", Err(2));
+        b.mkdir("/s", 0);
+        b.mkdir("/s/a", 0);
+        b.mkdir("/s/a/data", 0);
+        for i in 0..5 {
+            if i > 0 {
+                b.stat("/s/a", Ok(dir(4)));
+                b.mkdir("/s/a/data", -17);
+            }
+            let f = format!("/s/a/data/f{i}");
+            b.open(&f, 0o1101, 3, Some(file(10 + i, 0, 1)));
+            b.write(3, &f, "x", true);
+            b.close(3, &f);
+        }
+        b
+    };
+    let f = Flags {
+        ensure_dir_once: vec!["**/data".into()],
+        ..Flags::default()
+    };
+    let o = &run(build(), f)[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (8, 0));
+    // The finding says as much, and its own fix saves it.
+    let cfg = crate::Config {
+        min_calls: 1,
+        ..crate::Config::default()
+    };
+    let bytes = build().finish();
+    let mut r = TraceReader::new(&bytes[..]).expect("reader");
+    let (a, covered) = crate::analyze_covered(&mut r, &cfg, |_| {}).expect("analysis");
+    let e = a
+        .rows()
+        .iter()
+        .find(|f| f.detector == "ensure-dir")
+        .expect("an ensure-dir row");
+    assert_eq!(e.redundant_calls, 8);
+    let p = own_fix(e, covered.get(&e.key).map(|v| v.as_slice())).expect("its own fix");
+    let mut r = TraceReader::new(&bytes[..]).expect("reader");
+    let o = &evaluate(&mut r, &[p], |_| {}).expect("eval").outcomes[0];
+    assert_eq!(o.removed_calls, 8);
+}
+
+#[test]
 fn log_once_removes_repeated_lines_per_output() {
     let mut b = TraceBuilder::new();
     for i in 0..5 {

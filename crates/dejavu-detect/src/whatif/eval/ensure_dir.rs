@@ -22,8 +22,19 @@ pub(super) struct Pending {
     pub(super) dur: u64,
     pub(super) ts: u64,
     pub(super) ret: i64,
-    pub(super) program: String,
-    pub(super) site: String,
+    /// Its stack and image: the program and site are named only for a check counted (a
+    /// thread's every check is pending for a moment).
+    pub(super) stack: Option<dejavu_trace::StackId>,
+    pub(super) image: u32,
+}
+
+impl Pending {
+    fn program_and_site(&self, cx: &Cx<'_>) -> (String, String) {
+        (
+            cx.program_name(self.image).0,
+            site_label(cx, self.stack, self.image, self.sys),
+        )
+    }
 }
 
 pub(super) fn ensure_dir(
@@ -44,20 +55,30 @@ pub(super) fn ensure_dir(
                 return;
             }
             let path = c.path().unwrap_or(PathKey(0));
-            let pending = e.pending.remove(&tid).unwrap_or_default();
+            let mut pending = e.pending.remove(&tid).unwrap_or_default();
+            // The checks of the directory, and a check of a parent of it right before the
+            // mkdir (os.makedirs stats the parent first): the flag drops them with it.
+            let last = pending.len().saturating_sub(1);
+            let cx = c.cx;
+            let mut i = 0;
+            pending.retain(|x| {
+                i += 1;
+                x.path == path || (i - 1 == last && is_ancestor(cx, x.path, path))
+            });
             if e.flags.contains(&(image, path)) {
                 t.removed(c);
-                for ch in pending.iter().filter(|x| x.path == path) {
-                    t.count_at(&ch.program, &ch.site, true, ch.sys, ch.dur);
+                for ch in &pending {
+                    let (program, site) = ch.program_and_site(c.cx);
+                    t.count_at(&program, &site, true, ch.sys, ch.dur);
                     if ch.ret < 0 {
                         // The check the flag answered "exists" found it missing.
-                        let cz = cause(c.cx, image, path, false, 0, changes);
+                        let cz = cause(c.cx, image, ch.path, false, 0, changes);
                         t.stale(Stale {
                             ts: ch.ts,
                             pid: s.pid,
-                            path: c.cx.path(path),
+                            path: c.cx.path(ch.path),
                             call: ch.sys.name(),
-                            site: ch.site.clone(),
+                            site,
                             served: "exists".into(),
                             actual: errno_label((-ch.ret) as i32).into_owned(),
                             cause: cz,
@@ -80,8 +101,9 @@ pub(super) fn ensure_dir(
                 }
             } else {
                 t.governed(c);
-                for ch in pending.iter().filter(|x| x.path == path) {
-                    t.count_at(&ch.program, &ch.site, false, ch.sys, ch.dur);
+                for ch in &pending {
+                    let (program, site) = ch.program_and_site(c.cx);
+                    t.count_at(&program, &site, false, ch.sys, ch.dur);
                 }
                 if (s.ret == 0 || s.ret == -17) && e.flags.insert((image, path)) {
                     e.by_dir.entry(path).or_default().push(image);
@@ -91,9 +113,13 @@ pub(super) fn ensure_dir(
         _ => {
             let q = question(s);
             let check = matches!(q, Some(Question::Stat { .. } | Question::Access { .. }));
-            if check && c.in_scope(p, &mut t.scope) {
+            if check {
+                // Any check is the thread's last call: a check of a parent of an in-scope
+                // directory is one (os.makedirs's), whatever the scope says of the parent.
+                let in_scope = c.in_scope(p, &mut t.scope);
                 let path = c.path().unwrap_or(PathKey(0));
-                if e.after.remove(&tid) == Some(path) && matches!(q, Some(Question::Stat { .. })) {
+                let after = e.after.remove(&tid);
+                if in_scope && after == Some(path) && matches!(q, Some(Question::Stat { .. })) {
                     // mkdir -p's verifying stat of the directory it did not need to make.
                     t.removed(c);
                     if s.ret < 0 {
@@ -121,21 +147,18 @@ pub(super) fn ensure_dir(
                 if !keep {
                     pending.clear();
                 }
-                let (program, site) = (c.program(), c.site());
-                if let Some(pe) = e.pending.get_mut(&tid) {
-                    pe.push(Pending {
-                        path,
-                        sys: s.sys,
-                        dur: s.dur,
-                        ts: s.ts,
-                        ret: s.ret,
-                        program,
-                        site,
-                    });
-                }
+                pending.push(Pending {
+                    path,
+                    sys: s.sys,
+                    dur: s.dur,
+                    ts: s.ts,
+                    ret: s.ret,
+                    stack: s.stack,
+                    image,
+                });
                 return;
             }
-            if check || is_plumbing(s, c.v, c.cx) {
+            if is_plumbing(s, c.v, c.cx) {
                 return;
             }
             e.after.remove(&tid);
