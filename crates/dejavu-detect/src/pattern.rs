@@ -418,18 +418,21 @@ fn walks(shapes: &mut [Shape], paths: &[(&[u8], u64)], cs: &Comps<'_>) {
     let mut groups: Vec<Vec<usize>> = groups.into_values().collect();
     groups.sort_by_key(|g| g[0]);
     for g in groups {
-        // Named after the deepest path (the heaviest of the deepest); keyed by the top.
+        // Named after the heaviest path (the deepest of the heaviest: a search walking up
+        // asks each directory as often, and starts at the deepest); keyed by the top.
+        // Directories made one inside another (zoneinfo/America, zoneinfo/America/Argentina)
+        // are named after the one asked most.
         let deepest = *g
             .iter()
             .max_by(|&&a, &&b| {
                 (
-                    shapes[a].comps.len(),
                     shapes[a].weight,
+                    shapes[a].comps.len(),
                     std::cmp::Reverse(a),
                 )
                     .cmp(&(
-                        shapes[b].comps.len(),
                         shapes[b].weight,
+                        shapes[b].comps.len(),
                         std::cmp::Reverse(b),
                     ))
             })
@@ -762,6 +765,30 @@ mod tests {
         // Keyed by the top of the walk: the same walk gives the same key.
         let k = clusters(&[(b"/usr".as_slice(), 1), (b"/usr/lib".as_slice(), 1)]);
         assert_eq!(k[0].key, "walk:/usr");
+        // Named after the path asked most, the deepest of those asked as often: a pip
+        // install makes zoneinfo/America for 143 files and America/Argentina for 12.
+        let z = "/v/tzdata/zoneinfo";
+        let named = |w: [u64; 3]| {
+            let paths = [
+                z.to_string(),
+                format!("{z}/America"),
+                format!("{z}/America/Argentina"),
+            ];
+            let items: Vec<(&[u8], u64)> = paths
+                .iter()
+                .zip(w)
+                .map(|(p, w)| (p.as_bytes(), w))
+                .collect();
+            display_clusters(&items)[0].display.clone()
+        };
+        assert_eq!(
+            named([4, 143, 12]),
+            format!("{z}/America and 2 more under {z}")
+        );
+        assert_eq!(
+            named([5, 5, 5]),
+            format!("{z}/America/Argentina and 2 more under {z}")
+        );
     }
 
     #[test]
