@@ -21,7 +21,9 @@ mkdir, unlink, rename, chmod, utimes ...) or on a descriptor of a regular file o
 write, close, fstat, lseek, getdents64, fsync, ftruncate ...); calls on pipes, sockets, terminals, \
 /dev/null, eventfds and the like are not file I/O and do not count, nor are calls on descriptors 0, \
 1 and 2 (console output, which Node.js writes synchronously by design, whatever the stream points \
-to: repeated-output and small-writes judge it). Module loading is not the \
+to: repeated-output and small-writes judge it), nor calls on /proc and /sys, whose answers the \
+kernel makes up from memory with nothing to wait for (os.cpus(), a native addon reading its cgroup's \
+CPU quota). Module loading is not the \
 finding: calls on .js, .mjs, .cjs and .node files, on any package.json, and on anything inside a \
 node_modules directory are never counted. Start-up ends where dejavu's Node.js agent says the \
 main module has run (the first turn of the event loop after it): main-thread calls before that are \
@@ -122,20 +124,41 @@ fn file_kind(k: FdKind) -> bool {
     matches!(k, FdKind::File | FdKind::Dir)
 }
 
+/// What a path is to this detector (`SyncIo::class`; 0: not known yet).
+const MODULE: u8 = 1;
+const FILE: u8 = 2;
+const KERNEL: u8 = 3;
+
+/// A path of a pseudo file system whose answers the kernel makes up from memory: /proc and
+/// /sys (not /dev, /run or /tmp: device nodes and tmpfs are files like others here).
+fn is_kernel_path(b: &[u8]) -> bool {
+    [&b"/proc"[..], b"/sys"].iter().any(|root| {
+        b.strip_prefix(*root)
+            .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
+    })
+}
+
 impl SyncIo {
-    fn module(&mut self, cx: &Cx<'_>, p: PathKey) -> bool {
+    fn kind(&mut self, cx: &Cx<'_>, p: PathKey) -> u8 {
         let i = p.0 as usize;
         if self.class.len() <= i {
             self.class.resize(i + 1, 0);
         }
         if self.class[i] == 0 {
-            self.class[i] = if is_module_path(cx.replay.paths.bytes(p)) {
-                1
+            let b = cx.replay.paths.bytes(p);
+            self.class[i] = if is_kernel_path(b) {
+                KERNEL
+            } else if is_module_path(b) {
+                MODULE
             } else {
-                2
+                FILE
             };
         }
-        self.class[i] == 1
+        self.class[i]
+    }
+
+    fn module(&mut self, cx: &Cx<'_>, p: PathKey) -> bool {
+        self.kind(cx, p) == MODULE
     }
 
     fn commit(tallies: &mut Tallies, np: &mut NodeProc, cx: &Cx<'_>) {
@@ -197,6 +220,12 @@ impl Detector for SyncIo {
             if !file {
                 return;
             }
+        }
+        // /proc and /sys are answered from the kernel's memory, not storage: nothing to
+        // wait for that the threadpool would take off the loop (os.cpus(), Rust's
+        // available_parallelism() in a native addon reading the cgroup's CPU quota).
+        if self.kind(cx, path) == KERNEL {
+            return;
         }
         let module = self.module(cx, path);
         let gap = self.gap_ns;
@@ -326,6 +355,7 @@ impl Detector for SyncIo {
 
 #[cfg(test)]
 mod tests {
+    use super::is_kernel_path;
     use crate::testkit::{file, TraceBuilder};
     use crate::Config;
 
@@ -386,6 +416,41 @@ mod tests {
             .map(|p| (p.path.as_str(), p.redundant_calls))
             .collect();
         assert_eq!(top, vec![(CFG, 80), ("/app/data.bin", 20)]);
+    }
+
+    #[test]
+    fn proc_and_sys_are_the_kernels_memory_not_file_io() {
+        // After start-up, per request: os.cpus() (/proc/cpuinfo, /proc/stat, a cpufreq
+        // file under /sys) and a cgroup quota read, beside one config file read.
+        let run = |with_config: bool| {
+            let mut b = TraceBuilder::new();
+            start_node(&mut b, "/usr/bin/node", "node");
+            for _ in 0..10 {
+                for p in [
+                    "/proc/cpuinfo",
+                    "/proc/stat",
+                    "/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq",
+                    "/sys/fs/cgroup/cpu.max",
+                ] {
+                    b.open(p, 0o2000000, 21, Some(file(30, 0, 1)));
+                    b.read(21, p, 8192, 100);
+                    b.close(21, p);
+                }
+                b.stat("/proc/self", Ok(crate::testkit::dir(31)));
+                if with_config {
+                    b.stat("/app/data.bin", Ok(file(7, 4096, 1)));
+                }
+            }
+            b.findings("sync-io-main-thread")
+        };
+        assert!(run(false).is_empty(), "{:?}", run(false));
+        let f = run(true);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].paths, vec!["/app/data.bin".to_string()]);
+        assert_eq!(f[0].redundant_calls, 10);
+        // Only the roots themselves and what is under them: /procfs, /system are files.
+        assert!(is_kernel_path(b"/proc") && is_kernel_path(b"/sys/fs/cgroup/cpu.max"));
+        assert!(!is_kernel_path(b"/procfs/x") && !is_kernel_path(b"/system/x"));
     }
 
     #[test]
