@@ -134,10 +134,12 @@ impl<'a> Render<'a> {
                 fmt_duration(a.syscall_ns),
                 fmt_share(ratio(t.wasted_ns, a.syscall_ns)),
             ));
+            let mut split = 0;
             let parts: Vec<String> = Owner::ALL
                 .iter()
                 .filter_map(|&o| {
                     let (n, calls) = owner_totals(a, o);
+                    split += calls;
                     (n > 0).then(|| {
                         format!(
                             "{}: {} in {} {}",
@@ -150,8 +152,16 @@ impl<'a> Render<'a> {
                 })
                 .collect();
             if !parts.is_empty() {
+                // Two findings of different detectors can flag one call (a stat both
+                // repeated and the check of a check-then-act) and are not always shown as
+                // one: the split then adds up to more than the calls above, and says why.
+                let overlap = if split > t.redundant_calls {
+                    " (a call two findings flag is in both)"
+                } else {
+                    ""
+                };
                 text.push_str(&format!(
-                    "Redundant calls by whose code made them: {}. ",
+                    "Redundant calls by whose code made them{overlap}: {}. ",
                     parts.join("; ")
                 ));
             }
@@ -1080,6 +1090,26 @@ mod tests {
     #[test]
     fn snapshot_terminal() {
         insta::assert_snapshot!(render(&fixture::analysis(), &opts()));
+    }
+
+    #[test]
+    fn an_owner_split_adding_up_to_more_than_the_calls_says_why() {
+        let mut a = fixture::analysis();
+        let (plain, _) = headline(&a, &opts());
+        assert!(
+            plain.contains("Redundant calls by whose code made them: "),
+            "{plain}"
+        );
+        // Two rows' calls overlap: the distinct calls are fewer than the rows' sum.
+        let rows: u64 = a.rows().iter().map(|f| f.redundant_calls).sum();
+        a.redundant_calls = rows - 10;
+        let (text, _) = headline(&a, &opts());
+        assert!(
+            text.contains(
+                "Redundant calls by whose code made them (a call two findings flag is in both): "
+            ),
+            "{text}"
+        );
     }
 
     #[test]
