@@ -21,7 +21,11 @@ must honour. When the answer changed although dejavu saw no mutation, another pr
 the finding says caching is unsafe and counts the stale answers a cache would have served. fstat of an \
 open descriptor is never a lookup of the path. Failures that say something lasting about the path \
 (ENOENT, ENOTDIR, EACCES, EPERM, ELOOP, ENAMETOOLONG ...) are the negative-probe detector's; other \
-failures (readlink's EINVAL on a file that is not a symlink) are answers like any other.",
+failures (readlink's EINVAL on a file that is not a symlink) are answers like any other. When two \
+thirds of a finding's lookups are readlink or lstat and its paths include a directory and what is \
+in it, the finding's example says the paths are resolved again one component at a time: \
+realpath() (or fs.realpathSync, os.path.realpath, Path.resolve(), fs::canonicalize) asked again \
+for the same path, whose result can be kept.",
     example: "for each request: fs.statSync('config.json')   // 10,000 stats, 1 distinct answer",
     fix: "cache the answer per path and drop it on the invalidation points in the hazards, or pass the \
 result along instead of asking again",
@@ -44,6 +48,10 @@ struct Last {
 struct Answers {
     first: Option<Last>,
     more: Vec<Last>,
+    /// Redundant lookups of this path, and of them those that resolve a path one
+    /// component at a time would make: readlink, lstat.
+    redundant: u64,
+    components: u64,
 }
 
 impl Answers {
@@ -100,6 +108,11 @@ impl Detector for RepeatedLookup {
             Some(p) if p.version == v.version && p.answer == answer => {
                 t.redundant(s.ts, s.dur, s.stack);
                 cx.mark(v.seq, s.dur, s.stack);
+                answers.redundant += 1;
+                answers.components += matches!(
+                    question,
+                    Question::Readlink | Question::Stat { nofollow: true }
+                ) as u64;
             }
             Some(p) if p.version == v.version => t.stale += 1,
             Some(_) => {
@@ -111,11 +124,55 @@ impl Detector for RepeatedLookup {
     }
 
     fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
-        self.tallies
-            .findings(&INFO, cx, Wording { cache: true }, &|t, _| {
-                cache_hazards(t, "cached answer")
-            })
+        let tallies = &self.tallies;
+        tallies.findings_with(
+            &INFO,
+            cx,
+            Wording { cache: true },
+            &|t, _| cache_hazards(t, "cached answer"),
+            &mut |f, covered| {
+                if let Some(e) = resolved_again(tallies, cx, covered) {
+                    f.example = Some(e);
+                }
+            },
+        )
     }
+}
+
+/// What a finding's lookups are when they resolve one path again and again, component by
+/// component (realpath() and its kin: readlink of each component, which answers EINVAL where
+/// it is no symlink; os.path.realpath and Path.resolve() lstat each): two thirds of them
+/// readlink or lstat, and among the paths some the parent of another. Its wording for the
+/// example.
+fn resolved_again(
+    tallies: &Tallies<Answers>,
+    cx: &Cx<'_>,
+    covered: &[(u32, dejavu_replay::PathKey)],
+) -> Option<String> {
+    let (mut redundant, mut components) = (0u64, 0u64);
+    for &(image, path) in covered {
+        if let Some(a) = tallies.state(image, path) {
+            redundant += a.redundant;
+            components += a.components;
+        }
+    }
+    // Two thirds: Path.resolve() then a stat of what it resolved is 7 lstats and a stat.
+    if redundant == 0 || components * 3 < redundant * 2 {
+        return None;
+    }
+    let paths: rustc_hash::FxHashSet<_> = covered.iter().map(|&(_, p)| p).collect();
+    let nested = covered.iter().any(|&(_, p)| {
+        cx.replay
+            .paths
+            .parent(p)
+            .is_some_and(|q| paths.contains(&q))
+    });
+    nested.then(|| {
+        "the same paths resolved again, one component at a time (a readlink or lstat per \
+         directory: realpath(), fs.realpathSync, os.path.realpath, Path.resolve(), \
+         fs::canonicalize): keep the resolved path"
+            .to_string()
+    })
 }
 
 #[cfg(test)]
@@ -138,6 +195,43 @@ mod tests {
         assert_eq!(f[0].paths, vec!["/etc/app.conf".to_string()]);
         let cache = f[0].cache.clone().unwrap();
         assert!(cache.safe && cache.saved_calls == 4 && cache.stale_answers == 0);
+    }
+
+    #[test]
+    fn a_path_resolved_again_component_by_component_says_so() {
+        // realpath("/srv/app/lib/x.js") per call: readlink of each component, EINVAL where
+        // it is no symlink (glibc, Node.js's realpathSync.native, Rust's canonicalize).
+        let walk = |b: &mut TraceBuilder| {
+            for p in ["/srv", "/srv/app", "/srv/app/lib", "/srv/app/lib/x.js"] {
+                b.call(Sys::Readlink, |c, b| {
+                    c.path = Some(b.s(p));
+                    c.ret = -22;
+                });
+            }
+        };
+        let mut b = TraceBuilder::new();
+        for _ in 0..5 {
+            walk(&mut b);
+        }
+        let f = b.findings("repeated-lookup");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].redundant_calls, 16);
+        let ex = f[0].example.clone().unwrap_or_default();
+        assert!(ex.contains("one component at a time"), "{ex}");
+        // The same readlinks of one path (no walk), and stats of a path and its parent:
+        // no such example.
+        let mut b = TraceBuilder::new();
+        for _ in 0..5 {
+            b.call(Sys::Readlink, |c, b| {
+                c.path = Some(b.s("/srv/app/current"));
+                c.ret = -22;
+            });
+            b.stat("/srv/app", Ok(file(3, 10, 1)));
+            b.stat("/srv/app/lib", Ok(file(4, 10, 1)));
+        }
+        let f = b.findings("repeated-lookup");
+        assert!(!f.is_empty());
+        assert!(f.iter().all(|f| f.example.is_none()), "{f:#?}");
     }
 
     #[test]
