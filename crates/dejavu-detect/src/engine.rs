@@ -521,6 +521,7 @@ fn analyze_inner<R: Read>(
             f.sequence = Some(seq.clone());
         }
     }
+    let mut all = fold_same_loop(all);
     let (stacks, timeline) = {
         let m = marks.borrow();
         let timeline = times.finish(
@@ -833,9 +834,65 @@ fn fold_aspects(
                 key: all[j].key.clone(),
                 redundant_calls: all[j].redundant_calls,
                 shared_calls: o,
+                same_loop: false,
             };
             all[i].also.push(aspect);
             all[j].shown_in = Some(key);
+        }
+    }
+    all
+}
+
+/// The lookup detectors whose findings at one call site one cache fixes together: the
+/// answers asked again (repeated-lookup) and the failures asked again (negative-probe).
+const ONE_CACHE: [&str; 2] = ["repeated-lookup", "negative-probe"];
+
+/// One row per loop: a repeated-lookup and a negative-probe finding of one program whose
+/// first call site is the same function, which runs a sequence of calls again and again
+/// (sphinx's SphinxTranslator.__init__: a stat of a missing css file, then a stat of the
+/// one that exists), are one cache's work: the one with fewer redundant calls (of as many,
+/// the later in the precedence) is shown in the other (`also`, `same_loop`). Findings
+/// already folded, or hosting others, stay as they are.
+fn fold_same_loop(mut all: Vec<Finding>) -> Vec<Finding> {
+    let candidates: Vec<usize> = (0..all.len())
+        .filter(|&i| {
+            let f = &all[i];
+            ONE_CACHE.contains(&f.detector)
+                && f.shown_in.is_none()
+                && f.also.is_empty()
+                && f.sequence.is_some()
+                && !f.callsites.is_empty()
+        })
+        .collect();
+    let mut done = vec![false; all.len()];
+    for (n, &i) in candidates.iter().enumerate() {
+        for &j in &candidates[n + 1..] {
+            if done[i] || done[j] {
+                continue;
+            }
+            let (a, b) = (&all[i], &all[j]);
+            let same = a.detector != b.detector
+                && a.program == b.program
+                && a.owner == b.owner
+                && a.sequence == b.sequence
+                && a.callsites.first().map(site_id) == b.callsites.first().map(site_id);
+            if !same {
+                continue;
+            }
+            // The host: more redundant calls, else the higher precedence.
+            let rank = |f: &Finding| (std::cmp::Reverse(f.redundant_calls), precedence(f.detector));
+            let (host, guest) = if rank(a) <= rank(b) { (i, j) } else { (j, i) };
+            let aspect = crate::Aspect {
+                detector: all[guest].detector,
+                key: all[guest].key.clone(),
+                redundant_calls: all[guest].redundant_calls,
+                shared_calls: 0,
+                same_loop: true,
+            };
+            all[guest].shown_in = Some(all[host].key.clone());
+            all[host].also.push(aspect);
+            done[i] = true;
+            done[j] = true;
         }
     }
     all

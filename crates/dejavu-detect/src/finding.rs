@@ -316,6 +316,10 @@ pub struct Aspect {
     pub redundant_calls: u64,
     /// Of them, calls this finding flags too.
     pub shared_calls: u64,
+    /// Whether its calls are others, made in the same runs of the same function
+    /// (`sequence`): a lookup found repeated and one found failing again in one loop, which
+    /// one cache removes.
+    pub same_loop: bool,
 }
 
 #[cfg(test)]

@@ -305,6 +305,7 @@ pub fn analysis() -> Analysis {
         key: aspect.key.clone(),
         redundant_calls: aspect.redundant_calls,
         shared_calls: 1_000,
+        same_loop: false,
     });
     findings.push(aspect);
     // Graded as the engine grades them, from share and count, never set by hand.

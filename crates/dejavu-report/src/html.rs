@@ -448,15 +448,20 @@ fn finding(
     }
     for x in &f.also {
         let what = dejavu_detect::find_detector(x.detector).map_or("", |d| d.summary);
-        dd(
-            b,
-            "also",
-            &format!(
+        let text = if x.same_loop {
+            format!(
+                "{}: {} more calls in the same runs of this function ({what})",
+                x.detector,
+                fmt_count(x.redundant_calls)
+            )
+        } else {
+            format!(
                 "{}: {} of these calls ({what})",
                 x.detector,
                 fmt_count(x.shared_calls)
-            ),
-        );
+            )
+        };
+        dd(b, "also", &text);
     }
     if !f.callsites.is_empty() {
         b.push_str("<dt>call sites</dt><dd><ol class=\"callsites\">\n");

@@ -91,10 +91,17 @@ fn message(f: &Finding) -> String {
         f.fix
     );
     for x in &f.also {
-        text.push_str(&format!(
-            " Also {} on {} of these calls.",
-            x.detector, x.shared_calls
-        ));
+        if x.same_loop {
+            text.push_str(&format!(
+                " Also {} on {} more calls in the same runs of this function.",
+                x.detector, x.redundant_calls
+            ));
+        } else {
+            text.push_str(&format!(
+                " Also {} on {} of these calls.",
+                x.detector, x.shared_calls
+            ));
+        }
     }
     text
 }

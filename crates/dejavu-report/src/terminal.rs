@@ -577,6 +577,17 @@ impl<'a> Render<'a> {
         // Other findings about the same calls, shown here rather than as rows of their own.
         for x in &f.also {
             let what = dejavu_detect::find_detector(x.detector).map_or("", |d| d.summary);
+            if x.same_loop {
+                let text = format!(
+                    "{}: {} more {} in the same runs of this function ({})",
+                    x.detector,
+                    fmt_count(x.redundant_calls),
+                    plural(x.redundant_calls, "call", "calls"),
+                    what
+                );
+                field("also:", &text, &|s| st.dim(s));
+                continue;
+            }
             let text = format!(
                 "{}: {} of these {} ({}){}",
                 x.detector,
@@ -693,10 +704,20 @@ impl<'a> Render<'a> {
 
 /// The redundant calls and findings of one owner.
 fn owner_totals(a: &Analysis, o: Owner) -> (u64, u64) {
+    // A finding shown in another for the same loop (`same_loop`) shares none of its
+    // calls: they count with the row that shows it.
     a.rows()
         .iter()
         .filter(|f| f.owner == o)
-        .fold((0, 0), |(n, c), f| (n + 1, c + f.redundant_calls))
+        .fold((0, 0), |(n, c), f| {
+            let guests: u64 = f
+                .also
+                .iter()
+                .filter(|x| x.same_loop)
+                .map(|x| x.redundant_calls)
+                .sum();
+            (n + 1, c + f.redundant_calls + guests)
+        })
 }
 
 /// How the report names an owner.
@@ -1108,6 +1129,26 @@ mod tests {
             text.contains(
                 "Redundant calls by whose code made them (a call two findings flag is in both): "
             ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_finding_shown_for_its_loop_counts_with_the_row_that_shows_it() {
+        let mut a = fixture::analysis();
+        let host = a.findings.iter().position(|f| !f.also.is_empty()).unwrap();
+        let owner = a.findings[host].owner;
+        let before = owner_totals(&a, owner);
+        let guest = a.findings[host].also[0].redundant_calls;
+        a.findings[host].also[0].same_loop = true;
+        a.findings[host].also[0].shared_calls = 0;
+        assert_eq!(owner_totals(&a, owner), (before.0, before.1 + guest));
+        let text = render(&a, &opts());
+        assert!(
+            text.contains(&format!(
+                "{} more calls in the same runs of this function",
+                fmt_count(guest)
+            )),
             "{text}"
         );
     }

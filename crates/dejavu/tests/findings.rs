@@ -836,6 +836,55 @@ fn cpythons_source_look_ups_for_a_syntax_error_are_the_runtimes() {
     loader_lookups_are_the_runtimes("python3", "syntax_errors.py", "50", 45, 10);
 }
 
+#[test]
+fn a_loops_repeated_and_failing_lookups_are_one_row() {
+    // docutils' find_file_in_dirs per translator (sphinx-build): a stat of a missing file
+    // then of one that exists, 60 times. Two detectors, one loop, one cache: one row, the
+    // other finding shown in it (same_loop). The twin looks once.
+    require!("python3");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let script = fixture("find_in_dirs.py");
+    let line = line_of("find_in_dirs.py", "# the lookup");
+    let at_find = |f: &&Value| {
+        f["callsites"][0]["function"] == "find"
+            && (f["detector"] == "negative-probe" || f["detector"] == "repeated-lookup")
+    };
+    let trace = record(&work, "dirty", &["python3", script.to_str().unwrap(), "60"]);
+    let all = findings(&report_json(&trace, &["--min-calls", "1"]));
+    let mine: Vec<&Value> = all.iter().filter(at_find).collect();
+    assert_eq!(mine.len(), 2, "{mine:#?}");
+    let rows: Vec<&&Value> = mine.iter().filter(|f| f["shown_in"].is_null()).collect();
+    assert_eq!(rows.len(), 1, "one row for the loop: {mine:#?}");
+    let row = rows[0];
+    assert_eq!(row["callsites"][0]["line"], line, "{row:#}");
+    assert_eq!(row["redundant_calls"], 59, "{row:#}");
+    let guest = mine.iter().find(|f| !f["shown_in"].is_null()).unwrap();
+    assert_eq!(guest["shown_in"], row["key"]);
+    assert_eq!(guest["redundant_calls"], 59, "{guest:#}");
+    assert_ne!(guest["detector"], row["detector"]);
+    let also = row["also"].as_array().cloned().unwrap_or_default();
+    assert!(
+        also.iter()
+            .any(|x| x["same_loop"] == true && x["detector"] == guest["detector"]),
+        "{row:#}"
+    );
+    // The terminal report says it under the row.
+    let out = Command::new(common::dejavu())
+        .args(["report", "--min-calls", "1"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("59 more calls in the same runs of this function"),
+        "{text}"
+    );
+    let trace = record(&work, "clean", &["python3", script.to_str().unwrap(), "1"]);
+    let all = findings(&report_json(&trace, &["--min-calls", "1"]));
+    assert!(!all.iter().any(|f| at_find(&f)), "{all:#?}");
+}
+
 /// Records `cmd FIXTURE N` for a dirty twin (N = `dirty`) and its clean twin (N = 1) of
 /// repeated imports or requires of a module that is nowhere: the look-ups are the
 /// runtime's (at least `more` redundant calls over the clean twin's), and fewer than
