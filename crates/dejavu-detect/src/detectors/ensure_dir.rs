@@ -27,9 +27,9 @@ make on their way: existsSync(dir), os.path.exists(d) before os.makedirs(d, exis
 stats the parent first), the check of a parent of D made immediately before the redundant mkdir \
 (os.makedirs(d) stats the parent before its mkdir: ensuring d once drops both), and the stat of D it \
 made immediately after (mkdir -p, recursive: true and exist_ok=True verify that the existing entry is \
-a directory). Checks around a mkdir that is not redundant are not counted. A finding's calls are the process's mkdir calls of D \
-with the checks right before them and the verifying stats after the redundant ones; its time is the \
-redundant calls' own. The cache verdict replays the fix (an ensured flag per directory): a \
+a directory). Checks around a mkdir that is not redundant are not counted. A finding's calls are the \
+process's mkdir calls of D with the checks right before them and the verifying stats after the \
+redundant ones; its time is the redundant calls' own. The cache verdict replays the fix (an ensured flag per directory): a \
 directory that vanished with no traced removal is an answer the flag would have got wrong.",
     example: "for each chat record: if (!fs.existsSync(dir)) {...}; fs.mkdirSync(dir, {recursive: true})   \
 // access + mkdir (EEXIST) + statx per record",

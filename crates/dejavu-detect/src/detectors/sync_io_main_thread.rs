@@ -23,9 +23,8 @@ write, close, fstat, lseek, getdents64, fsync, ftruncate ...); calls on pipes, s
 1 and 2 (console output, which Node.js writes synchronously by design, whatever the stream points \
 to: repeated-output and small-writes judge it), nor calls on /proc and /sys, whose answers the \
 kernel makes up from memory with nothing to wait for (os.cpus(), a native addon reading its cgroup's \
-CPU quota). Module loading is not the \
-finding: calls on .js, .mjs, .cjs and .node files, on any package.json, and on anything inside a \
-node_modules directory are never counted. Start-up ends where dejavu's Node.js agent says the \
+CPU quota). Module loading is not the finding: calls on .js, .mjs, .cjs and .node files, on any \
+package.json, and on anything inside a node_modules directory are never counted. Start-up ends where dejavu's Node.js agent says the \
 main module has run (the first turn of the event loop after it): main-thread calls before that are \
 the program starting up (loading, reading its configuration), and a program that never returns to \
 the event loop (a command-line tool doing its work in its main module) has none to block. Without \

@@ -15,6 +15,31 @@ fn run(b: TraceBuilder, f: Flags) -> Vec<Outcome> {
         .outcomes
 }
 
+/// The rows of `b`'s trace analysed with every threshold at its lowest, each with the
+/// outcome of its own fix (`whatif`'s reading of the finding), if it has one.
+fn rows_with_own_fixes(b: TraceBuilder) -> Vec<(crate::Finding, Option<Outcome>)> {
+    let cfg = crate::Config {
+        min_calls: 1,
+        ..crate::Config::default()
+    };
+    let bytes = b.finish();
+    let mut r = TraceReader::new(&bytes[..]).expect("reader");
+    let (a, covered) = crate::analyze_covered(&mut r, &cfg, |_| {}).expect("analysis");
+    a.rows()
+        .iter()
+        .map(|f| {
+            let cov = covered.get(&f.key).map(|v| v.as_slice());
+            assert!(cov.is_some(), "{} covers nothing?", f.key);
+            let outcome = own_fix(f, cov).map(|p| {
+                let mut r = TraceReader::new(&bytes[..]).expect("reader");
+                let mut out = evaluate(&mut r, &[p], |_| {}).expect("eval").outcomes;
+                out.remove(0)
+            });
+            (f.clone(), outcome)
+        })
+        .collect()
+}
+
 fn cache(spec: &str) -> Flags {
     Flags {
         cache: vec![spec.into()],
@@ -265,23 +290,13 @@ fn ensure_dir_once_drops_the_parents_stat_that_os_makedirs_makes_first() {
     let o = &run(build(), f)[0];
     assert_eq!((o.removed_calls, o.stale_answers), (8, 0));
     // The finding says as much, and its own fix saves it.
-    let cfg = crate::Config {
-        min_calls: 1,
-        ..crate::Config::default()
-    };
-    let bytes = build().finish();
-    let mut r = TraceReader::new(&bytes[..]).expect("reader");
-    let (a, covered) = crate::analyze_covered(&mut r, &cfg, |_| {}).expect("analysis");
-    let e = a
-        .rows()
+    let rows = rows_with_own_fixes(build());
+    let (e, o) = rows
         .iter()
-        .find(|f| f.detector == "ensure-dir")
+        .find(|(f, _)| f.detector == "ensure-dir")
         .expect("an ensure-dir row");
     assert_eq!(e.redundant_calls, 8);
-    let p = own_fix(e, covered.get(&e.key).map(|v| v.as_slice())).expect("its own fix");
-    let mut r = TraceReader::new(&bytes[..]).expect("reader");
-    let o = &evaluate(&mut r, &[p], |_| {}).expect("eval").outcomes[0];
-    assert_eq!(o.removed_calls, 8);
+    assert_eq!(o.as_ref().expect("its own fix").removed_calls, 8);
 }
 
 #[test]
@@ -321,20 +336,9 @@ fn a_findings_own_fix_saves_what_the_finding_says() {
         }
         b
     };
-    let cfg = crate::Config {
-        min_calls: 1,
-        ..crate::Config::default()
-    };
-    let bytes = build().finish();
-    let mut r = TraceReader::new(&bytes[..]).expect("reader");
-    let (a, covered) = crate::analyze_covered(&mut r, &cfg, |_| {}).expect("analysis");
     let mut checked = 0;
-    for f in a.rows() {
-        let cov = covered.get(&f.key).map(|v| v.as_slice());
-        assert!(cov.is_some(), "{} covers nothing?", f.key);
-        let Some(p) = own_fix(f, cov) else { continue };
-        let mut r = TraceReader::new(&bytes[..]).expect("reader");
-        let o = &evaluate(&mut r, &[p], |_| {}).expect("eval").outcomes[0];
+    for (f, o) in rows_with_own_fixes(build()) {
+        let Some(o) = o else { continue };
         assert_eq!(
             o.removed_calls - o.stale_answers,
             f.redundant_calls,
