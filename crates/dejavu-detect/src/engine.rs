@@ -826,21 +826,26 @@ fn fold_aspects(
         }
         folded[j] = best;
     }
-    for j in 0..all.len() {
-        if let Some((i, o)) = folded[j] {
-            let key = all[i].key.clone();
-            let aspect = crate::Aspect {
-                detector: all[j].detector,
-                key: all[j].key.clone(),
-                redundant_calls: all[j].redundant_calls,
-                shared_calls: o,
-                same_loop: false,
-            };
-            all[i].also.push(aspect);
-            all[j].shown_in = Some(key);
+    for (j, f) in folded.into_iter().enumerate() {
+        if let Some((i, o)) = f {
+            show_in(&mut all, i, j, o, false);
         }
     }
     all
+}
+
+/// Shows finding `guest` in finding `host`: an `also` entry there (`shared_calls` of its
+/// calls the host flags too; `same_loop` for the other calls of one loop), `shown_in` here.
+fn show_in(all: &mut [Finding], host: usize, guest: usize, shared_calls: u64, same_loop: bool) {
+    let aspect = crate::Aspect {
+        detector: all[guest].detector,
+        key: all[guest].key.clone(),
+        redundant_calls: all[guest].redundant_calls,
+        shared_calls,
+        same_loop,
+    };
+    all[guest].shown_in = Some(all[host].key.clone());
+    all[host].also.push(aspect);
 }
 
 /// The lookup detectors whose findings at one call site one cache fixes together: the
@@ -882,15 +887,7 @@ fn fold_same_loop(mut all: Vec<Finding>) -> Vec<Finding> {
             // The host: more redundant calls, else the higher precedence.
             let rank = |f: &Finding| (std::cmp::Reverse(f.redundant_calls), precedence(f.detector));
             let (host, guest) = if rank(a) <= rank(b) { (i, j) } else { (j, i) };
-            let aspect = crate::Aspect {
-                detector: all[guest].detector,
-                key: all[guest].key.clone(),
-                redundant_calls: all[guest].redundant_calls,
-                shared_calls: 0,
-                same_loop: true,
-            };
-            all[guest].shown_in = Some(all[host].key.clone());
-            all[host].also.push(aspect);
+            show_in(&mut all, host, guest, 0, true);
             done[i] = true;
             done[j] = true;
         }
