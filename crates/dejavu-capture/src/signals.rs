@@ -122,6 +122,19 @@ impl std::fmt::Debug for Guard {
 
 /// Installs the handlers; with `keep_ignored`, not for the signals that are ignored now.
 pub fn install(keep_ignored: bool) -> Guard {
+    install_then(keep_ignored, |_| {})
+}
+
+/// [`install`], calling `after` with each signal once its handler is in place (a test
+/// sends one there, as a signal arriving mid-install would).
+fn install_then(keep_ignored: bool, mut after: impl FnMut(i32)) -> Guard {
+    // Cleared before the first handler is in place, not after the last: a SIGTERM that
+    // arrives while the others are still being installed (dozens of sigaction calls) is
+    // pending, and was lost when this ran last (the program then ran as if never
+    // signalled: `sleep 30` exited 0 after its 30 s).
+    PENDING.store(0, Ordering::SeqCst);
+    FROM_TTY.store(0, Ordering::SeqCst);
+    TICKED.store(false, Ordering::SeqCst);
     let mut old = Vec::new();
     for sig in caught().into_iter().chain([tick_signal()]) {
         // SAFETY: a zeroed sigaction with our handler and SA_SIGINFO; old is an out-param.
@@ -140,9 +153,8 @@ pub fn install(keep_ignored: bool) -> Guard {
                 old.push((sig, prev));
             }
         }
+        after(sig);
     }
-    PENDING.store(0, Ordering::SeqCst);
-    TICKED.store(false, Ordering::SeqCst);
     Guard { old }
 }
 
@@ -337,6 +349,23 @@ mod tests {
         let mut p = Policy::default();
         assert_eq!(p.on_signal(libc::SIGTERM, true), Action::Stop);
         assert_eq!(p.on_signal(libc::SIGUSR2, true), Action::Forward);
+    }
+
+    #[test]
+    fn a_signal_that_comes_while_the_handlers_are_installed_is_kept() {
+        // SIGUSR2 sent to this thread right after its handler is in place, with the
+        // handlers of the real-time signals still to come: `take` must return it (it was
+        // cleared once the last handler was in place: a SIGTERM a few ms into start-up was
+        // lost and the program ran on).
+        let guard = install_then(false, |sig| {
+            if sig == libc::SIGUSR2 {
+                // SAFETY: raise runs the handler just installed on this thread.
+                unsafe { libc::raise(libc::SIGUSR2) };
+            }
+        });
+        let got = take();
+        drop(guard);
+        assert_eq!(got, Some((libc::SIGUSR2, false)));
     }
 
     #[test]
