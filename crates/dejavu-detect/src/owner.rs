@@ -368,15 +368,31 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
             if interpreter {
                 return Class::Interpreter;
             }
-            // The executable itself (not a shared object: `cc` runs
-            // x86_64-linux-gnu-gcc-12 through a symlink, so names need not match).
-            let b = base(module);
-            if module.is_empty() || !(b.ends_with(b".so") || contains(b, b".so.")) {
-                return Class::Own;
-            }
-            Class::Dependency
+            module_class(module, prog)
         }
     }
+}
+
+/// Whose code a native module without a source file to tell by is: the executable itself
+/// is the program's own (not a shared object: `cc` runs x86_64-linux-gnu-gcc-12 through a
+/// symlink, so names need not match); a shared object a library's. A Node.js addon (a
+/// shared object named `.node`) is a package's when node_modules holds it (Rolldown's
+/// binding under `npx vite build`, of a package of its own), the program's own in its
+/// own tree (build/Release/addon.node). A dependency's build script (cargo's, of a crate
+/// it fetched: [`Program::dependency_build`]) is that dependency's code.
+fn module_class(module: &[u8], prog: &Program) -> Class {
+    let b = base(module);
+    if b.ends_with(b".node") {
+        return js_owner(module, prog);
+    }
+    if module.is_empty() || !(b.ends_with(b".so") || contains(b, b".so.")) {
+        return if prog.dependency_build {
+            Class::Dependency
+        } else {
+            Class::Own
+        };
+    }
+    Class::Dependency
 }
 
 /// Go's standard packages a frame without a file can be told by (`syscall.RawSyscall6`).
@@ -535,6 +551,7 @@ pub fn owner_by_path(path: &[u8], prog: &Program, before_ready: bool) -> Owner {
                 return Owner::Runtime;
             }
         }
+        Runtime::Native if prog.dependency_build => return Owner::Dependency,
         Runtime::Shell | Runtime::Native => {}
     }
     Owner::Own
@@ -648,6 +665,25 @@ mod tests {
             go_class(b"example.com/app/store.Load", b"/src/store/load.go"),
             Class::Own
         );
+    }
+
+    #[test]
+    fn a_node_addon_is_its_packages_and_the_executable_the_programs() {
+        let vite = Program::of(
+            b"/usr/bin/node",
+            &[b"node", b"/p/node_modules/vite/bin/vite.js", b"build"],
+        );
+        let binding = b"/p/node_modules/@rolldown/binding-linux-x64-gnu/rolldown.node";
+        assert_eq!(module_class(binding, &vite), Class::Dependency);
+        let app = Program::of(b"/usr/bin/node", &[b"node", b"/p/index.js"]);
+        assert_eq!(
+            module_class(b"/p/build/Release/addon.node", &app),
+            Class::Own
+        );
+        assert_eq!(module_class(binding, &app), Class::Dependency);
+        let c = Program::of(b"/p/a.out", &[b"./a.out"]);
+        assert_eq!(module_class(b"/p/a.out", &c), Class::Own);
+        assert_eq!(module_class(b"/usr/lib/libz.so.1.2", &c), Class::Dependency);
     }
 
     #[test]

@@ -54,6 +54,29 @@ pub struct Program {
     /// A system program another program of the recording ran (decided with the
     /// launchers, [`Programs::decide_launchers`]).
     pub tool: bool,
+    /// A dependency's build program: cargo's build script of a crate it fetched
+    /// ([`cargo_dependency_build_script`]). Its executable's code is the dependency's, not
+    /// the program's own.
+    pub dependency_build: bool,
+}
+
+/// Whether `exe`, started in `cwd`, is the build script of a crate cargo fetched: cargo
+/// builds a package's build.rs into `target/<profile>/build/<crate>-<hash>/` as
+/// `build-script-build` (or `build_script_build-<hash>`) and runs it in the package's
+/// directory, which for a dependency is its copy in cargo's registry (`registry/src/`),
+/// its git checkouts (`git/checkouts/`) or a vendored tree (`vendor/`). A build script of
+/// the workspace's own packages runs in the workspace: the program's own.
+pub fn cargo_dependency_build_script(exe: &[u8], cwd: Option<&[u8]>) -> bool {
+    let b = base(exe);
+    let Some(cwd) = cwd else {
+        return false;
+    };
+    let dir = &exe[..exe.len() - b.len()];
+    let script = b.starts_with(b"build-script-") || b.starts_with(b"build_script_");
+    let fetched = [&b"/registry/src/"[..], b"/git/checkouts/", b"/vendor/"]
+        .iter()
+        .any(|d| contains(cwd, d));
+    script && contains(dir, b"/build/") && fetched
 }
 
 /// Where a system's package manager installs programs (not /usr/local, /opt or a home
@@ -262,6 +285,7 @@ impl Program {
             launcher: None,
             system,
             tool: false,
+            dependency_build: false,
         }
     }
 
@@ -668,7 +692,7 @@ impl Programs {
         while self.list.len() <= image as usize {
             let i = self.list.len();
             let p = match replay.images.get(i) {
-                Some(im) => base_program(replay, im, strings),
+                Some(im) => base_program(replay, im, i as u32, strings),
                 None => Program::of(b"", &[]),
             };
             self.list.push(p);
@@ -857,19 +881,19 @@ fn exe_argv<'a>(replay: &'a Replay, im: &Image, strings: &'a Strings) -> (&'a [u
     (exe, argv)
 }
 
-fn base_program(replay: &Replay, im: &Image, strings: &Strings) -> Program {
+fn base_program(replay: &Replay, im: &Image, image: u32, strings: &Strings) -> Program {
     let (exe, argv) = exe_argv(replay, im, strings);
     let mut p = Program::of(exe, &argv);
-    let root_cwd = (Some(im.pid) == replay.root && replay.meta_cwd().starts_with('/'))
-        .then(|| replay.meta_cwd().as_bytes());
+    // Where the process started: a relative script is relative to it.
+    let cwd = replay.image_cwd(image);
     if p.runtime == Runtime::Python {
-        // A relative script, as for Node.js's below: the root's only.
-        p.resolve_console_script(root_cwd);
+        p.resolve_console_script(cwd);
     }
     if p.runtime == Runtime::Node {
-        // A relative script is the root's (the process dejavu started, in the trace's
-        // working directory); another process's working directory is not in the trace.
-        p.resolve_node_script(root_cwd);
+        p.resolve_node_script(cwd);
+    }
+    if p.runtime == Runtime::Native {
+        p.dependency_build = cargo_dependency_build_script(exe, cwd);
     }
     if p.name.is_empty() {
         p.name = format!("pid {}", im.pid);
@@ -936,6 +960,25 @@ mod tests {
         let wrap = ImageRole::exec(&root, b"/bin/sh", b"sh\0-c\0exec make");
         let real = ImageRole::exec(&wrap, b"/usr/bin/make", b"make");
         assert!(wrap.is_launcher() && !real.is_tool());
+    }
+
+    #[test]
+    fn a_build_script_run_in_a_fetched_crate_is_a_dependencys() {
+        let exe = b"/p/target/debug/build/libc-0123456789abcdef/build-script-build";
+        let reg = b"/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/libc-0.2.1";
+        assert!(cargo_dependency_build_script(exe, Some(reg)));
+        let git = b"/home/u/.cargo/git/checkouts/foo-1a2b3c/4d5e6f7";
+        assert!(cargo_dependency_build_script(exe, Some(git)));
+        assert!(cargo_dependency_build_script(exe, Some(b"/p/vendor/libc")));
+        // The workspace's own build.rs, another program run there, an unknown directory.
+        assert!(!cargo_dependency_build_script(exe, Some(b"/p")));
+        assert!(!cargo_dependency_build_script(
+            b"/p/target/debug/app",
+            Some(reg)
+        ));
+        assert!(!cargo_dependency_build_script(exe, None));
+        let hashed = b"/p/target/release/build/serde-00aa/build_script_build-00aa";
+        assert!(cargo_dependency_build_script(hashed, Some(reg)));
     }
 
     #[test]

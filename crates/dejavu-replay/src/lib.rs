@@ -84,6 +84,10 @@ pub struct Proc {
     pub exit: Option<ExitStatus>,
     /// The image it runs now (an index into [`Replay::images`]).
     pub image: u32,
+    /// Its working directory, from the last chdir or fchdir the trace holds of it or of an
+    /// ancestor before the fork; None when none did (for the command dejavu started and
+    /// what it ran, the trace's working directory: [`Replay::cwd_of`]).
+    pub cwd: Option<PathKey>,
     fds: Rc<RefCell<FdTable>>,
 }
 
@@ -99,6 +103,7 @@ impl Proc {
             threads: 1,
             exit: None,
             image: 0,
+            cwd: None,
             fds,
         }
     }
@@ -145,6 +150,8 @@ pub struct Image {
     /// When the Node.js main module had run ([`MarkKind::MainDone`]). None for a program
     /// that never got there, or that has no agent.
     pub main_done_ts: Option<u64>,
+    /// The process's working directory when it started (its [`Proc::cwd`] then).
+    pub cwd: Option<PathKey>,
 }
 
 /// What replay knows about one syscall before its effects: resolved paths, their
@@ -292,6 +299,17 @@ impl Replay {
         &self.meta_cwd
     }
 
+    /// The working directory image `image` started in: its process's last chdir (or an
+    /// ancestor's before the fork), else, when dejavu started the program (not attached),
+    /// the trace's working directory, where the command and what it ran start. None when
+    /// unknown (attached, an import, an older trace without one).
+    pub fn image_cwd(&self, image: u32) -> Option<&[u8]> {
+        if let Some(k) = self.images.get(image as usize).and_then(|im| im.cwd) {
+            return Some(self.paths.bytes(k));
+        }
+        (!self.attached && self.meta_cwd.starts_with('/')).then_some(self.meta_cwd.as_bytes())
+    }
+
     /// The process, if known.
     pub fn proc(&self, pid: u32) -> Option<&Proc> {
         self.procs.get(&pid)
@@ -405,6 +423,13 @@ impl Replay {
                     flags: 2,
                 };
                 self.install(pid, s.ret as i32, fd, s.ts);
+            }
+            // The working directory a process execs in says whose program it runs (cargo
+            // runs a crate's build script in the crate's directory).
+            Chdir | Fchdir if ok => {
+                if let Some(p) = v.path {
+                    self.proc_mut(pid, s.ts).cwd = Some(p);
+                }
             }
             // Linux releases the descriptor even when close reports an error other than
             // EBADF.
@@ -595,20 +620,28 @@ impl Replay {
                     });
                     return;
                 }
-                let (fds, parent_node, parent_exe, parent_argv, parent_image) = {
+                let (fds, parent_node, parent_exe, parent_argv, parent_image, cwd) = {
                     let parent = &self.procs[&sp.parent_pid];
                     let fds = if sp.clone_flags & CLONE_FILES != 0 {
                         parent.share_fds()
                     } else {
                         parent.copy_fds()
                     };
-                    (fds, parent.is_node, parent.exe, parent.argv, parent.image)
+                    (
+                        fds,
+                        parent.is_node,
+                        parent.exe,
+                        parent.argv,
+                        parent.image,
+                        parent.cwd,
+                    )
                 };
                 let mut p = Proc::new(sp.pid, sp.parent_pid, sp.ts, fds);
-                // A fork runs the parent's program until it execs.
+                // A fork runs the parent's program until it execs, where the parent was.
                 p.is_node = parent_node;
                 p.exe = parent_exe;
                 p.argv = parent_argv;
+                p.cwd = cwd;
                 p.image = new_image(
                     &mut self.images,
                     sp.pid,
@@ -618,6 +651,9 @@ impl Replay {
                     sp.ts,
                     false,
                 );
+                if let Some(im) = self.images.last_mut() {
+                    im.cwd = cwd;
+                }
                 self.procs.insert(sp.pid, p);
             }
             Record::Exec(e) => {
@@ -636,6 +672,11 @@ impl Replay {
                 );
                 let p = self.proc_mut(e.pid, e.ts);
                 p.image = image;
+                let cwd = p.cwd;
+                if let Some(im) = self.images.get_mut(image as usize) {
+                    im.cwd = cwd;
+                }
+                let p = self.proc_mut(e.pid, e.ts);
                 p.exe = Some(e.exe);
                 p.argv = Some(e.argv);
                 p.exec_ts = e.ts;
@@ -704,6 +745,7 @@ fn new_image(
         replaced: false,
         ready_ts: None,
         main_done_ts: None,
+        cwd: None,
     });
     (images.len() - 1) as u32
 }

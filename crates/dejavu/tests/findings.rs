@@ -314,6 +314,50 @@ fn a_shim_that_execs_the_real_program_is_a_launcher_and_the_program_comes_first(
     assert!(text.contains("launchers: "), "{text}");
 }
 
+#[test]
+fn a_fetched_crates_cargo_build_script_is_the_dependencys_code_a_workspace_ones_own() {
+    // cargo runs a package's build script (target/debug/build/<crate>-<hash>/
+    // build-script-build) in the package's directory: for a crate it fetched, its copy in
+    // the registry. What that script repeats is the crate's to fix, not the program's.
+    // probe_loop stands in for the script; a shell changes directory and execs it, as
+    // cargo's child does.
+    require!("gcc");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let data = work.join("data");
+    probe_data(&data);
+    let built = build_probe_loop(&work);
+    let build = work.join("proj/target/debug/build/dep-0123456789abcdef");
+    std::fs::create_dir_all(&build).unwrap();
+    let script = build.join("build-script-build");
+    std::fs::copy(&built, &script).unwrap();
+    let fetched = work.join("cargo_home/registry/src/index.crates.io-1949cf8c6b5b557f/dep-1.0.0");
+    let own = work.join("proj");
+    std::fs::create_dir_all(&fetched).unwrap();
+    for (name, dir, owner) in [("fetched", &fetched, "dependency"), ("own", &own, "own")] {
+        let trace = record(
+            &work,
+            name,
+            &[
+                "sh",
+                "-c",
+                "cd \"$1\" && exec \"$2\" \"$3\" 10 300",
+                "sh",
+                dir.to_str().unwrap(),
+                script.to_str().unwrap(),
+                data.to_str().unwrap(),
+            ],
+        );
+        let v = report_json(&trace, &[]);
+        let lookups: Vec<Value> = by_detector(&v, "repeated-lookup")
+            .into_iter()
+            .filter(|f| f["program"] == "build-script-build")
+            .collect();
+        assert_eq!(lookups.len(), 1, "{name}: {v:#}");
+        assert_eq!(lookups[0]["owner"], owner, "{name}: {:#}", lookups[0]);
+    }
+}
+
 /// Asserts that finding `f`'s first call site is `function` at the line of the fixture
 /// `rel` marked by `marker`, with all of the finding's calls.
 fn assert_first_site(f: &Value, function: &str, rel: &str, marker: &str) {
