@@ -163,17 +163,19 @@ impl<'a> Cx<'a> {
     }
 
     /// Whose a call on `path` is when its stack does not tell (`owner::owner_by_path`),
-    /// for a call of `image` at `ts`.
-    pub fn owner_by_path(&self, image: u32, path: &[u8], ts: u64) -> Owner {
-        let before_ready = self
+    /// for a call of `image` at `ts`; `unnamed`: the calls had stacks, none of which named
+    /// a frame (only plumbing and the interpreter's own code).
+    pub fn owner_by_path(&self, image: u32, path: &[u8], ts: u64, unnamed: bool) -> Owner {
+        let ready = self
             .replay
             .images
             .get(image as usize)
-            .and_then(|i| i.ready_ts)
-            .is_some_and(|r| ts < r);
+            .and_then(|i| i.ready_ts);
+        let before_ready = ready.is_some_and(|r| ts < r);
         let mut p = self.programs.borrow_mut();
         let prog = p.get(self.replay, self.strings, image);
-        crate::owner::owner_by_path(path, prog, before_ready)
+        // Only where the agent ran: without it no call names a line.
+        crate::owner::owner_by_path(path, prog, before_ready, unnamed && ready.is_some())
     }
 
     /// A call site's key for people and for a finding's key: `function@file`,

@@ -349,7 +349,13 @@ fn place(cx: &Cx<'_>, p: &Part<'_>) -> (String, Owner, Option<SiteKey>) {
     } else if let Some((_, Some(o), _)) = best {
         o
     } else {
-        cx.owner_by_path(p.image, cx.replay.paths.bytes(p.path), p.tally.last_ts)
+        let unnamed = best.is_none() && p.tally.sites.iter().next().is_some();
+        cx.owner_by_path(
+            p.image,
+            cx.replay.paths.bytes(p.path),
+            p.tally.last_ts,
+            unnamed,
+        )
     };
     (name, owner, best.map(|b| b.0))
 }

@@ -527,8 +527,17 @@ pub fn pick(frames: &[Frame], strings: &Strings, prog: &Program) -> Pick {
 /// Whose call it is when the stack does not tell: the runtime's for what the dynamic
 /// loader and libc's start-up read, and for an interpreter's module files (its import
 /// system or module loader) or anything before its agent said start-up was over;
-/// otherwise the program's own.
-pub fn owner_by_path(path: &[u8], prog: &Program, before_ready: bool) -> Owner {
+/// otherwise the program's own. `unnamed_by_agent`: the calls had stacks, of the
+/// interpreter's own code only, in a process whose agent ran (so no line of the
+/// program's led to them: in CPython, the import system, which calls posix.stat itself,
+/// not the os.stat the agent wraps: importlib's FileFinder stats a package's directory
+/// at each import from it, zipimport each new sys.path entry).
+pub fn owner_by_path(
+    path: &[u8],
+    prog: &Program,
+    before_ready: bool,
+    unnamed_by_agent: bool,
+) -> Owner {
     if is_loader_path(path) {
         return Owner::Runtime;
     }
@@ -539,6 +548,7 @@ pub fn owner_by_path(path: &[u8], prog: &Program, before_ready: bool) -> Owner {
             let script = prog.script.as_deref();
             let script_dir = script.map(|s| &s[..s.iter().rposition(|&c| c == b'/').unwrap_or(0)]);
             if before_ready
+                || unnamed_by_agent
                 || is_python_module_path(path)
                 || Some(path) == script
                 || Some(path) == script_dir
@@ -692,12 +702,28 @@ mod tests {
             b"/venv/bin/python3",
             &[b"/venv/bin/python3", b"/venv/bin/black", b"."],
         );
-        assert_eq!(owner_by_path(b"/venv/bin", &prog, false), Owner::Runtime);
         assert_eq!(
-            owner_by_path(b"/venv/bin/black", &prog, false),
+            owner_by_path(b"/venv/bin", &prog, false, false),
             Owner::Runtime
         );
-        assert_eq!(owner_by_path(b"/srv/code/a.txt", &prog, false), Owner::Own);
+        assert_eq!(
+            owner_by_path(b"/venv/bin/black", &prog, false, false),
+            Owner::Runtime
+        );
+        assert_eq!(
+            owner_by_path(b"/srv/code/a.txt", &prog, false, false),
+            Owner::Own
+        );
+        // Stacks of the interpreter's code alone, where the agent ran: the import system.
+        assert_eq!(
+            owner_by_path(b"/srv/code/pkg", &prog, false, true),
+            Owner::Runtime
+        );
+        let native = Program::of(b"/srv/app", &[b"/srv/app"]);
+        assert_eq!(
+            owner_by_path(b"/srv/code/pkg", &native, false, true),
+            Owner::Own
+        );
     }
 
     #[test]
