@@ -142,19 +142,28 @@ impl Cx<'_> {
                 continue;
             };
             let frames = self.stack(stack);
+            // The stack, and the library frame the calls were made in when one lies
+            // between the call and the site (`Callsite::via`).
             let full = || {
                 let mut progs = self.programs.borrow_mut();
                 let prog = progs.get(self.replay, self.strings, image);
-                frames
+                let mut via = None;
+                let stack = frames
                     .iter()
-                    .map(|f| {
-                        frame_out(
-                            f,
-                            self.strings,
-                            crate::owner::classify(f, self.strings, prog),
-                        )
+                    .enumerate()
+                    .map(|(i, f)| {
+                        let class = crate::owner::classify(f, self.strings, prog);
+                        let out = frame_out(f, self.strings, class);
+                        if i < fi
+                            && via.is_none()
+                            && matches!(class, Class::Stdlib | Class::Dependency)
+                        {
+                            via = Some(out.clone());
+                        }
+                        out
                     })
-                    .collect::<Vec<_>>()
+                    .collect::<Vec<_>>();
+                (stack, via)
             };
             let user = &frames[fi];
             match index.get(&key) {
@@ -166,7 +175,7 @@ impl Cx<'_> {
                         *best = n;
                         c.line = user.line;
                         c.column = user.column;
-                        c.stack = full();
+                        (c.stack, c.via) = full();
                     }
                 }
                 None => {
@@ -175,6 +184,7 @@ impl Cx<'_> {
                             .unwrap_or_default()
                     };
                     index.insert(key, by_site.len());
+                    let (stack, via) = full();
                     by_site.push((
                         key,
                         Callsite {
@@ -188,7 +198,8 @@ impl Cx<'_> {
                             redundant_calls: n,
                             wasted_ns: ns,
                             share: 0.0,
-                            stack: full(),
+                            stack,
+                            via,
                         },
                         n,
                     ));
@@ -375,5 +386,55 @@ mod tests {
         assert_eq!(web.owner, crate::Owner::Dependency);
         assert_eq!(web.callsites[0].function, "list_directory");
         assert_eq!(web.callsites[0].line, 780);
+        // The site is the library's own line: nothing between made the calls.
+        assert_eq!(web.callsites[0].via, None);
+    }
+
+    #[test]
+    fn a_site_that_led_to_the_calls_through_a_library_says_where_they_were_made() {
+        // manage.py's `execute_from_command_line(sys.argv)` line, through Django's runner,
+        // to unittest's test discovery, which stats the package directory again and again.
+        let mut b = TraceBuilder::new();
+        let st = b.stack(&[
+            (Python, "isfile", "<frozen genericpath>", 30),
+            (
+                Python,
+                "TestLoader._find_test_path",
+                "/usr/lib/python3.11/unittest/loader.py",
+                410,
+            ),
+            (
+                Python,
+                "DiscoverRunner.build_suite",
+                "/venv/lib/python3.11/site-packages/django/test/runner.py",
+                914,
+            ),
+            (Python, "main", "/srv/site/manage.py", 18),
+            (Python, "<module>", "/srv/site/manage.py", 22),
+        ]);
+        let own = b.stack(&[
+            (Python, "isfile", "<frozen genericpath>", 30),
+            (Python, "check", "/srv/site/manage.py", 9),
+        ]);
+        for (path, stack) in [("/srv/site/shop", st), ("/srv/site/x.cfg", own)] {
+            for _ in 0..12 {
+                b.call(dejavu_trace::Sys::Newfstatat, |c, b| {
+                    c.path = Some(b.s(path));
+                    c.stat = Some(b.st(file(7, 1, 1)));
+                    c.stack = Some(stack);
+                });
+            }
+        }
+        let f = b.findings("repeated-lookup");
+        let by = |p: &str| f.iter().find(|f| f.paths[0] == p).expect(p);
+        let c = &by("/srv/site/shop").callsites[0];
+        assert_eq!((c.function.as_str(), c.line), ("main", 18));
+        let via = c.via.as_ref().expect("via");
+        assert_eq!(
+            (via.function.as_str(), via.line),
+            ("TestLoader._find_test_path", 410)
+        );
+        // A site that made its calls itself (through plumbing alone) has none.
+        assert_eq!(by("/srv/site/x.cfg").callsites[0].via, None);
     }
 }

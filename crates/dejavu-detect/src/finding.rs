@@ -71,6 +71,12 @@ pub struct Callsite {
     pub share: f64,
     /// The stack that made most of them, innermost frame first.
     pub stack: Vec<CallFrame>,
+    /// The program's line led to the calls through a library: on `stack`, the innermost
+    /// frame of a dependency or of the standard library between the call and the site,
+    /// which made the calls (unittest's test discovery under `manage.py test`'s
+    /// `execute_from_command_line` line). None when the site made them itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<CallFrame>,
 }
 
 /// A call site's column past which its label names the column too (`file:line:column`):

@@ -31,6 +31,7 @@ pub(crate) fn site(function: &str, file: &str, line: u32, redundant: u64) -> Cal
             frame("js", "statSync", "node:fs", 1650, true),
             frame("js", function, file, line, false),
         ],
+        via: None,
     }
 }
 use dejavu_trace::Meta;
@@ -241,6 +242,7 @@ pub fn analysis() -> Analysis {
             module: "/usr/lib/x86_64-linux-gnu/libidx.so.1".into(),
             internal: true,
         }],
+        via: None,
     });
     findings[0].sequence = Some(Sequence {
         function: "loadConfig".into(),
@@ -283,7 +285,19 @@ pub fn analysis() -> Analysis {
             module: "/usr/local/bin/poller".into(),
             internal: false,
         }],
+        via: None,
     });
+    // The first site reached its calls through a library (Callsite::via).
+    let through = CallFrame {
+        kind: "js",
+        function: "readJsonSync".into(),
+        file: "/srv/app/node_modules/jsonfile/index.js".into(),
+        line: 30,
+        module: String::new(),
+        internal: true,
+    };
+    findings[0].callsites[0].stack.insert(1, through.clone());
+    findings[0].callsites[0].via = Some(through);
     // The same stat calls block the main thread: an aspect of the first finding, shown in
     // it (the engine lists such findings after the rows).
     let aspect = Finding {

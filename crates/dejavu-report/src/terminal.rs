@@ -479,6 +479,14 @@ impl<'a> Render<'a> {
                 &|s| s.to_string(),
             );
         }
+        // The first site reached its calls through a library: the library code that made
+        // them (the JSON's `via`).
+        if let Some(v) = f.callsites.first().and_then(|c| c.via.as_ref()) {
+            let name = sanitize(&v.function);
+            let width = room.saturating_sub(name.chars().count() + 1);
+            let loc = keep_tail(&frame_location(v), width.max(24));
+            field("made in:", &format!("{name} {loc}"), &|s| st.dim(s));
+        }
         if let Some(q) = &f.sequence {
             field(
                 "loop:",
