@@ -86,7 +86,7 @@ pub struct Proc {
     pub image: u32,
     /// Its working directory, from the last chdir or fchdir the trace holds of it or of an
     /// ancestor before the fork; None when none did (for the command dejavu started and
-    /// what it ran, the trace's working directory: [`Replay::cwd_of`]).
+    /// what it ran, the trace's working directory: [`Replay::image_cwd`]).
     pub cwd: Option<PathKey>,
     fds: Rc<RefCell<FdTable>>,
 }

@@ -490,6 +490,15 @@ fn callsite(b: &mut String, c: &Callsite, sources: &mut Sources) {
         plural(c.redundant_calls, "call", "calls"),
         fmt_share(c.share)
     );
+    if let Some(v) = &c.via {
+        // The library code the site's calls were made in (the text report's `made in:`).
+        let _ = write!(
+            b,
+            " <span class=\"dim\">made in</span> <code class=\"via\">{}</code> <span class=\"dim\">{}</span>",
+            esc(&v.function),
+            esc(&crate::terminal::frame_location(v))
+        );
+    }
     if let Some(lines) = sources.around(&c.file, c.line) {
         let _ = write!(
             b,
@@ -861,6 +870,11 @@ mod tests {
             assert!(html.contains(&format!("data-detector=\"{}\"", f.detector)));
             assert!(html.contains(&esc(&f.fix)), "{}", f.fix);
         }
+        // The first finding's site reached its calls through a library (Callsite::via).
+        assert!(
+            html.contains("made in</span> <code class=\"via\">readJsonSync</code>"),
+            "{html}"
+        );
         assert!(html.contains("Content-Security-Policy"));
         assert!(html.contains("default-src 'none'"));
         for load in [
