@@ -323,7 +323,43 @@ mod tests {
         }
         let f = b.findings("negative-probe");
         assert_eq!(f[0].owner, crate::Owner::Dependency, "{f:?}");
-        assert_eq!(f[0].callsites[0].function, "find");
+        // click's line, which called the standard library's gettext (made in `find`).
+        assert_eq!(f[0].callsites[0].function, "Path.__init__");
+        assert_eq!(f[0].callsites[0].via.as_ref().map(|v| v.line), Some(507));
+    }
+
+    #[test]
+    fn rusts_test_harness_is_the_runtime_of_a_test_binary() {
+        // `cargo test`: libtest prints each test's result (a write per line to a pipe),
+        // from the `main` that `rustc --test` generates at the crate root's line 1. The
+        // program's own small-writes they were, at `crt::main lib.rs:1`.
+        let mut b = TraceBuilder::new();
+        let st = b.stack(&[
+            (Native, "__GI___stat64", "", 0),
+            (
+                Native,
+                "<std::io::stdio::Stdout as std::io::Write>::flush",
+                "/rustc/59807616/library/std/src/io/stdio.rs",
+                799,
+            ),
+            (
+                Native,
+                "<test::formatters::pretty::PrettyFormatter<_>>::write_result",
+                "/rustc/59807616/library/test/src/formatters/pretty.rs",
+                174,
+            ),
+            (Native, "crt::main", "/src/crt/src/lib.rs", 1),
+        ]);
+        for _ in 0..12 {
+            b.call(dejavu_trace::Sys::Stat, |c, b| {
+                c.path = Some(b.s("/src/crt/target/x"));
+                c.ret = -2;
+                c.stack = Some(st);
+            });
+        }
+        let f = b.findings("negative-probe");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].owner, crate::Owner::Runtime, "{f:#?}");
     }
 
     #[test]
@@ -388,6 +424,93 @@ mod tests {
         assert_eq!(web.callsites[0].line, 780);
         // The site is the library's own line: nothing between made the calls.
         assert_eq!(web.callsites[0].via, None);
+    }
+
+    #[test]
+    fn importlib_metadata_is_a_library_the_program_calls_not_the_import_system() {
+        // setuptools calls importlib.metadata.entry_points() from seven lines, each
+        // reading every dist-info's entry_points.txt again: its code's calls, not the
+        // runtime's (they were folded into the runtime's line, 768 calls of `python -m
+        // build`).
+        let mut b = TraceBuilder::new();
+        let st = b.stack(&[
+            (Python, "read_text", "<frozen pathlib>", 1058),
+            (
+                Python,
+                "PathDistribution.read_text",
+                "/usr/lib/python3.11/importlib/metadata/__init__.py",
+                938,
+            ),
+            (
+                Python,
+                "entry_points",
+                "/usr/lib/python3.11/importlib/metadata/__init__.py",
+                1040,
+            ),
+            (Python, "load_plugins", "/app/main.py", 7),
+        ]);
+        for _ in 0..12 {
+            b.call(dejavu_trace::Sys::Newfstatat, |c, b| {
+                c.path = Some(b.s("/venv/lib/python3.11/site-packages/x.dist-info"));
+                c.stat = Some(b.st(crate::testkit::dir(5)));
+                c.stack = Some(st);
+            });
+        }
+        let f = b.findings("repeated-lookup");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].owner, crate::Owner::Own, "{f:#?}");
+        let c = &f[0].callsites[0];
+        assert_eq!((c.function.as_str(), c.line), ("load_plugins", 7));
+        let via = c.via.as_ref().expect("via");
+        assert_eq!(via.function, "PathDistribution.read_text");
+    }
+
+    #[test]
+    fn a_librarys_call_into_the_standard_library_is_named_at_the_librarys_line() {
+        // setuptools logs each record through logging, whose handler flushes per record
+        // (pyproject_hooks runs the backend from its own script, a dependency's file):
+        // the line to change is setuptools' log call, made in logging's flush.
+        let mut b = TraceBuilder::new();
+        let st = b.stack(&[
+            (
+                Python,
+                "StreamHandler.flush",
+                "/usr/lib/python3.11/logging/__init__.py",
+                1113,
+            ),
+            (
+                Python,
+                "Distribution.announce",
+                "/venv/lib/python3.11/site-packages/setuptools/_distutils/dist.py",
+                1044,
+            ),
+            (
+                Python,
+                "main",
+                "/venv/lib/python3.11/site-packages/pyproject_hooks/_in_process/_in_process.py",
+                373,
+            ),
+        ]);
+        for _ in 0..12 {
+            b.call(dejavu_trace::Sys::Newfstatat, |c, b| {
+                c.path = Some(b.s("/usr/share/locale/en/LC_MESSAGES/setuptools.mo"));
+                c.ret = -2;
+                c.stack = Some(st);
+            });
+        }
+        let f = b.findings("negative-probe");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].owner, crate::Owner::Dependency);
+        let c = &f[0].callsites[0];
+        assert_eq!(
+            (c.function.as_str(), c.line),
+            ("Distribution.announce", 1044),
+            "{c:#?}"
+        );
+        assert_eq!(
+            c.via.as_ref().map(|v| v.function.as_str()),
+            Some("StreamHandler.flush")
+        );
     }
 
     #[test]

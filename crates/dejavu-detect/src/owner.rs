@@ -112,6 +112,23 @@ fn py_module(file: &[u8]) -> &[u8] {
     b.strip_suffix(b".py").unwrap_or(b)
 }
 
+/// importlib's libraries a program calls, not the import system: `importlib.metadata`
+/// (entry points, distributions: setuptools scans every dist-info through it) and
+/// `importlib.resources` (a package's data files), with their helpers.
+fn is_importlib_library(file: &[u8]) -> bool {
+    [
+        &b"/importlib/metadata"[..],
+        b"/importlib/resources",
+        b"/importlib/readers.py",
+        b"/importlib/simple.py",
+        b"/importlib/_adapters.py",
+        b"/importlib/_common.py",
+        b"/importlib/_legacy.py",
+    ]
+    .iter()
+    .any(|p| contains(file, p))
+}
+
 fn is_py_stdlib(file: &[u8]) -> bool {
     contains(file, b"/lib/python") && !contains(file, b"-packages/") || contains(file, b"/lib/pypy")
 }
@@ -265,8 +282,8 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
             let frozen = file.starts_with(b"<frozen ");
             let m = py_module(file);
             if frozen || is_py_stdlib(file) {
-                if m.starts_with(b"importlib")
-                    || contains(file, b"/importlib/")
+                if (m.starts_with(b"importlib") || contains(file, b"/importlib/"))
+                    && !is_importlib_library(file)
                     || m == b"zipimport"
                     || m == b"runpy"
                     || m == b"site"
@@ -333,6 +350,16 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
             }
             if file.ends_with(b".go") || is_go_symbol(function) {
                 return go_class(function, file);
+            }
+            // Rust's test harness (libtest: `cargo test`'s runner, its output): the
+            // runtime a test binary runs on, as an interpreter is a script's. The `main`
+            // it calls from is the one `rustc --test` generates (named at the crate
+            // root's line 1), not a line of the program's.
+            if (contains(file, b"/rustc/") && contains(file, b"/library/test/"))
+                || (file.is_empty()
+                    && (function.starts_with(b"test::") || function.starts_with(b"<test::")))
+            {
+                return Class::Loader;
             }
             if contains(file, b"/rustc/") {
                 return Class::Plumbing;
@@ -466,18 +493,26 @@ pub struct Pick {
 }
 
 /// The frame to name for a stack, and whose code made the call: the innermost frame of
-/// the program's own code; with none, the innermost of a dependency or the standard
-/// library. A loader frame (module loader, import system, ld.so) met before either makes
+/// the program's own code; with none, the innermost of a third-party dependency, else of
+/// the standard library (a library's call into the standard library is named at the
+/// library's line). A loader frame (module loader, import system, ld.so) met before either makes
 /// the call the runtime's (named at the program's line that led there, a `require` or an
 /// `import`); met after a library frame, it means the library's code ran as it was loaded:
 /// the library's call.
 pub fn pick(frames: &[Frame], strings: &Strings, prog: &Program) -> Pick {
     let mut loader: Option<usize> = None;
     let mut library: Option<usize> = None;
+    // The innermost third-party frame: named before the standard library's frames it
+    // called (setuptools' `log.info` line, not logging's flush: `made in` says that one).
+    let mut third_party: Option<usize> = None;
     for (i, f) in frames.iter().enumerate() {
-        match classify(f, strings, prog) {
+        let class = classify(f, strings, prog);
+        if class == Class::Dependency && loader.is_none() && third_party.is_none() {
+            third_party = Some(i);
+        }
+        match class {
             Class::Plumbing | Class::Interpreter => {}
-            Class::Loader => match library {
+            Class::Loader => match third_party.or(library) {
                 Some(lib) => {
                     return Pick {
                         frame: Some(lib),
@@ -506,7 +541,7 @@ pub fn pick(frames: &[Frame], strings: &Strings, prog: &Program) -> Pick {
             }
         }
     }
-    if let Some(i) = library {
+    if let Some(i) = third_party.or(library) {
         return Pick {
             frame: Some(i),
             owner: Some(Owner::Dependency),
