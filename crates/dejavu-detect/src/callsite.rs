@@ -106,10 +106,17 @@ impl Cx<'_> {
     /// A finding's call sites from its tally's stacks (made by processes running
     /// `image`'s program), most redundant calls first, each with its share of `total`.
     pub fn callsites(&self, sites: &Sites, image: u32, total: u64) -> Vec<Callsite> {
-        let mut v = self.callsites_ranked(
-            sites.iter().map(|(st, n, ns)| (st, image, n, ns)),
-            usize::MAX,
-        );
+        self.callsites_of(sites.iter().map(|(st, n, ns)| (st, image, n, ns)), total)
+    }
+
+    /// As [`Cx::callsites`], from (stack, image, calls, ns): each stack read as the
+    /// program of its own image's (a finding whose calls came from several programs).
+    pub fn callsites_of(
+        &self,
+        sites: impl Iterator<Item = (StackId, u32, u64, u64)>,
+        total: u64,
+    ) -> Vec<Callsite> {
+        let mut v = self.callsites_ranked(sites, usize::MAX);
         v.sort_by(|a, b| {
             b.redundant_calls
                 .cmp(&a.redundant_calls)

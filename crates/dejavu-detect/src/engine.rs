@@ -556,7 +556,7 @@ fn analyze_inner<R: Read>(
         )
     };
     if let Ok(Some(m)) = cfg.program_matcher() {
-        all.retain(|f| m.is_match(&f.program));
+        all.retain(|f| f.of_program(|p| m.is_match(p)));
     }
     let before = all.len();
     all.retain(|f| f.redundant_calls >= cfg.min_calls.max(1));
@@ -801,7 +801,7 @@ fn fold_aspects(
             let a = &all[i];
             if folded[i].is_some()
                 || a.detector == b.detector
-                || a.program != b.program
+                || a.program_names() != b.program_names()
                 || precedence(a.detector) >= precedence(b.detector)
             {
                 continue;
@@ -879,7 +879,7 @@ fn fold_same_loop(mut all: Vec<Finding>) -> Vec<Finding> {
             }
             let (a, b) = (&all[i], &all[j]);
             let same = a.detector != b.detector
-                && a.program == b.program
+                && a.program_names() == b.program_names()
                 && a.owner == b.owner
                 && a.sequence == b.sequence
                 && a.callsites.first().map(site_id) == b.callsites.first().map(site_id);

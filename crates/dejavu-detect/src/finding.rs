@@ -180,6 +180,15 @@ pub struct PathCount {
     pub redundant_calls: u64,
 }
 
+/// A program a finding's calls came from, with its redundant calls.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct ProgramCount {
+    /// The program, named as [`Finding::program`] is.
+    pub program: String,
+    /// Its redundant calls.
+    pub redundant_calls: u64,
+}
+
 /// The fixed sequence of calls a function makes each time it runs, when its calls repeat
 /// one (a loop body): what each seed author reconstructed by hand.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -253,6 +262,12 @@ pub struct Finding {
     pub owner: Owner,
     /// The program (what the processes exec'd: `tsc`, `cc1`, `stat.py`).
     pub program: String,
+    /// When the calls came from several programs (one line of the program's own code or
+    /// of a library compiled into each: a crate's function in every test binary `cargo
+    /// test` runs), each of them, most redundant calls first; `program` is the first.
+    /// Empty when they came from one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub programs: Vec<ProgramCount>,
     /// The finding's identity across runs: program, detector, owner, call site (function
     /// and file) or, without one, the path pattern; per-run parts masked. `dejavu diff`
     /// and `dejavu check` match findings on it.
@@ -309,6 +324,25 @@ pub struct Finding {
     /// finding's key. The report lists it as an aspect of that one, not as a row.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shown_in: Option<String>,
+}
+
+impl Finding {
+    /// The programs its calls came from, in the order of their names: `programs`' names,
+    /// or `program` alone.
+    pub fn program_names(&self) -> Vec<String> {
+        if self.programs.is_empty() {
+            vec![self.program.clone()]
+        } else {
+            let mut v: Vec<String> = self.programs.iter().map(|p| p.program.clone()).collect();
+            v.sort_unstable();
+            v
+        }
+    }
+
+    /// Whether its calls came from `program` (one of them, when from several).
+    pub fn of_program(&self, is: impl Fn(&str) -> bool) -> bool {
+        is(&self.program) || self.programs.iter().any(|p| is(&p.program))
+    }
 }
 
 /// Another finding about (mostly) the same calls, folded into the one that owns the fix.

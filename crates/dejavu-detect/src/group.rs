@@ -4,7 +4,7 @@
 //! pattern (`/srv/www/files/*`).
 
 use crate::callsite::SiteKey;
-use crate::{CacheVerdict, Cx, DetectorInfo, Finding, Owner, PathCount, Severity};
+use crate::{CacheVerdict, Cx, DetectorInfo, Finding, Owner, PathCount, ProgramCount, Severity};
 use dejavu_replay::{FdKind, PathKey};
 use dejavu_trace::{StackId, Sys};
 use rustc_hash::FxHashMap;
@@ -369,10 +369,16 @@ pub(crate) fn group(
     each: &mut Each<'_>,
     parts: Vec<Part<'_>>,
 ) -> Vec<Finding> {
-    type GroupKey = (String, Owner, Option<SiteKey>);
+    // The program's own code and its libraries at one call site are one fix whatever
+    // program made the calls (a crate's function in each of `cargo test`'s test binaries):
+    // grouped without the program (None), which `make` names from the members. Elsewhere
+    // the program is part of the group.
+    type GroupKey = (Option<String>, Owner, Option<SiteKey>);
     let mut groups: FxHashMap<GroupKey, Vec<Part<'_>>> = FxHashMap::default();
     for p in parts {
-        let k = place(cx, &p);
+        let (name, owner, site) = place(cx, &p);
+        let across = site.is_some() && matches!(owner, Owner::Own | Owner::Dependency);
+        let k = ((!across).then_some(name), owner, site);
         groups.entry(k).or_default().push(p);
     }
     let mut keys: Vec<GroupKey> = groups.keys().cloned().collect();
@@ -430,7 +436,7 @@ fn make(
     wording: Wording,
     hazards: &dyn Fn(&Tally, &Cx<'_>) -> Vec<String>,
     each: &mut Each<'_>,
-    (program, owner, site): &(String, Owner, Option<SiteKey>),
+    (program, owner, site): &(Option<String>, Owner, Option<SiteKey>),
     members: &[Part<'_>],
     cluster: Option<&crate::pattern::Cluster>,
 ) -> Finding {
@@ -438,6 +444,40 @@ fn make(
     for m in members {
         t.merge(m.tally);
     }
+    // The programs the calls came from, most redundant calls first (then by name).
+    let mut programs: Vec<ProgramCount> = Vec::new();
+    match program {
+        Some(p) => programs.push(ProgramCount {
+            program: p.clone(),
+            redundant_calls: t.redundant,
+        }),
+        None => {
+            for m in members {
+                let name = cx.program_role(m.image).0;
+                match programs.iter_mut().find(|p| p.program == name) {
+                    Some(p) => p.redundant_calls += m.tally.redundant,
+                    None => programs.push(ProgramCount {
+                        program: name,
+                        redundant_calls: m.tally.redundant,
+                    }),
+                }
+            }
+            programs.sort_by(|a, b| {
+                b.redundant_calls
+                    .cmp(&a.redundant_calls)
+                    .then_with(|| a.program.cmp(&b.program))
+            });
+        }
+    }
+    // The key names every program, in the order of their names (not of their calls,
+    // which move between runs).
+    let mut names: Vec<&str> = programs.iter().map(|p| p.program.as_str()).collect();
+    names.sort_unstable();
+    let key_program = names.join("+");
+    let program = programs
+        .first()
+        .map(|p| p.program.clone())
+        .unwrap_or_default();
     // The image whose calls weigh most names the finding's process.
     let lead = members
         .iter()
@@ -505,12 +545,33 @@ fn make(
             },
         },
     };
-    let key = format!("{program}|{}|{}|{what}", info.id, owner.name());
+    let key = format!("{key_program}|{}|{}|{what}", info.id, owner.name());
+    // Each program's stacks are read as its own (which frames are its code), when the
+    // calls came from several.
+    let callsites = if programs.len() > 1 {
+        cx.callsites_of(
+            members.iter().flat_map(|m| {
+                m.tally
+                    .sites
+                    .iter()
+                    .map(move |(st, n, ns)| (st, m.image, n, ns))
+            }),
+            t.redundant,
+        )
+    } else {
+        cx.callsites(&t.sites, lead, t.redundant)
+    };
+    let programs = if programs.len() > 1 {
+        programs
+    } else {
+        Vec::new()
+    };
     let mut f = Finding {
         detector: info.id,
         severity: Severity::grade(share, t.redundant),
         owner: *owner,
-        program: program.clone(),
+        program,
+        programs,
         key,
         processes: pids.len() as u64,
         pid: cx.replay.images.get(lead as usize).map_or(0, |i| i.pid),
@@ -532,7 +593,7 @@ fn make(
             safe: t.stale == 0,
         }),
         example: None,
-        callsites: cx.callsites(&t.sites, lead, t.redundant),
+        callsites,
         sequence: None,
         stream: None,
         also: Vec::new(),

@@ -2,7 +2,8 @@
 //! not move when a detector's wording changes.
 
 use dejavu_detect::{
-    Analysis, CacheVerdict, CallFrame, Callsite, Finding, Owner, PathCount, Sequence, Severity,
+    Analysis, CacheVerdict, CallFrame, Callsite, Finding, Owner, PathCount, ProgramCount, Sequence,
+    Severity,
 };
 
 /// A JavaScript call site with a two-frame stack (node's fs internals, then the site).
@@ -52,6 +53,7 @@ fn finding(detector: &'static str, pid: u32, command: &str, paths: &[&str]) -> F
             paths.first().copied().unwrap_or("")
         ),
         program,
+        programs: Vec::new(),
         processes: 1,
         pid,
         command: command.to_string(),
@@ -223,6 +225,22 @@ pub fn analysis() -> Analysis {
     // A native call site without symbols: named by module and offset (a shared library's:
     // the finding is a dependency's, as the engine would own it).
     findings[1].owner = Owner::Dependency;
+    // Its calls came from two programs (the library in both): one finding, each program
+    // with its calls, the key naming both.
+    findings[1].programs = vec![
+        ProgramCount {
+            program: "reindex.py".into(),
+            redundant_calls: 30,
+        },
+        ProgramCount {
+            program: "compact.py".into(),
+            redundant_calls: 14,
+        },
+    ];
+    findings[1].processes = 2;
+    findings[1].key = findings[1]
+        .key
+        .replacen("reindex.py|", "compact.py+reindex.py|", 1);
     findings[1].callsites.push(Callsite {
         function: String::new(),
         file: String::new(),

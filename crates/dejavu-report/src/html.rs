@@ -397,17 +397,7 @@ fn finding(
         }
         b.push_str("</ol></dd>\n");
     }
-    let process = if f.processes > 1 {
-        format!(
-            "{} processes of {}, e.g. {} {}",
-            fmt_count(f.processes),
-            f.program,
-            f.pid,
-            f.command
-        )
-    } else {
-        format!("{} {}", f.pid, f.command)
-    };
+    let process = crate::terminal::process_line(f);
     dd(b, "process", &process);
     dd(
         b,

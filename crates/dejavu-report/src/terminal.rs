@@ -494,18 +494,8 @@ impl<'a> Render<'a> {
                 &|s| st.dim(s),
             );
         }
-        if details || f.processes > 1 {
-            let text = if f.processes > 1 {
-                format!(
-                    "{} processes of {}, e.g. {} {}",
-                    fmt_count(f.processes),
-                    sanitize(&f.program),
-                    f.pid,
-                    sanitize(&f.command)
-                )
-            } else {
-                format!("{} {}", f.pid, sanitize(&f.command))
-            };
+        if details || f.processes > 1 || !f.programs.is_empty() {
+            let text = sanitize(&process_line(f));
             field("process:", &shorten_end(&text, room), &|s| st.dim(s));
         }
         if details {
@@ -887,13 +877,55 @@ impl Columns {
     }
 }
 
-/// `stat.py`, or `cc1 ×24` for a finding in 24 processes of cc1.
+/// `stat.py`, `cc1 ×24` for a finding in 24 processes of cc1, or `integration +2` for
+/// one whose calls came from three programs.
 pub(crate) fn program_label(f: &Finding) -> String {
     let name = sanitize(&f.program);
-    if f.processes > 1 {
+    if f.programs.len() > 1 {
+        format!("{name} +{}", f.programs.len() - 1)
+    } else if f.processes > 1 {
         format!("{name} ×{}", f.processes)
     } else {
         name
+    }
+}
+
+/// A finding's `process:` line: `1234 cmd`, `24 processes of cc1, e.g. 1234 cmd`, or `2
+/// programs: integration (495 calls), crt (139 calls); e.g. 1234 cmd` for one whose calls
+/// came from several programs. Not sanitized.
+pub(crate) fn process_line(f: &Finding) -> String {
+    if f.programs.len() > 1 {
+        let each: Vec<String> = f
+            .programs
+            .iter()
+            .map(|p| {
+                let n = p.redundant_calls;
+                format!(
+                    "{} ({} {})",
+                    p.program,
+                    fmt_count(n),
+                    plural(n, "call", "calls")
+                )
+            })
+            .collect();
+        return format!(
+            "{} programs: {}; e.g. {} {}",
+            f.programs.len(),
+            each.join(", "),
+            f.pid,
+            f.command
+        );
+    }
+    if f.processes > 1 {
+        format!(
+            "{} processes of {}, e.g. {} {}",
+            fmt_count(f.processes),
+            f.program,
+            f.pid,
+            f.command
+        )
+    } else {
+        format!("{} {}", f.pid, f.command)
     }
 }
 

@@ -294,7 +294,8 @@ pub struct Measured {
 pub fn measure(e: &Entry, c: &Counts) -> Measured {
     let prog = scope(e);
     // A finding is in scope by its executable's name (`node`) or its program's (`tsc`).
-    let in_scope = |f: &dejavu_detect::Finding| prog(&program_of(&f.command)) || prog(&f.program);
+    let in_scope =
+        |f: &dejavu_detect::Finding| prog(&program_of(&f.command)) || f.of_program(&prog);
     match e.kind {
         Kind::Syscall => Measured {
             count: c.syscall(&e.name, &prog),

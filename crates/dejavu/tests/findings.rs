@@ -358,6 +358,96 @@ fn a_fetched_crates_cargo_build_script_is_the_dependencys_code_a_workspace_ones_
     }
 }
 
+#[test]
+fn one_line_in_each_of_cargos_test_binaries_is_one_finding_naming_every_binary() {
+    // `cargo test` runs a crate's unit tests and each integration test as programs of their
+    // own (target/debug/deps/<name>-<hash>), each with the crate's code compiled in: a
+    // line of the crate that repeats its calls in both is one fix, one finding. probe_loop
+    // stands in for both binaries.
+    require!("gcc");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let data = work.join("data");
+    probe_data(&data);
+    let built = build_probe_loop(&work);
+    let deps = work.join("crt/target/debug/deps");
+    std::fs::create_dir_all(&deps).unwrap();
+    let unit = deps.join("crt-2512dc0e5bd290d3");
+    let integration = deps.join("integration-e60c88d6d554ab11");
+    std::fs::copy(&built, &unit).unwrap();
+    std::fs::copy(&built, &integration).unwrap();
+    let run = |name: &str, script: &str| {
+        let trace = record(
+            &work,
+            name,
+            &[
+                "sh",
+                "-c",
+                script,
+                "sh",
+                unit.to_str().unwrap(),
+                integration.to_str().unwrap(),
+                data.to_str().unwrap(),
+            ],
+        );
+        let v = report_json(&trace, &[]);
+        let own: Vec<Value> = by_detector(&v, "repeated-lookup")
+            .into_iter()
+            .filter(|f| f["owner"] == "own" && f["program"] != "sh")
+            .collect();
+        (own, trace)
+    };
+    // Dirty: both binaries (the second makes more calls: it leads).
+    let (own, trace) = run("both", "\"$1\" \"$3\" 10 300; \"$2\" \"$3\" 20 300");
+    assert_eq!(own.len(), 1, "one finding for both binaries: {own:#?}");
+    let f = &own[0];
+    // stat and lstat of 40 paths, rounds 2..10 and 2..20.
+    assert_eq!(f["redundant_calls"], 2 * 40 * (9 + 19), "{f:#}");
+    assert_eq!(f["program"], "integration", "{f:#}");
+    assert_eq!(f["processes"], 2, "{f:#}");
+    let programs = f["programs"].as_array().expect("programs");
+    let names: Vec<(&str, u64)> = programs
+        .iter()
+        .map(|p| {
+            (
+                p["program"].as_str().unwrap(),
+                p["redundant_calls"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [("integration", 2 * 40 * 19), ("crt", 2 * 40 * 9)],
+        "{f:#}"
+    );
+    let key = f["key"].as_str().unwrap();
+    assert!(
+        key.starts_with("crt+integration|repeated-lookup|own|path_filestat_get@"),
+        "{key}"
+    );
+    assert_eq!(f["callsites"][0]["function"], "path_filestat_get", "{f:#}");
+    assert_eq!(f["callsites"][0]["share"], 1.0, "{f:#}");
+    let text = report_text(&trace, &[]);
+    assert!(text.contains("integration +1"), "{text}");
+    assert!(
+        text.contains("process: 2 programs: integration (1,520 calls), crt (720 calls)"),
+        "{text}"
+    );
+    // Clean: one binary, one program, named without cargo's hash; no `programs`.
+    let (own, _) = run("one", "\"$1\" \"$3\" 10 300");
+    assert_eq!(own.len(), 1, "{own:#?}");
+    assert_eq!(own[0]["program"], "crt", "{:#}", own[0]);
+    assert!(own[0].get("programs").is_none(), "{:#}", own[0]);
+    assert!(
+        own[0]["key"]
+            .as_str()
+            .unwrap()
+            .starts_with("crt|repeated-lookup|own|"),
+        "{:#}",
+        own[0]
+    );
+}
+
 /// Asserts that finding `f`'s first call site is `function` at the line of the fixture
 /// `rel` marked by `marker`, with all of the finding's calls.
 fn assert_first_site(f: &Value, function: &str, rel: &str, marker: &str) {

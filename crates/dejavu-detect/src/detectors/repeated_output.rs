@@ -874,6 +874,7 @@ impl Detector for RepeatedOutput {
                     severity: Severity::grade(share, redundant),
                     owner: crate::Owner::Own,
                     program: String::new(),
+                    programs: Vec::new(),
                     key: String::new(),
                     processes: 1,
                     pid: 0,

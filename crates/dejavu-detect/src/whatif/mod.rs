@@ -279,7 +279,7 @@ pub const MODELLED: [&str; 10] = [
 /// once per process and output, counted by masked line as the detector counts them.
 pub fn own_log_fix(f: &Finding, lines: &[(u32, String, u8, u64)]) -> Policy {
     let mut scope = Scope::default();
-    scope.programs = vec![f.program.clone()];
+    scope.programs = f.program_names();
     Policy {
         kind: Kind::LogLines {
             lines: lines.iter().cloned().collect(),
@@ -292,7 +292,7 @@ pub fn own_log_fix(f: &Finding, lines: &[(u32, String, u8, u64)]) -> Policy {
 /// once per starting process, or its PATH probes ([`crate::Covered::probes`]) made once.
 pub fn own_exec_fix(f: &Finding, cmds: &[(u32, u64)], probes: &[(u32, String)]) -> Policy {
     let mut scope = Scope::default();
-    scope.programs = vec![f.program.clone()];
+    scope.programs = f.program_names();
     Policy {
         kind: Kind::ExecOnce {
             cmds: cmds.iter().copied().collect(),
@@ -407,7 +407,7 @@ pub fn own_fix(f: &Finding, covered: Option<&[(u32, String)]>) -> Option<Policy>
     };
     let globs: Vec<String> = f.paths.iter().flat_map(|p| globs_of(p)).collect();
     let mut scope = Scope::paths(kind.flag(), &globs).ok()?;
-    scope.programs = vec![f.program.clone()];
+    scope.programs = f.program_names();
     scope.exact = covered.map(|c| c.iter().cloned().collect());
     Some(Policy { kind, scope })
 }

@@ -208,7 +208,7 @@ fn for_finding(a: &WhatifArgs, n: usize, given: Vec<Policy>) -> anyhow::Result<O
     let pairs = covered.get(&f.key);
     let mut policies = Vec::new();
     for mut p in given {
-        p.scope.programs = vec![f.program.clone()];
+        p.scope.programs = f.program_names();
         // A finding that does not list its (process, path) pairs (repeated-output,
         // repeated-exec): its program, and the policy's own globs.
         if let Some(pairs) = pairs {
