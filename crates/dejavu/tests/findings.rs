@@ -630,8 +630,11 @@ fn make_of_24_files_gives_one_finding_per_problem_not_one_per_compiler_process()
 #[test]
 fn a_go_functions_stat_names_the_function_not_the_runtime() {
     // Built as `go build` builds it (DWARF), without DWARF (-w: the Go toolchain's own
-    // tools, most release builds) and without symbols either (-s -w): Go's line table
-    // (.gopclntab) names function, file and line in the last two.
+    // tools, most release builds) and without symbols either (-s -w, as `go test` and `go
+    // run` build): Go's line table (.gopclntab) names function, file and line in the last
+    // two, and its inline trees the calls the compiler inlined (os.Open into openConfig,
+    // (*os.File).Close into its deferred wrapper), found without symbols from the
+    // runtime's module data.
     require!("go");
     let d = tempfile::tempdir().unwrap();
     let work = d.path().canonicalize().unwrap();
@@ -657,9 +660,42 @@ fn a_go_functions_stat_names_the_function_not_the_runtime() {
                 target.to_str().unwrap(),
                 "200",
                 "300",
+                "close",
             ],
         );
         let v = report_json(&trace, &[]);
+        let churn: Vec<Value> = by_detector(&v, "open-close-churn")
+            .into_iter()
+            .filter(|f| f["paths"][0] == target.to_str().unwrap())
+            .collect();
+        assert_eq!(churn.len(), 1, "{name}: {:#?}", findings(&v));
+        let mut sites: Vec<(String, u64)> = churn[0]["callsites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let file = c["file"].as_str().unwrap_or_default();
+                assert!(file.ends_with("go_stat/main.go"), "{name}: {c:#}");
+                (
+                    c["function"].as_str().unwrap().to_string(),
+                    c["line"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        sites.sort();
+        let main_go = "go_stat/main.go";
+        assert_eq!(
+            sites,
+            [
+                ("main.openConfig".to_string(), line_of(main_go, "OPEN_LINE")),
+                (
+                    "main.openConfig.deferwrap1".to_string(),
+                    line_of(main_go, "CLOSE_LINE")
+                ),
+            ],
+            "{name}: {:#}",
+            churn[0]
+        );
         let mine: Vec<Value> = by_detector(&v, "repeated-lookup")
             .into_iter()
             .filter(|f| f["paths"][0] == target.to_str().unwrap())

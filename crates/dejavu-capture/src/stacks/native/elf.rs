@@ -255,6 +255,44 @@ fn go_table_section<'d, O: Object<'d>>(file: &O) -> Option<O::Section<'_>> {
         .or_else(|| file.section_by_name(".data.rel.ro.gopclntab"))
 }
 
+/// Where `go:func.*` (the data inline trees are offsets into) is in a Go executable
+/// without a symbol table, from the runtime's `firstmoduledata`: the `.go.module` section
+/// (Go 1.26), else the word of `.noptrdata` that points at the line table (`pcHeader`, the
+/// struct's first field). Its layout (runtime/symtab.go, Go 1.20 to 1.26) is checked
+/// against the section headers before its `gofunc` field is believed: `text` (word 22)
+/// must be .text's address, `noptrdata` (24) .noptrdata's and `rodata` (39) .rodata's,
+/// and `gofunc` (40) must lie in .rodata or the line table.
+fn go_func_from_moduledata<'d, O: Object<'d>>(file: &O, pclntab: u64) -> Option<u64> {
+    const WORDS: usize = 41;
+    let word = |d: &[u8], i: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(
+            d.get(i * 8..i * 8 + 8)?.try_into().ok()?,
+        ))
+    };
+    let text = file.section_by_name(".text")?.address();
+    let noptr = file.section_by_name(".noptrdata")?;
+    let rodata = section_range(file, ".rodata")?;
+    let table = go_table_section(file)?;
+    let table = table.address()..table.address() + table.size();
+    let fits = |d: &[u8]| -> Option<u64> {
+        let ok = word(d, 0)? == pclntab
+            && word(d, 22)? == text
+            && word(d, 24)? == noptr.address()
+            && word(d, 39)? == rodata.start;
+        let gofunc = word(d, 40)?;
+        (ok && (rodata.contains(&gofunc) || table.contains(&gofunc))).then_some(gofunc)
+    };
+    if let Some(m) = file.section_by_name(".go.module") {
+        if let Some(g) = m.data().ok().and_then(fits) {
+            return Some(g);
+        }
+    }
+    let data = noptr.data().ok()?;
+    (0..data.len() / 8)
+        .filter(|&i| word(data, i) == Some(pclntab))
+        .find_map(|i| fits(data.get(i * 8..i * 8 + WORDS * 8)?))
+}
+
 fn section_range<'d, O: Object<'d>>(file: &O, name: &str) -> Option<Range<u64>> {
     let s = file.section_by_name(name)?;
     Some(s.address()..s.address().saturating_add(s.size()))
@@ -477,15 +515,22 @@ impl ElfModule {
                 let text = file.section_by_name(".text")?.address();
                 // The inline trees are offsets from go:func.* (in .rodata), which only the
                 // symbol table locates.
+                let at = |addr: u64| {
+                    let sec = file
+                        .sections()
+                        .find(|sec| (sec.address()..sec.address() + sec.size()).contains(&addr))?;
+                    sec.file_range()?;
+                    let off = usize::try_from(addr - sec.address()).ok()?;
+                    Some((sec.uncompressed_data().ok()?.into_owned(), off))
+                };
                 let gofunc = file
                     .symbols()
                     .find(|s| matches!(s.name_bytes(), Ok(b"go:func.*")))
-                    .and_then(|sym| {
-                        let sec = file.section_by_index(sym.section_index()?).ok()?;
-                        let off =
-                            usize::try_from(sym.address().checked_sub(sec.address())?).ok()?;
-                        Some((sec.uncompressed_data().ok()?.into_owned(), off))
-                    });
+                    .map(|sym| sym.address())
+                    // Stripped (`-s`: every `go test` and `go run` binary): the runtime's
+                    // module data says where go:func.* is.
+                    .or_else(|| go_func_from_moduledata(&file, s.address()))
+                    .and_then(at);
                 GoLineTable::parse_with(data, text, gofunc)
             })
             .as_ref()
