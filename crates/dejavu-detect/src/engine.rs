@@ -278,6 +278,8 @@ pub struct Analysis {
     pub findings: Vec<Finding>,
     /// Findings below the thresholds (hidden by default).
     pub hidden: usize,
+    /// Their redundant calls (summed: a call two of them flag counts twice).
+    pub hidden_calls: u64,
     /// Syscall records in the trace.
     pub syscalls: u64,
     /// Their total duration, ns.
@@ -559,6 +561,11 @@ fn analyze_inner<R: Read>(
         all.retain(|f| f.of_program(|p| m.is_match(p)));
     }
     let before = all.len();
+    let hidden_calls = all
+        .iter()
+        .filter(|f| f.redundant_calls < cfg.min_calls.max(1) && f.shown_in.is_none())
+        .map(|f| f.redundant_calls)
+        .sum();
     all.retain(|f| f.redundant_calls >= cfg.min_calls.max(1));
     // A finding shown in one the thresholds hid is a row of its own.
     let keys: rustc_hash::FxHashSet<String> = all
@@ -608,6 +615,7 @@ fn analyze_inner<R: Read>(
     Ok(Analysis {
         findings: all,
         hidden,
+        hidden_calls,
         syscalls: replay.syscalls,
         syscall_ns: replay.syscall_ns,
         processes: replay.procs.len(),

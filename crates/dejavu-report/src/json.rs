@@ -32,6 +32,7 @@ struct Report<'a> {
     /// Findings shown in another (`shown_in`), listed after the row they belong to.
     shown_in_others: usize,
     hidden: usize,
+    hidden_calls: u64,
     omitted: usize,
     lost_events: u64,
     truncated: Option<Truncated>,
@@ -141,6 +142,7 @@ impl Reporter for JsonReporter {
             finding_count: rows.len(),
             shown_in_others: a.findings.len() - rows.len(),
             hidden: a.hidden,
+            hidden_calls: a.hidden_calls,
             omitted: rows.len() - shown,
             lost_events: a.lost_events,
             truncated: a.truncated.as_ref().map(|t| Truncated {
@@ -220,7 +222,7 @@ mod tests {
         assert_eq!(v["finding_count"], 5);
         assert_eq!(v["shown_in_others"], 1);
         // Totals still cover every finding, not only the ones shown.
-        assert_eq!(v["redundant_calls"], 1_000 + 120 + 44 + 25 + 40);
+        assert_eq!(v["redundant_calls"], 1_000 + 120 + 44 + 25 + 40 + 23);
     }
 
     /// The field names documented in one section of docs/report-format.md: the first

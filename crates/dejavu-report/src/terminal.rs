@@ -151,6 +151,19 @@ impl<'a> Render<'a> {
                     })
                 })
                 .collect();
+            // The findings under the thresholds, which the parts above leave out: named,
+            // so that the parts account for the total.
+            let mut parts = parts;
+            if a.hidden > 0 && a.hidden_calls > 0 {
+                split += a.hidden_calls;
+                parts.push(format!(
+                    "under {} calls (hidden): {} in {} {}",
+                    fmt_count(self.opts.config.min_calls.max(1)),
+                    fmt_count(a.hidden_calls),
+                    fmt_count(a.hidden as u64),
+                    plural(a.hidden as u64, "finding", "findings")
+                ));
+            }
             if !parts.is_empty() {
                 // Two findings of different detectors can flag one call (a stat both
                 // repeated and the check of a check-then-act) and are not always shown as
@@ -166,20 +179,31 @@ impl<'a> Render<'a> {
                 ));
             }
             if let Some(f) = self.shown().first() {
+                // As under the row: the function whole and the end of its file's path (a
+                // cut in the middle lost both: `cmd/go/internal/…/go/internal/cache/
+                // cache.go:289`). A site that made only some of the calls says how many.
+                let calls = format!(
+                    "{} {}",
+                    fmt_count(f.redundant_calls),
+                    plural(f.redundant_calls, "call", "calls")
+                );
+                let (at, count) = match f.callsites.first() {
+                    Some(c) if c.redundant_calls < f.redundant_calls => (
+                        String::new(),
+                        format!(
+                            "{calls}; {} at {}",
+                            fmt_count(c.redundant_calls),
+                            fit_site(c, 60)
+                        ),
+                    ),
+                    Some(c) => (format!(" at {}", fit_site(c, 60)), calls),
+                    None => (String::new(), calls),
+                };
                 text.push_str(&format!(
-                    "Top: {} of {} in {}{} ({} {}).",
+                    "Top: {} of {} in {}{at} ({count}).",
                     f.detector,
                     fit_label(&paths_label(f), 40),
                     program_label(f),
-                    f.callsites
-                        .first()
-                        // As under the row: the function whole and the end of its
-                        // file's path (a cut in the middle lost both: `cmd/go/internal/
-                        // …/go/internal/cache/cache.go:289`).
-                        .map(|c| format!(" at {}", fit_site(c, 60)))
-                        .unwrap_or_default(),
-                    fmt_count(f.redundant_calls),
-                    plural(f.redundant_calls, "call", "calls"),
                 ));
                 if let Some(q) = &f.sequence {
                     let p = per_call(q);
@@ -1152,6 +1176,36 @@ mod tests {
     #[test]
     fn snapshot_terminal() {
         insta::assert_snapshot!(render(&fixture::analysis(), &opts()));
+    }
+
+    #[test]
+    fn the_headlines_top_names_the_sites_own_calls_and_the_parts_the_hidden_ones() {
+        let mut a = fixture::analysis();
+        let (text, _) = headline(&a, &opts());
+        // The first site made 800 of the finding's 1,000 calls.
+        assert!(
+            text.contains(
+                "Top: repeated-lookup of /etc/app.conf in server.js (1,000 calls; 800 at \
+                 loadConfig /srv/app/lib/config.js:12)."
+            ),
+            "{text}"
+        );
+        // The parts account for the total: 1,000 + 164 + 25 + 40 + 23 = 1,252.
+        assert!(text.contains("1,252 of 1,530 file syscalls"), "{text}");
+        assert!(
+            text.contains("; under 10 calls (hidden): 23 in 7 findings."),
+            "{text}"
+        );
+        // A site that made all of them is named before the count.
+        a.findings[0].callsites.truncate(1);
+        a.findings[0].callsites[0].redundant_calls = 1_000;
+        a.hidden = 0;
+        let (text, _) = headline(&a, &opts());
+        assert!(
+            text.contains("in server.js at loadConfig /srv/app/lib/config.js:12 (1,000 calls)."),
+            "{text}"
+        );
+        assert!(!text.contains("hidden"), "{text}");
     }
 
     #[test]
