@@ -21,6 +21,9 @@ const GAP: &str = " ";
 const CALLSITES: usize = 3;
 /// Paths of a pattern named under a row unless `--details`.
 const EXAMPLE_PATHS: usize = 2;
+/// Steps of a `loop:` line under a row unless `--details` (afero's walk lstat'ed 50 paths
+/// per call: 25 lines of one row).
+const LOOP_STEPS: usize = 12;
 /// Said when a cache would have served stale answers.
 const UNSAFE: &str = "unsafe to cache:";
 /// Narrower than this, the table cannot fit; lines then wrap in the terminal.
@@ -514,7 +517,14 @@ impl<'a> Render<'a> {
         if let Some(q) = &f.sequence {
             field(
                 "loop:",
-                &format!("{}: {}", per_call(q), sanitize(&loop_steps(&q.steps))),
+                &format!(
+                    "{}: {}",
+                    per_call(q),
+                    sanitize(&loop_steps_within(
+                        &q.steps,
+                        if details { usize::MAX } else { LOOP_STEPS }
+                    ))
+                ),
                 &|s| st.dim(s),
             );
         }
@@ -1011,7 +1021,14 @@ pub(crate) fn fit_label(label: &str, width: usize) -> String {
 /// at the first of the calls in a row on it (a read loop's open, fcntl, fstat, read and
 /// close each named the same 70-character path: 16 lines of `go build`'s first screen),
 /// and the same call repeated in a row once, with its count (`fcntl ×4`).
+#[cfg(test)]
 pub(crate) fn loop_steps(steps: &[String]) -> String {
+    loop_steps_within(steps, usize::MAX)
+}
+
+/// [`loop_steps`], its first `max` steps (a run of one call counts once), then how many
+/// calls are left out: `..., and 38 more calls (--details lists them)`.
+pub(crate) fn loop_steps_within(steps: &[String], max: usize) -> String {
     let mut out: Vec<(String, usize)> = Vec::new();
     let mut last_path: Option<&str> = None;
     for step in steps {
@@ -1035,7 +1052,10 @@ pub(crate) fn loop_steps(steps: &[String]) -> String {
             _ => out.push((text, 1)),
         }
     }
-    out.iter()
+    let left: usize = out.iter().skip(max).map(|(_, n)| n).sum();
+    let mut text = out
+        .iter()
+        .take(max)
         .map(|(t, n)| {
             if *n > 1 {
                 format!("{t} ×{n}")
@@ -1044,7 +1064,15 @@ pub(crate) fn loop_steps(steps: &[String]) -> String {
             }
         })
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    if left > 0 {
+        text.push_str(&format!(
+            ", and {} more {} (--details lists them)",
+            fmt_count(left as u64),
+            plural(left as u64, "call", "calls")
+        ));
+    }
+    text
 }
 
 pub(crate) fn paths_label(f: &Finding) -> String {
@@ -1556,6 +1584,26 @@ fn keep_tail(loc: &str, width: usize) -> String {
 #[cfg(test)]
 mod fit_label_tests {
     use super::fit_label;
+
+    #[test]
+    fn a_long_loop_is_cut_after_its_first_steps_and_says_how_many_are_left() {
+        // A walk that lstats 50 paths per call, each path said once.
+        let steps: Vec<String> = (0..50).map(|i| format!("lstat /w/p{i}")).collect();
+        let text = super::loop_steps_within(&steps, 12);
+        assert!(text.starts_with("lstat /w/p0, lstat /w/p1, "), "{text}");
+        assert!(
+            text.ends_with("lstat /w/p11, and 38 more calls (--details lists them)"),
+            "{text}"
+        );
+        // A run of one call counts once; nothing is cut at or under the limit.
+        let mut steps = vec!["open /w/a".to_string()];
+        steps.extend(std::iter::repeat_n("fcntl /w/a".to_string(), 4));
+        assert_eq!(super::loop_steps_within(&steps, 2), "open /w/a, fcntl ×4");
+        assert_eq!(
+            super::loop_steps_within(&steps, 1),
+            "open /w/a, and 4 more calls (--details lists them)"
+        );
+    }
 
     #[test]
     fn a_loops_path_is_said_once_per_run_of_calls_on_it() {
