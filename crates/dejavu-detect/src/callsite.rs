@@ -434,6 +434,40 @@ mod tests {
     }
 
     #[test]
+    fn python_m_of_an_installed_package_makes_the_whole_package_the_programs_own() {
+        // `python -m sphinx`: Sphinx's modules are the program, not a dependency (only its
+        // __main__.py and __init__.py were). Another package stays a dependency.
+        let site = "/venv/lib/python3.11/site-packages";
+        for (argv, owner) in [
+            (
+                &["python3.11", "-m", "sphinx", "-b", "html"][..],
+                crate::Owner::Own,
+            ),
+            (&["python3.11", "build.py"][..], crate::Owner::Dependency),
+        ] {
+            let mut b = TraceBuilder::new();
+            b.exec("/venv/bin/python3.11", argv);
+            let checksum = format!("{site}/sphinx/builders/html/_assets.py");
+            let jinja = format!("{site}/jinja2/loaders.py");
+            let st = b.stack(&[
+                (Python, "_file_checksum", &checksum, 123),
+                (Python, "get_source", &jinja, 200),
+            ]);
+            for _ in 0..12 {
+                b.call(dejavu_trace::Sys::Newfstatat, |c, b| {
+                    c.path = Some(b.s("/srv/out/_static/a.css"));
+                    c.stat = Some(b.st(file(6, 1, 1)));
+                    c.stack = Some(st);
+                });
+            }
+            let f = b.findings("repeated-lookup");
+            assert_eq!(f.len(), 1, "{argv:?}: {f:#?}");
+            assert_eq!(f[0].owner, owner, "{argv:?}");
+            assert_eq!(f[0].callsites[0].function, "_file_checksum", "{argv:?}");
+        }
+    }
+
+    #[test]
     fn importlib_metadata_is_a_library_the_program_calls_not_the_import_system() {
         // setuptools calls importlib.metadata.entry_points() from seven lines, each
         // reading every dist-info's entry_points.txt again: its code's calls, not the
