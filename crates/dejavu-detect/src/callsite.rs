@@ -140,9 +140,12 @@ impl Cx<'_> {
         sites: impl Iterator<Item = (StackId, u32, u64, u64)>,
         top: usize,
     ) -> Vec<Callsite> {
-        // Each site keeps the stack (and line) that made most of its calls.
-        let mut by_site: Vec<(SiteKey, Callsite, u64)> = Vec::new();
-        let mut index: rustc_hash::FxHashMap<SiteKey, usize> = rustc_hash::FxHashMap::default();
+        // A site is a line of a function: a function that makes its calls from two lines
+        // lists both, each with its own calls (a finding is still one per function). Each
+        // keeps the stack (and column) that made most of its calls.
+        let mut by_site: Vec<((SiteKey, u32), Callsite, u64)> = Vec::new();
+        let mut index: rustc_hash::FxHashMap<(SiteKey, u32), usize> =
+            rustc_hash::FxHashMap::default();
         for (stack, image, n, ns) in sites {
             let info = self.site(stack, image);
             let (Some(key), Some(fi)) = (info.key, info.frame) else {
@@ -173,6 +176,7 @@ impl Cx<'_> {
                 (stack, via)
             };
             let user = &frames[fi];
+            let key = (key, user.line);
             match index.get(&key) {
                 Some(&i) => {
                     let (_, c, best) = &mut by_site[i];
@@ -180,7 +184,6 @@ impl Cx<'_> {
                     c.wasted_ns += ns;
                     if n > *best {
                         *best = n;
-                        c.line = user.line;
                         c.column = user.column;
                         (c.stack, c.via) = full();
                     }
@@ -200,7 +203,7 @@ impl Cx<'_> {
                             line: user.line,
                             column: user.column,
                             module: s(user.module),
-                            addr: if key.addr != 0 { user.addr } else { 0 },
+                            addr: if key.0.addr != 0 { user.addr } else { 0 },
                             owner: info.owner.unwrap_or(Owner::Own),
                             redundant_calls: n,
                             wasted_ns: ns,

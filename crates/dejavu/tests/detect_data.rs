@@ -760,10 +760,14 @@ fn open_close_churn_urandom_opened_per_item() {
     );
     assert!(m.fix.contains("getrandom"), "{}", m.fix);
     if native_sites(&w) {
-        // suffix() opens it (line 9) and closes it: one function, one fix.
+        // suffix() opens it (line 9) and closes it (line 12): one function, one fix, a
+        // site per line.
         assert_eq!(
             sites(m),
-            vec![("suffix".into(), "urandom_dirty.c".into(), 9, 198)],
+            vec![
+                ("suffix".into(), "urandom_dirty.c".into(), 9, 99),
+                ("suffix".into(), "urandom_dirty.c".into(), 12, 99)
+            ],
             "{m:#?}"
         );
         // Each call of suffix: open, read, close; the open and close redundant.
@@ -817,7 +821,10 @@ fn open_close_churn_directory_reopened_per_entry() {
     if native_sites(&w) {
         assert_eq!(
             sites(m),
-            vec![("main".into(), "dir_reopen_dirty.c".into(), 22, 98)],
+            vec![
+                ("main".into(), "dir_reopen_dirty.c".into(), 22, 49),
+                ("main".into(), "dir_reopen_dirty.c".into(), 26, 49)
+            ],
             "{m:#?}"
         );
         // A loop in main, shown from its first line (22).
@@ -888,7 +895,10 @@ fn negative_probe_enotdir_and_eloop_per_item() {
     if native_sites(&w) {
         assert_eq!(
             sites(m),
-            vec![("main".into(), "failures_dirty.c".into(), 18, 198)],
+            vec![
+                ("main".into(), "failures_dirty.c".into(), 18, 99),
+                ("main".into(), "failures_dirty.c".into(), 25, 99)
+            ],
             "{m:#?}"
         );
         let steps = vec![
@@ -1187,12 +1197,18 @@ fn reread_unchanged_each_object_mapped_whole_twice() {
     record(&w, &[&prog, "50"], &[]);
     assert_mapped_twice(&w);
     if native_sites(&w) {
-        // map_whole() opens (line 14), fstats, maps and closes: one function, one fix.
+        // map_whole() opens (line 14), fstats (17), maps (21) and closes (22): one
+        // function, one fix, a site per line.
         let f = findings(&w, "reread-unchanged");
         let m = &f[0];
         assert_eq!(
             sites(m),
-            vec![("map_whole".into(), "mmap_dirty.c".into(), 14, 200)],
+            vec![
+                ("map_whole".into(), "mmap_dirty.c".into(), 14, 50),
+                ("map_whole".into(), "mmap_dirty.c".into(), 17, 50),
+                ("map_whole".into(), "mmap_dirty.c".into(), 21, 50),
+                ("map_whole".into(), "mmap_dirty.c".into(), 22, 50)
+            ],
             "{m:#?}"
         );
         // Called twice per object: the second call's four calls are redundant.

@@ -136,9 +136,26 @@ fn forty_paths_probed_per_call_are_one_finding_at_the_function_with_its_sequence
     assert_eq!(f["program"], "probe_loop");
     let host = data.join("host").to_str().unwrap().to_string();
     assert_eq!(f["paths"][0], format!("{host}/*.txt"));
-    let site = &f["callsites"][0];
-    assert_eq!(site["function"], "path_filestat_get");
-    assert_eq!(site["share"], 1.0);
+    // One site per line of the function: the stat and the lstat of host/NAME, half of
+    // the calls each.
+    let mut lines: Vec<(u64, f64)> = f["callsites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            assert_eq!(c["function"], "path_filestat_get", "{c:#}");
+            (c["line"].as_u64().unwrap(), c["share"].as_f64().unwrap())
+        })
+        .collect();
+    lines.sort_by_key(|l| l.0);
+    assert_eq!(
+        lines,
+        [
+            (line_of("probe_loop.c", "HOST_LINE"), 0.5),
+            (line_of("probe_loop.c", "LSTAT_LINE"), 0.5)
+        ],
+        "{f:#}"
+    );
     assert!(
         f["key"].as_str().unwrap().ends_with(
             "|repeated-lookup|own|path_filestat_get@"
@@ -425,8 +442,10 @@ fn one_line_in_each_of_cargos_test_binaries_is_one_finding_naming_every_binary()
         key.starts_with("crt+integration|repeated-lookup|own|path_filestat_get@"),
         "{key}"
     );
+    // The function's two lines (stat and lstat), half of the calls each.
     assert_eq!(f["callsites"][0]["function"], "path_filestat_get", "{f:#}");
-    assert_eq!(f["callsites"][0]["share"], 1.0, "{f:#}");
+    assert_eq!(f["callsites"][0]["share"], 0.5, "{f:#}");
+    assert_eq!(f["callsites"][1]["share"], 0.5, "{f:#}");
     let text = report_text(&trace, &[]);
     assert!(text.contains("integration +1"), "{text}");
     assert!(
