@@ -189,6 +189,7 @@ pub fn fork_child(
     // The signals dejavu catches stay blocked from here until the child has reset them
     // (and in the parent until fork returned): see signals::block_for_fork.
     let mask = crate::signals::block_for_fork();
+    let parent = std::process::id() as libc::pid_t;
     // SAFETY: fork; the child branch below makes only async-signal-safe raw syscalls on
     // memory prepared before the fork, and always ends in execve or _exit.
     let pid = unsafe { libc::fork() };
@@ -209,7 +210,18 @@ pub fn fork_child(
         } else {
             std::ptr::null()
         };
-        unsafe { child(wr, &prog_c, &arg_ptrs, envp, prog.as_ref(), pass, &mask) }
+        unsafe {
+            child(
+                wr,
+                &prog_c,
+                &arg_ptrs,
+                envp,
+                prog.as_ref(),
+                pass,
+                &mask,
+                parent,
+            )
+        }
     }
     // SAFETY: closing our copy of the write end.
     unsafe { libc::close(wr) };
@@ -231,7 +243,8 @@ pub fn set_closed_std_fds(mask: u8) {
     CLOSED_STD_FDS.store(mask & 7, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// The child between fork and exec. Never returns.
+/// The child between fork and exec (`parent`: dejavu's pid). Never returns.
+#[allow(clippy::too_many_arguments)]
 unsafe fn child(
     err: i32,
     prog: &CString,
@@ -240,6 +253,7 @@ unsafe fn child(
     filter: Option<&libc::sock_fprog>,
     pass: Option<(i32, i32)>,
     mask: &libc::sigset_t,
+    parent: libc::pid_t,
 ) -> ! {
     let fail = |stage: u8, errno: i32| -> ! {
         let mut b = [stage, 0, 0, 0, 0];
@@ -307,7 +321,17 @@ unsafe fn child(
                 fail(STAGE_SECCOMP, errno());
             }
         }
+        // Stopped until dejavu has its capture ready: if dejavu dies meanwhile (killed
+        // with SIGKILL during its start), nothing would ever continue this process, and
+        // it would stay stopped for good, holding the pipes it inherited. The kernel kills
+        // it then (dejavu already gone before the prctl: getppid says so); once continued,
+        // the program outlives dejavu as it would without it.
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        if libc::getppid() != parent {
+            libc::_exit(125);
+        }
         libc::kill(libc::getpid(), libc::SIGSTOP);
+        libc::prctl(libc::PR_SET_PDEATHSIG, 0, 0, 0, 0);
         let envp = if envp.is_null() { environ } else { envp };
         libc::execve(prog.as_ptr(), argv.as_ptr(), envp);
         fail(STAGE_EXEC, errno())

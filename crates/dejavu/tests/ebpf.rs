@@ -1166,10 +1166,12 @@ fn a_killed_recordings_program_is_not_followed_by_the_next_recording() {
     };
     let d = tempfile::tempdir().unwrap();
     let stop = d.path().join("stop");
+    let started = d.path().join("started");
     let t1 = d.path().join("1.dvt");
-    // At most ~20 s, until the test says stop.
+    // At most ~20 s, until the test says stop; `started` once it runs.
     let script = format!(
-        "i=0; while [ ! -e '{}' ] && [ $i -lt 2000 ]; do cat /dev/null; sleep 0.01; i=$((i+1)); done",
+        ": > '{}'; i=0; while [ ! -e '{}' ] && [ $i -lt 2000 ]; do cat /dev/null; sleep 0.01; i=$((i+1)); done",
+        started.display(),
         stop.display()
     );
     let mut dv = Command::new(common::dejavu())
@@ -1182,7 +1184,8 @@ fn a_killed_recordings_program_is_not_followed_by_the_next_recording() {
         .spawn()
         .unwrap();
     let t = std::time::Instant::now();
-    while std::fs::metadata(&t1).map_or(true, |m| m.len() == 0) {
+    // Killed once the program runs (killed before, the program dies with it).
+    while !started.exists() || std::fs::metadata(&t1).map_or(true, |m| m.len() == 0) {
         assert!(t.elapsed().as_secs() < 30, "dejavu did not start recording");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

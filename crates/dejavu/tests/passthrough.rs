@@ -214,6 +214,62 @@ fn a_sigterm_at_any_moment_of_start_up_ends_the_program() {
     }
 }
 
+/// The processes whose command line holds `marker`, with their state letter (`T`:
+/// stopped).
+fn marked(marker: &str) -> Vec<(i32, char)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if !String::from_utf8_lossy(&cmd).contains(marker) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let state = stat
+            .rsplit_once(") ")
+            .and_then(|(_, r)| r.chars().next())
+            .unwrap_or('?');
+        out.push((pid, state));
+    }
+    out
+}
+
+#[test]
+fn dejavu_killed_during_start_up_leaves_no_program_stopped_for_good() {
+    // The program waits, stopped, between fork and exec until dejavu's capture is ready.
+    // SIGKILLed meanwhile (a CI job's timeout), dejavu can never continue it: it stayed
+    // stopped for good, holding the pipes it inherited (a `cargo test | grep` never
+    // ended). Now the kernel kills it with dejavu; once it runs, it outlives dejavu.
+    let d = tempfile::tempdir().unwrap();
+    let marker = format!("dejavu-start-kill-{}", std::process::id());
+    let mut stopped = Vec::new();
+    for delay_ms in (0..=60).step_by(2) {
+        let mut child = record_cmd(&d.path().join("t.dvt"))
+            .args(["sh", "-c", "sleep 5", &marker])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // The kernel's SIGKILL of an orphan is at once; a stopped process stays.
+        std::thread::sleep(Duration::from_millis(100));
+        for (pid, state) in marked(&marker) {
+            if state == 'T' {
+                stopped.push((delay_ms, pid));
+            }
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+    assert!(
+        stopped.is_empty(),
+        "programs left stopped by a killed dejavu (delay ms, pid): {stopped:?}"
+    );
+}
+
 #[test]
 fn a_signal_ignored_when_dejavu_starts_stays_ignored_in_the_program() {
     // `nohup dejavu record -- prog`: prog must inherit SIGHUP ignored, as without dejavu.
