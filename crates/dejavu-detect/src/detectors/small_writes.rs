@@ -20,7 +20,10 @@ run, a 64 KiB buffer would have carried the bytes in ceil(bytes / 64 KiB) writes
 that is redundant: redundant = writes - max(1, ceil(bytes / 65536)). The time counted is that share \
 of the run's write time (redundant / writes of it); the finding's calls are all tiny writes seen on \
 the path, runs of one included. Writes to /dev/null are the no-reader detector's and are not counted here. \
-Terminals, pipes and sockets are reported like files, with the hazards that apply to them; a write of \
+Terminals, pipes and sockets are reported like files, with the hazards that apply to them; on a \
+terminal every write that ends a line (a newline or a carriage return in its kept bytes; a write whose \
+bytes were not kept counts as one) is needed too, since the line buffering a terminal needs still \
+writes it: redundant = writes - max(1, ceil(bytes / 65536), lines). A write of \
 one byte to a pipe is a token (make's jobserver, a self-pipe wakeup) and ends a run instead. Writes \
 to descriptor 2 (stderr) are not counted: stderr is unbuffered by convention so that diagnostics \
 survive a crash, and a message repeated there is repeated-output's.",
@@ -81,6 +84,10 @@ struct Run {
     last_end: u64,
     /// pwrite family: the offset the next write must start at to continue the run.
     next_offset: Option<i64>,
+    /// Writes to a terminal that end a line (a newline or a carriage return in what was
+    /// kept of them; one whose bytes were not kept counts): line buffering, which a
+    /// terminal needs, still writes each of them.
+    lines: u64,
     /// The run's writes (`View::seq`, duration): those beyond what a buffer needs are
     /// marked redundant when the run ends.
     members: Vec<(u64, u64, Option<dejavu_trace::StackId>)>,
@@ -128,7 +135,7 @@ impl SmallWrites {
         }
         let t = self.tallies.get(r.image, r.path);
         t.calls += r.writes;
-        let needed = r.bytes.div_ceil(BUFFER).max(1);
+        let needed = r.bytes.div_ceil(BUFFER).max(1).max(r.lines);
         if r.writes <= needed {
             return;
         }
@@ -217,6 +224,11 @@ impl Detector for SmallWrites {
         };
         let open_id = v.fd.map_or(0, |f| f.open_id);
         let n = s.ret as u64;
+        let line = u64::from(
+            kind == FdKind::Tty
+                && s.payload
+                    .is_none_or(|p| cx.strings.get(p).iter().any(|&c| c == b'\n' || c == b'\r')),
+        );
         let end = s.ts + s.dur;
         let key = (s.pid, fd);
         if let Some(r) = self.runs.get_mut(&key) {
@@ -230,6 +242,7 @@ impl Detector for SmallWrites {
                 }
                 r.writes += 1;
                 r.bytes += n;
+                r.lines += line;
                 r.dur += s.dur;
                 r.last_ts = s.ts;
                 r.last_end = r.last_end.max(end);
@@ -255,6 +268,7 @@ impl Detector for SmallWrites {
                 last_ts: s.ts,
                 last_end: end,
                 next_offset: s.offset.map(|o| o + n as i64),
+                lines: line,
                 members: vec![(v.seq, s.dur, s.stack)],
             },
         );
@@ -290,12 +304,13 @@ impl Detector for SmallWrites {
                         }
                     }
                     f.example = Some(format!(
-                        "{} writes of {} on average in {} run{}, which {} buffered write{} would carry",
+                        "{} writes of {} on average in {} run{}, which {} {}buffered write{} would carry",
                         count(e.writes),
                         bytes(e.bytes / e.writes.max(1)),
                         count(e.runs),
                         plural(e.runs),
                         count(e.needed),
+                        if e.kinds & K_TTY != 0 { "line-" } else { "" },
                         plural(e.needed)
                     ));
                     if e.kinds & K_TTY != 0 {
@@ -546,13 +561,37 @@ mod tests {
 
     #[test]
     fn terminals_are_reported_with_the_line_buffering_hazard() {
+        // A progress line written in three pieces, five times: line buffering (what a
+        // terminal needs) still writes each line, so two writes of each three go.
         let mut b = TraceBuilder::new();
         for _ in 0..5 {
-            b.write(1, "/dev/pts/3", "progress 1%\r", true);
+            b.write(1, "/dev/pts/3", "progress ", true);
+            b.write(1, "/dev/pts/3", "1%", true);
+            b.write(1, "/dev/pts/3", "\r", true);
         }
         let f = b.findings("small-writes");
-        assert_eq!(f[0].redundant_calls, 4);
+        assert_eq!(f[0].redundant_calls, 10);
         assert!(f[0].hazards.iter().any(|h| h.contains("line buffering")));
+        assert_eq!(
+            f[0].example.as_deref(),
+            Some(
+                "15 writes of 4 bytes on average in 1 run, which 5 line-buffered writes would \
+                 carry"
+            )
+        );
+        // A line per write (Sphinx's progress updates, each its own `\r` line): nothing a
+        // terminal's buffer would merge.
+        let mut b = TraceBuilder::new();
+        for i in 0..20 {
+            b.write(1, "/dev/pts/3", &format!("reading sources... {i}%\r"), true);
+        }
+        assert!(b.findings("small-writes").is_empty());
+        // Bytes not kept: each write may end a line, none is counted.
+        let mut b = TraceBuilder::new();
+        for _ in 0..20 {
+            b.write(1, "/dev/pts/3", "x", false);
+        }
+        assert!(b.findings("small-writes").is_empty());
     }
 
     #[test]
