@@ -32,7 +32,10 @@ the agent (--stacks off, or NODE_OPTIONS dropped), start-up is the initial burst
 it ends at the last main-thread access to a module file that came within startup_gap_ms of the \
 previous one (the first measured from the exec). Calls before --skip-startup never count. Every \
 counted call is redundant (it blocks the event loop; the async API would not), and its time is \
-wasted. Findings are per call site (without stacks, per path pattern), ranked by time.",
+wasted, on a path the main thread comes back to: a path it names (opens, stats, checks) only once \
+after start-up is not counted (a build tool reading each source file and writing each output once, \
+an existence check behind a cache: the async API would make the same calls, once each, and nobody \
+acts on those), while config.json read per request is. Findings are per call site (without stacks, per path pattern), ranked by time.",
     example: "app.post('/chat', (req, res) => { fs.appendFileSync(log, line); \
 const cfg = JSON.parse(fs.readFileSync('config.json')); ... })",
     fix: "use fs.promises (or callback APIs), which run on libuv's threadpool, and await them; \
@@ -52,20 +55,30 @@ write then exit) need a queue or a flush on shutdown, including on process.exit 
                 .saturating_mul(1_000_000),
             procs: FxHashMap::default(),
             class: Vec::new(),
+            seen: FxHashMap::default(),
             tallies: Tallies::default(),
             not_node: 0,
         })
     },
 };
 
+/// A counted call: `View::seq`, start, duration, stack, and whether it named the path
+/// (an open, a stat: not a read on a descriptor).
+type Counted = (u64, u64, u64, Option<dejavu_trace::StackId>, bool);
+
 #[derive(Clone, Default)]
 struct Pend {
-    calls: u64,
-    ns: u64,
-    /// The calls (`View::seq`, duration, stack), marked redundant when committed.
-    members: Vec<(u64, u64, Option<dejavu_trace::StackId>)>,
-    first_ts: u64,
-    last_ts: u64,
+    /// The calls, counted when committed.
+    members: Vec<Counted>,
+}
+
+/// The counted calls of one (process image, path), tallied at the end if the main thread
+/// came back to the path.
+#[derive(Default)]
+struct Seen {
+    calls: Vec<Counted>,
+    /// Calls that named the path (opens, stats, accesses): a readFileSync is one.
+    uses: u32,
 }
 
 struct NodeProc {
@@ -88,10 +101,15 @@ struct SyncIo {
     procs: FxHashMap<u32, NodeProc>,
     /// Per path key: 0 unknown, 1 module file, 2 other.
     class: Vec<u8>,
+    seen: FxHashMap<(u32, PathKey), Seen>,
     tallies: Tallies,
     /// The last process seen not to be Node (most traces are runs of one program).
     not_node: u32,
 }
+
+/// Calls naming a path (opens, stats) a process's main thread makes after start-up before
+/// its calls on the path count.
+const MIN_USES: u32 = 2;
 
 fn is_module_path(b: &[u8]) -> bool {
     let name = b.rsplit(|&c| c == b'/').next().unwrap_or(b);
@@ -160,17 +178,18 @@ impl SyncIo {
         self.kind(cx, p) == MODULE
     }
 
-    fn commit(tallies: &mut Tallies, np: &mut NodeProc, cx: &Cx<'_>) {
+    /// Counts a call on `path` by the main thread of the process running `image`.
+    fn count(seen: &mut FxHashMap<(u32, PathKey), Seen>, image: u32, path: PathKey, c: Counted) {
+        let e = seen.entry((image, path)).or_default();
+        e.uses += u32::from(c.4);
+        e.calls.push(c);
+    }
+
+    fn commit(seen: &mut FxHashMap<(u32, PathKey), Seen>, np: &mut NodeProc) {
         for (path, p) in np.pending.drain() {
-            let t = tallies.get(np.image, path);
-            for &(call, dur, stack) in &p.members {
-                cx.mark(call, dur, stack);
-                t.sites.add(stack, 1, dur);
+            for c in p.members {
+                Self::count(seen, np.image, path, c);
             }
-            t.calls += p.calls;
-            t.redundant(p.first_ts, p.ns, None);
-            t.redundant += p.calls - 1;
-            t.last_ts = t.last_ts.max(p.last_ts);
         }
     }
 }
@@ -255,10 +274,12 @@ impl Detector for SyncIo {
             if module || !after_main || !cx.config.counts(s.ts) {
                 return;
             }
-            let t = self.tallies.get(v.image, path);
-            t.calls += 1;
-            t.redundant(s.ts, s.dur, s.stack);
-            cx.mark(v.seq, s.dur, s.stack);
+            Self::count(
+                &mut self.seen,
+                v.image,
+                path,
+                (v.seq, s.ts, s.dur, s.stack, !on_fd),
+            );
             return;
         }
         if module {
@@ -275,7 +296,7 @@ impl Detector for SyncIo {
                     np.last_module_ts = np.last_module_ts.max(s.ts);
                 } else {
                     np.startup = false;
-                    Self::commit(&mut self.tallies, np, cx);
+                    Self::commit(&mut self.seen, np);
                 }
             }
             return;
@@ -286,26 +307,22 @@ impl Detector for SyncIo {
         if np.startup {
             if np.loading && s.ts.saturating_sub(np.last_module_ts) > gap {
                 np.startup = false;
-                Self::commit(&mut self.tallies, np, cx);
+                Self::commit(&mut self.seen, np);
             } else {
                 let p = np.pending.entry(path).or_default();
-                if p.calls == 0 {
-                    p.first_ts = s.ts;
-                }
-                p.calls += 1;
-                p.ns += s.dur;
-                p.members.push((v.seq, s.dur, s.stack));
-                p.last_ts = p.last_ts.max(s.ts);
+                p.members.push((v.seq, s.ts, s.dur, s.stack, !on_fd));
                 return;
             }
         }
-        let t = self.tallies.get(v.image, path);
-        t.calls += 1;
-        t.redundant(s.ts, s.dur, s.stack);
-        cx.mark(v.seq, s.dur, s.stack);
+        Self::count(
+            &mut self.seen,
+            v.image,
+            path,
+            (v.seq, s.ts, s.dur, s.stack, !on_fd),
+        );
     }
 
-    fn on_record(&mut self, rec: &Record, cx: &Cx<'_>) {
+    fn on_record(&mut self, rec: &Record, _cx: &Cx<'_>) {
         match rec {
             // A new program starts up again (and may not be Node at all).
             Record::Exec(e) => {
@@ -313,7 +330,7 @@ impl Detector for SyncIo {
                     self.not_node = 0;
                 }
                 if let Some(mut np) = self.procs.remove(&e.pid) {
-                    Self::commit(&mut self.tallies, &mut np, cx);
+                    Self::commit(&mut self.seen, &mut np);
                 }
             }
             Record::Exit(e) if e.pid == e.tid => {
@@ -321,7 +338,7 @@ impl Detector for SyncIo {
                     self.not_node = 0;
                 }
                 if let Some(mut np) = self.procs.remove(&e.pid) {
-                    Self::commit(&mut self.tallies, &mut np, cx);
+                    Self::commit(&mut self.seen, &mut np);
                 }
             }
             _ => {}
@@ -331,7 +348,24 @@ impl Detector for SyncIo {
     fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
         // The calls after the last module load of the start-up burst are the program's.
         for np in self.procs.values_mut() {
-            Self::commit(&mut self.tallies, np, cx);
+            Self::commit(&mut self.seen, np);
+        }
+        // A path the main thread named once after start-up (a build tool reading each
+        // source file once, writing each output once, an existence check behind a cache)
+        // blocked the loop once: the async API would make the same calls, and nobody
+        // would act on it. A path it comes back to (config.json per request) counts.
+        let mut seen: Vec<((u32, PathKey), Seen)> = self.seen.drain().collect();
+        seen.sort_by_key(|(k, _)| *k);
+        for ((image, path), e) in seen {
+            if e.uses < MIN_USES {
+                continue;
+            }
+            let t = self.tallies.get(image, path);
+            for (seq, ts, dur, stack, _) in e.calls {
+                t.calls += 1;
+                t.redundant(ts, dur, stack);
+                cx.mark(seq, dur, stack);
+            }
         }
         let mut out = self
             .tallies
@@ -390,6 +424,43 @@ mod tests {
         b.read(19, CFG, 8192, 0);
         b.close(19, CFG);
         b.stat("/app/data.bin", Ok(file(7, 4096, 1)));
+    }
+
+    #[test]
+    fn a_path_named_once_after_start_up_is_not_counted() {
+        // A build tool after start-up: each source read once, each output written once,
+        // each existence checked once (Eleventy's 132 access() calls, each on another
+        // path behind its own cache). The same calls async would be the same calls.
+        let mut b = TraceBuilder::new();
+        start_node(&mut b, "/usr/bin/node", "node");
+        b.wait(2_000_000_000);
+        for i in 0..30 {
+            let src = format!("/site/src/p{i}.md");
+            b.open(&src, 0, 19, Some(file(100 + i, 50, 1)));
+            b.read(19, &src, 8192, 50);
+            b.close(19, &src);
+            b.access(&format!("/site/_data/d{i}.json"), 0, -2);
+            let out = format!("/site/_site/p{i}.html");
+            b.open(&out, 0o1101, 20, Some(file(200 + i, 0, 1)));
+            b.write(20, &out, "<html>", false);
+            b.close(20, &out);
+        }
+        assert!(b.findings("sync-io-main-thread").is_empty());
+        // One file it comes back to, per page: counted (and only that one).
+        let mut b = TraceBuilder::new();
+        start_node(&mut b, "/usr/bin/node", "node");
+        b.wait(2_000_000_000);
+        for i in 0..30 {
+            let src = format!("/site/src/p{i}.md");
+            b.open(&src, 0, 19, Some(file(100 + i, 50, 1)));
+            b.read(19, &src, 8192, 50);
+            b.close(19, &src);
+            b.stat("/site/_data/posts.json", Ok(file(9, 10, 1)));
+        }
+        let f = b.findings("sync-io-main-thread");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].paths, vec!["/site/_data/posts.json".to_string()]);
+        assert_eq!(f[0].redundant_calls, 30);
     }
 
     #[test]
