@@ -474,13 +474,15 @@ fn make(
     let mut names: Vec<&str> = programs.iter().map(|p| p.program.as_str()).collect();
     names.sort_unstable();
     let key_program = names.join("+");
-    let program = programs
+    let lead_program = programs
         .first()
         .map(|p| p.program.clone())
         .unwrap_or_default();
-    // The image whose calls weigh most names the finding's process.
+    // The image whose calls weigh most names the finding's process (of the program named,
+    // when the calls came from several).
     let lead = members
         .iter()
+        .filter(|m| program.is_some() || cx.program_role(m.image).0 == lead_program)
         .max_by(|a, b| {
             a.tally
                 .redundant
@@ -570,7 +572,7 @@ fn make(
         detector: info.id,
         severity: Severity::grade(share, t.redundant),
         owner: *owner,
-        program,
+        program: lead_program,
         programs,
         key,
         processes: pids.len() as u64,

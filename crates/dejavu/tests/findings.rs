@@ -421,6 +421,10 @@ fn one_line_in_each_of_cargos_test_binaries_is_one_finding_naming_every_binary()
     // stat and lstat of 40 paths, rounds 2..10 and 2..20.
     assert_eq!(f["redundant_calls"], 2 * 40 * (9 + 19), "{f:#}");
     assert_eq!(f["program"], "integration", "{f:#}");
+    assert!(
+        f["command"].as_str().unwrap().contains("integration-"),
+        "the process named is the program's: {f:#}"
+    );
     assert_eq!(f["processes"], 2, "{f:#}");
     let programs = f["programs"].as_array().expect("programs");
     let names: Vec<(&str, u64)> = programs
