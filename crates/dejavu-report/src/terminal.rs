@@ -24,6 +24,8 @@ const EXAMPLE_PATHS: usize = 2;
 /// Steps of a `loop:` line under a row unless `--details` (afero's walk lstat'ed 50 paths
 /// per call: 25 lines of one row).
 const LOOP_STEPS: usize = 12;
+/// Longest path of a `loop:` line under a row unless `--details` (cut in its middle).
+const LOOP_PATH: usize = 60;
 /// Said when a cache would have served stale answers.
 const UNSAFE: &str = "unsafe to cache:";
 /// Narrower than this, the table cannot fit; lines then wrap in the terminal.
@@ -1048,6 +1050,9 @@ pub(crate) fn loop_steps_within(steps: &[String], max: usize) -> String {
         };
         let text = if path.is_empty() || last_path == Some(path) {
             format!("{verb}{err}")
+        } else if max < usize::MAX {
+            // Under a row: a long path cut in its middle (its start and its file name).
+            format!("{verb} {}{err}", fit_label(path, LOOP_PATH))
         } else {
             format!("{verb} {path}{err}")
         };
@@ -1614,6 +1619,21 @@ mod fit_label_tests {
         assert_eq!(
             super::loop_steps_within(&steps, 1),
             "open /w/a, and 4 more calls (--details lists them)"
+        );
+        // A long path is cut in its middle under a row, kept whole with --details.
+        let long = format!(
+            "/venv/lib/python3.11/site-packages/{}/lunr/min/x.js",
+            "a/".repeat(30)
+        );
+        let steps = vec![format!("open {long}"), format!("fstat {long}")];
+        let cut = super::loop_steps_within(&steps, 12);
+        assert!(
+            cut.len() < long.len() && cut.contains('…') && cut.ends_with("x.js, fstat"),
+            "{cut}"
+        );
+        assert_eq!(
+            super::loop_steps_within(&steps, usize::MAX),
+            format!("open {long}, fstat")
         );
     }
 
