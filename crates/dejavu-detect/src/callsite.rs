@@ -447,10 +447,19 @@ mod tests {
                 crate::Owner::Own,
             ),
             (&["python3.11", "build.py"][..], crate::Owner::Dependency),
+            // A test runner is not the program's own code: the tests are.
+            (
+                &["python3.11", "-m", "pytest", "-q"][..],
+                crate::Owner::Dependency,
+            ),
         ] {
             let mut b = TraceBuilder::new();
             b.exec("/venv/bin/python3.11", argv);
-            let checksum = format!("{site}/sphinx/builders/html/_assets.py");
+            let checksum = if argv.get(2) == Some(&"pytest") {
+                format!("{site}/pytest/__init__.py")
+            } else {
+                format!("{site}/sphinx/builders/html/_assets.py")
+            };
             let jinja = format!("{site}/jinja2/loaders.py");
             let st = b.stack(&[
                 (Python, "_file_checksum", &checksum, 123),
