@@ -48,6 +48,16 @@ impl Reporter for TerminalReporter {
             r.table(out)?;
         } else if !a.rows().is_empty() {
             writeln!(out)?;
+            // Every finding folded (a launcher's, the runtime's, tools'): said, so that
+            // an empty table does not read as a report that forgot the program.
+            if !opts.all_owners {
+                writeln!(
+                    out,
+                    "The program's own code and its dependencies: no finding of {} or more \
+                     redundant calls.",
+                    fmt_count(opts.config.min_calls.max(1))
+                )?;
+            }
         }
         r.footer(out)
     }
@@ -1216,6 +1226,25 @@ mod tests {
     #[test]
     fn snapshot_terminal() {
         insta::assert_snapshot!(render(&fixture::analysis(), &opts()));
+    }
+
+    #[test]
+    fn a_report_whose_findings_are_all_folded_says_the_program_has_none() {
+        let mut a = fixture::analysis();
+        a.findings
+            .retain(|f| f.owner.folded() && f.shown_in.is_none());
+        assert!(!a.findings.is_empty());
+        let text = render(&a, &opts());
+        assert!(
+            text.contains(
+                "The program's own code and its dependencies: no finding of 10 or more redundant \
+                 calls.\nruntime start-up and loaders: "
+            ),
+            "{text}"
+        );
+        // Not when a row is shown.
+        let text = render(&fixture::analysis(), &opts());
+        assert!(!text.contains("no finding of"), "{text}");
     }
 
     #[test]
