@@ -36,7 +36,10 @@ read after an observed change (listed in the hazards as an invalidation point); 
 identity changed with no observed change (another program rewrote the file: counted as a stale \
 answer, and caching is then unsafe). Not considered: partial reads, files that yield more bytes \
 than their size (/proc, /sys and other generated files), files under /proc, /sys and /dev, \
-descriptors written to while open, and reads before --skip-startup.",
+descriptors written to while open, and reads before --skip-startup. A directory listed again \
+and then removed (or renamed away) by the same process before its next use of the path is not \
+redundant: a recursive delete lists what it removes (Rust's remove_dir_all, shutil.rmtree after a \
+walk of the same tree).",
     example: "def handle(req):\n    cfg = json.load(open('config.json'))   # the whole file, every \
 request, never changed",
     fix: "keep the parsed content in memory and re-read only on the invalidation points listed in \
@@ -104,6 +107,18 @@ struct Last {
 struct ProcState {
     cycles: FxHashMap<i32, Cycle>,
     last: FxHashMap<PathKey, Last>,
+    /// Redundant listings of a directory, held until the process next uses its path: a
+    /// listing that the removal of the directory follows is a recursive delete reading
+    /// what it removes (Rust's remove_dir_all, shutil.rmtree after a walk), not a reread.
+    held: FxHashMap<PathKey, Held>,
+}
+
+/// A redundant listing held back (see `ProcState::held`).
+struct Held {
+    image: u32,
+    ts: u64,
+    members: Vec<Member>,
+    verified: bool,
 }
 
 #[derive(Default)]
@@ -232,17 +247,19 @@ impl RereadUnchanged {
         t.calls += c.calls;
         match prev {
             Some(p) if p.version == c.version && p.ident == c.ident => {
-                // One redundant cycle: all of its calls a cache removes, and their time.
-                let removable = c.members.iter().filter(|m| m.removable);
-                let (n, ns) = removable.fold((0, 0), |(n, ns), m| (n + 1, ns + m.dur));
-                t.redundant(c.ts, ns, None);
-                t.redundant += n - 1;
-                for m in c.members.iter().filter(|m| m.removable) {
-                    cx.mark(m.call, m.dur, m.stack);
-                    t.sites.add(m.stack, 1, m.dur);
-                }
-                if c.ident.is_none() {
-                    self.unverified.insert((image, c.path));
+                let held = Held {
+                    image,
+                    ts: c.ts,
+                    members: c.members,
+                    verified: c.ident.is_some(),
+                };
+                if c.dir {
+                    // Counted at the process's next use of the path, unless that removes it.
+                    if let Some(old) = ps.held.insert(c.path, held) {
+                        Self::count(&mut self.tallies, &mut self.unverified, c.path, old, cx);
+                    }
+                } else {
+                    Self::count(&mut self.tallies, &mut self.unverified, c.path, held, cx);
                 }
             }
             Some(p) if p.version == c.version => t.stale += 1,
@@ -255,18 +272,97 @@ impl RereadUnchanged {
     }
 }
 
+impl RereadUnchanged {
+    /// One redundant cycle: all of its calls a cache removes, and their time.
+    fn count(
+        tallies: &mut Tallies,
+        unverified: &mut FxHashSet<(u32, PathKey)>,
+        path: PathKey,
+        h: Held,
+        cx: &Cx<'_>,
+    ) {
+        let t = tallies.get(h.image, path);
+        let removable = h.members.iter().filter(|m| m.removable);
+        let (n, ns) = removable.fold((0, 0), |(n, ns), m| (n + 1, ns + m.dur));
+        if n == 0 {
+            return;
+        }
+        t.redundant(h.ts, ns, None);
+        t.redundant += n - 1;
+        for m in h.members.iter().filter(|m| m.removable) {
+            cx.mark(m.call, m.dur, m.stack);
+            t.sites.add(m.stack, 1, m.dur);
+        }
+        if !h.verified {
+            unverified.insert((h.image, path));
+        }
+    }
+
+    /// Counts the listings `pid` holds back (its process ends or execs).
+    fn release(&mut self, pid: u32, cx: &Cx<'_>) {
+        if let Some(ps) = self.procs.get_mut(&pid) {
+            let mut held: Vec<(PathKey, Held)> = ps.held.drain().collect();
+            held.sort_by_key(|(p, _)| *p);
+            for (path, h) in held {
+                Self::count(&mut self.tallies, &mut self.unverified, path, h, cx);
+            }
+        }
+    }
+}
+
+/// Calls that remove a directory (or move it away): `unlinkat` with AT_REMOVEDIR, rmdir,
+/// rename from it.
+fn removes_dir(s: &Syscall) -> bool {
+    const AT_REMOVEDIR: u64 = 0x200;
+    match s.sys {
+        Sys::Rmdir | Sys::Rename | Sys::Renameat | Sys::Renameat2 => true,
+        Sys::Unlinkat => s.flags & AT_REMOVEDIR != 0,
+        _ => false,
+    }
+}
+
 impl Detector for RereadUnchanged {
     fn wants(&self, sys: Sys) -> bool {
         use Sys::*;
         is_read_call(sys)
             || matches!(
                 sys,
-                Open | Openat | Openat2 | Close | Lseek | Fstat | Newfstatat | Statx | Getdents64
+                Open | Openat
+                    | Openat2
+                    | Close
+                    | Lseek
+                    | Fstat
+                    | Newfstatat
+                    | Statx
+                    | Getdents64
+                    | Rmdir
+                    | Unlinkat
+                    | Rename
+                    | Renameat
+                    | Renameat2
             )
     }
 
     fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
         if s.ev & ev::UNFINISHED != 0 {
+            return;
+        }
+        // A held listing's path used again: counted, unless this call removes it.
+        if let Some(path) = v.path {
+            if let Some(h) = self
+                .procs
+                .get_mut(&s.pid)
+                .and_then(|ps| ps.held.remove(&path))
+            {
+                if !(removes_dir(s) && s.ret >= 0) {
+                    Self::count(&mut self.tallies, &mut self.unverified, path, h, cx);
+                }
+            }
+        }
+        if matches!(
+            s.sys,
+            Sys::Rmdir | Sys::Unlinkat | Sys::Rename | Sys::Renameat | Sys::Renameat2
+        ) {
             return;
         }
         if matches!(s.sys, Sys::Open | Sys::Openat | Sys::Openat2) {
@@ -357,13 +453,15 @@ impl Detector for RereadUnchanged {
         }
     }
 
-    fn on_record(&mut self, rec: &Record, _cx: &Cx<'_>) {
+    fn on_record(&mut self, rec: &Record, cx: &Cx<'_>) {
         // A new program (or a gone process) remembers nothing of what the old one read.
         match rec {
             Record::Exec(e) => {
+                self.release(e.pid, cx);
                 self.procs.remove(&e.pid);
             }
             Record::Exit(e) if e.pid == e.tid => {
+                self.release(e.pid, cx);
                 self.procs.remove(&e.pid);
             }
             _ => {}
@@ -371,6 +469,11 @@ impl Detector for RereadUnchanged {
     }
 
     fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
+        let mut pids: Vec<u32> = self.procs.keys().copied().collect();
+        pids.sort_unstable();
+        for pid in pids {
+            self.release(pid, cx);
+        }
         let unverified = &self.unverified;
         self.tallies.findings_with(
             &INFO,
@@ -555,6 +658,51 @@ mod tests {
         let f = b.findings("reread-unchanged");
         assert_eq!(f.len(), 1);
         assert_eq!((f[0].calls, f[0].redundant_calls), (15, 8));
+    }
+
+    #[test]
+    fn a_directory_listed_again_to_be_removed_is_no_reread() {
+        // A test walks its temporary tree, then its cleanup (Rust's remove_dir_all,
+        // shutil.rmtree) lists each directory again and removes it: a delete reading what
+        // it removes. Listed a third time and kept instead, it is a reread.
+        let list = |b: &mut TraceBuilder, d: &str| {
+            b.open(d, 0o200000, 5, Some(dir(40)));
+            b.call(Sys::Getdents64, |c, b| {
+                c.fd = Some(5);
+                c.path = Some(b.s(d));
+                c.ev = ev::PATH_FROM_FD;
+                c.count = 32768;
+                c.ret = 48;
+            });
+            b.call(Sys::Getdents64, |c, b| {
+                c.fd = Some(5);
+                c.path = Some(b.s(d));
+                c.ev = ev::PATH_FROM_FD;
+                c.count = 32768;
+            });
+            b.close(5, d);
+        };
+        let mut b = TraceBuilder::new();
+        for i in 0..20 {
+            let d = format!("/tmp/t/{i}/leaf");
+            list(&mut b, &d); // the walk
+            list(&mut b, &d); // the cleanup
+            b.call(Sys::Unlinkat, |c, b| {
+                c.path = Some(b.s(&d));
+                c.flags = 0x200; // AT_REMOVEDIR
+            });
+        }
+        assert!(b.findings("reread-unchanged").is_empty());
+        let mut b = TraceBuilder::new();
+        for i in 0..20 {
+            let d = format!("/tmp/t/{i}/leaf");
+            list(&mut b, &d);
+            list(&mut b, &d);
+            b.stat(&d, Ok(dir(40)));
+        }
+        let f = b.findings("reread-unchanged");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].redundant_calls, 20 * 4);
     }
 
     const OBJ: &str = "/repo/.git/objects/4b/81f2b07056da780721e3f91801ab9f7b5cb88d";
