@@ -5,8 +5,10 @@
 use super::lookup::{answer, is_lookup_call, is_negative, question, Question};
 use crate::group::{cache_hazards, Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
+use dejavu_replay::PathKey;
 use dejavu_replay::{Version, View};
-use dejavu_trace::{ev, Sys, Syscall};
+use dejavu_trace::{ev, Record, StackId, Sys, Syscall};
+use rustc_hash::FxHashMap;
 
 /// Documentation and constructor.
 pub static INFO: DetectorInfo = DetectorInfo {
@@ -25,7 +27,9 @@ failures (readlink's EINVAL on a file that is not a symlink) are answers like an
 thirds of a finding's lookups are readlink or lstat and its paths include a directory and what is \
 in it, the finding's example says the paths are resolved again one component at a time: \
 realpath() (or fs.realpathSync, os.path.realpath, Path.resolve(), fs::canonicalize) asked again \
-for the same path, whose result can be kept.",
+for the same path, whose result can be kept. The last lookup of a path before the same process \
+removes it (unlink, rmdir, a rename away) is a check before a delete, not counted (Rust's \
+remove_dir_all statx'es each directory it removes, after a test that made the tree stat'ed it).",
     example: "for each request: fs.statSync('config.json')   // 10,000 stats, 1 distinct answer",
     fix: "cache the answer per path and drop it on the invalidation points in the hazards, or pass the \
 result along instead of asking again",
@@ -79,20 +83,88 @@ impl Answers {
 #[derive(Default)]
 struct RepeatedLookup {
     tallies: Tallies<Answers>,
+    /// Per (process, path), its last redundant lookup, held until the process looks the
+    /// path up again (counted) or removes it (not counted: a check before a delete, as
+    /// Rust's remove_dir_all statx'es each directory it is about to remove).
+    held: FxHashMap<u32, FxHashMap<PathKey, Held>>,
+}
+
+/// A redundant lookup held back (see `RepeatedLookup::held`).
+#[derive(Clone, Copy)]
+struct Held {
+    image: u32,
+    seq: u64,
+    ts: u64,
+    dur: u64,
+    stack: Option<StackId>,
+    component: bool,
+}
+
+impl RepeatedLookup {
+    fn count(&mut self, path: PathKey, h: Held, cx: &Cx<'_>) {
+        let (t, answers) = self.tallies.get_with(h.image, path);
+        t.redundant(h.ts, h.dur, h.stack);
+        cx.mark(h.seq, h.dur, h.stack);
+        answers.redundant += 1;
+        answers.components += h.component as u64;
+    }
+
+    /// Counts what `pid` holds.
+    fn release(&mut self, pid: u32, cx: &Cx<'_>) {
+        let Some(held) = self.held.remove(&pid) else {
+            return;
+        };
+        let mut held: Vec<(PathKey, Held)> = held.into_iter().collect();
+        held.sort_unstable_by_key(|(p, _)| *p);
+        for (path, h) in held {
+            self.count(path, h, cx);
+        }
+    }
+
+    /// Takes what `pid` holds for `path`.
+    fn take(&mut self, pid: u32, path: PathKey) -> Option<Held> {
+        self.held.get_mut(&pid)?.remove(&path)
+    }
 }
 
 impl Detector for RepeatedLookup {
     fn wants(&self, sys: Sys) -> bool {
-        is_lookup_call(sys) && !matches!(sys, Sys::Open | Sys::Openat | Sys::Openat2)
+        (is_lookup_call(sys) && !matches!(sys, Sys::Open | Sys::Openat | Sys::Openat2))
+            || matches!(
+                sys,
+                Sys::Unlink
+                    | Sys::Unlinkat
+                    | Sys::Rmdir
+                    | Sys::Rename
+                    | Sys::Renameat
+                    | Sys::Renameat2
+            )
     }
 
     fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
-        if s.ev & ev::UNFINISHED != 0 || is_negative(s) {
+        if s.ev & ev::UNFINISHED != 0 {
+            return;
+        }
+        if matches!(
+            s.sys,
+            Sys::Unlink | Sys::Unlinkat | Sys::Rmdir | Sys::Rename | Sys::Renameat | Sys::Renameat2
+        ) {
+            // The path removed (or moved away): its last lookup was a check before it.
+            if let (Some(path), true) = (v.path, s.ret >= 0) {
+                self.take(s.pid, path);
+            }
+            return;
+        }
+        if is_negative(s) {
             return;
         }
         let (Some(question), Some(path)) = (question(s), v.path) else {
             return;
         };
+        // Looked up again: the held lookup was no check before a delete.
+        if let Some(h) = self.take(s.pid, path) {
+            self.count(path, h, cx);
+        }
         let answer = answer(s);
         let (t, answers) = self.tallies.get_with(v.image, path);
         let prev = answers.swap(Last {
@@ -106,13 +178,18 @@ impl Detector for RepeatedLookup {
         t.calls += 1;
         match prev {
             Some(p) if p.version == v.version && p.answer == answer => {
-                t.redundant(s.ts, s.dur, s.stack);
-                cx.mark(v.seq, s.dur, s.stack);
-                answers.redundant += 1;
-                answers.components += matches!(
-                    question,
-                    Question::Readlink | Question::Stat { nofollow: true }
-                ) as u64;
+                let h = Held {
+                    image: v.image,
+                    seq: v.seq,
+                    ts: s.ts,
+                    dur: s.dur,
+                    stack: s.stack,
+                    component: matches!(
+                        question,
+                        Question::Readlink | Question::Stat { nofollow: true }
+                    ),
+                };
+                self.held.entry(s.pid).or_default().insert(path, h);
             }
             Some(p) if p.version == v.version => t.stale += 1,
             Some(_) => {
@@ -123,7 +200,20 @@ impl Detector for RepeatedLookup {
         }
     }
 
+    fn on_record(&mut self, rec: &Record, cx: &Cx<'_>) {
+        match rec {
+            Record::Exec(e) => self.release(e.pid, cx),
+            Record::Exit(e) if e.pid == e.tid => self.release(e.pid, cx),
+            _ => {}
+        }
+    }
+
     fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
+        let mut pids: Vec<u32> = self.held.keys().copied().collect();
+        pids.sort_unstable();
+        for pid in pids {
+            self.release(pid, cx);
+        }
         let tallies = &self.tallies;
         tallies.findings_with(
             &INFO,
@@ -179,6 +269,45 @@ fn resolved_again(
 mod tests {
     use crate::testkit::{file, TraceBuilder};
     use dejavu_trace::Sys;
+
+    #[test]
+    fn the_last_lookup_before_the_path_is_removed_is_a_check_not_a_repeat() {
+        // A test stats its temporary directory, then its cleanup (Rust's remove_dir_all)
+        // statx'es it again, lists it and removes it: a check before the delete.
+        let mut b = TraceBuilder::new();
+        for i in 0..20 {
+            let d = format!("/tmp/t/{i}");
+            b.stat(&d, Ok(crate::testkit::dir(100 + i)));
+            b.stat(&d, Ok(crate::testkit::dir(100 + i)));
+            b.open(&d, 0o200000, 5, Some(crate::testkit::dir(100 + i)));
+            b.close(5, &d);
+            b.call(Sys::Unlinkat, |c, b| {
+                c.path = Some(b.s(&d));
+                c.flags = 0x200; // AT_REMOVEDIR
+            });
+        }
+        assert!(b.findings("repeated-lookup").is_empty());
+        // Looked up five times, then removed: the repeats before the last one count.
+        let mut b = TraceBuilder::new();
+        for _ in 0..5 {
+            b.stat("/tmp/lock", Ok(file(7, 0, 1)));
+        }
+        b.call(Sys::Unlink, |c, b| {
+            c.path = Some(b.s("/tmp/lock"));
+        });
+        let cfg = crate::Config {
+            min_calls: 1,
+            ..crate::Config::default()
+        };
+        let a = b.analyze_with(&cfg);
+        let f: Vec<_> = a
+            .findings
+            .iter()
+            .filter(|f| f.detector == "repeated-lookup")
+            .collect();
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].redundant_calls, 3);
+    }
 
     #[test]
     fn the_same_answer_at_the_same_version_is_redundant() {
