@@ -72,8 +72,9 @@ struct Pend {
     members: Vec<Counted>,
 }
 
-/// The counted calls of one (process image, path), tallied at the end if the main thread
-/// came back to the path.
+/// The counted calls of one (process image, path), held until the main thread comes back
+/// to the path (then tallied, and the next ones at once), dropped at the end if it never
+/// did.
 #[derive(Default)]
 struct Seen {
     calls: Vec<Counted>,
@@ -178,17 +179,40 @@ impl SyncIo {
         self.kind(cx, p) == MODULE
     }
 
-    /// Counts a call on `path` by the main thread of the process running `image`.
-    fn count(seen: &mut FxHashMap<(u32, PathKey), Seen>, image: u32, path: PathKey, c: Counted) {
+    /// Counts a call on `path` by the main thread of the process running `image`: held
+    /// until the path has been named MIN_USES times, then tallied (with those held), so
+    /// that only a path named once keeps its calls in memory.
+    fn count(
+        seen: &mut FxHashMap<(u32, PathKey), Seen>,
+        tallies: &mut Tallies,
+        cx: &Cx<'_>,
+        (image, path): (u32, PathKey),
+        c: Counted,
+    ) {
         let e = seen.entry((image, path)).or_default();
-        e.uses += u32::from(c.4);
+        e.uses = e.uses.saturating_add(u32::from(c.4));
         e.calls.push(c);
+        if e.uses >= MIN_USES {
+            let t = tallies.get(image, path);
+            for (seq, ts, dur, stack, _) in e.calls.drain(..) {
+                t.calls += 1;
+                t.redundant(ts, dur, stack);
+                cx.mark(seq, dur, stack);
+            }
+        }
     }
 
-    fn commit(seen: &mut FxHashMap<(u32, PathKey), Seen>, np: &mut NodeProc) {
-        for (path, p) in np.pending.drain() {
+    fn commit(
+        seen: &mut FxHashMap<(u32, PathKey), Seen>,
+        tallies: &mut Tallies,
+        cx: &Cx<'_>,
+        np: &mut NodeProc,
+    ) {
+        let mut pending: Vec<(PathKey, Pend)> = np.pending.drain().collect();
+        pending.sort_by_key(|(p, _)| *p);
+        for (path, p) in pending {
             for c in p.members {
-                Self::count(seen, np.image, path, c);
+                Self::count(seen, tallies, cx, (np.image, path), c);
             }
         }
     }
@@ -276,8 +300,9 @@ impl Detector for SyncIo {
             }
             Self::count(
                 &mut self.seen,
-                v.image,
-                path,
+                &mut self.tallies,
+                cx,
+                (v.image, path),
                 (v.seq, s.ts, s.dur, s.stack, !on_fd),
             );
             return;
@@ -296,7 +321,7 @@ impl Detector for SyncIo {
                     np.last_module_ts = np.last_module_ts.max(s.ts);
                 } else {
                     np.startup = false;
-                    Self::commit(&mut self.seen, np);
+                    Self::commit(&mut self.seen, &mut self.tallies, cx, np);
                 }
             }
             return;
@@ -307,7 +332,7 @@ impl Detector for SyncIo {
         if np.startup {
             if np.loading && s.ts.saturating_sub(np.last_module_ts) > gap {
                 np.startup = false;
-                Self::commit(&mut self.seen, np);
+                Self::commit(&mut self.seen, &mut self.tallies, cx, np);
             } else {
                 let p = np.pending.entry(path).or_default();
                 p.members.push((v.seq, s.ts, s.dur, s.stack, !on_fd));
@@ -316,13 +341,14 @@ impl Detector for SyncIo {
         }
         Self::count(
             &mut self.seen,
-            v.image,
-            path,
+            &mut self.tallies,
+            cx,
+            (v.image, path),
             (v.seq, s.ts, s.dur, s.stack, !on_fd),
         );
     }
 
-    fn on_record(&mut self, rec: &Record, _cx: &Cx<'_>) {
+    fn on_record(&mut self, rec: &Record, cx: &Cx<'_>) {
         match rec {
             // A new program starts up again (and may not be Node at all).
             Record::Exec(e) => {
@@ -330,7 +356,7 @@ impl Detector for SyncIo {
                     self.not_node = 0;
                 }
                 if let Some(mut np) = self.procs.remove(&e.pid) {
-                    Self::commit(&mut self.seen, &mut np);
+                    Self::commit(&mut self.seen, &mut self.tallies, cx, &mut np);
                 }
             }
             Record::Exit(e) if e.pid == e.tid => {
@@ -338,7 +364,7 @@ impl Detector for SyncIo {
                     self.not_node = 0;
                 }
                 if let Some(mut np) = self.procs.remove(&e.pid) {
-                    Self::commit(&mut self.seen, &mut np);
+                    Self::commit(&mut self.seen, &mut self.tallies, cx, &mut np);
                 }
             }
             _ => {}
@@ -348,25 +374,14 @@ impl Detector for SyncIo {
     fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
         // The calls after the last module load of the start-up burst are the program's.
         for np in self.procs.values_mut() {
-            Self::commit(&mut self.seen, np);
+            Self::commit(&mut self.seen, &mut self.tallies, cx, np);
         }
         // A path the main thread named once after start-up (a build tool reading each
         // source file once, writing each output once, an existence check behind a cache)
         // blocked the loop once: the async API would make the same calls, and nobody
-        // would act on it. A path it comes back to (config.json per request) counts.
-        let mut seen: Vec<((u32, PathKey), Seen)> = self.seen.drain().collect();
-        seen.sort_by_key(|(k, _)| *k);
-        for ((image, path), e) in seen {
-            if e.uses < MIN_USES {
-                continue;
-            }
-            let t = self.tallies.get(image, path);
-            for (seq, ts, dur, stack, _) in e.calls {
-                t.calls += 1;
-                t.redundant(ts, dur, stack);
-                cx.mark(seq, dur, stack);
-            }
-        }
+        // would act on it. Its calls, still held, are not counted; a path it came back to
+        // (config.json per request) was tallied at its second use (`count`).
+        self.seen.clear();
         let mut out = self
             .tallies
             .findings(&INFO, cx, Wording { cache: false }, &|_, _| Vec::new());
