@@ -810,7 +810,18 @@ fn the_same_node_program_twice_gives_the_same_findings_and_a_diff_of_same() {
     };
     let (ka, kb) = (keys(&a), keys(&b));
     assert!(!ka.is_empty());
-    assert_eq!(ka, kb, "the same findings, the same keys");
+    // The same keys, and the same counts but for small-writes': a pause of more than
+    // gap_ms (100 ms) between two writes ends a run, and a loaded machine can stall the
+    // program that long once in a while (a CI run saw 48 against 49).
+    let names = |k: &[(String, u64)]| k.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&ka), names(&kb), "the same findings, the same keys");
+    for ((k, na), (_, nb)) in ka.iter().zip(&kb) {
+        if k.contains("|small-writes|") {
+            assert!(na.abs_diff(*nb) <= 2, "{k}: {na} against {nb}");
+        } else {
+            assert_eq!(na, nb, "{k}: {ka:#?} against {kb:#?}");
+        }
+    }
     // No pipe inode in any key.
     assert!(
         ka.iter()
