@@ -446,19 +446,26 @@ fn make(
     }
     // The programs the calls came from, most redundant calls first (then by name).
     let mut programs: Vec<ProgramCount> = Vec::new();
+    let mut image_names: FxHashMap<u32, String> = FxHashMap::default();
     match program {
         Some(p) => programs.push(ProgramCount {
             program: p.clone(),
             redundant_calls: t.redundant,
         }),
         None => {
+            // Named once per image (a finding's members are its paths in a few images).
+            let mut by_image: FxHashMap<u32, u64> = FxHashMap::default();
             for m in members {
-                let name = cx.program_role(m.image).0;
+                *by_image.entry(m.image).or_default() += m.tally.redundant;
+            }
+            for (image, n) in by_image {
+                let name = cx.program_role(image).0;
+                image_names.insert(image, name.clone());
                 match programs.iter_mut().find(|p| p.program == name) {
-                    Some(p) => p.redundant_calls += m.tally.redundant,
+                    Some(p) => p.redundant_calls += n,
                     None => programs.push(ProgramCount {
                         program: name,
-                        redundant_calls: m.tally.redundant,
+                        redundant_calls: n,
                     }),
                 }
             }
@@ -482,7 +489,7 @@ fn make(
     // when the calls came from several).
     let lead = members
         .iter()
-        .filter(|m| program.is_some() || cx.program_role(m.image).0 == lead_program)
+        .filter(|m| program.is_some() || image_names.get(&m.image) == Some(&lead_program))
         .max_by(|a, b| {
             a.tally
                 .redundant

@@ -261,8 +261,9 @@ fn go_table_section<'d, O: Object<'d>>(file: &O) -> Option<O::Section<'_>> {
 /// struct's first field). Its layout (runtime/symtab.go, Go 1.20 to 1.26) is checked
 /// against the section headers before its `gofunc` field is believed: `text` (word 22)
 /// must be .text's address, `noptrdata` (24) .noptrdata's and `rodata` (39) .rodata's,
-/// and `gofunc` (40) must lie in .rodata or the line table.
-fn go_func_from_moduledata<'d, O: Object<'d>>(file: &O, pclntab: u64) -> Option<u64> {
+/// and `gofunc` (40) must lie in .rodata or the line table (`table`: its addresses).
+fn go_func_from_moduledata<'d, O: Object<'d>>(file: &O, table: Range<u64>) -> Option<u64> {
+    let pclntab = table.start;
     const WORDS: usize = 41;
     let word = |d: &[u8], i: usize| -> Option<u64> {
         Some(u64::from_le_bytes(
@@ -272,8 +273,6 @@ fn go_func_from_moduledata<'d, O: Object<'d>>(file: &O, pclntab: u64) -> Option<
     let text = file.section_by_name(".text")?.address();
     let noptr = file.section_by_name(".noptrdata")?;
     let rodata = section_range(file, ".rodata")?;
-    let table = go_table_section(file)?;
-    let table = table.address()..table.address() + table.size();
     let fits = |d: &[u8]| -> Option<u64> {
         let ok = word(d, 0)? == pclntab
             && word(d, 22)? == text
@@ -529,7 +528,7 @@ impl ElfModule {
                     .map(|sym| sym.address())
                     // Stripped (`-s`: every `go test` and `go run` binary): the runtime's
                     // module data says where go:func.* is.
-                    .or_else(|| go_func_from_moduledata(&file, s.address()))
+                    .or_else(|| go_func_from_moduledata(&file, s.address()..s.address() + s.size()))
                     .and_then(at);
                 GoLineTable::parse_with(data, text, gofunc)
             })
