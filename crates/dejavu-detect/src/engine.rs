@@ -956,6 +956,7 @@ fn merge_same_key(all: Vec<Finding>, cx: &Cx<'_>) -> Vec<Finding> {
                 if let (Some(a), Some(b)) = (&mut g.cache, &f.cache) {
                     a.saved_calls += b.saved_calls;
                     a.stale_answers += b.stale_answers;
+                    a.stale_times += b.stale_times;
                     a.safe = a.stale_answers == 0;
                 }
                 for c in f.callsites {

@@ -246,8 +246,14 @@ pub struct CacheVerdict {
     /// Times it would have served an answer that had changed without any mutation dejavu
     /// saw (another program changed the file): stale answers.
     pub stale_answers: u64,
+    /// Answers that changed with no mutation dejavu saw only in a directory's times, size
+    /// or link count (another program added or removed entries in it): stale for a cache
+    /// of its times, not for one of whether it exists and what it is. Not in
+    /// `stale_answers`.
+    #[serde(skip_serializing_if = "is_zero64")]
+    pub stale_times: u64,
     /// No stale answer: a cache with the invalidation points listed in the hazards is safe
-    /// for this trace.
+    /// for this trace (of a directory's times too when `stale_times` is 0).
     pub safe: bool,
 }
 

@@ -24,6 +24,9 @@ pub struct Tally {
     pub last_ts: u64,
     /// Answers that changed with no observed mutation (another program changed the file).
     pub stale: u64,
+    /// Of the answers that changed with no observed mutation, those that changed only in a
+    /// directory's times, size or link count (lookup::dir_times_only), not in `stale`.
+    pub stale_times: u64,
     /// Repeats that were necessary because an observed mutation came in between.
     pub invalidations: u64,
     /// One of those mutating calls, for the hazard text.
@@ -145,6 +148,7 @@ impl Tally {
         self.redundant += o.redundant;
         self.wasted_ns += o.wasted_ns;
         self.stale += o.stale;
+        self.stale_times += o.stale_times;
         self.invalidations += o.invalidations;
         self.invalidated_by = self.invalidated_by.or(o.invalidated_by);
         self.sites.merge(&o.sites);
@@ -599,6 +603,7 @@ fn make(
         cache: wording.cache.then_some(CacheVerdict {
             saved_calls: t.redundant,
             stale_answers: t.stale,
+            stale_times: t.stale_times,
             safe: t.stale == 0,
         }),
         example: None,
@@ -738,6 +743,14 @@ pub fn cache_hazards(t: &Tally, what: &str) -> Vec<String> {
             "the answer changed {} time(s) with no change dejavu saw (another program changed it): \
              caching it is unsafe unless those changes can be ignored or detected",
             t.stale
+        ));
+    }
+    if t.stale_times > 0 {
+        h.push(format!(
+            "a directory's times changed {} time(s) with no change dejavu saw (another program \
+             added or removed entries in it): a cache of whether it exists and what it is stays \
+             right, one of its times (an mtime check) does not",
+            t.stale_times
         ));
     }
     h

@@ -106,6 +106,7 @@ pub fn analysis() -> Analysis {
             cache: Some(CacheVerdict {
                 saved_calls: 1_000,
                 stale_answers: 0,
+                stale_times: 0,
                 safe: true,
             }),
             callsites: vec![
@@ -151,6 +152,7 @@ pub fn analysis() -> Analysis {
             cache: Some(CacheVerdict {
                 saved_calls: 120,
                 stale_answers: 2,
+                stale_times: 0,
                 safe: false,
             }),
             ..finding(
@@ -171,6 +173,7 @@ pub fn analysis() -> Analysis {
             cache: Some(CacheVerdict {
                 saved_calls: 44,
                 stale_answers: 0,
+                stale_times: 3,
                 safe: true,
             }),
             ..finding(

@@ -1111,15 +1111,29 @@ pub(crate) fn paths_label(f: &Finding) -> String {
 /// The sentence of a finding's cache verdict, the same in the terminal and HTML reports
 /// (each marks an unsafe one its own way).
 pub(crate) fn cache_text(c: &dejavu_detect::CacheVerdict) -> String {
+    // Answers stale only in a directory's times (another program made entries in it): said
+    // apart, since a cache of what the path is stays right (the hazard says which).
+    let times = match c.stale_times {
+        0 => String::new(),
+        n if c.safe => format!(
+            ", but for a directory's times (stale {} {}: see the hazard)",
+            fmt_count(n),
+            plural(n, "time", "times")
+        ),
+        n => format!(
+            " (and {} with only a directory's times stale)",
+            fmt_count(n)
+        ),
+    };
     if c.safe {
         format!(
-            "a cache would have saved {} {} and served no stale answers",
+            "a cache would have saved {} {} and served no stale answers{times}",
             fmt_count(c.saved_calls),
             plural(c.saved_calls, "call", "calls")
         )
     } else {
         format!(
-            "a cache would have saved {} {} but served {} stale {}",
+            "a cache would have saved {} {} but served {} stale {}{times}",
             fmt_count(c.saved_calls),
             plural(c.saved_calls, "call", "calls"),
             fmt_count(c.stale_answers),

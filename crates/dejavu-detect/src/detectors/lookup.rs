@@ -96,6 +96,21 @@ pub fn answer(s: &Syscall) -> u64 {
     ((s.ret as u64) << 32) ^ extra as u64
 }
 
+/// Whether two stat answers of one path differ only as a directory's do when entries are
+/// made or removed in it: both the same directory (device, inode, type and permissions,
+/// owner), with other times, size or link count. Such a change makes a cached answer's
+/// times stale, not whether the path exists or what it is (what realpath, isdir and
+/// exists use).
+pub fn dir_times_only(a: &dejavu_trace::FileStat, b: &dejavu_trace::FileStat) -> bool {
+    use dejavu_trace::{mode, stat_known};
+    let need = stat_known::IDENTITY | stat_known::MODE;
+    a.known & need == need
+        && b.known & need == need
+        && a.mode & mode::S_IFMT == mode::S_IFDIR
+        && (a.dev, a.ino, a.mode) == (b.dev, b.ino, b.mode)
+        && (a.known & b.known & stat_known::OWNER == 0 || (a.uid, a.gid) == (b.uid, b.gid))
+}
+
 /// A failure that says something lasting about the path, so that the same call fails the
 /// same way until the path or its directory changes: it does not exist (ENOENT), a
 /// directory on the way is not one (ENOTDIR), it may not be accessed (EACCES, EPERM), it is

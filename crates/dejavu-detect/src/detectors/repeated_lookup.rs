@@ -2,12 +2,12 @@
 //! same answer, by the same process: what a perfect cache with exact invalidation would
 //! have answered from memory.
 
-use super::lookup::{answer, is_lookup_call, is_negative, question, Question};
+use super::lookup::{answer, dir_times_only, is_lookup_call, is_negative, question, Question};
 use crate::group::{cache_hazards, Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
 use dejavu_replay::PathKey;
 use dejavu_replay::{Version, View};
-use dejavu_trace::{ev, Record, StackId, Sys, Syscall};
+use dejavu_trace::{ev, Record, StackId, StatId, Sys, Syscall};
 use rustc_hash::FxHashMap;
 
 /// Documentation and constructor.
@@ -20,7 +20,10 @@ same answer: a cache with exact invalidation would have answered it from memory.
 observed mutation of the path (a write, truncate, rename, unlink, create, chmod, chown or utime by any \
 traced process) is not redundant; the finding lists such mutations as the invalidation points a cache \
 must honour. When the answer changed although dejavu saw no mutation, another program changed the file: \
-the finding says caching is unsafe and counts the stale answers a cache would have served. fstat of an \
+the finding says caching is unsafe and counts the stale answers a cache would have served. A directory \
+whose answer changed only in its times, size or link count (the same directory, in which another program \
+made or removed entries: /tmp under a realpath chain) is counted apart: a cache of whether it exists and \
+what it is stays right there, one of its times does not (the finding's hazard says so). fstat of an \
 open descriptor is never a lookup of the path. Failures that say something lasting about the path \
 (ENOENT, ENOTDIR, EACCES, EPERM, ELOOP, ENAMETOOLONG ...) are the negative-probe detector's; other \
 failures (readlink's EINVAL on a file that is not a symlink) are answers like any other. When two \
@@ -45,6 +48,8 @@ struct Last {
     question: Question,
     version: Version,
     answer: u64,
+    /// The stat answer, when the lookup was a stat.
+    stat: Option<StatId>,
 }
 
 /// The last answer per question asked about one path: almost always one, kept inline.
@@ -171,6 +176,7 @@ impl Detector for RepeatedLookup {
             question,
             version: v.version,
             answer,
+            stat: s.stat,
         });
         if !cx.config.counts(s.ts) {
             return;
@@ -191,7 +197,14 @@ impl Detector for RepeatedLookup {
                 };
                 self.held.entry(s.pid).or_default().insert(path, h);
             }
-            Some(p) if p.version == v.version => t.stale += 1,
+            Some(p) if p.version == v.version => match (p.stat, s.stat) {
+                // A directory another program made or removed entries in (/tmp under a
+                // realpath chain): its times went stale, not what it is.
+                (Some(a), Some(b)) if dir_times_only(&cx.stat(a), &cx.stat(b)) => {
+                    t.stale_times += 1
+                }
+                _ => t.stale += 1,
+            },
             Some(_) => {
                 t.invalidations += 1;
                 t.invalidated_by = t.invalidated_by.or(cx.replay.paths.changed_by(path));
@@ -397,6 +410,59 @@ mod tests {
             (1, 1, false)
         );
         assert!(f[0].hazards.iter().any(|h| h.contains("unsafe")));
+    }
+
+    #[test]
+    fn a_directory_whose_times_changed_under_another_program_is_said_apart() {
+        use crate::testkit::dir;
+        let mut b = TraceBuilder::new();
+        // /tmp looked up again and again (a realpath chain), while another program makes
+        // files in it: its mtime, ctime and size move, what it is does not.
+        b.stat("/tmp", Ok(dir(2)));
+        b.stat("/tmp", Ok(dir(2)));
+        let later = dejavu_trace::FileStat {
+            mtime_ns: 50,
+            ctime_ns: 50,
+            size: 8192,
+            nlink: 3,
+            ..dir(2)
+        };
+        b.stat("/tmp", Ok(later));
+        b.stat("/tmp", Ok(later));
+        let f = b.findings("repeated-lookup");
+        let cache = f[0].cache.clone().unwrap();
+        assert_eq!(
+            (
+                cache.saved_calls,
+                cache.stale_answers,
+                cache.stale_times,
+                cache.safe
+            ),
+            (2, 0, 1, true)
+        );
+        assert!(
+            f[0].hazards
+                .iter()
+                .any(|h| h.contains("a directory's times")),
+            "{:?}",
+            f[0].hazards
+        );
+        assert!(!f[0].hazards.iter().any(|h| h.contains("unsafe")));
+
+        // Another directory put in its place (a new inode), or a file: what it is changed.
+        for other in [dir(3), crate::testkit::file(2, 4096, 1)] {
+            let mut b = TraceBuilder::new();
+            b.stat("/w/out", Ok(dir(2)));
+            b.stat("/w/out", Ok(dir(2)));
+            b.stat("/w/out", Ok(other));
+            let f = b.findings("repeated-lookup");
+            let cache = f[0].cache.clone().unwrap();
+            assert_eq!(
+                (cache.stale_answers, cache.stale_times, cache.safe),
+                (1, 0, false),
+                "{other:?}"
+            );
+        }
     }
 
     #[test]
