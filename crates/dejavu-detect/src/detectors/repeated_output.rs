@@ -36,7 +36,9 @@ stderr are the same line; such a finding shows no example. Not counted: writes t
 sockets other than fd 0-2 (protocol data, not messages); blank lines and lines with fewer than \
 3 letters after masking (numbers, progress dots, CSV rows of numbers are data); access log \
 records (an HTTP method and a path: \"GET /api/items/2 HTTP/1.1\" 200), which record one request \
-each; lines written \
+each; lines that start with a place in a file (a path and :LINE, or (LINE,COL): a compiler's, \
+linter's or grep -n's results, src/a.py:76:80: E501 ...) unless written exactly the same each \
+time (a warning from one line: /app/x.py:42: DeprecationWarning: ...); lines written \
 before --skip-startup. Calls and redundant calls count line occurrences, not write calls; the \
 time counted is each write's duration shared among its lines by bytes. Only the recorded prefix \
 of each write is seen, so for writes longer than payload_bytes the counts are lower bounds. \
@@ -128,10 +130,15 @@ struct Line {
     role: Role,
     /// What the target is (for naming a standard stream).
     kind: FdKind,
-    /// stdout lines: the hash of the first occurrence as written (not masked), and how many
-    /// occurrences were exactly that.
+    /// stdout lines and located ones: the hash of the first occurrence as written (not
+    /// masked), and how many occurrences were exactly that.
     raw: u64,
     exact: u64,
+    /// The line starts with a place in a file (`src/a.py:76:80: E501 ...`, gcc's and
+    /// Python's warnings): it counts only when written exactly the same each time (a
+    /// warning from one line), not when its numbers differ (a linter's or compiler's
+    /// results, one per place).
+    located: bool,
 }
 
 /// What the writes to a target are, as far as repeated output goes.
@@ -452,8 +459,10 @@ impl RepeatedOutput {
             (src, role, kind)
         };
         // On stdout, whether the line is written exactly the same each time (a warning) or
-        // varies in its numbers (rows, file names): only the former can be a finding.
-        let raw = if base == Role::Product {
+        // varies in its numbers (rows, file names): only the former can be a finding. The
+        // same for a line that names a place in a file, wherever it goes.
+        let located = !unrecorded && is_located(text);
+        let raw = if base == Role::Product || located {
             let mut x = FxHasher::default();
             x.write(trim_end(&text[..text.len().min(MAX_LINE)]));
             x.finish()
@@ -464,7 +473,7 @@ impl RepeatedOutput {
             o.image,
             (o.target, o.stream, h),
             first,
-            raw,
+            (raw, located),
             o.ns,
             ts,
             call,
@@ -482,7 +491,7 @@ impl RepeatedOutput {
         image: u32,
         key: Key,
         first: impl FnOnce() -> (Src, Role, FdKind),
-        raw: u64,
+        (raw, located): (u64, bool),
         ns: u64,
         ts: u64,
         call: Call,
@@ -507,7 +516,7 @@ impl RepeatedOutput {
             }
             l.pending.push(call);
             let live = match l.role {
-                Role::Log | Role::Data => l.count >= min,
+                Role::Log | Role::Data => l.count >= min && (!l.located || l.exact >= min),
                 // Whether a stdout line is a finding is known at the end (it must make up
                 // half the lines); unless it already does after many occurrences.
                 Role::Product => {
@@ -557,6 +566,7 @@ impl RepeatedOutput {
                 kind,
                 raw,
                 exact: 1,
+                located,
                 pending: Vec::new(),
                 live: false,
                 forgot: false,
@@ -695,6 +705,37 @@ fn is_access_log(line: &[u8]) -> bool {
     })
 }
 
+/// Whether a line starts with a place in a file, as compilers, linters and `grep -n` print
+/// their results and Python its warnings: a path (no blanks, with a `/` or a `.` in it)
+/// followed by `:LINE` (`src/a.py:76:80: E501 ...`, `./main.go:12:2: ...`,
+/// `/app/x.py:42: DeprecationWarning: ...`) or `(LINE,COL)` (`src/a.ts(12,5): error ...`).
+fn is_located(line: &[u8]) -> bool {
+    let l = match line.iter().position(|b| !b.is_ascii_whitespace()) {
+        Some(i) => &line[i..],
+        None => return false,
+    };
+    let Some(end) = l
+        .iter()
+        .position(|&b| b == b':' || b == b'(' || b.is_ascii_whitespace())
+    else {
+        return false;
+    };
+    let path = &l[..end];
+    if path.is_empty() || !path.iter().any(|&b| b == b'/' || b == b'.') {
+        return false;
+    }
+    let rest = &l[end + 1..];
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        return false;
+    }
+    match (l[end], rest.get(digits)) {
+        (b':', None | Some(b':' | b' ')) => true,
+        (b'(', Some(b',' | b')')) => true,
+        _ => false,
+    }
+}
+
 /// Whether a line is a sentence rather than a value: three or more blank-separated words
 /// with letters in them (`bypassing socket.io authentication`, not `./src/a1.c` or `true`).
 fn is_prose(line: &[u8]) -> bool {
@@ -787,6 +828,9 @@ impl Detector for RepeatedOutput {
                     continue;
                 }
                 let text = l.text(cx);
+                if l.located && l.exact < self.min_repeats {
+                    continue;
+                }
                 if l.role == Role::Product {
                     // stdout is the program's product: a repeated line there is reported
                     // only when one sentence makes up half of what it wrote.
@@ -1020,6 +1064,69 @@ mod tests {
             ex.starts_with("2024-05-01T12:00:00.000Z WARN bypassing socket.io"),
             "the first occurrence, unmasked: {ex}"
         );
+    }
+
+    #[test]
+    fn a_linters_results_are_not_repeated_output_but_one_warning_line_is() {
+        // flake8's results, one per place, to stderr and to a log file: the same message at
+        // other lines and columns. Not a repeated line.
+        let mut b = TraceBuilder::new();
+        b.open("/w/flake8.log", 0o2101, 3, None);
+        for i in 0..40 {
+            let line = format!(
+                "src/urllib3/connection.py:{}:{}: E501 line too long ({} > 79 characters)\n",
+                10 + i * 3,
+                80 + i % 7,
+                81 + i
+            );
+            b.write(2, "/dev/pts/0", &line, true);
+            b.write(3, "/w/flake8.log", &line, true);
+            let ts = format!(
+                "src/a.ts({},{}): error TS2304: Cannot find name 'x'.\n",
+                i + 1,
+                5
+            );
+            b.write(2, "/dev/pts/0", &ts, true);
+        }
+        let f = b.findings("repeated-output");
+        assert!(f.is_empty(), "{f:#?}");
+
+        // Python's warning from one line, written again and again: exactly the same line.
+        let mut b = TraceBuilder::new();
+        for _ in 0..30 {
+            b.write(
+                2,
+                "/dev/pts/0",
+                "/app/x.py:42: DeprecationWarning: use load() instead\n",
+                true,
+            );
+        }
+        let f = b.findings("repeated-output");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].redundant_calls, 29);
+    }
+
+    #[test]
+    fn located_lines_are_told_from_others() {
+        for yes in [
+            "src/a.py:76:80: E501 line too long",
+            "./main.go:12:2: declared and not used: x",
+            "/app/x.py:42: DeprecationWarning: old",
+            "src/a.ts(12,5): error TS2304",
+            "README.md:3:fix this",
+        ] {
+            assert!(super::is_located(yes.as_bytes()), "{yes}");
+        }
+        for no in [
+            "12:34:56 WARN retrying",
+            "2024-05-01T12:00:00Z request done",
+            "warning: unused variable",
+            "http://example.com:8080/x fetched",
+            "note: see a.c",
+            "a.py: no line here",
+        ] {
+            assert!(!super::is_located(no.as_bytes()), "{no}");
+        }
     }
 
     #[test]
