@@ -1020,16 +1020,21 @@ pub(crate) fn fit_label(label: &str, width: usize) -> String {
     // before the deepest path is cut in the middle.
     if let Some((deepest, rest)) = main.split_once(" and ") {
         if let Some((n, _top)) = rest.split_once(" more under ") {
-            if n.parse::<u64>().is_ok() {
-                for cand in [
-                    format!("{deepest} and {n} more{more}"),
-                    format!("{deepest}{more}"),
-                ] {
-                    if cand.chars().count() <= width {
-                        return cand;
-                    }
+            if let Ok(n) = n.parse::<u64>() {
+                let cand = format!("{deepest} and {n} more{more}");
+                if cand.chars().count() <= width {
+                    return cand;
                 }
-                return shorten_middle(&format!("{deepest}{more}"), width);
+                // Then the walk's paths join the others' count, which stays whole: without
+                // it, an 11-path walk read as 808 lookups of one directory.
+                let others = n + more
+                    .strip_prefix(" (+")
+                    .and_then(|m| m.strip_suffix(')'))
+                    .and_then(|m| m.parse::<u64>().ok())
+                    .unwrap_or(0);
+                let tail = format!(" (+{others})");
+                let room = width.saturating_sub(tail.chars().count()).max(1);
+                return format!("{}{tail}", shorten_middle(deepest, room));
             }
         }
     }
@@ -1738,10 +1743,22 @@ mod fit_label_tests {
         let w = "/tmp/gohello and 1 more under /tmp (+2)";
         assert_eq!(fit_label(w, 40), w);
         assert_eq!(fit_label(w, 38), "/tmp/gohello and 1 more (+2)");
-        assert_eq!(fit_label(w, 20), "/tmp/gohello (+2)");
+        // Then the walk's other path joins the count: three more paths in all.
+        assert_eq!(fit_label(w, 20), "/tmp/gohello (+3)");
         let cut = fit_label(w, 12);
-        assert_eq!(cut.chars().count(), 12, "{cut}");
-        assert!(!cut.contains("more"), "{cut}");
+        assert!(cut.chars().count() <= 12, "{cut}");
+        assert!(!cut.contains("more") && cut.ends_with(" (+3)"), "{cut}");
+        // A walk alone keeps its count too (black's first row read
+        // "/tmp/triage28/python/clean/src": 808 lookups of one directory, it seemed).
+        let w = "/tmp/triage28/python/clean/src and 10 more under /tmp";
+        assert_eq!(
+            fit_label(w, 42),
+            "/tmp/triage28/python/clean/src and 10 more"
+        );
+        assert_eq!(fit_label(w, 40), "/tmp/triage28/python/clean/src (+10)");
+        let cut = fit_label(w, 24);
+        assert!(cut.chars().count() <= 24, "{cut}");
+        assert!(cut.ends_with(" (+10)"), "{cut}");
         assert_eq!(
             fit_label("/home/u/project/node_modules/pkg/index.js", 30),
             dejavu_analyze::text::shorten_middle("/home/u/project/node_modules/pkg/index.js", 30)
