@@ -384,13 +384,8 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
             if interpreter && prog.runtime != Runtime::Native {
                 return Class::Interpreter;
             }
-            if contains(file, b"/.cargo/registry/")
-                || contains(file, b"/.cargo/git/")
-                || contains(file, b"/vendor/")
-                || contains(file, b"/third_party/")
-                || contains(file, b"/third-party/")
-            {
-                return Class::Dependency;
+            if let Some(c) = fetched_class(file, prog) {
+                return c;
             }
             if interpreter {
                 return Class::Interpreter;
@@ -398,6 +393,23 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
             module_class(module, prog)
         }
     }
+}
+
+/// A source file of code fetched from elsewhere (cargo's registry and git checkouts, a
+/// vendored or third-party tree): a dependency's, except the package `cargo install`
+/// built the program from ([`Program::own_crate`]), which is its own. None for others.
+fn fetched_class(file: &[u8], prog: &Program) -> Option<Class> {
+    if contains(file, b"/.cargo/registry/") {
+        return Some(match &prog.own_crate {
+            Some(c) if contains(file, c) => Class::Own,
+            _ => Class::Dependency,
+        });
+    }
+    (contains(file, b"/.cargo/git/")
+        || contains(file, b"/vendor/")
+        || contains(file, b"/third_party/")
+        || contains(file, b"/third-party/"))
+    .then_some(Class::Dependency)
 }
 
 /// Whose code a native module without a source file to tell by is: the executable itself
@@ -722,6 +734,46 @@ mod tests {
             go_class(b"example.com/app/store.Load", b"/src/store/load.go"),
             Class::Own
         );
+    }
+
+    #[test]
+    fn the_crate_cargo_installed_the_program_from_is_its_own() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("bin")).unwrap();
+        std::fs::write(
+            d.path().join(".crates2.json"),
+            r#"{"installs":{
+                "fd-find 10.2.0 (registry+https://github.com/rust-lang/crates.io-index)":{"bins":["fd"]},
+                "ripgrep 15.2.0 (registry+https://github.com/rust-lang/crates.io-index)":{"bins":["rg"]},
+                "tool 0.1.0 (git+https://example.com/tool#abc)":{"bins":["tool"]}}}"#,
+        )
+        .unwrap();
+        let reg = b"/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/";
+        let file = |pkg: &str| [&reg[..], pkg.as_bytes(), b"/crates/core/main.rs"].concat();
+        let exe = d.path().join("bin/rg");
+        let mut rg = Program::of(exe.as_os_str().as_encoded_bytes(), &[b"rg", b"fn"]);
+        rg.resolve_cargo_install();
+        assert_eq!(rg.own_crate.as_deref(), Some(&b"/ripgrep-15.2.0/"[..]));
+        assert_eq!(
+            fetched_class(&file("ripgrep-15.2.0"), &rg),
+            Some(Class::Own)
+        );
+        // Its dependencies, another version of it, and code outside the registry.
+        for dep in ["grep-printer-0.3.1", "ripgrep-14.1.0", "regex-1.12.2"] {
+            assert_eq!(
+                fetched_class(&file(dep), &rg),
+                Some(Class::Dependency),
+                "{dep}"
+            );
+        }
+        assert_eq!(fetched_class(b"/src/rg/main.rs", &rg), None);
+        // A binary from git, one cargo did not install, one outside bin/: no own crate.
+        for (path, name) in [("bin/tool", "tool"), ("bin/other", "other"), ("rg", "rg")] {
+            let exe = d.path().join(path);
+            let mut p = Program::of(exe.as_os_str().as_encoded_bytes(), &[name.as_bytes()]);
+            p.resolve_cargo_install();
+            assert_eq!(p.own_crate, None, "{path}");
+        }
     }
 
     #[test]
