@@ -24,7 +24,10 @@ Terminals, pipes and sockets are reported like files, with the hazards that appl
 terminal every write that ends a line (a newline or a carriage return in its kept bytes; a write whose \
 bytes were not kept counts as one) is needed too, since the line buffering a terminal needs still \
 writes it: redundant = writes - max(1, ceil(bytes / 65536), lines). A write of \
-one byte to a pipe is a token (make's jobserver, a self-pipe wakeup) and ends a run instead. Writes \
+one byte to a pipe is a token (make's jobserver, a self-pipe wakeup) and ends a run instead, as does \
+a framed message on a pipe or socket (its first 4 bytes the length of the rest, big- or \
+little-endian: Python multiprocessing's and concurrent.futures' messages and wake-ups), which the \
+process at the other end waits for. Writes \
 to descriptor 2 (stderr) are not counted: stderr is unbuffered by convention so that diagnostics \
 survive a crash, and a message repeated there is repeated-output's.",
     example: "for each field: os.write(fd, field)   // 40,000 writes of 12 bytes where one 64 KiB \
@@ -175,6 +178,18 @@ impl SmallWrites {
     }
 }
 
+/// Whether a write of `len` bytes whose kept bytes are `kept` is one framed message: a
+/// 4-byte length (big- or little-endian) of the bytes that follow it in the same write.
+fn is_framed(kept: &[u8], len: i64) -> bool {
+    let Some(head) = kept.first_chunk::<4>() else {
+        return false;
+    };
+    let rest = len - 4;
+    rest >= 0
+        && (i64::from(u32::from_be_bytes(*head)) == rest
+            || i64::from(u32::from_le_bytes(*head)) == rest)
+}
+
 /// Counts `n` redundant calls of one batch at once.
 fn add_batch(t: &mut Tally, n: u64, wasted: u64, first: u64, last: u64) {
     if t.redundant == 0 || first < t.first_ts {
@@ -207,6 +222,12 @@ impl Detector for SmallWrites {
         // One byte to a pipe is a token (make's jobserver, a self-pipe wakeup), not data
         // a buffer could gather: each must go when it goes.
         let token = s.ret == 1 && s.count <= 1 && kind == FdKind::Pipe;
+        // A framed message on a pipe or socket (a 4-byte length, then that many bytes:
+        // multiprocessing's Connection, concurrent.futures' wake-ups of zero bytes): the
+        // process at the other end waits for each one, so each must go when it goes.
+        let message = matches!(kind, FdKind::Pipe | FdKind::Socket)
+            && s.payload
+                .is_some_and(|p| is_framed(cx.strings.get(p), s.ret));
         // stderr is unbuffered by convention (C's stderr, Python's sys.stderr, Node's
         // console.error) so that diagnostics survive a crash: buffering it is not the fix.
         let diagnostics = fd == 2;
@@ -214,6 +235,7 @@ impl Detector for SmallWrites {
             && s.ev & ev::UNFINISHED == 0
             && s.ret >= 0
             && !token
+            && !message
             && !diagnostics
             && s.count.max(s.ret as u64) <= self.max_bytes;
         let (Some(path), true) = (path, tiny && kind != FdKind::DevNull) else {
@@ -409,6 +431,38 @@ mod tests {
         let mut b = TraceBuilder::new();
         for _ in 0..60 {
             b.write(9, "pipe:[4242]", "ab", false);
+        }
+        assert_eq!(b.findings("small-writes").len(), 1);
+    }
+
+    #[test]
+    fn framed_messages_on_a_pipe_are_not_small_writes() {
+        // multiprocessing's Connection: a 4-byte big-endian length, then the pickle; and
+        // concurrent.futures' wake-ups, a message of no bytes.
+        let body = "x".repeat(86);
+        let framed = format!("\0\0\0{}{body}", char::from(86u8));
+        let mut b = TraceBuilder::new();
+        for _ in 0..60 {
+            b.write(9, "pipe:[4242]", &framed, true);
+            b.write(10, "pipe:[4243]", "\0\0\0\0", true);
+        }
+        let f = b.findings("small-writes");
+        assert!(f.is_empty(), "{f:#?}");
+        // A length that is not the rest of the write: data, as without the prefix.
+        let mut b = TraceBuilder::new();
+        for _ in 0..60 {
+            b.write(
+                9,
+                "pipe:[4242]",
+                &format!("\0\0\0{}{body}", char::from(90u8)),
+                true,
+            );
+        }
+        assert_eq!(b.findings("small-writes").len(), 1);
+        // The same bytes to a file are not a message to anyone waiting.
+        let mut b = TraceBuilder::new();
+        for _ in 0..60 {
+            b.write(9, "/w/records.bin", &framed, true);
         }
         assert_eq!(b.findings("small-writes").len(), 1);
     }
