@@ -162,6 +162,25 @@ impl<'a> Cx<'a> {
         (prog.name.clone(), role)
     }
 
+    /// Whether a call of `image` at `ts` came before its language agent said the runtime's
+    /// start-up was over (`Image::ready_ts`: a Python interpreter before `__main__` runs).
+    /// False where no agent said so.
+    pub fn in_startup(&self, image: u32, ts: u64) -> bool {
+        self.replay
+            .images
+            .get(image as usize)
+            .and_then(|i| i.ready_ts)
+            .is_some_and(|r| ts < r)
+    }
+
+    /// Whether a repeat at `ts` of what `image` did at `prev_ts` is the program's first:
+    /// the earlier one was the runtime's start-up (CPython's import system listing a
+    /// directory that `importlib.metadata` lists again), which the program could not have
+    /// kept the answer of.
+    pub fn first_after_startup(&self, image: u32, prev_ts: u64, ts: u64) -> bool {
+        self.in_startup(image, prev_ts) && !self.in_startup(image, ts)
+    }
+
     /// Whose a call on `path` is when its stack does not tell (`owner::owner_by_path`),
     /// for a call of `image` at `ts`; `unnamed`: the calls had stacks, none of which named
     /// a frame (only plumbing and the interpreter's own code).

@@ -136,6 +136,18 @@ impl TraceBuilder {
         self
     }
 
+    /// The process's language agent says the runtime's start-up is over (`AgentReady`).
+    pub fn ready(&mut self) -> &mut Self {
+        let m = dejavu_trace::Mark {
+            ts: self.ts,
+            pid: self.pid,
+            tid: self.tid,
+            kind: dejavu_trace::MarkKind::AgentReady,
+        };
+        self.ts += 1000;
+        self.push(Record::Mark(m))
+    }
+
     /// Advances the clock by `ns`.
     pub fn wait(&mut self, ns: u64) -> &mut Self {
         self.ts += ns;

@@ -50,6 +50,8 @@ struct Last {
     answer: u64,
     /// The stat answer, when the lookup was a stat.
     stat: Option<StatId>,
+    /// When it was asked.
+    ts: u64,
 }
 
 /// The last answer per question asked about one path: almost always one, kept inline.
@@ -177,12 +179,15 @@ impl Detector for RepeatedLookup {
             version: v.version,
             answer,
             stat: s.stat,
+            ts: s.ts,
         });
         if !cx.config.counts(s.ts) {
             return;
         }
         t.calls += 1;
         match prev {
+            // The program's first lookup of what the runtime's start-up looked up.
+            Some(p) if cx.first_after_startup(v.image, p.ts, s.ts) => {}
             Some(p) if p.version == v.version && p.answer == answer => {
                 let h = Held {
                     image: v.image,
@@ -463,6 +468,18 @@ mod tests {
                 "{other:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_programs_first_lookup_of_what_start_up_looked_up_is_not_redundant() {
+        let mut b = TraceBuilder::new();
+        b.stat("/venv/bin", Ok(file(7, 100, 1)));
+        b.ready();
+        for _ in 0..3 {
+            b.stat("/venv/bin", Ok(file(7, 100, 1)));
+        }
+        let f = b.findings("repeated-lookup");
+        assert_eq!(f[0].redundant_calls, 2, "the program's second and third");
     }
 
     #[test]

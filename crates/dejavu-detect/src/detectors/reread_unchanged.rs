@@ -101,6 +101,8 @@ impl Cycle {
 struct Last {
     version: Version,
     ident: Option<u64>,
+    /// When the cycle began.
+    ts: u64,
 }
 
 #[derive(Default)]
@@ -238,6 +240,7 @@ impl RereadUnchanged {
             Last {
                 version: c.version,
                 ident: c.ident,
+                ts: c.ts,
             },
         );
         if !cx.config.counts(c.ts) {
@@ -246,6 +249,8 @@ impl RereadUnchanged {
         let t = self.tallies.get(image, c.path);
         t.calls += c.calls;
         match prev {
+            // The program's first read of what the runtime's start-up read.
+            Some(p) if cx.first_after_startup(image, p.ts, c.ts) => {}
             Some(p) if p.version == c.version && p.ident == c.ident => {
                 let held = Held {
                     image,
@@ -537,6 +542,31 @@ mod tests {
         assert_eq!(f[0].paths, vec![CFG.to_string()]);
         let cache = f[0].cache.clone().unwrap_or_default();
         assert!(cache.safe && cache.saved_calls == 15 && cache.stale_answers == 0);
+    }
+
+    #[test]
+    fn the_programs_first_read_of_what_start_up_read_is_not_redundant() {
+        // CPython's import system read it during start-up; the program reads it once after
+        // (importlib.metadata listing sys.path): its own first read. A second one is a reread.
+        let mut b = TraceBuilder::new();
+        read_config(&mut b, file(7, 120, 1));
+        b.ready();
+        read_config(&mut b, file(7, 120, 1));
+        assert!(b.findings("reread-unchanged").is_empty());
+        let mut b = TraceBuilder::new();
+        read_config(&mut b, file(7, 120, 1));
+        b.ready();
+        read_config(&mut b, file(7, 120, 1));
+        read_config(&mut b, file(7, 120, 1));
+        let f = b.findings("reread-unchanged");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].redundant_calls, 5, "the third read's calls");
+        // Both reads in start-up: the runtime's reread, counted (as its finding).
+        let mut b = TraceBuilder::new();
+        read_config(&mut b, file(7, 120, 1));
+        read_config(&mut b, file(7, 120, 1));
+        b.ready();
+        assert_eq!(b.findings("reread-unchanged").len(), 1);
     }
 
     #[test]
