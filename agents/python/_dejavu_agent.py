@@ -971,13 +971,60 @@ def _wrap_stdio(io):
         ref = _weakref.ref(s)
         state = [fd, 0, None, 0, ref]
         _stdio.append(state)
+        text_write = None
         for name, w in _stdio_wrappers(ref, type(s), state, eager[0], eager[1]):
             try:
                 setattr(s, name, w)
             except Exception:
                 continue
+            if name == "write":
+                text_write = w.__code__
             # (None: unhook deletes the instance attribute, the class's method shows again.)
             _installed.append((s, name, None, w))
+        if eager[0] and text_write is not None:
+            _wrap_raw_buffer(s.buffer, state, text_write)
+
+
+def _wrap_raw_buffer(b, state, text_write):
+    """A stream that writes each write through to its descriptor (`python -u`,
+    PYTHONUNBUFFERED: its `buffer` is the FileIO itself): its bytes layer too, which
+    programs write to directly (`sys.stdout.buffer.write(...)`: flake8's results, pip's,
+    black's output). Each such write is a write(2) and says its caller's site for the
+    descriptor as the text layer's writes do (_stdio_said); without it those writes kept
+    the last site said (flake8's 774 result lines named at a flush made 3 s earlier). The
+    text layer's own writes come through here too (TextIOWrapper calls its buffer's
+    write): said already, they cost a frame test."""
+    try:
+        import _weakref
+
+        ref = _weakref.ref(b)
+        fw = type(b).write
+        if "write" in b.__dict__:
+            return
+    except Exception:
+        return
+
+    def write(data=_NOARG, /, *rest):
+        buf = ref()
+        if buf is None:
+            raise ValueError("I/O operation on closed file.")
+        if rest or data is _NOARG:
+            return fw(buf, *rest) if data is _NOARG else fw(buf, data, *rest)
+        if _fd >= 0:
+            try:
+                caller = _getframe(1)
+                if caller.f_code is not text_write:
+                    _stdio_said(state, caller)
+            except Exception:
+                pass
+        return fw(buf, data)
+
+    w = _like(write, fw)
+    try:
+        setattr(b, "write", w)
+    except Exception:
+        return
+    _installed.append((b, "write", None, w))
 
 
 def _stdio_wrappers(ref, cls, state, raw, line):

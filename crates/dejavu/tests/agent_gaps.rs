@@ -791,6 +791,39 @@ fn python_print_to_stdout_and_stderr_carries_its_line_on_every_write() {
 }
 
 #[test]
+fn python_unbuffered_writes_to_stdouts_bytes_layer_carry_their_line() {
+    // flake8's results go to sys.stdout.buffer.write; under PYTHONUNBUFFERED each is a
+    // write(2) that must name its own line, not the last one the text layer said (the
+    // header's flush, or multiprocessing's flush seconds before).
+    require!("python3");
+    let py = python();
+    let src = workload("buffer_write.py");
+    let (_d, dir) = scratch();
+    let trace = dir.join("t.dvt");
+    let out = dir.join("out.txt");
+    let mut c = dejavu(
+        &["record", "-o", trace.to_str().unwrap()],
+        &[&py, src.to_str().unwrap(), "30"],
+        &dir,
+    );
+    c.env("PYTHONUNBUFFERED", "1")
+        .stdout(std::fs::File::create(&out).unwrap());
+    assert!(c.status().unwrap().success());
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.starts_with("results\nsrc/a.py:1:1: E501"), "{text}");
+    assert_eq!(text.lines().count(), 31);
+    let calls = calls_of(&trace);
+    let out = out.display().to_string();
+    let writes: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.sys == Sys::Write && c.fd == Some(1) && c.path == out)
+        .collect();
+    assert_eq!(writes.len(), 31, "{writes:?}");
+    assert_own_line(&writes[..1], &src, "header", FrameKind::Python);
+    assert_own_line(&writes[1..], &src, "result", FrameKind::Python);
+}
+
+#[test]
 fn python_print_per_item_is_a_finding_at_its_line() {
     // The dots are small writes of stdout (a file) at the dot line, the warning per item
     // repeated output at the warn line; the clean twin has neither.
