@@ -1621,7 +1621,74 @@ fn fit_site(c: &dejavu_detect::Callsite, width: usize) -> String {
     if room < 8 {
         return shorten_middle(&whole, width);
     }
-    format!("{} {loc}", shorten_middle(&f, room))
+    format!("{} {loc}", shorten_function(&f, room))
+}
+
+/// A function name cut to `width` characters at whole `::` segments: its first segment,
+/// `…`, then as many of its last ones as fit (`rg::…::HiArgs::from_low_args::{{closure}}`),
+/// never inside an identifier (`grep_printer::hype…nk::HyperlinkPath` could not be searched
+/// for). A closure called through its `FnOnce` shim is named as the closure
+/// (`<cargo::…::link_targets::{closure#1} as core::ops::function::FnOnce<...>>::call_once
+/// ::{shim:vtable#0}`). Cut in the middle when its last segment alone does not fit.
+fn shorten_function(f: &str, width: usize) -> String {
+    let f = match fn_shim_target(f) {
+        Some(inner) => inner,
+        None => f,
+    };
+    if f.chars().count() <= width {
+        return f.to_string();
+    }
+    let segs = split_path_segments(f);
+    if segs.len() >= 3 {
+        let first = segs[0];
+        let mut kept: Vec<&str> = Vec::new();
+        let mut len = first.chars().count() + "::…".chars().count();
+        for s in segs[1..].iter().rev() {
+            let add = 2 + s.chars().count();
+            if len + add > width {
+                break;
+            }
+            len += add;
+            kept.push(s);
+        }
+        if !kept.is_empty() && kept.len() < segs.len() - 1 {
+            kept.reverse();
+            return format!("{first}::…::{}", kept.join("::"));
+        }
+    }
+    shorten_middle(f, width)
+}
+
+/// `X` of `<X as core::ops::function::Fn*<...>>::call*...`: a closure or function called
+/// through a trait object's shim.
+fn fn_shim_target(f: &str) -> Option<&str> {
+    let rest = f.strip_prefix('<')?;
+    let (inner, tail) = rest.split_once(" as core::ops::function::Fn")?;
+    (tail.contains(">::call") && !inner.contains(" as ")).then_some(inner)
+}
+
+/// A name's `::` segments, outside `<...>` and `(...)` (generic arguments and tuples hold
+/// `::` of their own).
+fn split_path_segments(f: &str) -> Vec<&str> {
+    let b = f.as_bytes();
+    let (mut depth, mut start, mut i) = (0i32, 0, 0);
+    let mut out = Vec::new();
+    while i < b.len() {
+        match b[i] {
+            b'<' | b'(' => depth += 1,
+            b'>' | b')' => depth -= 1,
+            b':' if depth == 0 && b.get(i + 1) == Some(&b':') => {
+                out.push(&f[start..i]);
+                i += 2;
+                start = i;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out.push(&f[start..]);
+    out
 }
 
 /// `loc` cut to `width` characters from its start (`…/jest-runtime/build/index.js:2291`):
@@ -1644,6 +1711,40 @@ fn keep_tail(loc: &str, width: usize) -> String {
     let mut out = String::from("…");
     out.extend(&chars[snap..]);
     out
+}
+
+#[cfg(test)]
+mod shorten_function_tests {
+    use super::shorten_function;
+
+    #[test]
+    fn a_function_is_cut_at_whole_segments() {
+        let f = "rg::flags::hiargs::HiArgs::from_low_args::{{closure}}";
+        assert_eq!(shorten_function(f, 80), f);
+        assert_eq!(
+            shorten_function(f, 42),
+            "rg::…::HiArgs::from_low_args::{{closure}}"
+        );
+        assert_eq!(
+            shorten_function("grep_printer::hyperlink::HyperlinkPath::from_path", 41),
+            "grep_printer::…::HyperlinkPath::from_path"
+        );
+        // A closure behind its FnOnce shim is the closure.
+        let shim = "<cargo::core::compiler::link_targets::{closure#1} as core::ops::function::\
+                    FnOnce<(&cargo::core::compiler::job_queue::job_state::JobState,)>>::call_once::\
+                    {shim:vtable#0}";
+        assert_eq!(
+            shorten_function(shim, 60),
+            "cargo::core::compiler::link_targets::{closure#1}"
+        );
+        assert_eq!(
+            shorten_function(shim, 40),
+            "cargo::…::link_targets::{closure#1}"
+        );
+        // No segments to drop: cut in the middle, to the width.
+        let cut = shorten_function("LintResultCache.setCachedLintResults", 20);
+        assert_eq!(cut.chars().count(), 20, "{cut}");
+    }
 }
 
 #[cfg(test)]
