@@ -49,6 +49,11 @@ _OWN = 0
 _RUNTIME = 1
 _AGENT = 2
 _LIBRARY = 3
+# A process's own first frame though frames lie below it: multiprocessing's
+# BaseProcess._bootstrap, which a forked worker runs on the stack it inherited (the
+# parent's frames, down to the line that started the pool) and never returns from
+# (os._exit). The walk ends there, as at a thread's first frame.
+_ROOT = 4
 # Caches are cleared past this many entries (they keep code objects alive).
 _MAX_CACHE = 100000
 
@@ -254,6 +259,8 @@ def _code_kind(c):
     if len(_kinds) > _MAX_CACHE:
         _kinds.clear()
     k = _kind(c.co_filename)
+    if c.co_name == "_bootstrap" and c.co_filename.endswith(("multiprocessing/process.py", "multiprocessing\\process.py")):
+        k = _ROOT
     if k != _LIBRARY or _own_dir is not None:
         _kinds[id(c)] = (k, c)
     return k
@@ -277,6 +284,9 @@ def _key(f, objects=False, chain=None):
         c = f.f_code
         e = _kinds.get(id(c))
         k = e[0] if e is not None and e[1] is c else _code_kind(c)
+        if k == _ROOT:
+            f = None
+            break
         if chain is not None:
             chain.append((c, f.f_lasti))
             if k == _LIBRARY and _own_dir is None:
@@ -777,6 +787,23 @@ def _put(ns, name, orig, w):
     return True
 
 
+def _picklable(ns, name, w):
+    """pickle saves a function by reference (its `__module__`, then its `__qualname__`) and
+    refuses one that is not the object found there: the wrapper of `os.stat` keeps
+    posix's `__module__`, and `posix.stat` is the builtin, so `pickle.dumps(os.stat)`
+    failed (a multiprocessing pool's `map(os.stat, paths)`). The wrapper then names the
+    module it was put in (`os`), where pickle finds it; unpickled, `os.stat` is the same
+    function as `posix.stat` everywhere."""
+    try:
+        mod = _sys.modules.get(w.__module__)
+        if mod is not None and getattr(mod, w.__qualname__, None) is w:
+            return
+        if type(ns) is type(_os) and w.__qualname__ == name and getattr(ns, name) is w:
+            w.__module__ = ns.__name__
+    except Exception:
+        pass
+
+
 def _install(ns, name, opened=None, report=True):
     try:
         orig = getattr(ns, name)
@@ -791,6 +818,7 @@ def _install(ns, name, opened=None, report=True):
         return
     if not _put(ns, name, orig, w):
         return
+    _picklable(ns, name, w)
     if ns is _os:
         for s in _SUPPORTS:
             group = getattr(_os, s, None)

@@ -824,6 +824,47 @@ fn python_unbuffered_writes_to_stdouts_bytes_layer_carry_their_line() {
 }
 
 #[test]
+fn python_a_pool_workers_calls_are_not_named_at_the_line_that_made_the_pool() {
+    // A forked worker runs on the stack it inherited: the parent's frames down to the
+    // `Pool(...)` line lie below BaseProcess._bootstrap. Its stats of the task's path come
+    // from os.stat (no frame of the script's above _bootstrap): no line of the program's.
+    // A task of the script's own is named at its line.
+    require!("python3");
+    let py = python();
+    let src = workload("pool_stat.py");
+    let (pool_line, _) = site(&src, "pool");
+    for own_task in [false, true] {
+        let (_d, dir) = scratch();
+        let target = dir.join("target.txt");
+        std::fs::write(&target, "x").unwrap();
+        let mut args = vec![py.as_str(), src.to_str().unwrap(), target.to_str().unwrap()];
+        if own_task {
+            args.push("own");
+        }
+        let trace = dir.join("t.dvt");
+        let mut c = dejavu(&["record", "-o", trace.to_str().unwrap()], &args, &dir);
+        assert!(c.status().unwrap().success());
+        let calls = calls_of(&trace);
+        let want = target.display().to_string();
+        let stats: Vec<&Call> = calls
+            .iter()
+            .filter(|c| c.path == want && c.fd.is_none())
+            .collect();
+        assert!(stats.len() >= 20, "own task {own_task}: {stats:?}");
+        if own_task {
+            assert_own_line(&stats, &src, "task", FrameKind::Python);
+        } else {
+            for c in &stats {
+                assert!(
+                    own(c).is_none_or(|f| f.3 != pool_line),
+                    "named at the Pool line: {c:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn python_print_per_item_is_a_finding_at_its_line() {
     // The dots are small writes of stdout (a file) at the dot line, the warning per item
     // repeated output at the warn line; the clean twin has neither.

@@ -137,10 +137,14 @@ hp = Hashed(a)
 attempt("path object", lambda: [os.stat(hp).st_size for _ in range(50)][-1])
 out("hashes of the path object", Hashed.hashes)
 
-# What the functions look like.
+# What the functions look like. (Their __module__ is the one place the agent's differ: a
+# wrapper names the module it is found in, os, not posix, so that pickle, which saves a
+# function as __module__.__qualname__ and checks that this finds the function, can; what
+# is the same is that it does, docs/agents.md.)
 for name in ("stat", "lstat", "open", "listdir", "scandir", "mkdir", "remove", "rename", "access"):
     f = getattr(os, name)
-    out("os." + name, (f.__name__, f.__qualname__, f.__module__, f.__doc__ == getattr(os, name).__doc__, callable(f)))
+    found = getattr(sys.modules[f.__module__], f.__qualname__, None) is f
+    out("os." + name, (f.__name__, f.__qualname__, found, f.__doc__ == getattr(os, name).__doc__, callable(f)))
     try:
         out("signature of os." + name, str(inspect.signature(f)))
     except Exception as e:
@@ -211,4 +215,10 @@ attempt("stdout writelines", lambda: sys.stdout.writelines(["one\n", "two\n"]))
 attempt("stderr write", lambda: sys.stderr.write("to stderr\n"))
 attempt("print to stderr", lambda: print("printed", 1, file=sys.stderr, flush=True))
 attempt("stdout attributes", lambda: (sys.stdout.line_buffering, sys.stdout.encoding, sys.stdout.fileno(), sys.stdout.closed))
+# pickle saves functions by reference: a wrapped os function must still be one pickle
+# finds (a multiprocessing pool's map(os.stat, paths) pickles os.stat), and come back as
+# the function it names.
+import pickle  # noqa: E402
+
+attempt("pickle os functions", lambda: [pickle.loads(pickle.dumps(f))(DIR) is not None for f in (os.stat, os.listdir, os.path.exists)])
 out("done", True)
