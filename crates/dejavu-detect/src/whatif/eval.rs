@@ -856,8 +856,14 @@ fn lookup<Q: Copy + Eq + std::hash::Hash>(
     let key = (image, path, q);
     let answer = crate::detectors::lookup::answer(s);
     let snap = snapshot(inv, image, path, c.cx.replay, own);
-    let fresh =
-        |e: &Entry| e.snap == snap && ttl.is_none_or(|l| s.ts.saturating_sub(e.filled_ts) < l);
+    // An entry the runtime's start-up filled (before the agent's ready mark) is not the
+    // program's to answer from: its first lookup after start-up fills its own (as
+    // repeated-lookup counts it).
+    let fresh = |e: &Entry| {
+        e.snap == snap
+            && ttl.is_none_or(|l| s.ts.saturating_sub(e.filled_ts) < l)
+            && !c.cx.first_after_startup(image, e.filled_ts, s.ts)
+    };
     match map.get(&key).copied() {
         Some(e) if fresh(&e) => {
             t.removed(c);

@@ -229,8 +229,12 @@ pub(super) fn finish_cycle(
     }
     let snap = snapshot(inv, cy.image, cy.path, c.cx.replay, own);
     let key = (cy.image, cy.path);
-    let fresh =
-        |e: &Kept| e.snap == snap && ttl.is_none_or(|l| cy.ts.saturating_sub(e.filled_ts) < l);
+    // (Content the runtime's start-up read is not the program's to keep: as for lookups.)
+    let fresh = |e: &Kept| {
+        e.snap == snap
+            && ttl.is_none_or(|l| cy.ts.saturating_sub(e.filled_ts) < l)
+            && !c.cx.first_after_startup(cy.image, e.filled_ts, cy.ts)
+    };
     match k.kept.get(&key).copied() {
         Some(e) if fresh(&e) => {
             for (sys, dur, removable, prog, site) in &cy.members {
