@@ -280,10 +280,10 @@ impl<'a> Cx<'a> {
 
     /// The share of all traced syscall time that `ns` is.
     pub fn share(&self, ns: u64) -> f64 {
-        if self.replay.syscall_ns == 0 {
+        if self.replay.file_ns() == 0 {
             0.0
         } else {
-            ns as f64 / self.replay.syscall_ns as f64
+            ns as f64 / self.replay.file_ns() as f64
         }
     }
 }
@@ -299,7 +299,8 @@ pub struct Analysis {
     pub hidden: usize,
     /// Their redundant calls (summed: a call two of them flag counts twice).
     pub hidden_calls: u64,
-    /// Syscall records in the trace.
+    /// File calls in the trace: its syscall records but for those on a descriptor nobody
+    /// was seen opening that name no path (an eventfd's wake-ups: `Replay::unnamed`).
     pub syscalls: u64,
     /// Their total duration, ns.
     pub syscall_ns: u64,
@@ -635,8 +636,8 @@ fn analyze_inner<R: Read>(
         findings: all,
         hidden,
         hidden_calls,
-        syscalls: replay.syscalls,
-        syscall_ns: replay.syscall_ns,
+        syscalls: replay.file_calls(),
+        syscall_ns: replay.file_ns(),
         processes: replay.procs.len(),
         meta: reader.meta().clone(),
         lost_events: reader
@@ -1006,6 +1007,24 @@ fn merge_same_key(all: Vec<Finding>, cx: &Cx<'_>) -> Vec<Finding> {
 mod tests {
     use crate::testkit::TraceBuilder;
     use crate::Config;
+
+    #[test]
+    fn calls_on_a_descriptor_nobody_opened_that_name_no_path_are_not_file_calls() {
+        // libuv's wake-ups: 8 bytes written to and read from an eventfd that an untraced
+        // call made, around each file call.
+        let mut b = TraceBuilder::new();
+        b.stat("/w/a", Ok(crate::testkit::file(1, 1, 1)));
+        for _ in 0..10 {
+            b.call(dejavu_trace::Sys::Write, |c, _| {
+                c.fd = Some(16);
+                c.count = 8;
+                c.ret = 8;
+            });
+        }
+        b.write(1, "pipe:[7]", "x\n", true);
+        let a = b.analyze_with(&Config::default());
+        assert_eq!((a.syscalls, a.syscall_ns), (2, 1000));
+    }
 
     #[test]
     fn a_call_two_detectors_flag_counts_once_in_the_totals() {
