@@ -32,7 +32,10 @@ in it, the finding's example says the paths are resolved again one component at 
 realpath() (or fs.realpathSync, os.path.realpath, Path.resolve(), fs::canonicalize) asked again \
 for the same path, whose result can be kept. The last lookup of a path before the same process \
 removes it (unlink, rmdir, a rename away) is a check before a delete, not counted (Rust's \
-remove_dir_all statx'es each directory it removes, after a test that made the tree stat'ed it).",
+remove_dir_all statx'es each directory it removes, after a test that made the tree stat'ed it). \
+Where a language agent says when the runtime's start-up ended (Python's, before __main__ runs), a \
+lookup the start-up made is not one the program could have kept: the program's first lookup of the \
+path after it is its own first, not a repeat.",
     example: "for each request: fs.statSync('config.json')   // 10,000 stats, 1 distinct answer",
     fix: "cache the answer per path and drop it on the invalidation points in the hazards, or pass the \
 result along instead of asking again",

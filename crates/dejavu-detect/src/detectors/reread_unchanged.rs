@@ -39,7 +39,9 @@ than their size (/proc, /sys and other generated files), files under /proc, /sys
 descriptors written to while open, and reads before --skip-startup. A directory listed again \
 and then removed (or renamed away) by the same process before its next use of the path is not \
 redundant: a recursive delete lists what it removes (Rust's remove_dir_all, shutil.rmtree after a \
-walk of the same tree).",
+walk of the same tree). The program's first read of what the runtime read during its start-up \
+(before a language agent said start-up was over: CPython's import system listing sys.path, which \
+importlib.metadata lists again) is its own first read, not a reread.",
     example: "def handle(req):\n    cfg = json.load(open('config.json'))   # the whole file, every \
 request, never changed",
     fix: "keep the parsed content in memory and re-read only on the invalidation points listed in \
