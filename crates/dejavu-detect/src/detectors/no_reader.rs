@@ -16,9 +16,10 @@ pub static INFO: DetectorInfo = DetectorInfo {
     explain: "Every write (write, pwrite64, writev, pwritev, pwritev2, sendfile, splice) whose \
 destination is /dev/null is redundant: the descriptor is /dev/null by its stat answer (character \
 device 1:3) or, when the descriptor was opened before the trace began, by its path. Except the \
-descriptors the program dejavu started was given (`dejavu run -- cmd > /dev/null`): whoever ran \
-dejavu pointed those at /dev/null for the recording, which is not the program's doing, so their \
-writes are not counted; when dejavu attached (-p) they are, since the service's launcher chose \
+descriptors the program dejavu started was given (`dejavu run -- cmd > /dev/null`), and a /dev/null \
+that a launcher (the recorded command `sh -c 'cmd > /dev/null'`) put on a descriptor of the \
+program it runs: whoever ran dejavu pointed those at /dev/null for the recording, which is not the \
+program's doing, so their writes are not counted; when dejavu attached (-p) they are, since the service's launcher chose \
 them, and so is a /dev/null the program opens itself and hands to a child. So is every write \
 that fails with EPIPE: the read end of the pipe or socket is closed, nothing will ever read the bytes, \
 and the program only survives because SIGPIPE is ignored or handled. The finding counts the calls, \
@@ -67,41 +68,99 @@ impl Lost {
 struct NoReader {
     tallies: Tallies,
     lost: FxHashMap<(u32, PathKey), Lost>,
+    /// /dev/null opens (by open id) that a process dup'ed onto another descriptor (a
+    /// shell's `> /dev/null`), and the image that did: if it is a launcher (the recorded
+    /// command `sh -c 'git log -p > /dev/null'`), the redirect is whoever ran dejavu's,
+    /// as `dejavu run -- git log -p > /dev/null` is. Known once the trace is over.
+    redirected: FxHashMap<u64, u32>,
+    /// The writes to those, held until then.
+    held: Vec<(u64, Write)>,
+}
+
+/// A write nobody reads.
+#[derive(Clone, Copy)]
+struct Write {
+    image: u32,
+    path: PathKey,
+    seq: u64,
+    ts: u64,
+    dur: u64,
+    stack: Option<dejavu_trace::StackId>,
+    null: bool,
+    bytes: u64,
+    std_stream: bool,
+}
+
+impl NoReader {
+    fn count(&mut self, w: Write, cx: &Cx<'_>) {
+        let t = self.tallies.get(w.image, w.path);
+        t.calls += 1;
+        t.redundant(w.ts, w.dur, w.stack);
+        cx.mark(w.seq, w.dur, w.stack);
+        let l = self.lost.entry((w.image, w.path)).or_default();
+        l.redundant += 1;
+        if w.null {
+            l.null_writes += 1;
+            l.null_bytes += w.bytes;
+        } else {
+            l.epipe_writes += 1;
+            l.epipe_bytes += w.bytes;
+        }
+        if w.std_stream {
+            l.std_streams += 1;
+        }
+    }
 }
 
 impl Detector for NoReader {
     fn wants(&self, sys: Sys) -> bool {
-        is_write(sys) || matches!(sys, Sys::Sendfile | Sys::Splice)
+        is_write(sys) || matches!(sys, Sys::Sendfile | Sys::Splice | Sys::Dup2 | Sys::Dup3)
     }
 
     fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
-        if s.ev & ev::UNFINISHED != 0 || !cx.config.counts(s.ts) {
+        if s.ev & ev::UNFINISHED != 0 {
+            return;
+        }
+        if matches!(s.sys, Sys::Dup2 | Sys::Dup3) {
+            if let Some(f) = v.fd.filter(|f| f.kind == FdKind::DevNull && s.ret >= 0) {
+                self.redirected.insert(f.open_id, v.image);
+            }
+            return;
+        }
+        if !cx.config.counts(s.ts) {
             return;
         }
         let Some(path) = v.path else { return };
         let Some(null) = nobody_reads(s, v, path, cx) else {
             return;
         };
-        let bytes = if null { s.ret as u64 } else { s.count };
-        let t = self.tallies.get(v.image, path);
-        t.calls += 1;
-        t.redundant(s.ts, s.dur, s.stack);
-        cx.mark(v.seq, s.dur, s.stack);
-        let l = self.lost.entry((v.image, path)).or_default();
-        l.redundant += 1;
-        if null {
-            l.null_writes += 1;
-            l.null_bytes += bytes;
-        } else {
-            l.epipe_writes += 1;
-            l.epipe_bytes += bytes;
-        }
-        if matches!(s.fd, Some(1 | 2)) {
-            l.std_streams += 1;
+        let w = Write {
+            image: v.image,
+            path,
+            seq: v.seq,
+            ts: s.ts,
+            dur: s.dur,
+            stack: s.stack,
+            null,
+            bytes: if null { s.ret as u64 } else { s.count },
+            std_stream: matches!(s.fd, Some(1 | 2)),
+        };
+        match v
+            .fd
+            .filter(|f| null && self.redirected.contains_key(&f.open_id))
+        {
+            Some(f) => self.held.push((f.open_id, w)),
+            None => self.count(w, cx),
         }
     }
 
     fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
+        for (open_id, w) in std::mem::take(&mut self.held) {
+            let by = self.redirected[&open_id];
+            if cx.program_role(by).1 != Some(crate::Owner::Launcher) {
+                self.count(w, cx);
+            }
+        }
         let out = self.tallies.findings_with(
             &INFO, cx, Wording { cache: false }, &|_, _| Vec::new(),
             &mut extras(
@@ -185,6 +244,51 @@ mod tests {
     use super::{bytes, count};
     use crate::testkit::{chardev, file, TraceBuilder};
     use dejavu_trace::Sys;
+
+    /// `sh -c 'CMD > /dev/null'`: the shell opens /dev/null, puts it on stdout and execs
+    /// CMD, which writes 20 lines there.
+    fn shell_redirect(b: &mut TraceBuilder, script: &str) {
+        b.exec("/bin/sh", &["sh", "-c", script]);
+        redirect_stdout(b);
+        b.exec("/usr/bin/git", &["git", "log", "-p"]);
+        for _ in 0..20 {
+            b.write(1, "/dev/null", "diff --git a/x b/x\n", true);
+        }
+    }
+
+    fn redirect_stdout(b: &mut TraceBuilder) {
+        b.open("/dev/null", 0o1101, 3, Some(chardev(1, 3)));
+        b.call(Sys::Dup2, |c, _| {
+            c.fd = Some(3);
+            c.fd2 = Some(1);
+            c.ret = 1;
+        });
+        b.close(3, "/dev/null");
+    }
+
+    /// A program that points its own stdout at /dev/null, then writes there.
+    fn own_redirect(b: &mut TraceBuilder) {
+        b.exec("/w/app", &["app"]);
+        redirect_stdout(b);
+        for _ in 0..20 {
+            b.write(1, "/dev/null", "diff --git a/x b/x\n", true);
+        }
+    }
+
+    #[test]
+    fn a_launchers_redirect_to_dev_null_is_the_recordings_not_the_programs() {
+        // The recorded command is the shell that runs one command: its redirect is the
+        // user's way of writing `dejavu run -- git log -p > /dev/null`.
+        let mut b = TraceBuilder::new();
+        shell_redirect(&mut b, "git log -p >/dev/null");
+        assert!(b.findings("no-reader").is_empty());
+        // A program's own redirect counts.
+        let mut b = TraceBuilder::new();
+        own_redirect(&mut b);
+        let f = b.findings("no-reader");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].redundant_calls, 20);
+    }
 
     #[test]
     fn writes_to_dev_null_are_all_redundant_and_bytes_are_reported() {

@@ -729,11 +729,10 @@ fn is_located(line: &[u8]) -> bool {
     if digits == 0 {
         return false;
     }
-    match (l[end], rest.get(digits)) {
-        (b':', None | Some(b':' | b' ')) => true,
-        (b'(', Some(b',' | b')')) => true,
-        _ => false,
-    }
+    matches!(
+        (l[end], rest.get(digits)),
+        (b':', None | Some(b':' | b' ')) | (b'(', Some(b',' | b')'))
+    )
 }
 
 /// Whether a line is a sentence rather than a value: three or more blank-separated words
