@@ -581,11 +581,26 @@ fn analyze_inner<R: Read>(
         all.retain(|f| f.of_program(|p| m.is_match(p)));
     }
     let before = all.len();
-    let hidden_calls = all
-        .iter()
-        .filter(|f| f.redundant_calls < cfg.min_calls.max(1) && f.shown_in.is_none())
-        .map(|f| f.redundant_calls)
-        .sum();
+    // The hidden findings' calls, but for those of a finding shown in a row that stays:
+    // they are that row's (a finding shown in one that is hidden too is hidden with it,
+    // and counts here: its calls were in no part of the headline's split).
+    let min = cfg.min_calls.max(1);
+    let hidden_calls = {
+        let rows: rustc_hash::FxHashSet<&str> = all
+            .iter()
+            .filter(|f| f.redundant_calls >= min && f.shown_in.is_none())
+            .map(|f| f.key.as_str())
+            .collect();
+        all.iter()
+            .filter(|f| {
+                f.redundant_calls < min
+                    && f.shown_in
+                        .as_ref()
+                        .is_none_or(|k| !rows.contains(k.as_str()))
+            })
+            .map(|f| f.redundant_calls)
+            .sum()
+    };
     all.retain(|f| f.redundant_calls >= cfg.min_calls.max(1));
     // A finding shown in one the thresholds hid is a row of its own.
     let keys: rustc_hash::FxHashSet<String> = all

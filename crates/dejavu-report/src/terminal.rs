@@ -756,8 +756,9 @@ impl<'a> Render<'a> {
 
 /// The redundant calls and findings of one owner.
 fn owner_totals(a: &Analysis, o: Owner) -> (u64, u64) {
-    // A finding shown in another for the same loop (`same_loop`) shares none of its
-    // calls: they count with the row that shows it.
+    // A finding shown in another counts with the row that shows it: its calls that row
+    // does not flag too (all of them for one of the same loop, `same_loop`; the 2 of
+    // rustc's 25 repeated lookups that were no check of its check-then-act row).
     a.rows()
         .iter()
         .filter(|f| f.owner == o)
@@ -765,8 +766,13 @@ fn owner_totals(a: &Analysis, o: Owner) -> (u64, u64) {
             let guests: u64 = f
                 .also
                 .iter()
-                .filter(|x| x.same_loop)
-                .map(|x| x.redundant_calls)
+                .map(|x| {
+                    if x.same_loop {
+                        x.redundant_calls
+                    } else {
+                        x.redundant_calls.saturating_sub(x.shared_calls)
+                    }
+                })
                 .sum();
             (n + 1, c + f.redundant_calls + guests)
         })
@@ -1319,6 +1325,21 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_finding_shown_in_another_counts_the_calls_the_row_does_not_flag() {
+        // rustc's 25 repeated lookups shown in its check-then-act row, 23 of them the
+        // checks: the other 2 are in no row, and count with the one that shows them.
+        let mut a = fixture::analysis();
+        let host = a.findings.iter().position(|f| !f.also.is_empty()).unwrap();
+        let owner = a.findings[host].owner;
+        a.findings[host].also[0].same_loop = false;
+        let x = &mut a.findings[host].also[0];
+        x.shared_calls = x.redundant_calls;
+        let all_shared = owner_totals(&a, owner);
+        a.findings[host].also[0].shared_calls -= 2;
+        assert_eq!(owner_totals(&a, owner), (all_shared.0, all_shared.1 + 2));
     }
 
     #[test]
