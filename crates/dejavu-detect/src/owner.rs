@@ -540,6 +540,11 @@ pub fn pick(frames: &[Frame], strings: &Strings, prog: &Program) -> Pick {
                     loader.get_or_insert(i);
                 }
             },
+            Class::Own if vendored_c(frames, i, strings, prog) => {
+                if loader.is_none() && third_party.is_none() {
+                    third_party = Some(i);
+                }
+            }
             Class::Own => {
                 let owner = if loader.is_some() {
                     Owner::Runtime
@@ -574,6 +579,65 @@ pub fn pick(frames: &[Frame], strings: &Strings, prog: &Program) -> Pick {
         frame: None,
         owner: None,
     }
+}
+
+/// Whether own frame `i` (native, without a source file: a release build without line
+/// tables, as rustup's cargo) is a dependency's code compiled into the executable:
+/// - C code called from a Rust or C++ path further out in the same executable: a vendored
+///   library (libgit2 and SQLite inside cargo: `git_fs_path_exists`, called from
+///   `cargo::util::network::proxy::http_proxy`);
+/// - a function of another crate than the executable's own (a Rust binary's crate is named
+///   after it: `cargo`, `rg`) that a function of its own crate called:
+///   `git2::config::Config::open_default`, `cargo_util::paths::read_bytes` in cargo.
+///
+/// Such a frame is named as a dependency's, and the program's frame that called it is the
+/// call site (`made in` names the library's).
+fn vendored_c(frames: &[Frame], i: usize, strings: &Strings, prog: &Program) -> bool {
+    let f = &frames[i];
+    let get = |id: Option<dejavu_trace::StrId>| id.map_or(&[][..], |s| strings.get(s));
+    let function = get(f.function);
+    if f.kind != dejavu_trace::FrameKind::Native
+        || !get(f.file).is_empty()
+        || function.is_empty()
+        || function == b"main"
+    {
+        return false;
+    }
+    let is_path = |name: &[u8]| contains(name, b"::");
+    if !is_path(function) && !function.starts_with(b"<") {
+        return frames[i + 1..].iter().any(|o| {
+            o.module == f.module
+                && is_path(get(o.function))
+                && classify(o, strings, prog) == Class::Own
+        });
+    }
+    let krate = rust_crate(function);
+    let own = rust_crate_of_exe(&prog.exe);
+    if krate.is_empty() || own.is_empty() || krate == own.as_slice() {
+        return false;
+    }
+    // The executable's own crate calls it (further out: `cargo::main`, `cargo::init_git`).
+    frames[i + 1..].iter().any(|o| {
+        let n = get(o.function);
+        o.module == f.module && is_path(n) && rust_crate(n) == own.as_slice()
+    })
+}
+
+/// The crate of a demangled Rust path: its first segment (`git2` of
+/// `<git2::config::Config>::open_default`).
+fn rust_crate(function: &[u8]) -> &[u8] {
+    let f = function.strip_prefix(b"<").unwrap_or(function);
+    let end = f.windows(2).position(|w| w == b"::").unwrap_or(0);
+    &f[..end]
+}
+
+/// The crate a Rust binary's own code is in: its target's name, which is the
+/// executable's, with `-` as `_` (`cargo-clippy` -> `cargo_clippy`).
+fn rust_crate_of_exe(exe: &[u8]) -> Vec<u8> {
+    base(exe)
+        .iter()
+        .map(|&c| if c == b'-' { b'_' } else { c })
+        .collect()
 }
 
 /// Whose call it is when the stack does not tell: the runtime's for what the dynamic
@@ -733,6 +797,55 @@ mod tests {
         assert_eq!(
             go_class(b"example.com/app/store.Load", b"/src/store/load.go"),
             Class::Own
+        );
+    }
+
+    #[test]
+    fn code_of_other_crates_and_c_inside_a_rust_binary_without_lines_is_a_dependencys() {
+        use crate::testkit::{file, TraceBuilder};
+        const CARGO: &str = "/opt/rust/bin/cargo";
+        const LIBC: &str = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+        let run = |frames: &[(&str, &str)]| {
+            let mut b = TraceBuilder::new();
+            b.exec(CARGO, &["cargo", "check"]);
+            let st = b.native_stack(frames);
+            b.stack = Some(st);
+            for _ in 0..12 {
+                b.stat("/root/.gitconfig", Ok(file(5, 10, 1)));
+            }
+            let f = b.findings("repeated-lookup");
+            assert_eq!(f.len(), 1, "{f:#?}");
+            (f[0].owner, f[0].callsites[0].function.clone())
+        };
+        // libgit2 (C) under git2 (another crate) under cargo's own: cargo's line.
+        assert_eq!(
+            run(&[
+                ("__access", LIBC),
+                ("git_fs_path_exists", CARGO),
+                ("<git2::config::Config>::open_default", CARGO),
+                ("cargo::util::network::proxy::http_proxy", CARGO),
+                ("cargo::main", CARGO),
+            ]),
+            (
+                Owner::Own,
+                "cargo::util::network::proxy::http_proxy".to_string()
+            )
+        );
+        // A C program's own function without lines stays its own.
+        assert_eq!(
+            run(&[("__access", LIBC), ("load_config", CARGO), ("main", CARGO)]),
+            (Owner::Own, "load_config".to_string())
+        );
+        // Another crate's function with no frame of cargo's own crate further out (a
+        // thread's stack): left as it was.
+        assert_eq!(
+            run(&[
+                ("__access", LIBC),
+                ("<git2::config::Config>::open_default", CARGO),
+                ("std::sys::thread::start", CARGO),
+            ])
+            .1,
+            "<git2::config::Config>::open_default"
         );
     }
 

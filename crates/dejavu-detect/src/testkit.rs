@@ -130,6 +130,25 @@ impl TraceBuilder {
         self.w.intern_stack(&fs)
     }
 
+    /// Interns a stack of native frames without source files, (function, module) each,
+    /// innermost first (a release build without line tables).
+    pub fn native_stack(&mut self, frames: &[(&str, &str)]) -> StackId {
+        let fs: Vec<Frame> = frames
+            .iter()
+            .enumerate()
+            .map(|(i, &(function, module))| Frame {
+                kind: FrameKind::Native,
+                function: Some(self.w.intern(function.as_bytes())),
+                file: None,
+                line: 0,
+                column: 0,
+                module: Some(self.w.intern(module.as_bytes())),
+                addr: 0x1000 + i as u64 * 0x10,
+            })
+            .collect();
+        self.w.intern_stack(&fs)
+    }
+
     /// Appends any record.
     pub fn push(&mut self, rec: Record) -> &mut Self {
         self.w.push(&rec).expect("push");
