@@ -1659,6 +1659,17 @@ fn shorten_function(f: &str, width: usize) -> String {
     if f.chars().count() <= width {
         return f.to_string();
     }
+    // `<Type>::method` (an inherent method): the type's path is cut, the method kept.
+    if let Some((inner, rest)) = type_and_method(f) {
+        let room = width.saturating_sub(rest.chars().count() + 2);
+        let cut = shorten_function(inner, room);
+        if !cut.contains('…') || split_path_segments(inner).len() >= 3 {
+            let out = format!("<{cut}>{rest}");
+            if out.chars().count() <= width {
+                return out;
+            }
+        }
+    }
     let segs = split_path_segments(f);
     if segs.len() >= 3 {
         let first = segs[0];
@@ -1678,6 +1689,31 @@ fn shorten_function(f: &str, width: usize) -> String {
         }
     }
     shorten_middle(f, width)
+}
+
+/// (`Type`, `::method...`) of `<Type>::method...`, the path of an inherent method's type;
+/// None for a trait's (`<X as T>`).
+fn type_and_method(f: &str) -> Option<(&str, &str)> {
+    let b = f.as_bytes();
+    if b.first() != Some(&b'<') {
+        return None;
+    }
+    let mut depth = 0i32;
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'<' => depth += 1,
+            b'>' => {
+                depth -= 1;
+                if depth == 0 {
+                    let (inner, rest) = (&f[1..i], &f[i + 1..]);
+                    return (rest.starts_with("::") && !inner.contains(" as "))
+                        .then_some((inner, rest));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// `X` of `<X as core::ops::function::Fn*<...>>::call*...`: a closure or function called
@@ -1761,6 +1797,14 @@ mod shorten_function_tests {
         assert_eq!(
             shorten_function(shim, 40),
             "cargo::…::link_targets::{closure#1}"
+        );
+        // An inherent method: its type's path is cut at segments, the method kept.
+        assert_eq!(
+            shorten_function(
+                "<cargo::core::compiler::custom_build::BuildOutput>::parse_file",
+                49
+            ),
+            "<cargo::…::custom_build::BuildOutput>::parse_file"
         );
         // No segments to drop: cut in the middle, to the width.
         let cut = shorten_function("LintResultCache.setCachedLintResults", 20);
