@@ -526,12 +526,41 @@ impl<'a> Render<'a> {
             );
         }
         // The first site reached its calls through a library: the library code that made
-        // them (the JSON's `via`).
-        if let Some(v) = f.callsites.first().and_then(|c| c.via.as_ref()) {
+        // them (the JSON's `via`). When the sites shown reached theirs through different
+        // code, each is said with the site it is under (eslint's two sites of one finding:
+        // file-entry-cache's getFileDescriptor under one, _getMetaForFileUsingMtimeAndSize
+        // under the other; the first alone read as true of both).
+        let shown: Vec<&dejavu_detect::Callsite> = f.callsites.iter().take(limit).collect();
+        let mut vias: Vec<(&dejavu_detect::CallFrame, &str)> = Vec::new();
+        for c in &shown {
+            if let Some(v) = &c.via {
+                if !vias
+                    .iter()
+                    .any(|(w, _)| w.function == v.function && w.file == v.file)
+                {
+                    vias.push((v, &c.function));
+                }
+            }
+        }
+        // One line when every site shown went through the same code.
+        let one = vias.len() == 1 && shown.iter().all(|c| c.via.is_some());
+        if let Some((v, _)) = vias.first().filter(|_| one) {
             let name = sanitize(&v.function);
             let width = room.saturating_sub(name.chars().count() + 1);
             let loc = keep_tail(&frame_location(v), width.max(24));
             field("made in:", &format!("{name} {loc}"), &|s| st.dim(s));
+        } else {
+            for (n, (v, site)) in vias.iter().enumerate() {
+                let name = sanitize(&v.function);
+                let under = format!(" (under {})", shorten_function(&sanitize(site), 30));
+                let width = room.saturating_sub(name.chars().count() + 1 + under.chars().count());
+                let loc = keep_tail(&frame_location(v), width.max(20));
+                field(
+                    if n == 0 { "made in:" } else { "" },
+                    &format!("{name} {loc}{under}"),
+                    &|s| st.dim(s),
+                );
+            }
         }
         if let Some(q) = &f.sequence {
             field(
