@@ -540,7 +540,7 @@ pub fn pick(frames: &[Frame], strings: &Strings, prog: &Program) -> Pick {
                     loader.get_or_insert(i);
                 }
             },
-            Class::Own if vendored_c(frames, i, strings, prog) => {
+            Class::Own if foreign_in_exe(frames, i, strings, prog) => {
                 if loader.is_none() && third_party.is_none() {
                     third_party = Some(i);
                 }
@@ -592,7 +592,7 @@ pub fn pick(frames: &[Frame], strings: &Strings, prog: &Program) -> Pick {
 ///
 /// Such a frame is named as a dependency's, and the program's frame that called it is the
 /// call site (`made in` names the library's).
-fn vendored_c(frames: &[Frame], i: usize, strings: &Strings, prog: &Program) -> bool {
+fn foreign_in_exe(frames: &[Frame], i: usize, strings: &Strings, prog: &Program) -> bool {
     let f = &frames[i];
     let get = |id: Option<dejavu_trace::StrId>| id.map_or(&[][..], |s| strings.get(s));
     let function = get(f.function);

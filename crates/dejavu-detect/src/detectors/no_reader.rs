@@ -77,6 +77,9 @@ struct NoReader {
     held: Vec<(u64, Write)>,
 }
 
+/// Writes held until the trace is over (see `NoReader::redirected`).
+const MAX_HELD: usize = 1 << 20;
+
 /// A write nobody reads.
 #[derive(Clone, Copy)]
 struct Write {
@@ -149,8 +152,11 @@ impl Detector for NoReader {
             .fd
             .filter(|f| null && self.redirected.contains_key(&f.open_id))
         {
-            Some(f) => self.held.push((f.open_id, w)),
-            None => self.count(w, cx),
+            // (Held up to a bound: past it, a daemon that pointed its own stdout at
+            // /dev/null and logs on would hold every write; they are then counted as any
+            // program's, as before launchers' redirects were told apart.)
+            Some(f) if self.held.len() < MAX_HELD => self.held.push((f.open_id, w)),
+            _ => self.count(w, cx),
         }
     }
 

@@ -720,8 +720,20 @@ fn is_located(line: &[u8]) -> bool {
     else {
         return false;
     };
+    // A path: with a directory in it, or a source file's name. Not a host (`10.0.0.1:8080`,
+    // `db.example.com:5432: connection refused` is a log line, whatever its port).
     let path = &l[..end];
-    if path.is_empty() || !path.iter().any(|&b| b == b'/' || b == b'.') {
+    const EXTS: &[&[u8]] = &[
+        b"py", b"pyi", b"js", b"mjs", b"cjs", b"ts", b"tsx", b"jsx", b"c", b"h", b"cc", b"cpp",
+        b"hpp", b"cxx", b"rs", b"go", b"java", b"kt", b"rb", b"php", b"cs", b"swift", b"scala",
+        b"md", b"rst", b"txt", b"json", b"yaml", b"yml", b"toml", b"css", b"scss", b"html", b"vue",
+        b"svelte", b"sh", b"sql", b"proto", b"lua", b"ex", b"exs", b"erl", b"hs",
+    ];
+    let ext = path
+        .rsplit(|&b| b == b'.')
+        .next()
+        .filter(|_| path.contains(&b'.'));
+    if !path.contains(&b'/') && !ext.is_some_and(|e| EXTS.contains(&e)) {
         return false;
     }
     let rest = &l[end + 1..];
@@ -1123,6 +1135,8 @@ mod tests {
             "http://example.com:8080/x fetched",
             "note: see a.c",
             "a.py: no line here",
+            "10.0.0.1:8080 connection reset",
+            "db.example.com:5432: connection refused",
         ] {
             assert!(!super::is_located(no.as_bytes()), "{no}");
         }
