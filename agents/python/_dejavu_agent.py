@@ -527,6 +527,26 @@ def _sticky_call(w, tid, p):
     return said
 
 
+# sys.path as last seen, and its entries as absolute paths (_import_dir).
+_import_dirs = [None, frozenset()]
+
+
+def _import_dir(path):
+    """Whether `path` is a sys.path directory, which the import system stats itself (a
+    FileFinder at each import that looks there: posix.stat, not the os.stat the agent
+    wraps, the same system call): a STICKY for it would give the program's line to the
+    import system's calls after it (pip's isdir of each sys.path entry in find_eggs was
+    named for the 560 stats of 140 failed imports). Its calls are said one by one."""
+    sp = _sys.path
+    if _import_dirs[0] != sp:
+        try:
+            dirs = frozenset(_os.fsencode(_os.path.abspath(d or ".")) for d in sp if type(d) is str)
+        except Exception:
+            dirs = frozenset()
+        _import_dirs[:] = [list(sp), dirs]
+    return path in _import_dirs[1]
+
+
 def _sticky_call_at(w, tid, p):
     """A repeated call (a _STICKY_OS function, a str path, outside any wrapped call) of
     wrapper `w` on `p`: whether dejavu has, or was just told, its site for this thread and
@@ -592,7 +612,7 @@ def _sticky_call_at(w, tid, p):
                 e[2] = iter((w,))
         return True
     path = _resolve(p, cwd or _getcwd())
-    if len(path) > 3000:
+    if len(path) > 3000 or _import_dir(path):
         return False
     data += _msg(_STICKY, _pidb + tid.to_bytes(4, _LE) + _nsb + sid.to_bytes(4, _LE) + len(path).to_bytes(2, _LE) + path)
     if not _send(data):

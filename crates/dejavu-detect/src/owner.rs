@@ -431,7 +431,34 @@ fn module_class(module: &[u8], prog: &Program) -> Class {
             Class::Own
         };
     }
+    // (A native program's: an interpreter's lib/ holds its standard library's and its
+    // packages' extension modules, which are not the script's own.)
+    if prog.runtime == Runtime::Native && !prog.dependency_build && shipped_with(module, &prog.exe)
+    {
+        return Class::Own;
+    }
     Class::Dependency
+}
+
+/// Whether shared object `module` was installed with executable `exe`, in the `lib/`
+/// beside its `bin/` under a prefix of its own (not the system's `/usr`, `/usr/local`):
+/// rustc's compiler is `librustc_driver-*.so` beside `bin/rustc` in its toolchain, the
+/// program's own code (all of rustc's findings were "its dependencies"), as is an
+/// application's `/opt/app/lib/libapp.so`.
+fn shipped_with(module: &[u8], exe: &[u8]) -> bool {
+    let Some(bin) = exe.rsplitn(2, |&c| c == b'/').nth(1) else {
+        return false;
+    };
+    let Some(prefix) = bin.strip_suffix(b"/bin") else {
+        return false;
+    };
+    if prefix.is_empty() || prefix == b"/usr" || prefix == b"/usr/local" {
+        return false;
+    }
+    module
+        .strip_prefix(prefix)
+        .and_then(|rest| rest.strip_prefix(b"/lib"))
+        .is_some_and(|rest| rest.starts_with(b"/") || rest.starts_with(b"64/"))
 }
 
 /// Go's standard packages a frame without a file can be told by (`syscall.RawSyscall6`).
@@ -887,6 +914,46 @@ mod tests {
             p.resolve_cargo_install();
             assert_eq!(p.own_crate, None, "{path}");
         }
+    }
+
+    #[test]
+    fn a_shared_object_installed_with_the_executable_is_its_own() {
+        let rustc = Program::of(
+            b"/root/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/bin/rustc",
+            &[b"rustc", b"h.rs"],
+        );
+        let driver =
+            b"/root/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/lib/librustc_driver-6108105cd7e839cf.so";
+        assert_eq!(module_class(driver, &rustc), Class::Own);
+        assert_eq!(
+            module_class(b"/usr/lib/x86_64-linux-gnu/libz.so.1", &rustc),
+            Class::Dependency
+        );
+        // The system's prefixes hold every program's libraries.
+        let git = Program::of(b"/usr/bin/git", &[b"git", b"status"]);
+        assert_eq!(
+            module_class(b"/usr/lib/x86_64-linux-gnu/libpcre2-8.so.0", &git),
+            Class::Dependency
+        );
+        let app = Program::of(b"/opt/app/bin/app", &[b"app"]);
+        assert_eq!(module_class(b"/opt/app/lib/libapp.so", &app), Class::Own);
+        assert_eq!(
+            module_class(b"/opt/app/lib64/libapp.so.2", &app),
+            Class::Own
+        );
+        assert_eq!(
+            module_class(b"/opt/other/lib/libx.so", &app),
+            Class::Dependency
+        );
+        // An interpreter's lib/ holds extension modules: not a script's own.
+        let py = Program::of(b"/venv/bin/python3", &[b"python3", b"/src/app.py"]);
+        assert_eq!(
+            module_class(
+                b"/venv/lib/python3.11/site-packages/numpy/_core/_multiarray_umath.so",
+                &py
+            ),
+            Class::Dependency
+        );
     }
 
     #[test]

@@ -1692,7 +1692,12 @@ fn shorten_function(f: &str, width: usize) -> String {
     if let Some((inner, rest)) = type_and_method(f) {
         let room = width.saturating_sub(rest.chars().count() + 2);
         let cut = shorten_function(inner, room);
-        if !cut.contains('…') || split_path_segments(inner).len() >= 3 {
+        // (Too little room for the type's first segment: cut the whole name instead; a
+        // bare `<>::find_library_crate` said nothing.)
+        let first = split_path_segments(inner)[0];
+        if cut.starts_with(first.split('<').next().unwrap_or(first))
+            && (!cut.contains('…') || split_path_segments(inner).len() >= 3)
+        {
             let out = format!("<{cut}>{rest}");
             if out.chars().count() <= width {
                 return out;
@@ -1715,6 +1720,17 @@ fn shorten_function(f: &str, width: usize) -> String {
         if !kept.is_empty() && kept.len() < segs.len() - 1 {
             kept.reverse();
             return format!("{first}::…::{}", kept.join("::"));
+        }
+    }
+    // `Class.method` (JavaScript, Python): the method whole, the class's name cut at its
+    // end (`LintResultCa….setCachedLintResults`: the middle cut lost set from get).
+    if segs.len() == 1 {
+        if let Some((head, last)) = f.rsplit_once('.') {
+            let keep = width.saturating_sub(last.chars().count() + 2);
+            if keep >= 4 && !head.is_empty() {
+                let head: String = head.chars().take(keep).collect();
+                return format!("{head}….{last}");
+            }
         }
     }
     shorten_middle(f, width)
@@ -1835,8 +1851,20 @@ mod shorten_function_tests {
             ),
             "<cargo::…::custom_build::BuildOutput>::parse_file"
         );
+        // A method of a class: the method whole.
+        assert_eq!(
+            shorten_function("LintResultCache.setCachedLintResults", 30),
+            "LintResu….setCachedLintResults"
+        );
+        // No room for the type's path: the whole name cut, never `<>::method`.
+        let cut = shorten_function(
+            "<rustc_metadata::locator::CrateLocator>::find_library_crate",
+            24,
+        );
+        assert!(!cut.starts_with("<>"), "{cut}");
+        assert!(cut.chars().count() <= 24, "{cut}");
         // No segments to drop: cut in the middle, to the width.
-        let cut = shorten_function("LintResultCache.setCachedLintResults", 20);
+        let cut = shorten_function("a_very_long_function_name_without_parts", 20);
         assert_eq!(cut.chars().count(), 20, "{cut}");
     }
 }

@@ -1104,6 +1104,36 @@ fn python_the_import_systems_stat_of_a_directory_the_program_lstats_is_not_given
     );
 }
 
+#[test]
+fn python_the_import_systems_stats_of_sys_path_are_not_given_an_isdir_line() {
+    // pip's find_eggs isdir()s each sys.path entry; then 140 failed imports each stat the
+    // sys.path directories through posix.stat (the same call, which the agent does not
+    // see): they were all named at the isdir line, the top of pip's first screen.
+    require!("python3");
+    let (_d, dir) = scratch();
+    let src = workload("sticky_syspath.py");
+    let err = dir.join("stderr.txt");
+    let py = python();
+    let calls = record(&[&py, src.to_str().unwrap(), "30"], &dir, &err);
+    let (line, _) = site(&src, "scan");
+    let script_dir = src.parent().unwrap().display().to_string();
+    let on_dir: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.path == script_dir && matches!(c.sys, Sys::Newfstatat | Sys::Stat))
+        .collect();
+    let at_line: Vec<&&Call> = on_dir
+        .iter()
+        .filter(|c| {
+            c.frames
+                .iter()
+                .any(|f| f.0 == FrameKind::Python && f.3 == line)
+        })
+        .collect();
+    // The two scans' isdir of the script's directory (sys.path[0]), and no more.
+    assert_eq!(at_line.len(), 2, "{on_dir:#?}");
+    assert!(on_dir.len() >= 30, "the failed imports' stats: {on_dir:?}");
+}
+
 // ---- a library's call several frames deep
 
 /// Lays out `program` beside `lib` installed as `dest` (relative), in a new directory.
