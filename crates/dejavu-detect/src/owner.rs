@@ -306,16 +306,7 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
                 return Class::Plumbing;
             }
             if contains(file, b"-packages/") {
-                // The program's own distribution (its console script's: black's files
-                // when the program is `venv/bin/black`).
-                for p in &prog.own_packages {
-                    let dir = [&b"-packages/"[..], p, b"/"].concat();
-                    let module = [&b"-packages/"[..], p, b".py"].concat();
-                    if contains(file, &dir) || file.ends_with(&module) {
-                        return Class::Own;
-                    }
-                }
-                return Class::Dependency;
+                return site_packages_class(file, prog);
             }
             Class::Own
         }
@@ -393,6 +384,24 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
             module_class(module, prog)
         }
     }
+}
+
+/// Whose a Python file in site-packages is: the program's own distribution's (its console
+/// script's: black's files when the program is `venv/bin/black`), but for the libraries it
+/// vendors (pip/_vendor/urllib3, setuptools/_vendor: their code is theirs, fixed there);
+/// else a dependency's.
+fn site_packages_class(file: &[u8], prog: &Program) -> Class {
+    if contains(file, b"/_vendor/") || contains(file, b"/vendored/") {
+        return Class::Dependency;
+    }
+    for p in &prog.own_packages {
+        let dir = [&b"-packages/"[..], p, b"/"].concat();
+        let module = [&b"-packages/"[..], p, b".py"].concat();
+        if contains(file, &dir) || file.ends_with(&module) {
+            return Class::Own;
+        }
+    }
+    Class::Dependency
 }
 
 /// A source file of code fetched from elsewhere (cargo's registry and git checkouts, a
@@ -973,6 +982,20 @@ mod tests {
         let c = Program::of(b"/p/a.out", &[b"./a.out"]);
         assert_eq!(module_class(b"/p/a.out", &c), Class::Own);
         assert_eq!(module_class(b"/usr/lib/libz.so.1.2", &c), Class::Dependency);
+    }
+
+    #[test]
+    fn a_python_tools_vendored_libraries_are_dependencies() {
+        let mut pip = Program::of(b"/venv/bin/python3", &[b"python3", b"-m", b"pip", b"list"]);
+        pip.own_packages = vec![b"pip".to_vec()];
+        let sp = "/venv/lib/python3.11/site-packages";
+        let class = |f: &str| site_packages_class(format!("{sp}/{f}").as_bytes(), &pip);
+        assert_eq!(class("pip/_internal/cli/main.py"), Class::Own);
+        assert_eq!(
+            class("pip/_vendor/urllib3/connection.py"),
+            Class::Dependency
+        );
+        assert_eq!(class("requests/api.py"), Class::Dependency);
     }
 
     #[test]
