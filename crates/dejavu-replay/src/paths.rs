@@ -3,9 +3,13 @@
 //! A path's *version* moves on every observed mutation of it: a write or truncate
 //! through any descriptor, a create, unlink or rename of it, a chmod/chown/utime. Creating
 //! or removing an entry also moves the parent directory's version (its listing and its
-//! mtime changed), which is what invalidates a cached negative lookup. Renaming a
-//! directory moves every path below it; that is rare, so it moves a global epoch instead
-//! (over-invalidating is safe: it can only make dejavu call fewer lookups redundant).
+//! mtime changed), which is what invalidates a cached negative lookup. Renaming or
+//! removing a directory moves every path below it: a path's version adds the moves of its
+//! ancestors, counted per directory (a global epoch moved every path in the trace, and
+//! pytest's or cargo's removal of a temporary directory read as "a change the program
+//! made" to /root/.pyenv and the project's sources). A path reached through another name
+//! (a symbolic link to the moved directory) is not moved with it: its answer then differs
+//! at the same version, which counts as a stale answer, never as a redundant call.
 
 use dejavu_trace::{StrId, Strings, Sys};
 use rustc_hash::FxHashMap;
@@ -26,7 +30,8 @@ pub struct Paths {
     bytes: Vec<Box<[u8]>>,
     /// Per path key, what a look-up needs together (one cache line fetch, not four).
     info: Vec<Info>,
-    epoch: u64,
+    /// Directories moved or removed so far (0: no version needs its ancestors' moves).
+    moves: u64,
 }
 
 const NONE: u32 = 0;
@@ -42,6 +47,8 @@ struct Info {
     changed_by: u16,
     /// Known to be a directory (an ancestor of another path, mkdir'ed, or answered S_IFDIR).
     is_dir: bool,
+    /// Times this directory was renamed or removed (every path below it changed).
+    moved: u32,
 }
 
 impl Paths {
@@ -111,7 +118,19 @@ impl Paths {
     /// The current version of a path.
     #[inline]
     pub fn version(&self, k: PathKey) -> Version {
-        self.info[k.0 as usize].own + self.epoch
+        let own = self.info[k.0 as usize].own;
+        if self.moves == 0 {
+            return own;
+        }
+        // The moves of the path and of every directory above it.
+        let mut moved = 0u64;
+        let mut at = Some(k);
+        while let Some(a) = at {
+            let i = &self.info[a.0 as usize];
+            moved += u64::from(i.moved);
+            at = (i.parent != NONE).then(|| PathKey(i.parent - 1));
+        }
+        own + moved
     }
 
     /// The version that decides whether a negative answer (ENOENT) could have changed:
@@ -154,7 +173,8 @@ impl Paths {
     pub fn moved(&mut self, k: PathKey, by: Sys) {
         self.entry_changed(k, by);
         if self.is_dir(k) {
-            self.epoch += 1;
+            self.info[k.0 as usize].moved += 1;
+            self.moves += 1;
         }
     }
 
@@ -206,8 +226,31 @@ mod tests {
         assert_eq!(p.version(f), v, "a positive answer about f still holds");
         assert_ne!(p.negative_version(f), nv, "an ENOENT about f may not");
         let d = p.intern(b"/d");
-        p.moved(d, Sys::Rename); // renaming a directory invalidates everything
+        p.moved(d, Sys::Rename); // renaming a directory moves everything below it
         assert_ne!(p.version(f), v);
         assert_eq!(p.changed_by(d), Some(Sys::Rename));
+    }
+
+    #[test]
+    fn removing_a_directory_moves_the_paths_below_it_and_no_others() {
+        // pytest removes a temporary directory: the sources and the interpreter's files
+        // are as they were.
+        let mut p = Paths::default();
+        let tmp = p.intern(b"/tmp/pytest-0/test_a0");
+        let inside = p.intern(b"/tmp/pytest-0/test_a0/data/x.txt");
+        let src = p.intern(b"/src/attr/_make.py");
+        let tmp_parent = p.intern(b"/tmp/pytest-0");
+        let (vi, vs, vp) = (p.version(inside), p.version(src), p.version(tmp_parent));
+        p.mark_dir(tmp);
+        p.moved(tmp, Sys::Rmdir);
+        assert_ne!(p.version(inside), vi, "below the removed directory");
+        assert_eq!(p.version(src), vs, "elsewhere");
+        assert_ne!(p.version(tmp_parent), vp, "its parent's listing changed");
+        // Each later change still moves the version, never back to an earlier one.
+        let v = p.version(inside);
+        p.moved(tmp, Sys::Rename);
+        assert!(p.version(inside) > v);
+        p.touch(inside, Sys::Write);
+        assert!(p.version(inside) > v + 1);
     }
 }
