@@ -35,7 +35,9 @@ counted call is redundant (it blocks the event loop; the async API would not), a
 wasted, on a path the main thread comes back to: a path it names (opens, stats, checks) only once \
 after start-up is not counted (a build tool reading each source file and writing each output once, \
 an existence check behind a cache: the async API would make the same calls, once each, and nobody \
-acts on those), while config.json read per request is. Findings are per call site (without stacks, per path pattern), ranked by time.",
+acts on those; a check, a stat and an open of one file in a row, a config loaded, is one use of it: \
+the path is come back to when it is opened, stat'ed or checked again), while config.json read per \
+request is. Findings are per call site (without stacks, per path pattern), ranked by time.",
     example: "app.post('/chat', (req, res) => { fs.appendFileSync(log, line); \
 const cfg = JSON.parse(fs.readFileSync('config.json')); ... })",
     fix: "use fs.promises (or callback APIs), which run on libuv's threadpool, and await them; \
@@ -62,9 +64,23 @@ write then exit) need a queue or a flush on shutdown, including on process.exit 
     },
 };
 
-/// A counted call: `View::seq`, start, duration, stack, and whether it named the path
-/// (an open, a stat: not a read on a descriptor).
-type Counted = (u64, u64, u64, Option<dejavu_trace::StackId>, bool);
+/// A counted call: `View::seq`, start, duration, stack, and how it named the path
+/// ([`use_of`]: 0 for a call on a descriptor, which names none).
+type Counted = (u64, u64, u64, Option<dejavu_trace::StackId>, u8);
+
+/// How a call names its path: 0 not at all (a read on a descriptor), 1 an open, 2 a stat,
+/// 3 an access check, 4 anything else (a mkdir, an unlink).
+fn use_of(s: &Syscall, on_fd: bool) -> u8 {
+    if on_fd {
+        return 0;
+    }
+    match s.sys.class() {
+        SysClass::Open => 1,
+        SysClass::Lookup if matches!(s.sys, Sys::Access | Sys::Faccessat | Sys::Faccessat2) => 3,
+        SysClass::Lookup => 2,
+        _ => 4,
+    }
+}
 
 #[derive(Clone, Default)]
 struct Pend {
@@ -78,8 +94,11 @@ struct Pend {
 #[derive(Default)]
 struct Seen {
     calls: Vec<Counted>,
-    /// Calls that named the path (opens, stats, accesses): a readFileSync is one.
-    uses: u32,
+    /// Calls that named the path, by how ([`use_of`]: opens, stats, access checks,
+    /// others): a readFileSync is one open. The path is used again when one kind comes
+    /// again: a config checked, stat'ed and then read once (eslint's `.eslintrc.json`:
+    /// access, statx, open) is one use.
+    uses: [u32; 5],
 }
 
 struct NodeProc {
@@ -190,9 +209,12 @@ impl SyncIo {
         c: Counted,
     ) {
         let e = seen.entry((image, path)).or_default();
-        e.uses = e.uses.saturating_add(u32::from(c.4));
+        let k = usize::from(c.4);
+        if k > 0 {
+            e.uses[k] = e.uses[k].saturating_add(1);
+        }
         e.calls.push(c);
-        if e.uses >= MIN_USES {
+        if e.uses.iter().any(|&u| u >= MIN_USES) {
             let t = tallies.get(image, path);
             for (seq, ts, dur, stack, _) in e.calls.drain(..) {
                 t.calls += 1;
@@ -303,7 +325,7 @@ impl Detector for SyncIo {
                 &mut self.tallies,
                 cx,
                 (v.image, path),
-                (v.seq, s.ts, s.dur, s.stack, !on_fd),
+                (v.seq, s.ts, s.dur, s.stack, use_of(s, on_fd)),
             );
             return;
         }
@@ -335,7 +357,8 @@ impl Detector for SyncIo {
                 Self::commit(&mut self.seen, &mut self.tallies, cx, np);
             } else {
                 let p = np.pending.entry(path).or_default();
-                p.members.push((v.seq, s.ts, s.dur, s.stack, !on_fd));
+                p.members
+                    .push((v.seq, s.ts, s.dur, s.stack, use_of(s, on_fd)));
                 return;
             }
         }
@@ -344,7 +367,7 @@ impl Detector for SyncIo {
             &mut self.tallies,
             cx,
             (v.image, path),
-            (v.seq, s.ts, s.dur, s.stack, !on_fd),
+            (v.seq, s.ts, s.dur, s.stack, use_of(s, on_fd)),
         );
     }
 
@@ -459,6 +482,21 @@ mod tests {
             b.open(&out, 0o1101, 20, Some(file(200 + i, 0, 1)));
             b.write(20, &out, "<html>", false);
             b.close(20, &out);
+        }
+        assert!(b.findings("sync-io-main-thread").is_empty());
+        // A config checked, stat'ed, then read once (eslint's .eslintrc.json: access,
+        // statx, open, reads, close): one use of it, not three.
+        let mut b = TraceBuilder::new();
+        start_node(&mut b, "/usr/bin/node", "node");
+        b.wait(2_000_000_000);
+        for i in 0..12 {
+            let cfg = format!("/proj/d{i}/.eslintrc.json");
+            b.access(&cfg, 0, 0);
+            b.stat(&cfg, Ok(file(300 + i, 40, 1)));
+            b.open(&cfg, 0, 21, Some(file(300 + i, 40, 1)));
+            b.read(21, &cfg, 8192, 40);
+            b.read(21, &cfg, 8192, 0);
+            b.close(21, &cfg);
         }
         assert!(b.findings("sync-io-main-thread").is_empty());
         // One file it comes back to, per page: counted (and only that one).
