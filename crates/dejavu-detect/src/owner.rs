@@ -450,11 +450,16 @@ fn module_class(module: &[u8], prog: &Program) -> Class {
 }
 
 /// Whether shared object `module` was installed with executable `exe`, in the `lib/`
-/// beside its `bin/` under a prefix of its own (not the system's `/usr`, `/usr/local`):
-/// rustc's compiler is `librustc_driver-*.so` beside `bin/rustc` in its toolchain, the
-/// program's own code (all of rustc's findings were "its dependencies"), as is an
-/// application's `/opt/app/lib/libapp.so`.
+/// beside its `bin/` under a prefix of its own (not the system's `/usr`, `/usr/local`), and
+/// is named after it: rustc's compiler is `librustc_driver-*.so` beside `bin/rustc` in its
+/// toolchain, the program's own code (all of rustc's findings were "its dependencies"), as
+/// is an application's `/opt/app/lib/libapp.so`. (Not a JDK's `lib/server/libjvm.so`
+/// beside `bin/java`: the runtime a Java program runs on.)
 fn shipped_with(module: &[u8], exe: &[u8]) -> bool {
+    let name = base(exe);
+    if name.len() < 2 || !contains(base(module), name) {
+        return false;
+    }
     let Some(bin) = exe.rsplitn(2, |&c| c == b'/').nth(1) else {
         return false;
     };
@@ -952,6 +957,18 @@ mod tests {
         );
         assert_eq!(
             module_class(b"/opt/other/lib/libx.so", &app),
+            Class::Dependency
+        );
+        assert_eq!(
+            module_class(b"/opt/app/lib/libz.so.1", &app),
+            Class::Dependency
+        );
+        let java = Program::of(
+            b"/usr/lib/jvm/java-17/bin/java",
+            &[b"java", b"-jar", b"a.jar"],
+        );
+        assert_eq!(
+            module_class(b"/usr/lib/jvm/java-17/lib/server/libjvm.so", &java),
             Class::Dependency
         );
         // An interpreter's lib/ holds extension modules: not a script's own.
