@@ -1655,6 +1655,9 @@ fn fit_site(c: &dejavu_detect::Callsite, width: usize) -> String {
     if whole.chars().count() <= width || f.is_empty() || loc.is_empty() {
         return shorten_middle(&whole, width);
     }
+    // A module named with its build's hash (`(librustc_driver-6108105cd7e839cf.so)`): the
+    // hash goes first, before the function is cut.
+    let loc = without_build_hash(&loc);
     let flen = f.chars().count();
     // The location down to its last path component (file name and line).
     let tail = loc.rsplit('/').next().unwrap_or(&loc);
@@ -1694,10 +1697,8 @@ fn shorten_function(f: &str, width: usize) -> String {
         let cut = shorten_function(inner, room);
         // (Too little room for the type's first segment: cut the whole name instead; a
         // bare `<>::find_library_crate` said nothing.)
-        let first = split_path_segments(inner)[0];
-        if cut.starts_with(first.split('<').next().unwrap_or(first))
-            && (!cut.contains('…') || split_path_segments(inner).len() >= 3)
-        {
+        // Only a cut at whole segments (or none) will do.
+        if cut == inner || cut.contains("::…") || cut.starts_with("…::") {
             let out = format!("<{cut}>{rest}");
             if out.chars().count() <= width {
                 return out;
@@ -1720,6 +1721,21 @@ fn shorten_function(f: &str, width: usize) -> String {
         if !kept.is_empty() && kept.len() < segs.len() - 1 {
             kept.reverse();
             return format!("{first}::…::{}", kept.join("::"));
+        }
+        // Not even the first segment and the last: the last ones alone.
+        let mut kept: Vec<&str> = Vec::new();
+        let mut len = "…".chars().count();
+        for s in segs[1..].iter().rev() {
+            let add = 2 + s.chars().count();
+            if len + add > width {
+                break;
+            }
+            len += add;
+            kept.push(s);
+        }
+        if !kept.is_empty() {
+            kept.reverse();
+            return format!("…::{}", kept.join("::"));
         }
     }
     // `Class.method` (JavaScript, Python): the method whole, the class's name cut at its
@@ -1793,6 +1809,24 @@ fn split_path_segments(f: &str) -> Vec<&str> {
     out
 }
 
+/// A module's name in a site's location without the hash its build put in it
+/// (`(librustc_driver-6108105cd7e839cf.so)` -> `(librustc_driver.so)`): 16 or more hex
+/// digits after a `-`. Other locations unchanged.
+fn without_build_hash(loc: &str) -> String {
+    if !(loc.starts_with('(') && loc.ends_with(')')) {
+        return loc.to_string();
+    }
+    let inner = &loc[1..loc.len() - 1];
+    if let Some(dash) = inner.rfind('-') {
+        let rest = &inner[dash + 1..];
+        let hex = rest.bytes().take_while(u8::is_ascii_hexdigit).count();
+        if hex >= 16 {
+            return format!("({}{})", &inner[..dash], &rest[hex..]);
+        }
+    }
+    loc.to_string()
+}
+
 /// `loc` cut to `width` characters from its start (`…/jest-runtime/build/index.js:2291`):
 /// the end of a path names its file; cut at a `/` when one is near.
 fn keep_tail(loc: &str, width: usize) -> String {
@@ -1818,6 +1852,31 @@ fn keep_tail(loc: &str, width: usize) -> String {
 #[cfg(test)]
 mod shorten_function_tests {
     use super::shorten_function;
+
+    #[test]
+    fn a_modules_build_hash_goes_before_the_function_is_cut() {
+        assert_eq!(
+            super::without_build_hash("(librustc_driver-6108105cd7e839cf.so)"),
+            "(librustc_driver.so)"
+        );
+        assert_eq!(
+            super::without_build_hash("(libfoo-1.2.so)"),
+            "(libfoo-1.2.so)"
+        );
+        assert_eq!(
+            super::without_build_hash("src/a-0123456789abcdef0.rs:3"),
+            "src/a-0123456789abcdef0.rs:3"
+        );
+        let c = dejavu_detect::Callsite {
+            function: "<rustc_metadata::locator::CrateLocator>::find_library_crate".into(),
+            module: "/t/lib/librustc_driver-6108105cd7e839cf.so".into(),
+            ..crate::fixture::site("", "", 0, 1)
+        };
+        assert_eq!(
+            super::fit_site(&c, 70),
+            "<…::locator::CrateLocator>::find_library_crate (librustc_driver.so)"
+        );
+    }
 
     #[test]
     fn a_function_is_cut_at_whole_segments() {
