@@ -1708,33 +1708,13 @@ fn shorten_function(f: &str, width: usize) -> String {
     let segs = split_path_segments(f);
     if segs.len() >= 3 {
         let first = segs[0];
-        let mut kept: Vec<&str> = Vec::new();
-        let mut len = first.chars().count() + "::…".chars().count();
-        for s in segs[1..].iter().rev() {
-            let add = 2 + s.chars().count();
-            if len + add > width {
-                break;
-            }
-            len += add;
-            kept.push(s);
-        }
+        let kept = last_segments(&segs[1..], width, first.chars().count() + 3);
         if !kept.is_empty() && kept.len() < segs.len() - 1 {
-            kept.reverse();
             return format!("{first}::…::{}", kept.join("::"));
         }
         // Not even the first segment and the last: the last ones alone.
-        let mut kept: Vec<&str> = Vec::new();
-        let mut len = "…".chars().count();
-        for s in segs[1..].iter().rev() {
-            let add = 2 + s.chars().count();
-            if len + add > width {
-                break;
-            }
-            len += add;
-            kept.push(s);
-        }
+        let kept = last_segments(&segs[1..], width, 1);
         if !kept.is_empty() {
-            kept.reverse();
             return format!("…::{}", kept.join("::"));
         }
     }
@@ -1750,6 +1730,22 @@ fn shorten_function(f: &str, width: usize) -> String {
         }
     }
     shorten_middle(f, width)
+}
+
+/// The last of `segs`, in order, that fit in `width` characters after `used` others, each
+/// with its `::`.
+fn last_segments<'a>(segs: &[&'a str], width: usize, used: usize) -> Vec<&'a str> {
+    let mut kept: Vec<&str> = Vec::new();
+    let mut len = used;
+    for s in segs.iter().rev() {
+        len += 2 + s.chars().count();
+        if len > width {
+            break;
+        }
+        kept.push(s);
+    }
+    kept.reverse();
+    kept
 }
 
 /// (`Type`, `::method...`) of `<Type>::method...`, the path of an inherent method's type;
