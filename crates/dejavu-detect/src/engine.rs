@@ -585,31 +585,23 @@ fn analyze_inner<R: Read>(
     // they are that row's (a finding shown in one that is hidden too is hidden with it,
     // and counts here: its calls were in no part of the headline's split).
     let min = cfg.min_calls.max(1);
-    let hidden_calls = {
-        let rows: rustc_hash::FxHashSet<&str> = all
-            .iter()
-            .filter(|f| f.redundant_calls >= min && f.shown_in.is_none())
-            .map(|f| f.key.as_str())
-            .collect();
-        all.iter()
-            .filter(|f| {
-                f.redundant_calls < min
-                    && f.shown_in
-                        .as_ref()
-                        .is_none_or(|k| !rows.contains(k.as_str()))
-            })
-            .map(|f| f.redundant_calls)
-            .sum()
-    };
-    all.retain(|f| f.redundant_calls >= cfg.min_calls.max(1));
-    // A finding shown in one the thresholds hid is a row of its own.
-    let keys: rustc_hash::FxHashSet<String> = all
+    // The rows that stay: the findings over the thresholds not shown in another.
+    let rows: rustc_hash::FxHashSet<String> = all
         .iter()
-        .filter(|f| f.shown_in.is_none())
+        .filter(|f| f.redundant_calls >= min && f.shown_in.is_none())
         .map(|f| f.key.clone())
         .collect();
+    let hidden_calls = all
+        .iter()
+        .filter(|f| {
+            f.redundant_calls < min && f.shown_in.as_ref().is_none_or(|k| !rows.contains(k))
+        })
+        .map(|f| f.redundant_calls)
+        .sum();
+    all.retain(|f| f.redundant_calls >= min);
+    // A finding shown in one the thresholds hid is a row of its own.
     for f in &mut all {
-        if f.shown_in.as_ref().is_some_and(|k| !keys.contains(k)) {
+        if f.shown_in.as_ref().is_some_and(|k| !rows.contains(k)) {
             f.shown_in = None;
         }
     }

@@ -140,25 +140,14 @@ impl RepeatedLookup {
 impl Detector for RepeatedLookup {
     fn wants(&self, sys: Sys) -> bool {
         (is_lookup_call(sys) && !matches!(sys, Sys::Open | Sys::Openat | Sys::Openat2))
-            || matches!(
-                sys,
-                Sys::Unlink
-                    | Sys::Unlinkat
-                    | Sys::Rmdir
-                    | Sys::Rename
-                    | Sys::Renameat
-                    | Sys::Renameat2
-            )
+            || removes_path(sys)
     }
 
     fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
         if s.ev & ev::UNFINISHED != 0 {
             return;
         }
-        if matches!(
-            s.sys,
-            Sys::Unlink | Sys::Unlinkat | Sys::Rmdir | Sys::Rename | Sys::Renameat | Sys::Renameat2
-        ) {
+        if removes_path(s.sys) {
             // The path removed (or moved away): its last lookup was a check before it.
             if let (Some(path), true) = (v.path, s.ret >= 0) {
                 self.take(s.pid, path);
@@ -248,6 +237,14 @@ impl Detector for RepeatedLookup {
             },
         )
     }
+}
+
+/// A call that takes its path away: unlink, rmdir, a rename (of its first path).
+fn removes_path(sys: Sys) -> bool {
+    matches!(
+        sys,
+        Sys::Unlink | Sys::Unlinkat | Sys::Rmdir | Sys::Rename | Sys::Renameat | Sys::Renameat2
+    )
 }
 
 /// What a finding's lookups are when they resolve one path again and again, component by
