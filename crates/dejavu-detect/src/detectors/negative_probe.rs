@@ -31,7 +31,9 @@ for every error: the fix is the same — remember the failure until the path or 
 changes — and so is the hazard (a cached failure hides a later create or permission change); the \
 error only changes the wording. Typical sources: existsSync/os.path.exists in a loop, the same \
 search path probed for every module or config lookup, an optional file looked for per request, a \
-\"is it a directory?\" probe of the same file per item, removal of a file that is long gone.",
+\"is it a directory?\" probe of the same file per item, removal of a file that is long gone. The \
+program's first probe of a path the runtime's start-up probed (before a language agent said start-up \
+was over: CPython's import system) is its own first, not a repeat.",
     example: "for each request: fs.existsSync('.ignore')   // absent, asked 5,000 times\nfor each item: \
 open('settings', O_DIRECTORY)   // a file: ENOTDIR every time",
     fix: "remember the failure (the path is absent, not a directory, not accessible) and retry only \
@@ -121,6 +123,7 @@ fn wants_call(sys: Sys) -> bool {
 struct Last {
     version: Version,
     errno: i64,
+    ts: u64,
 }
 
 /// Redundant failures of one (image, path), by call and error, for the example.
@@ -169,6 +172,7 @@ impl Detector for NegativeProbe {
             Last {
                 version: v.negative_version,
                 errno: s.ret,
+                ts: s.ts,
             },
         );
         if !cx.config.counts(s.ts) {
@@ -177,6 +181,10 @@ impl Detector for NegativeProbe {
         let t = self.tallies.get(v.image, path);
         t.calls += 1;
         match prev {
+            // The program's first probe of what the runtime's start-up probed (CPython's
+            // import system, before the agent's ready mark): its own first, as
+            // repeated-lookup counts it.
+            Some(p) if cx.first_after_startup(v.image, p.ts, s.ts) => {}
             Some(p) if p.version == v.negative_version && p.errno == s.ret => {
                 t.redundant(s.ts, s.dur, s.stack);
                 cx.mark(v.seq, s.dur, s.stack);
@@ -281,6 +289,23 @@ mod tests {
         assert_eq!(
             f[0].example.as_deref(),
             Some("failed again the same way with nothing changed: 3 ENOENT (access)")
+        );
+    }
+
+    #[test]
+    fn the_programs_first_probe_of_what_start_up_probed_is_not_redundant() {
+        let mut b = TraceBuilder::new();
+        b.access("/venv/lib/missing.pth", 0, -2);
+        b.access("/venv/lib/missing.pth", 0, -2);
+        b.ready();
+        for _ in 0..3 {
+            b.access("/venv/lib/missing.pth", 0, -2);
+        }
+        let f = b.findings("negative-probe");
+        assert_eq!(
+            (f[0].calls, f[0].redundant_calls),
+            (5, 3),
+            "start-up's second, and the program's second and third"
         );
     }
 
