@@ -668,7 +668,14 @@ fn sample_frames(frames: &[Frame], strings: &Strings) -> Vec<crate::profile::Sam
     frames
         .iter()
         .map(|f| {
+            // A stripped file's function (`sub_1c1500`) keeps its own address, as an
+            // unnamed one: a symbolizer of the profile names it from the file.
             let function = match (f.function, f.module) {
+                (Some(s), Some(m))
+                    if f.file.is_none() && dejavu_trace::is_unnamed_function(strings.get(s)) =>
+                {
+                    format!("{}+{:#x}", strings.lossy(m), f.addr)
+                }
                 (Some(s), _) => strings.lossy(s).into_owned(),
                 (None, Some(m)) => format!("{}+{:#x}", strings.lossy(m), f.addr),
                 (None, None) => format!("{:#x}", f.addr),

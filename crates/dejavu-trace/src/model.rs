@@ -89,6 +89,22 @@ pub struct Frame {
     pub addr: u64,
 }
 
+/// The name the recorder gives a native function its file has no symbol for, by where it
+/// starts (its address in the file's own address space, from the file's unwind tables, as
+/// `objdump --start-address` takes it): `sub_1c1500`, as disassemblers name such functions.
+/// One name for all of a function's addresses makes its calls one call site.
+pub fn unnamed_function(start: u64) -> String {
+    format!("sub_{start:x}")
+}
+
+/// Whether a native frame's function name is one [`unnamed_function`] made (a stripped
+/// file's), which names where the function starts, not what it is: profiles keep such a
+/// frame's own address for a symbolizer.
+pub fn is_unnamed_function(name: &[u8]) -> bool {
+    name.strip_prefix(b"sub_")
+        .is_some_and(|h| !h.is_empty() && h.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')))
+}
+
 /// Whether a native module (path or file name) is the C or C++ runtime or the dynamic
 /// loader: libc, libm, libpthread, libdl, librt, libstdc++, libgcc_s, ld-linux, the
 /// vDSO. Their frames are plumbing between the program and the kernel: reports never

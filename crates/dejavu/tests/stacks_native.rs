@@ -459,7 +459,8 @@ fn a_stripped_static_binary_gives_module_and_address_frames() {
         show(named)
     );
     // ...and stripped, it is unwound the same way (its .eh_frame stays) to the same
-    // module-relative addresses, with nothing to name them.
+    // module-relative addresses. Nothing names them but where their functions start, by
+    // the unwind tables (`sub_401d20`): probe_config's is where its symbol was.
     let bare = record(&[&stripped], &[t.to_str().unwrap()], true);
     let bare = &bare.stats_of(&t)[0].frames;
     let module = stripped.to_string_lossy();
@@ -471,12 +472,35 @@ fn a_stripped_static_binary_gives_module_and_address_frames() {
     for f in bare {
         assert_eq!(f.module.as_deref(), Some(&*module), "{}", show(bare));
         assert!(
-            f.function.is_none() && f.file.is_none() && f.line == 0,
+            f.function
+                .as_deref()
+                .is_some_and(|n| { dejavu_trace::is_unnamed_function(n.as_bytes()) })
+                && f.file.is_none()
+                && f.line == 0,
             "{}",
             show(bare)
         );
         assert!(f.addr != 0);
     }
+    let nm = Command::new("nm").arg(&exe).output().expect("nm runs");
+    let symbol = String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .find_map(|l| {
+            let mut w = l.split_whitespace();
+            let (addr, _, name) = (w.next()?, w.next()?, w.next()?);
+            (name == "probe_config").then(|| u64::from_str_radix(addr, 16).unwrap())
+        })
+        .expect("probe_config in nm's list");
+    let at_probe = bare
+        .iter()
+        .position(|f| f.addr == named[probe].addr)
+        .unwrap();
+    assert_eq!(
+        bare[at_probe].function.as_deref(),
+        Some(&*dejavu_trace::unnamed_function(symbol)),
+        "{}",
+        show(bare)
+    );
     let addrs = |v: &[F]| {
         let mut a: Vec<u64> = v.iter().map(|f| f.addr).collect();
         a.dedup(); // inlined frames share their address

@@ -225,6 +225,12 @@ pub struct ElfModule {
     go: OnceLock<Option<GoLineTable>>,
     /// Whether the file has one (a Go executable): only then is it read again for it.
     has_go_table: bool,
+    /// The file's byte order and address size, for its unwind tables.
+    endian: gimli::RunTimeEndian,
+    address_size: u8,
+    /// Where its functions are by the unwind tables, read on the first address no symbol
+    /// named (`function_start`).
+    fde_ranges: OnceLock<Vec<(u64, u64)>>,
 }
 
 impl std::fmt::Debug for ElfModule {
@@ -334,13 +340,13 @@ impl ElfModule {
         // program built with -g but without unwind tables has both: .eh_frame only for
         // the C runtime's start-up objects, .debug_frame for its own code. Keep the table
         // that covers more code.
+        let endian = if file.is_little_endian() {
+            gimli::RunTimeEndian::Little
+        } else {
+            gimli::RunTimeEndian::Big
+        };
+        let address_size = if file.is_64() { 8 } else { 4 };
         if let (Some(eh), Some(debug)) = (&unwind.eh_frame, &unwind.debug_frame) {
-            let endian = if file.is_little_endian() {
-                gimli::RunTimeEndian::Little
-            } else {
-                gimli::RunTimeEndian::Big
-            };
-            let address_size = if file.is_64() { 8 } else { 4 };
             let bases = gimli::BaseAddresses::default()
                 .set_eh_frame(eh.0.start)
                 .set_text(unwind.text_svma.as_ref().map_or(0, |r| r.start))
@@ -371,6 +377,9 @@ impl ElfModule {
             dwarf: OnceLock::new(),
             go: OnceLock::new(),
             has_go_table: go_table_section(&file).is_some(),
+            endian,
+            address_size,
+            fde_ranges: OnceLock::new(),
         })
     }
 
@@ -596,11 +605,19 @@ impl ElfModule {
             }
         }
         // DWARF without a name for the function that holds the code (or no DWARF at all):
-        // the symbol table names it.
+        // the symbol table names it; in a stripped file, the start of the code's entry in
+        // the unwind tables (`sub_1c1500`), so that a function's calls are one site.
         if out.last().is_none_or(|f| f.function.is_none()) {
-            if let Some(name) = self.symbols().lookup(svma) {
-                let name = String::from_utf8_lossy(name);
-                let function = addr2line::demangle_auto(name, None).into_owned();
+            let function = match self.symbols().lookup(svma) {
+                Some(name) => {
+                    let name = String::from_utf8_lossy(name);
+                    Some(addr2line::demangle_auto(name, None).into_owned())
+                }
+                None => self
+                    .function_start(svma)
+                    .map(dejavu_trace::unnamed_function),
+            };
+            if let Some(function) = function {
                 match out.last_mut() {
                     Some(f) => f.function = Some(function),
                     None => out.push(SourceFrame {
@@ -610,6 +627,59 @@ impl ElfModule {
                 }
             }
         }
+    }
+
+    /// Where the function that holds `svma` starts, by the unwind tables: the start of the
+    /// CFI entry (FDE) that covers it. A compiler writes one entry per function (and one
+    /// per part it moved out: `.cold`), so the entries say where functions are in a file
+    /// without symbols.
+    fn function_start(&self, svma: u64) -> Option<u64> {
+        let starts = self.fde_ranges.get_or_init(|| self.read_fde_ranges());
+        let i = starts.partition_point(|r| r.0 <= svma).checked_sub(1)?;
+        let (start, len) = starts[i];
+        (svma < start.saturating_add(len)).then_some(start)
+    }
+
+    /// Every CFI entry's [start, start + len) of the table the unwinder reads (.eh_frame,
+    /// else .debug_frame), sorted: read once, on the first address nothing else named.
+    fn read_fde_ranges(&self) -> Vec<(u64, u64)> {
+        fn collect<'a, S>(section: &S, bases: &gimli::BaseAddresses, out: &mut Vec<(u64, u64)>)
+        where
+            S: gimli::UnwindSection<gimli::EndianSlice<'a, gimli::RunTimeEndian>>,
+        {
+            let mut entries = section.entries(bases);
+            // Bounded, as cfi_coverage: a damaged table ends the walk.
+            for _ in 0..1_000_000 {
+                match entries.next() {
+                    Ok(Some(gimli::CieOrFde::Fde(partial))) => {
+                        if let Ok(fde) = partial.parse(S::cie_from_offset) {
+                            if fde.len() > 0 {
+                                out.push((fde.initial_address(), fde.len()));
+                            }
+                        }
+                    }
+                    Ok(Some(gimli::CieOrFde::Cie(_))) => {}
+                    Ok(None) | Err(_) => break,
+                }
+            }
+        }
+        let u = &self.unwind;
+        let mut out = Vec::new();
+        let bases = gimli::BaseAddresses::default()
+            .set_text(u.text_svma.as_ref().map_or(0, |r| r.start))
+            .set_got(u.got_svma.as_ref().map_or(0, |r| r.start));
+        if let Some((at, data)) = &u.eh_frame {
+            let bases = bases.set_eh_frame(at.start);
+            let mut eh = gimli::EhFrame::new(data, self.endian);
+            eh.set_address_size(self.address_size);
+            collect(&eh, &bases, &mut out);
+        } else if let Some(data) = &u.debug_frame {
+            let mut debug = gimli::DebugFrame::new(data, self.endian);
+            debug.set_address_size(self.address_size);
+            collect(&debug, &bases, &mut out);
+        }
+        out.sort_unstable();
+        out
     }
 }
 
@@ -854,6 +924,9 @@ mod tests {
             dwarf: OnceLock::new(),
             go: OnceLock::new(),
             has_go_table: false,
+            endian: gimli::RunTimeEndian::Little,
+            address_size: 8,
+            fde_ranges: OnceLock::new(),
         }
     }
 
