@@ -643,6 +643,13 @@ impl<W: Write> Capture<W> {
                         .ok()
                         .map(|s| arch::from_libc_stat(&s))
                 };
+                if let Some(s) = &st {
+                    if let Some(named) = self.named_without_dotdot(&path, s) {
+                        path = named;
+                        path_id = self.intern_path(&path);
+                        c.path = Some(path_id);
+                    }
+                }
                 let tmpfile = libc::O_TMPFILE as u64;
                 if c.sys != MemfdCreate && c.sys != Creat && c.flags & tmpfile == tmpfile {
                     // An unnamed file (O_TMPFILE) made in the directory the call names:
@@ -913,6 +920,51 @@ impl<W: Write> Capture<W> {
         }
         self.tmpfiles += 1;
         Rc::from(unnamed_file_path(dir, None, self.tmpfiles))
+    }
+
+    /// What an open of `path` that gave the file `st` is named, when its path climbs with
+    /// `..`: gnulib's fts (du, find, rm -r, chmod -R) goes back up a tree with
+    /// `openat(fd, "..")`, and each name joined to the descriptor's path would grow
+    /// (`/usr/lib/debug/../clang/../jvm/...`), one directory under many names. The path
+    /// with each `DIR/..` removed is taken only when it names a directory this recording
+    /// saw opened and that is the same file (device and inode): with a symbolic link
+    /// before the `..`, the text and the kernel's answer differ, and the path stays as
+    /// given. A directory opened by a path without `..` is remembered for that.
+    fn named_without_dotdot(&mut self, path: &Rc<[u8]>, st: &FileStat) -> Option<Rc<[u8]>> {
+        use dejavu_trace::{mode, stat_known};
+        if st.known & stat_known::IDENTITY == 0 {
+            return None;
+        }
+        let is_dir = st.known & stat_known::MODE != 0 && st.mode & mode::S_IFMT == mode::S_IFDIR;
+        if !path.split(|&c| c == b'/').any(|c| c == b"..") {
+            if is_dir && path.first() == Some(&b'/') {
+                // Bounded: a walk of a huge tree keeps the last ones (each is looked up
+                // by its children's climbs soon after it was opened).
+                if self.dirs.len() >= 1 << 20 {
+                    self.dirs.clear();
+                }
+                self.dirs.insert(path.clone(), (st.dev, st.ino));
+            }
+            return None;
+        }
+        let mut out: Vec<&[u8]> = Vec::new();
+        for comp in path.split(|&c| c == b'/').filter(|c| !c.is_empty()) {
+            if comp == b".." {
+                out.pop();
+            } else {
+                out.push(comp);
+            }
+        }
+        let mut named = Vec::with_capacity(path.len());
+        for comp in &out {
+            named.push(b'/');
+            named.extend_from_slice(comp);
+        }
+        if named.is_empty() {
+            named.push(b'/');
+        }
+        let (dev, ino) = *self.dirs.get(named.as_slice())?;
+        (dev == st.dev && ino == st.ino).then(|| Rc::from(named.as_slice()))
     }
 
     fn install_fd(&mut self, pid: Tid, fd: i32, f: Fd) {

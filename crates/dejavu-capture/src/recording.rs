@@ -255,6 +255,10 @@ pub struct Capture<W: Write> {
     /// Unnamed files (O_TMPFILE) named without their inode so far (decode.rs,
     /// `tmpfile_name`).
     pub tmpfiles: u64,
+    /// Directories opened by a path without `..`, and what they were (device, inode): an
+    /// open of `DIR/..` that gives one of them is named by its path (decode.rs,
+    /// `named_without_dotdot`).
+    pub dirs: FxHashMap<Rc<[u8]>, (u64, u64)>,
     /// Where the call being decoded is read from.
     pub mem: CallMemory,
 }
@@ -281,6 +285,7 @@ impl<W: Write> Capture<W> {
             own_prefix: None,
             own_paths: rustc_hash::FxHashSet::default(),
             tmpfiles: 0,
+            dirs: FxHashMap::default(),
             mem,
             opts,
             tasks: FxHashMap::default(),

@@ -182,3 +182,56 @@ fn unnamed_files_made_in_a_directory_stat_once_are_quiet() {
     let (f, _d) = findings("repeated-lookup", &[prog.to_str().unwrap()]);
     assert!(f.is_empty(), "{f:#?}");
 }
+
+/// gnulib's fts (du, find) climbs back up a deep tree with `openat(fd, "..")`: each
+/// directory is still named by its own path, never `DIR/../OTHER` (which grew with each
+/// climb, one directory under many names, so that its lookups were counted apart).
+#[test]
+fn du_climbing_back_up_with_dotdot_names_each_directory_by_its_path() {
+    require!("du");
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().canonicalize().unwrap().join("tree");
+    for branch in 0..3 {
+        let mut p = root.clone();
+        for depth in 0..8 {
+            p = p.join(format!("d{branch}{depth}"));
+            std::fs::create_dir_all(&p).unwrap();
+            std::fs::write(p.join("f"), b"x").unwrap();
+        }
+    }
+    let trace = d.path().join("t.dvt");
+    let (st, err) = common::record_quiet(&trace, &["du", "-s", root.to_str().unwrap()], d.path());
+    assert!(st.success(), "{err}");
+    let lines = common::export(&trace);
+    let under: Vec<String> = lines
+        .iter()
+        .filter_map(|l| l["path"].as_str())
+        .filter(|p| p.starts_with(root.to_str().unwrap()))
+        .map(str::to_string)
+        .collect();
+    // fts went back up with ".." (it keeps few descriptors of the directories above): the
+    // tree's root is opened again, which only a climb does.
+    let root_opens = lines
+        .iter()
+        .filter(|l| l["sys"] == "openat" && l["path"].as_str() == root.to_str())
+        .count();
+    assert!(
+        root_opens > 1,
+        "no climb back up seen ({} paths)",
+        under.len()
+    );
+    let dotdot: Vec<&String> = under
+        .iter()
+        .filter(|p| p.split('/').any(|c| c == ".."))
+        .take(5)
+        .collect();
+    assert!(dotdot.is_empty(), "{dotdot:?}");
+    // Every directory of the tree is named, by its path.
+    for branch in 0..3 {
+        let deepest = (0..8).fold(root.clone(), |p, i| p.join(format!("d{branch}{i}")));
+        assert!(
+            under.iter().any(|p| Path::new(p) == deepest),
+            "{deepest:?} in {under:?}"
+        );
+    }
+}
