@@ -181,6 +181,52 @@ impl<'a> Cx<'a> {
         self.in_startup(image, prev_ts) && !self.in_startup(image, ts)
     }
 
+    /// Whose one call is, as its finding's row would name it: the owner its stack's
+    /// call site gives (`site`), else, where the stack names no frame or there is none,
+    /// by its path (`owner_by_path`). A launcher's or a tool's calls are theirs.
+    pub fn call_owner(
+        &self,
+        image: u32,
+        stack: Option<StackId>,
+        path: dejavu_replay::PathKey,
+        ts: u64,
+    ) -> Owner {
+        if let (_, Some(role)) = self.program_role(image) {
+            return role;
+        }
+        match stack.map(|s| self.site(s, image).owner) {
+            Some(Some(o)) => o,
+            named => {
+                let unnamed = named.is_some();
+                self.owner_by_path(image, self.replay.paths.bytes(path), ts, unnamed)
+            }
+        }
+    }
+
+    /// Whether a repeat at `ts` (stack `stack`) of what `image` did at `prev_ts` (stack
+    /// `prev_stack`) on `path` is the program's first, not a repeat: the earlier one was
+    /// the runtime's, its start-up ([`Cx::first_after_startup`]) or its module loader or
+    /// import system later on (CPython's FileFinder listing a package's directory as it
+    /// imports from it, which pylint lists again to find its plugins; Node.js's loader
+    /// reading a package.json that webpack reads again), whose answer the program has
+    /// no way to keep. A repeat the runtime makes itself stays a repeat (the runtime's).
+    pub fn first_after_runtime(
+        &self,
+        image: u32,
+        path: dejavu_replay::PathKey,
+        (prev_ts, prev_stack): (u64, Option<StackId>),
+        (ts, stack): (u64, Option<StackId>),
+    ) -> bool {
+        if self.first_after_startup(image, prev_ts, ts) {
+            return true;
+        }
+        if self.in_startup(image, ts) {
+            return false;
+        }
+        self.call_owner(image, prev_stack, path, prev_ts) == Owner::Runtime
+            && self.call_owner(image, stack, path, ts) != Owner::Runtime
+    }
+
     /// Whose a call on `path` is when its stack does not tell (`owner::owner_by_path`),
     /// for a call of `image` at `ts`; `unnamed`: the calls had stacks, none of which named
     /// a frame (only plumbing and the interpreter's own code).

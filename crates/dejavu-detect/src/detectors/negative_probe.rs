@@ -32,8 +32,8 @@ changes — and so is the hazard (a cached failure hides a later create or permi
 error only changes the wording. Typical sources: existsSync/os.path.exists in a loop, the same \
 search path probed for every module or config lookup, an optional file looked for per request, a \
 \"is it a directory?\" probe of the same file per item, removal of a file that is long gone. The \
-program's first probe of a path the runtime's start-up probed (before a language agent said start-up \
-was over: CPython's import system) is its own first, not a repeat.",
+program's first probe of a path the runtime probed (its start-up, before a language agent said \
+start-up was over, or its import system or module loader) is its own first, not a repeat.",
     example: "for each request: fs.existsSync('.ignore')   // absent, asked 5,000 times\nfor each item: \
 open('settings', O_DIRECTORY)   // a file: ENOTDIR every time",
     fix: "remember the failure (the path is absent, not a directory, not accessible) and retry only \
@@ -124,6 +124,7 @@ struct Last {
     version: Version,
     errno: i64,
     ts: u64,
+    stack: Option<dejavu_trace::StackId>,
 }
 
 /// Redundant failures of one (image, path), by call and error, for the example.
@@ -173,6 +174,7 @@ impl Detector for NegativeProbe {
                 version: v.negative_version,
                 errno: s.ret,
                 ts: s.ts,
+                stack: s.stack,
             },
         );
         if !cx.config.counts(s.ts) {
@@ -181,10 +183,9 @@ impl Detector for NegativeProbe {
         let t = self.tallies.get(v.image, path);
         t.calls += 1;
         match prev {
-            // The program's first probe of what the runtime's start-up probed (CPython's
-            // import system, before the agent's ready mark): its own first, as
-            // repeated-lookup counts it.
-            Some(p) if cx.first_after_startup(v.image, p.ts, s.ts) => {}
+            // The program's first probe of what the runtime probed (its start-up, its
+            // import system or module loader): its own first, as repeated-lookup counts it.
+            Some(p) if cx.first_after_runtime(v.image, path, (p.ts, p.stack), (s.ts, s.stack)) => {}
             Some(p) if p.version == v.negative_version && p.errno == s.ret => {
                 t.redundant(s.ts, s.dur, s.stack);
                 cx.mark(v.seq, s.dur, s.stack);

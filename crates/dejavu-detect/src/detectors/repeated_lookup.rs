@@ -33,9 +33,11 @@ realpath() (or fs.realpathSync, os.path.realpath, Path.resolve(), fs::canonicali
 for the same path, whose result can be kept. The last lookup of a path before the same process \
 removes it (unlink, rmdir, a rename away) is a check before a delete, not counted (Rust's \
 remove_dir_all statx'es each directory it removes, after a test that made the tree stat'ed it). \
-Where a language agent says when the runtime's start-up ended (Python's, before __main__ runs), a \
-lookup the start-up made is not one the program could have kept: the program's first lookup of the \
-path after it is its own first, not a repeat.",
+A lookup the runtime made is not one the program could have kept: its start-up's (before a language \
+agent said start-up was over: Python's, before __main__ runs) and its module loader's or import \
+system's later on (Node.js's loader stats a package's files as it loads them, CPython's FileFinder \
+lists a package's directory as it imports from it). The program's first lookup of such a path is its \
+own first, not a repeat; the runtime's own repeats are counted, as the runtime's.",
     example: "for each request: fs.statSync('config.json')   // 10,000 stats, 1 distinct answer",
     fix: "cache the answer per path and drop it on the invalidation points in the hazards, or pass the \
 result along instead of asking again",
@@ -53,8 +55,9 @@ struct Last {
     answer: u64,
     /// The stat answer, when the lookup was a stat.
     stat: Option<StatId>,
-    /// When it was asked.
+    /// When it was asked, and from where.
     ts: u64,
+    stack: Option<dejavu_trace::StackId>,
 }
 
 /// The last answer per question asked about one path: almost always one, kept inline.
@@ -172,14 +175,16 @@ impl Detector for RepeatedLookup {
             answer,
             stat: s.stat,
             ts: s.ts,
+            stack: s.stack,
         });
         if !cx.config.counts(s.ts) {
             return;
         }
         t.calls += 1;
         match prev {
-            // The program's first lookup of what the runtime's start-up looked up.
-            Some(p) if cx.first_after_startup(v.image, p.ts, s.ts) => {}
+            // The program's first lookup of what the runtime looked up (its start-up, its
+            // import system or module loader).
+            Some(p) if cx.first_after_runtime(v.image, path, (p.ts, p.stack), (s.ts, s.stack)) => {}
             Some(p) if p.version == v.version && p.answer == answer => {
                 let h = Held {
                     image: v.image,
@@ -286,7 +291,7 @@ fn resolved_again(
 #[cfg(test)]
 mod tests {
     use crate::testkit::{file, TraceBuilder};
-    use dejavu_trace::Sys;
+    use dejavu_trace::{FrameKind, Sys};
 
     #[test]
     fn the_last_lookup_before_the_path_is_removed_is_a_check_not_a_repeat() {
@@ -480,6 +485,36 @@ mod tests {
         }
         let f = b.findings("repeated-lookup");
         assert_eq!(f[0].redundant_calls, 2, "the program's second and third");
+    }
+
+    #[test]
+    fn the_programs_first_lookup_of_what_the_module_loader_looked_up_is_not_redundant() {
+        // Node.js's module loader stats a package's file as it loads it; the program's
+        // line stats it again: its own first. Its second is a repeat.
+        let run = |by_program: &[bool]| {
+            let mut b = TraceBuilder::new();
+            b.exec("/usr/bin/node", &["node", "/app/build.js"]);
+            b.ready();
+            let loader = b.stack(&[(
+                FrameKind::Js,
+                "toRealPath",
+                "node:internal/modules/helpers",
+                58,
+            )]);
+            let own = b.stack(&[(FrameKind::Js, "resolveConfig", "/app/build.js", 10)]);
+            for &p in by_program {
+                b.stack = Some(if p { own } else { loader });
+                b.stat("/app/node_modules/x/package.json", Ok(file(7, 100, 1)));
+            }
+            b.findings("repeated-lookup")
+        };
+        assert!(run(&[false, true]).is_empty());
+        assert_eq!(run(&[false, true, true])[0].redundant_calls, 1);
+        assert_eq!(
+            run(&[false, false])[0].redundant_calls,
+            1,
+            "the loader's repeat"
+        );
     }
 
     #[test]

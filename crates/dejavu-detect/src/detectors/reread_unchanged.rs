@@ -39,9 +39,11 @@ than their size (/proc, /sys and other generated files), files under /proc, /sys
 descriptors written to while open, and reads before --skip-startup. A directory listed again \
 and then removed (or renamed away) by the same process before its next use of the path is not \
 redundant: a recursive delete lists what it removes (Rust's remove_dir_all, shutil.rmtree after a \
-walk of the same tree). The program's first read of what the runtime read during its start-up \
-(before a language agent said start-up was over: CPython's import system listing sys.path, which \
-importlib.metadata lists again) is its own first read, not a reread.",
+walk of the same tree). The program's first read of what the runtime read is its own first read, \
+not a reread: during its start-up (before a language agent said start-up was over: CPython's import \
+system listing sys.path, which importlib.metadata lists again) or later in its import system or \
+module loader (a package's directory CPython listed to import from it, which pylint lists to find \
+its plugins; a package.json Node.js's loader read, which webpack reads again).",
     example: "def handle(req):\n    cfg = json.load(open('config.json'))   # the whole file, every \
 request, never changed",
     fix: "keep the parsed content in memory and re-read only on the invalidation points listed in \
@@ -103,8 +105,9 @@ impl Cycle {
 struct Last {
     version: Version,
     ident: Option<u64>,
-    /// When the cycle began.
+    /// When the cycle began, and its first call's stack.
     ts: u64,
+    stack: Option<dejavu_trace::StackId>,
 }
 
 #[derive(Default)]
@@ -237,12 +240,14 @@ impl RereadUnchanged {
         let Some(ps) = self.procs.get_mut(&pid) else {
             return;
         };
+        let stack = c.members.iter().find_map(|m| m.stack);
         let prev = ps.last.insert(
             c.path,
             Last {
                 version: c.version,
                 ident: c.ident,
                 ts: c.ts,
+                stack,
             },
         );
         if !cx.config.counts(c.ts) {
@@ -251,8 +256,9 @@ impl RereadUnchanged {
         let t = self.tallies.get(image, c.path);
         t.calls += c.calls;
         match prev {
-            // The program's first read of what the runtime's start-up read.
-            Some(p) if cx.first_after_startup(image, p.ts, c.ts) => {}
+            // The program's first read of what the runtime read (its start-up, its
+            // import system or module loader).
+            Some(p) if cx.first_after_runtime(image, c.path, (p.ts, p.stack), (c.ts, stack)) => {}
             Some(p) if p.version == c.version && p.ident == c.ident => {
                 let held = Held {
                     image,
@@ -512,7 +518,7 @@ impl Detector for RereadUnchanged {
 #[cfg(test)]
 mod tests {
     use crate::testkit::{dir, file, TraceBuilder};
-    use dejavu_trace::{ev, Sys};
+    use dejavu_trace::{ev, FrameKind, Sys};
 
     const CFG: &str = "/srv/app/config.json";
 
@@ -569,6 +575,31 @@ mod tests {
         read_config(&mut b, file(7, 120, 1));
         b.ready();
         assert_eq!(b.findings("reread-unchanged").len(), 1);
+    }
+
+    #[test]
+    fn the_programs_first_read_of_what_the_import_system_read_is_not_redundant() {
+        // After start-up: CPython's import system (no frame the agent names: the
+        // interpreter's own C code) reads a file, then the program's line reads it. The
+        // program could not have kept the import system's read: its first. A second read
+        // from the program's line is a reread; the import system's own repeat stays one.
+        let run = |reads: &[bool]| {
+            let mut b = TraceBuilder::new();
+            b.exec("/usr/bin/python3.11", &["python3", "/app/lint.py"]);
+            b.ready();
+            let runtime = b.native_stack(&[("_posix_listdir", "/usr/bin/python3.11")]);
+            let own = b.stack(&[(FrameKind::Python, "register_plugins", "/app/lint.py", 172)]);
+            for &by_program in reads {
+                b.stack = Some(if by_program { own } else { runtime });
+                read_config(&mut b, file(7, 120, 1));
+            }
+            b.findings("reread-unchanged")
+        };
+        assert!(run(&[false, true]).is_empty());
+        let f = run(&[false, true, true]);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].redundant_calls, 5, "the program's second read");
+        assert_eq!(run(&[false, false]).len(), 1, "the import system's reread");
     }
 
     #[test]

@@ -206,6 +206,7 @@ struct Entry {
     stat: Option<StatId>,
     snap: u64,
     filled_ts: u64,
+    filled_stack: Option<dejavu_trace::StackId>,
     filled_seq: u64,
 }
 
@@ -856,13 +857,18 @@ fn lookup<Q: Copy + Eq + std::hash::Hash>(
     let key = (image, path, q);
     let answer = crate::detectors::lookup::answer(s);
     let snap = snapshot(inv, image, path, c.cx.replay, own);
-    // An entry the runtime's start-up filled (before the agent's ready mark) is not the
-    // program's to answer from: its first lookup after start-up fills its own (as
-    // repeated-lookup counts it).
+    // An entry the runtime filled (its start-up, before the agent's ready mark, or its
+    // import system or module loader later) is not the program's to answer from: its
+    // first lookup fills its own (as repeated-lookup counts it).
     let fresh = |e: &Entry| {
         e.snap == snap
             && ttl.is_none_or(|l| s.ts.saturating_sub(e.filled_ts) < l)
-            && !c.cx.first_after_startup(image, e.filled_ts, s.ts)
+            && !c.cx.first_after_runtime(
+                image,
+                path,
+                (e.filled_ts, e.filled_stack),
+                (s.ts, s.stack),
+            )
     };
     match map.get(&key).copied() {
         Some(e) if fresh(&e) => {
@@ -909,6 +915,7 @@ fn lookup<Q: Copy + Eq + std::hash::Hash>(
                         stat: s.stat,
                         snap,
                         filled_ts: s.ts,
+                        filled_stack: s.stack,
                         filled_seq: c.v.seq,
                     },
                 );

@@ -21,6 +21,8 @@ pub(super) struct Cycle {
     pub(super) image: u32,
     pub(super) seq: u64,
     pub(super) ts: u64,
+    /// The open's stack: whose read it was.
+    pub(super) stack: Option<dejavu_trace::StackId>,
     /// The path's version at the open: a change by anyone during the cycle makes it no
     /// read of one content.
     pub(super) version: dejavu_replay::Version,
@@ -39,6 +41,7 @@ pub(super) struct Kept {
     pub(super) ident: Option<u64>,
     pub(super) snap: u64,
     pub(super) filled_ts: u64,
+    pub(super) filled_stack: Option<dejavu_trace::StackId>,
     pub(super) filled_seq: u64,
 }
 
@@ -116,6 +119,7 @@ pub(super) fn content_step(
                 image: c.v.image,
                 seq: c.v.seq,
                 ts: s.ts,
+                stack: s.stack,
                 version: c.v.version,
                 ident,
                 size,
@@ -229,11 +233,17 @@ pub(super) fn finish_cycle(
     }
     let snap = snapshot(inv, cy.image, cy.path, c.cx.replay, own);
     let key = (cy.image, cy.path);
-    // (Content the runtime's start-up read is not the program's to keep: as for lookups.)
+    // (Content the runtime read, in its start-up or its import system, is not the
+    // program's to keep: as for lookups.)
     let fresh = |e: &Kept| {
         e.snap == snap
             && ttl.is_none_or(|l| cy.ts.saturating_sub(e.filled_ts) < l)
-            && !c.cx.first_after_startup(cy.image, e.filled_ts, cy.ts)
+            && !c.cx.first_after_runtime(
+                cy.image,
+                cy.path,
+                (e.filled_ts, e.filled_stack),
+                (cy.ts, cy.stack),
+            )
     };
     match k.kept.get(&key).copied() {
         Some(e) if fresh(&e) => {
@@ -278,6 +288,7 @@ pub(super) fn finish_cycle(
                     ident: cy.ident,
                     snap,
                     filled_ts: cy.ts,
+                    filled_stack: cy.stack,
                     filled_seq: cy.seq,
                 },
             );
