@@ -315,6 +315,13 @@ pub struct Finding {
     pub example: Option<String>,
     /// Where the calls come from, most redundant calls first (empty without stacks).
     pub callsites: Vec<Callsite>,
+    /// Where the calls they repeat were made (the first of each chain of repeats: what a
+    /// cache would have been filled by), when none of `callsites` made them: another line
+    /// read the file or asked the question first (Go's module index reads a source that
+    /// `cache.FileHash` then reads again). Each with the redundant calls that repeat it.
+    /// At most two; empty when the repeats' own sites made the first calls too.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub first_sites: Vec<Callsite>,
     /// The calls the finding's function makes each time it runs, when they repeat.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sequence: Option<Sequence>,

@@ -33,6 +33,9 @@ pub struct Tally {
     pub invalidated_by: Option<Sys>,
     /// Where the redundant calls came from.
     pub sites: Sites,
+    /// Where the calls they repeat came from: the first of each chain of repeats (the
+    /// call a cache would have been filled by), counted once per redundant call.
+    pub firsts: Sites,
 }
 
 /// Redundant calls by call stack: up to MAX_SITES distinct stacks per tally, the rest
@@ -152,6 +155,7 @@ impl Tally {
         self.invalidations += o.invalidations;
         self.invalidated_by = self.invalidated_by.or(o.invalidated_by);
         self.sites.merge(&o.sites);
+        self.firsts.merge(&o.firsts);
     }
 }
 
@@ -574,6 +578,18 @@ fn make(
     } else {
         cx.callsites(&t.sites, lead, t.redundant)
     };
+    // Where the repeated calls were first made, when no site of the repeats made them
+    // (one program's stacks: across programs, a site's label may name two places).
+    let first_sites = if programs.len() > 1 || t.firsts.iter().next().is_none() {
+        Vec::new()
+    } else {
+        let shown: Vec<String> = callsites.iter().map(|c| c.label()).collect();
+        cx.callsites(&t.firsts, lead, t.redundant)
+            .into_iter()
+            .filter(|c| !shown.contains(&c.label()))
+            .take(2)
+            .collect()
+    };
     let programs = if programs.len() > 1 {
         programs
     } else {
@@ -608,6 +624,7 @@ fn make(
         }),
         example: None,
         callsites,
+        first_sites,
         sequence: None,
         stream: None,
         also: Vec::new(),

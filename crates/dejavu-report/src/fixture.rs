@@ -77,6 +77,7 @@ fn finding(detector: &'static str, pid: u32, command: &str, paths: &[&str]) -> F
         cache: None,
         example: None,
         callsites: Vec::new(),
+        first_sites: Vec::new(),
         sequence: None,
         stream: None,
         also: Vec::new(),
@@ -319,6 +320,28 @@ pub fn analysis() -> Analysis {
     };
     findings[0].callsites[0].stack.insert(1, through.clone());
     findings[0].callsites[0].via = Some(through);
+    // Another line made the first stat, which the per-request ones repeat.
+    findings[0].first_sites.push(Callsite {
+        function: "boot".into(),
+        file: "/srv/app/server.js".into(),
+        line: 4,
+        column: 0,
+        module: String::new(),
+        addr: 0,
+        owner: Owner::Own,
+        redundant_calls: 1_000,
+        wasted_ns: 0,
+        share: 1.0,
+        stack: vec![CallFrame {
+            kind: "js",
+            function: "boot".into(),
+            file: "/srv/app/server.js".into(),
+            line: 4,
+            module: String::new(),
+            internal: false,
+        }],
+        via: None,
+    });
     // The same stat calls block the main thread: an aspect of the first finding, shown in
     // it (the engine lists such findings after the rows).
     let aspect = Finding {

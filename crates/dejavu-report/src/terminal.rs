@@ -562,6 +562,21 @@ impl<'a> Render<'a> {
                 );
             }
         }
+        // Where the calls the repeats repeat were made, when none of the sites above
+        // made them (the JSON's `first_sites`): the other line to look at.
+        for (n, c) in f.first_sites.iter().enumerate() {
+            let calls = format!(
+                "  (repeated by {} {})",
+                fmt_count(c.redundant_calls),
+                plural(c.redundant_calls, "call", "calls")
+            );
+            let loc = fit_site(c, room.saturating_sub(calls.len()));
+            field(
+                if n == 0 { "first:" } else { "" },
+                &format!("{loc}{calls}"),
+                &|s| st.dim(s),
+            );
+        }
         if let Some(q) = &f.sequence {
             field(
                 "loop:",

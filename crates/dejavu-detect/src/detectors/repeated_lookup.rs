@@ -58,6 +58,8 @@ struct Last {
     /// When it was asked, and from where.
     ts: u64,
     stack: Option<dejavu_trace::StackId>,
+    /// The stack of the chain's first lookup: what the repeats repeat.
+    first: Option<dejavu_trace::StackId>,
 }
 
 /// The last answer per question asked about one path: almost always one, kept inline.
@@ -74,6 +76,17 @@ struct Answers {
 impl Answers {
     /// Records the new answer; returns the previous one to the same question.
     #[inline]
+    /// The entry of `question`, just swapped in, learns what its chain began with.
+    fn set_first(&mut self, question: Question, first: Option<StackId>) {
+        let l = match &mut self.first {
+            Some(l) if l.question == question => Some(l),
+            _ => self.more.iter_mut().find(|l| l.question == question),
+        };
+        if let Some(l) = l {
+            l.first = first;
+        }
+    }
+
     fn swap(&mut self, new: Last) -> Option<Last> {
         match &mut self.first {
             None => {
@@ -111,12 +124,15 @@ struct Held {
     dur: u64,
     stack: Option<StackId>,
     component: bool,
+    /// The stack of the lookup this one repeats (its chain's first).
+    first: Option<StackId>,
 }
 
 impl RepeatedLookup {
     fn count(&mut self, path: PathKey, h: Held, cx: &Cx<'_>) {
         let (t, answers) = self.tallies.get_with(h.image, path);
         t.redundant(h.ts, h.dur, h.stack);
+        t.firsts.add(h.first, 1, 0);
         cx.mark(h.seq, h.dur, h.stack);
         answers.redundant += 1;
         answers.components += h.component as u64;
@@ -176,6 +192,7 @@ impl Detector for RepeatedLookup {
             stat: s.stat,
             ts: s.ts,
             stack: s.stack,
+            first: s.stack,
         });
         if !cx.config.counts(s.ts) {
             return;
@@ -186,6 +203,7 @@ impl Detector for RepeatedLookup {
             // import system or module loader).
             Some(p) if cx.first_after_runtime(v.image, path, (p.ts, p.stack), (s.ts, s.stack)) => {}
             Some(p) if p.version == v.version && p.answer == answer => {
+                answers.set_first(question, p.first);
                 let h = Held {
                     image: v.image,
                     seq: v.seq,
@@ -196,6 +214,7 @@ impl Detector for RepeatedLookup {
                         question,
                         Question::Readlink | Question::Stat { nofollow: true }
                     ),
+                    first: p.first,
                 };
                 self.held.entry(s.pid).or_default().insert(path, h);
             }
@@ -515,6 +534,29 @@ mod tests {
             1,
             "the loader's repeat"
         );
+    }
+
+    #[test]
+    fn a_repeat_asked_elsewhere_than_the_first_lookup_names_the_first_ones_line() {
+        let mut b = TraceBuilder::new();
+        b.exec("/usr/bin/node", &["node", "/app/server.js"]);
+        b.ready();
+        let boot = b.stack(&[(FrameKind::Js, "boot", "/app/server.js", 4)]);
+        let handler = b.stack(&[(FrameKind::Js, "handle", "/app/server.js", 12)]);
+        b.stack = Some(boot);
+        b.stat("/app/config.json", Ok(file(7, 100, 1)));
+        b.stack = Some(handler);
+        for _ in 0..3 {
+            b.stat("/app/config.json", Ok(file(7, 100, 1)));
+        }
+        let f = b.findings("repeated-lookup");
+        assert_eq!(f[0].callsites[0].function, "handle");
+        let first: Vec<(&str, u64)> = f[0]
+            .first_sites
+            .iter()
+            .map(|c| (c.function.as_str(), c.redundant_calls))
+            .collect();
+        assert_eq!(first, [("boot", 3)]);
     }
 
     #[test]

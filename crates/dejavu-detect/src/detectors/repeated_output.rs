@@ -951,6 +951,7 @@ impl Detector for RepeatedOutput {
                     cache: None,
                     example,
                     callsites: cx.callsites(&sites, image, redundant),
+                    first_sites: Vec::new(),
                     sequence: None,
                     stream: stream_name,
                     also: Vec::new(),

@@ -108,6 +108,8 @@ struct Last {
     /// When the cycle began, and its first call's stack.
     ts: u64,
     stack: Option<dejavu_trace::StackId>,
+    /// The stack of the chain's first read: what the repeats repeat.
+    first: Option<dejavu_trace::StackId>,
 }
 
 #[derive(Default)]
@@ -126,6 +128,8 @@ struct Held {
     ts: u64,
     members: Vec<Member>,
     verified: bool,
+    /// The stack of the read this one repeats (its chain's first).
+    first: Option<dejavu_trace::StackId>,
 }
 
 #[derive(Default)]
@@ -248,6 +252,7 @@ impl RereadUnchanged {
                 ident: c.ident,
                 ts: c.ts,
                 stack,
+                first: stack,
             },
         );
         if !cx.config.counts(c.ts) {
@@ -260,11 +265,15 @@ impl RereadUnchanged {
             // import system or module loader).
             Some(p) if cx.first_after_runtime(image, c.path, (p.ts, p.stack), (c.ts, stack)) => {}
             Some(p) if p.version == c.version && p.ident == c.ident => {
+                if let Some(l) = ps.last.get_mut(&c.path) {
+                    l.first = p.first;
+                }
                 let held = Held {
                     image,
                     ts: c.ts,
                     members: c.members,
                     verified: c.ident.is_some(),
+                    first: p.first,
                 };
                 if c.dir {
                     // Counted at the process's next use of the path, unless that removes it.
@@ -302,6 +311,7 @@ impl RereadUnchanged {
         }
         t.redundant(h.ts, ns, None);
         t.redundant += n - 1;
+        t.firsts.add(h.first, n, 0);
         for m in h.members.iter().filter(|m| m.removable) {
             cx.mark(m.call, m.dur, m.stack);
             t.sites.add(m.stack, 1, m.dur);
@@ -600,6 +610,38 @@ mod tests {
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].redundant_calls, 5, "the program's second read");
         assert_eq!(run(&[false, false]).len(), 1, "the import system's reread");
+    }
+
+    #[test]
+    fn a_reread_made_elsewhere_than_the_first_read_names_the_first_reads_line() {
+        // The module index reads the file first; FileHash reads it again, twice.
+        let run = |first_by_index: bool| {
+            let mut b = TraceBuilder::new();
+            b.exec("/usr/bin/python3.11", &["python3", "/app/build.py"]);
+            b.ready();
+            let index = b.stack(&[(FrameKind::Python, "get_file_info", "/app/index.py", 255)]);
+            let hash = b.stack(&[(FrameKind::Python, "file_hash", "/app/hash.py", 168)]);
+            b.stack = Some(if first_by_index { index } else { hash });
+            read_config(&mut b, file(7, 120, 1));
+            b.stack = Some(hash);
+            read_config(&mut b, file(7, 120, 1));
+            read_config(&mut b, file(7, 120, 1));
+            b.findings("reread-unchanged")
+        };
+        let f = run(true);
+        assert_eq!(f[0].callsites[0].function, "file_hash");
+        let first: Vec<(&str, u32, u64)> = f[0]
+            .first_sites
+            .iter()
+            .map(|c| (c.function.as_str(), c.line, c.redundant_calls))
+            .collect();
+        assert_eq!(
+            first,
+            [("get_file_info", 255, 10)],
+            "both rereads repeat it"
+        );
+        // The rereads' own line read it first: nothing more to say.
+        assert!(run(false)[0].first_sites.is_empty());
     }
 
     #[test]
