@@ -690,9 +690,13 @@ impl<'a> Render<'a> {
                 plural(x.shared_calls, "call", "calls"),
                 what,
                 if x.redundant_calls > x.shared_calls {
+                    // Its other calls have no row (it is shown here): the headline
+                    // counts them with this one.
+                    let more = x.redundant_calls - x.shared_calls;
                     format!(
-                        "; {} more in its own finding (--json: shown_in)",
-                        fmt_count(x.redundant_calls - x.shared_calls)
+                        "; and {} {} of its own, counted with this row (--json: shown_in)",
+                        fmt_count(more),
+                        plural(more, "call", "calls")
                     )
                 } else {
                     String::new()
@@ -1384,6 +1388,15 @@ mod tests {
         let all_shared = owner_totals(&a, owner);
         a.findings[host].also[0].shared_calls -= 2;
         assert_eq!(owner_totals(&a, owner), (all_shared.0, all_shared.1 + 2));
+        // The row says where those 2 went (the finding has no row of its own).
+        let text = render(&a, &opts())
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            text.contains("and 2 calls of its own, counted with this row"),
+            "{text}"
+        );
     }
 
     #[test]
