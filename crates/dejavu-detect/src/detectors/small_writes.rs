@@ -33,7 +33,8 @@ survive a crash, and a message repeated there is repeated-output's.",
     example: "for each field: os.write(fd, field)   // 40,000 writes of 12 bytes where one 64 KiB \
 write per batch would do",
     fix: "buffer the output: a BufWriter / fwrite with a real buffer / io.BufferedWriter instead of \
-unbuffered writes (python3 -u, os.write, setvbuf(_IONBF)), and flush once, not after every piece \
+unbuffered writes (python3 -u or PYTHONUNBUFFERED=1 in the environment: each print() then writes \
+its text and its newline apart; os.write, setvbuf(_IONBF)), and flush once, not after every piece \
 (print(..., flush=True), fflush per item); build the record in memory and write it once, or hand \
 the pieces to one writev; in Node.js, cork the stream or join the chunks",
     hazards: "Buffered output must be flushed on exit, on fatal signals and before the process waits \
