@@ -37,7 +37,10 @@ A lookup the runtime made is not one the program could have kept: its start-up's
 agent said start-up was over: Python's, before __main__ runs) and its module loader's or import \
 system's later on (Node.js's loader stats a package's files as it loads them, CPython's FileFinder \
 lists a package's directory as it imports from it). The program's first lookup of such a path is its \
-own first, not a repeat; the runtime's own repeats are counted, as the runtime's.",
+own first, not a repeat; the runtime's own repeats are counted, as the runtime's. A lookup of a \
+directory the process opened since its last lookup and still holds open is a check of what the open \
+reached, not a repeat: opening a directory can mount a file system on it (autofs), and gnulib's fts \
+(du, find) stats each directory again after opening it for that reason.",
     example: "for each request: fs.statSync('config.json')   // 10,000 stats, 1 distinct answer",
     fix: "cache the answer per path and drop it on the invalidation points in the hazards, or pass the \
 result along instead of asking again",
@@ -113,6 +116,11 @@ struct RepeatedLookup {
     /// path up again (counted) or removes it (not counted: a check before a delete, as
     /// Rust's remove_dir_all statx'es each directory it is about to remove).
     held: FxHashMap<u32, FxHashMap<PathKey, Held>>,
+    /// Directories each process holds open, by descriptor, and when each (process, path)
+    /// was last opened while still open: a lookup of a directory after the process opened
+    /// it is a check of what the open reached, not a repeat of a lookup before the open.
+    open_dirs: FxHashMap<(u32, i32), PathKey>,
+    opened_at: FxHashMap<(u32, PathKey), (i32, u64)>,
 }
 
 /// A redundant lookup held back (see `RepeatedLookup::held`).
@@ -150,6 +158,33 @@ impl RepeatedLookup {
         }
     }
 
+    /// A successful open of a directory: held open from now on.
+    fn opened(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        const O_DIRECTORY: u64 = 0o200000;
+        let (Some(path), Ok(fd)) = (v.path, i32::try_from(s.ret)) else {
+            return;
+        };
+        if fd < 0 {
+            return;
+        }
+        let dir = match s.stat {
+            Some(st) => {
+                cx.stat(st).mode & dejavu_trace::mode::S_IFMT == dejavu_trace::mode::S_IFDIR
+            }
+            None => s.flags & O_DIRECTORY != 0,
+        };
+        // A new file at that number: the old directory's entry goes.
+        if let Some(old) = self.open_dirs.remove(&(s.pid, fd)) {
+            if self.opened_at.get(&(s.pid, old)).is_some_and(|o| o.0 == fd) {
+                self.opened_at.remove(&(s.pid, old));
+            }
+        }
+        if dir {
+            self.open_dirs.insert((s.pid, fd), path);
+            self.opened_at.insert((s.pid, path), (fd, s.ts));
+        }
+    }
+
     /// Takes what `pid` holds for `path`.
     fn take(&mut self, pid: u32, path: PathKey) -> Option<Held> {
         self.held.get_mut(&pid)?.remove(&path)
@@ -158,13 +193,33 @@ impl RepeatedLookup {
 
 impl Detector for RepeatedLookup {
     fn wants(&self, sys: Sys) -> bool {
-        (is_lookup_call(sys) && !matches!(sys, Sys::Open | Sys::Openat | Sys::Openat2))
-            || removes_path(sys)
+        is_lookup_call(sys) || removes_path(sys) || sys == Sys::Close
     }
 
     fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
         if s.ev & ev::UNFINISHED != 0 {
             return;
+        }
+        match s.sys {
+            Sys::Open | Sys::Openat | Sys::Openat2 => {
+                self.opened(s, v, cx);
+                return;
+            }
+            Sys::Close => {
+                if let Some(fd) = s.fd {
+                    if let Some(path) = self.open_dirs.remove(&(s.pid, fd)) {
+                        if self
+                            .opened_at
+                            .get(&(s.pid, path))
+                            .is_some_and(|o| o.0 == fd)
+                        {
+                            self.opened_at.remove(&(s.pid, path));
+                        }
+                    }
+                }
+                return;
+            }
+            _ => {}
         }
         if removes_path(s.sys) {
             // The path removed (or moved away): its last lookup was a check before it.
@@ -202,6 +257,14 @@ impl Detector for RepeatedLookup {
             // The program's first lookup of what the runtime looked up (its start-up, its
             // import system or module loader).
             Some(p) if cx.first_after_runtime(v.image, path, (p.ts, p.stack), (s.ts, s.stack)) => {}
+            // The process opened the directory since, and holds it open: this looks at what
+            // the open reached (gnulib's fts in du and find stats each directory again
+            // after opening it, as the open may have mounted a file system there).
+            Some(p)
+                if self
+                    .opened_at
+                    .get(&(s.pid, path))
+                    .is_some_and(|&(_, at)| at > p.ts) => {}
             Some(p) if p.version == v.version && p.answer == answer => {
                 answers.set_first(question, p.first);
                 let h = Held {
@@ -557,6 +620,29 @@ mod tests {
             .map(|c| (c.function.as_str(), c.redundant_calls))
             .collect();
         assert_eq!(first, [("boot", 3)]);
+    }
+
+    #[test]
+    fn a_lookup_of_a_directory_the_process_opened_and_holds_open_is_a_check_of_the_open() {
+        const O_DIRECTORY: u64 = 0o200000;
+        // gnulib's fts (du, find): lstat, open, fstat, lstat again while open.
+        let mut b = TraceBuilder::new();
+        for i in 0..20 {
+            let d = format!("/w/d{i}");
+            b.stat(&d, Ok(crate::testkit::dir(i + 10)));
+            b.open(&d, O_DIRECTORY, 3, Some(crate::testkit::dir(i + 10)));
+            b.stat(&d, Ok(crate::testkit::dir(i + 10)));
+            b.close(3, &d);
+        }
+        assert!(b.findings("repeated-lookup").is_empty());
+        // A loop that stats, lists and closes a directory each turn: its stats repeat.
+        let mut b = TraceBuilder::new();
+        for _ in 0..20 {
+            b.stat("/w/spool", Ok(crate::testkit::dir(5)));
+            b.open("/w/spool", O_DIRECTORY, 3, Some(crate::testkit::dir(5)));
+            b.close(3, "/w/spool");
+        }
+        assert_eq!(b.findings("repeated-lookup")[0].redundant_calls, 19);
     }
 
     #[test]
