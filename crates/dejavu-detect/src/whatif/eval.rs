@@ -767,6 +767,7 @@ fn step(
             if calls.read {
                 content_step(p, content, t, c, (*invalidate, *ttl), changes, own);
             }
+            content.follow_dirs(s, c.v, c.cx);
             let Some(q) = question(s) else { return };
             let asked = match q {
                 Question::Stat { .. } => calls.stat,
@@ -778,7 +779,17 @@ fn step(
                 return;
             }
             let path = c.path().unwrap_or(PathKey(0));
-            lookup(c, t, map, (path, q), *invalidate, *ttl, false, changes, own);
+            let opened = content.opened_since(s.pid, path);
+            lookup(
+                c,
+                t,
+                map,
+                (path, q),
+                (*invalidate, *ttl, opened),
+                false,
+                changes,
+                own,
+            );
         }
         (Kind::NegativeCache { invalidate, ttl }, State::Negative(map)) => {
             let Some(q) = ask(s) else { return };
@@ -786,7 +797,16 @@ fn step(
                 return;
             }
             let path = c.path().unwrap_or(PathKey(0));
-            lookup(c, t, map, (path, q), *invalidate, *ttl, true, changes, own);
+            lookup(
+                c,
+                t,
+                map,
+                (path, q),
+                (*invalidate, *ttl, None),
+                true,
+                changes,
+                own,
+            );
         }
         (Kind::KeepOpen { flush }, State::KeepOpen(k)) => keep_open(p, *flush, k, t, c, changes),
         (Kind::EnsureDirOnce, State::EnsureDir(e)) => ensure_dir(p, e, t, c, changes),
@@ -846,8 +866,7 @@ fn lookup<Q: Copy + Eq + std::hash::Hash>(
     t: &mut Tally,
     map: &mut FxHashMap<(u32, PathKey, Q), Entry>,
     (path, q): (PathKey, Q),
-    inv: Invalidate,
-    ttl: Option<u64>,
+    (inv, ttl, opened): (Invalidate, Option<u64>, Option<u64>),
     negative: bool,
     changes: &Changes,
     own: &Own,
@@ -869,6 +888,9 @@ fn lookup<Q: Copy + Eq + std::hash::Hash>(
                 (e.filled_ts, e.filled_stack),
                 (s.ts, s.stack),
             )
+            // The process opened the directory since, and holds it open: the lookup checks
+            // what the open reached (an automount), as repeated-lookup judges it.
+            && opened.is_none_or(|at| at <= e.filled_ts)
     };
     match map.get(&key).copied() {
         Some(e) if fresh(&e) => {

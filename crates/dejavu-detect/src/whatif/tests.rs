@@ -1265,3 +1265,22 @@ fn a_repeated_exec_findings_own_fix_removes_the_later_runs_and_every_call_they_m
     seen.sort_unstable();
     assert_eq!(seen, ["probes", "runs"]);
 }
+
+#[test]
+fn a_stat_cache_does_not_serve_a_directorys_stat_made_while_it_is_open() {
+    // gnulib's fts (du, find): lstat, open, lstat again while open (an automount check),
+    // close; each directory's second stat is not one a cache serves, as repeated-lookup
+    // does not count it. A stat after the close is.
+    const O_DIRECTORY: u64 = 0o200000;
+    let mut b = TraceBuilder::new();
+    for i in 0..4 {
+        let d = format!("/w/d{i}");
+        b.stat(&d, Ok(dir(i + 10)));
+        b.open(&d, O_DIRECTORY, 3, Some(dir(i + 10)));
+        b.stat(&d, Ok(dir(i + 10)));
+        b.close(3, &d);
+        b.stat(&d, Ok(dir(i + 10)));
+    }
+    let o = &run(b, cache("stat:/w/**"))[0];
+    assert_eq!((o.calls_before, o.calls_after, o.removed_calls), (12, 8, 4));
+}
