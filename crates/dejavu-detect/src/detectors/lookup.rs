@@ -158,3 +158,56 @@ pub fn is_plumbing(s: &Syscall, v: &dejavu_replay::View, cx: &crate::Cx<'_>) -> 
     };
     !matches!(kind, FdKind::File | FdKind::Dir)
 }
+
+/// The directories each process holds open, to tell a lookup that checks what an open
+/// reached from a repeat: opening a directory can mount a file system on it (autofs), and
+/// gnulib's fts (du, find) stats each directory again after opening it for that reason.
+/// repeated-lookup does not count such a lookup, and whatif's stat cache does not serve it.
+#[derive(Default)]
+pub(crate) struct OpenDirs {
+    /// By (process, descriptor).
+    by_fd: rustc_hash::FxHashMap<(u32, i32), dejavu_replay::PathKey>,
+    /// When each (process, path) was last opened, while still open (and by which
+    /// descriptor).
+    opened_at: rustc_hash::FxHashMap<(u32, dejavu_replay::PathKey), (i32, u64)>,
+}
+
+impl OpenDirs {
+    /// Follows what `s` opens (a directory: held from now on) and closes.
+    pub(crate) fn follow(&mut self, s: &Syscall, v: &dejavu_replay::View, cx: &crate::Cx<'_>) {
+        const O_DIRECTORY: u64 = 0o200000;
+        let fd = match s.sys {
+            Sys::Open | Sys::Openat | Sys::Openat2 if s.ret >= 0 => s.ret as i32,
+            Sys::Close => match s.fd {
+                Some(fd) => fd,
+                None => return,
+            },
+            _ => return,
+        };
+        // Closed, or a new file at that number: the old directory's entry goes.
+        if let Some(old) = self.by_fd.remove(&(s.pid, fd)) {
+            if self.opened_at.get(&(s.pid, old)).is_some_and(|o| o.0 == fd) {
+                self.opened_at.remove(&(s.pid, old));
+            }
+        }
+        if s.sys == Sys::Close {
+            return;
+        }
+        let Some(path) = v.path else { return };
+        let dir = match s.stat {
+            Some(st) => {
+                cx.stat(st).mode & dejavu_trace::mode::S_IFMT == dejavu_trace::mode::S_IFDIR
+            }
+            None => s.flags & O_DIRECTORY != 0,
+        };
+        if dir {
+            self.by_fd.insert((s.pid, fd), path);
+            self.opened_at.insert((s.pid, path), (fd, s.ts));
+        }
+    }
+
+    /// When process `pid` opened directory `path`, if it holds it open.
+    pub(crate) fn opened_since(&self, pid: u32, path: dejavu_replay::PathKey) -> Option<u64> {
+        self.opened_at.get(&(pid, path)).map(|o| o.1)
+    }
+}

@@ -2,7 +2,9 @@
 //! same answer, by the same process: what a perfect cache with exact invalidation would
 //! have answered from memory.
 
-use super::lookup::{answer, dir_times_only, is_lookup_call, is_negative, question, Question};
+use super::lookup::{
+    answer, dir_times_only, is_lookup_call, is_negative, question, OpenDirs, Question,
+};
 use crate::group::{cache_hazards, Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
 use dejavu_replay::PathKey;
@@ -116,11 +118,9 @@ struct RepeatedLookup {
     /// path up again (counted) or removes it (not counted: a check before a delete, as
     /// Rust's remove_dir_all statx'es each directory it is about to remove).
     held: FxHashMap<u32, FxHashMap<PathKey, Held>>,
-    /// Directories each process holds open, by descriptor, and when each (process, path)
-    /// was last opened while still open: a lookup of a directory after the process opened
-    /// it is a check of what the open reached, not a repeat of a lookup before the open.
-    open_dirs: FxHashMap<(u32, i32), PathKey>,
-    opened_at: FxHashMap<(u32, PathKey), (i32, u64)>,
+    /// Directories each process holds open: a lookup of one opened since its last lookup
+    /// checks what the open reached, not a repeat.
+    open_dirs: OpenDirs,
 }
 
 /// A redundant lookup held back (see `RepeatedLookup::held`).
@@ -158,33 +158,6 @@ impl RepeatedLookup {
         }
     }
 
-    /// A successful open of a directory: held open from now on.
-    fn opened(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
-        const O_DIRECTORY: u64 = 0o200000;
-        let (Some(path), Ok(fd)) = (v.path, i32::try_from(s.ret)) else {
-            return;
-        };
-        if fd < 0 {
-            return;
-        }
-        let dir = match s.stat {
-            Some(st) => {
-                cx.stat(st).mode & dejavu_trace::mode::S_IFMT == dejavu_trace::mode::S_IFDIR
-            }
-            None => s.flags & O_DIRECTORY != 0,
-        };
-        // A new file at that number: the old directory's entry goes.
-        if let Some(old) = self.open_dirs.remove(&(s.pid, fd)) {
-            if self.opened_at.get(&(s.pid, old)).is_some_and(|o| o.0 == fd) {
-                self.opened_at.remove(&(s.pid, old));
-            }
-        }
-        if dir {
-            self.open_dirs.insert((s.pid, fd), path);
-            self.opened_at.insert((s.pid, path), (fd, s.ts));
-        }
-    }
-
     /// Takes what `pid` holds for `path`.
     fn take(&mut self, pid: u32, path: PathKey) -> Option<Held> {
         self.held.get_mut(&pid)?.remove(&path)
@@ -200,26 +173,9 @@ impl Detector for RepeatedLookup {
         if s.ev & ev::UNFINISHED != 0 {
             return;
         }
-        match s.sys {
-            Sys::Open | Sys::Openat | Sys::Openat2 => {
-                self.opened(s, v, cx);
-                return;
-            }
-            Sys::Close => {
-                if let Some(fd) = s.fd {
-                    if let Some(path) = self.open_dirs.remove(&(s.pid, fd)) {
-                        if self
-                            .opened_at
-                            .get(&(s.pid, path))
-                            .is_some_and(|o| o.0 == fd)
-                        {
-                            self.opened_at.remove(&(s.pid, path));
-                        }
-                    }
-                }
-                return;
-            }
-            _ => {}
+        if matches!(s.sys, Sys::Open | Sys::Openat | Sys::Openat2 | Sys::Close) {
+            self.open_dirs.follow(s, v, cx);
+            return;
         }
         if removes_path(s.sys) {
             // The path removed (or moved away): its last lookup was a check before it.
@@ -262,9 +218,9 @@ impl Detector for RepeatedLookup {
             // after opening it, as the open may have mounted a file system there).
             Some(p)
                 if self
-                    .opened_at
-                    .get(&(s.pid, path))
-                    .is_some_and(|&(_, at)| at > p.ts) => {}
+                    .open_dirs
+                    .opened_since(s.pid, path)
+                    .is_some_and(|at| at > p.ts) => {}
             Some(p) if p.version == v.version && p.answer == answer => {
                 answers.set_first(question, p.first);
                 let h = Held {

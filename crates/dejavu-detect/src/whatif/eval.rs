@@ -767,7 +767,7 @@ fn step(
             if calls.read {
                 content_step(p, content, t, c, (*invalidate, *ttl), changes, own);
             }
-            content.follow_dirs(s, c.v, c.cx);
+            content.open_dirs.follow(s, c.v, c.cx);
             let Some(q) = question(s) else { return };
             let asked = match q {
                 Question::Stat { .. } => calls.stat,
@@ -779,7 +779,7 @@ fn step(
                 return;
             }
             let path = c.path().unwrap_or(PathKey(0));
-            let opened = content.opened_since(s.pid, path);
+            let opened = content.open_dirs.opened_since(s.pid, path);
             lookup(
                 c,
                 t,

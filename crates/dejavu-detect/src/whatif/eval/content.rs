@@ -10,52 +10,12 @@ use super::*;
 pub(super) struct Content {
     /// Cycles under way, by (pid, descriptor).
     pub(super) cycles: FxHashMap<(u32, i32), Cycle>,
-    /// Directories each process holds open, by descriptor, and when each (process, path)
-    /// was last opened while still open: a lookup after that open checks what the open
-    /// reached, which a cache of the answer before it does not serve (as repeated-lookup
-    /// does not count it).
-    pub(super) open_dirs: FxHashMap<(u32, i32), PathKey>,
-    pub(super) opened_at: FxHashMap<(u32, PathKey), (i32, u64)>,
+    /// The directories each process holds open: a lookup after such an open checks what
+    /// the open reached, which a cache of the answer before it does not serve (as
+    /// repeated-lookup does not count it).
+    pub(super) open_dirs: crate::detectors::lookup::OpenDirs,
     /// The content kept, by (image, path).
     pub(super) kept: FxHashMap<(u32, PathKey), Kept>,
-}
-
-impl Content {
-    /// Follows the directories `s` opens and closes (for `opened_since`).
-    pub(super) fn follow_dirs(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
-        let fd = match s.sys {
-            Sys::Open | Sys::Openat | Sys::Openat2 if s.ret >= 0 => s.ret as i32,
-            Sys::Close => match s.fd {
-                Some(fd) => fd,
-                None => return,
-            },
-            _ => return,
-        };
-        if let Some(old) = self.open_dirs.remove(&(s.pid, fd)) {
-            if self.opened_at.get(&(s.pid, old)).is_some_and(|o| o.0 == fd) {
-                self.opened_at.remove(&(s.pid, old));
-            }
-        }
-        if s.sys == Sys::Close {
-            return;
-        }
-        let Some(path) = v.path else { return };
-        let dir = match s.stat {
-            Some(st) => {
-                cx.stat(st).mode & dejavu_trace::mode::S_IFMT == dejavu_trace::mode::S_IFDIR
-            }
-            None => s.flags & O_DIRECTORY != 0,
-        };
-        if dir {
-            self.open_dirs.insert((s.pid, fd), path);
-            self.opened_at.insert((s.pid, path), (fd, s.ts));
-        }
-    }
-
-    /// When process `pid` opened directory `path`, if it holds it open.
-    pub(super) fn opened_since(&self, pid: u32, path: PathKey) -> Option<u64> {
-        self.opened_at.get(&(pid, path)).map(|o| o.1)
-    }
 }
 
 pub(super) struct Cycle {
