@@ -181,6 +181,48 @@ fn is_interpreter_module(module: &[u8]) -> bool {
     .any(|p| b.starts_with(p))
 }
 
+/// The native libraries a JDK ships in its `lib/` (and `lib/server/`): the JVM itself
+/// (libjvm), its launcher's (libjli), and the native half of the Java class library
+/// (libjava's FileInputStream and File, libnio's Files, libzip, libnet ...). Named as
+/// shipped, without a version: another project's `libzip.so.4` is not one of them.
+const JDK_LIBS: &[&[u8]] = &[
+    b"libjvm.so",
+    b"libjli.so",
+    b"libjava.so",
+    b"libnio.so",
+    b"libnet.so",
+    b"libzip.so",
+    b"libverify.so",
+    b"libjimage.so",
+    b"libextnet.so",
+    b"libmanagement.so",
+    b"libmanagement_ext.so",
+    b"libprefs.so",
+    b"libjsig.so",
+    b"libinstrument.so",
+    b"libattach.so",
+    b"libsyslookup.so",
+    b"libj2pkcs11.so",
+    b"libjaas.so",
+    b"librmi.so",
+    b"libsctp.so",
+    b"libdt_socket.so",
+    b"libjdwp.so",
+];
+
+/// Whether a native module is a JDK's own code: one of [`JDK_LIBS`], or any file of a JDK
+/// installed where Linux distributions put them (`/usr/lib/jvm/`: its `bin/java`).
+fn is_jvm_module(module: &[u8]) -> bool {
+    contains(module, b"/lib/jvm/") || JDK_LIBS.contains(&base(module))
+}
+
+/// Whether a path is a JDK's own file: its home where Linux distributions put JDKs
+/// (`/usr/lib/jvm/...`: `lib/modules`, the class library's image, `jvm.cfg`,
+/// `conf/security/java.security`) or Debian's `/etc/java-17-openjdk/` its `conf/` links to.
+fn is_jvm_path(path: &[u8]) -> bool {
+    contains(path, b"/lib/jvm/") || path.starts_with(b"/etc/java-")
+}
+
 /// Whether a function of CPython (python, libpython) is its import system's C part, which
 /// runs the import machinery of `importlib._bootstrap`: `PyImport_ImportModuleLevelObject`
 /// and the other `PyImport_Import*`, `import_find_and_load`, `builtin___import__`, the
@@ -354,6 +396,13 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
             }
             if contains(file, b"/rustc/") {
                 return Class::Plumbing;
+            }
+            // A JDK's native code in a JVM: the runtime's, as libpython's is a script's. The
+            // Java code that called it is not on the stack (dejavu has no JVM agent, and
+            // the JIT's frames cannot be unwound), so the call names no line, rather than
+            // libjava's `handleRead` as the line of a dependency or of the program.
+            if prog.runtime == Runtime::Jvm && is_jvm_module(module) {
+                return Class::Interpreter;
             }
             // python, libpython, node, ...: asked once, for the three tests below.
             let interpreter = is_interpreter_module(module);
@@ -718,6 +767,13 @@ pub fn owner_by_path(
                 return Owner::Runtime;
             }
         }
+        Runtime::Jvm => {
+            // The JDK reading its own files (its class library's image, its configuration):
+            // the runtime's start-up, whatever the Java program does.
+            if is_jvm_path(path) {
+                return Owner::Runtime;
+            }
+        }
         Runtime::Native if prog.dependency_build => return Owner::Dependency,
         Runtime::Shell | Runtime::Native => {}
     }
@@ -970,6 +1026,24 @@ mod tests {
         assert_eq!(
             module_class(b"/usr/lib/jvm/java-17/lib/server/libjvm.so", &java),
             Class::Dependency
+        );
+        // (classify never asks module_class about a JDK's code in a JVM: it is the
+        // runtime's, tests/findings.rs `a_java_programs_reread_is_its_own...`.)
+        assert!(is_jvm_module(b"/usr/lib/jvm/java-17/lib/server/libjvm.so"));
+        assert!(is_jvm_module(b"/opt/java/openjdk/lib/libjava.so"));
+        assert!(!is_jvm_module(b"/usr/lib/x86_64-linux-gnu/libzip.so.4"));
+        // The JDK reading its own files is its start-up; the program's files are its own.
+        assert_eq!(java.runtime, Runtime::Jvm);
+        for jdk in [
+            &b"/usr/lib/jvm/java-17/lib/modules"[..],
+            b"/usr/lib/jvm/java-17/conf/security/java.security",
+            b"/etc/java-17-openjdk/security/java.security",
+        ] {
+            assert_eq!(owner_by_path(jdk, &java, false, false), Owner::Runtime);
+        }
+        assert_eq!(
+            owner_by_path(b"/srv/app/app.properties", &java, false, false),
+            Owner::Own
         );
         // An interpreter's lib/ holds extension modules: not a script's own.
         let py = Program::of(b"/venv/bin/python3", &[b"python3", b"/src/app.py"]);

@@ -517,6 +517,15 @@ impl<'a> Render<'a> {
                 }
             }
         }
+        if f.callsites.is_empty() && dejavu_detect::program::jvm_program(&f.program) {
+            // Not "no stacks": the calls had native stacks, of the JDK's code only.
+            field(
+                "at:",
+                "no line: dejavu has no agent for the JVM, and the Java code that made the calls \
+                 is not on their native stacks (they end in the JDK's native code)",
+                &|s| st.dim(s),
+            );
+        }
         if f.callsites.len() > limit {
             let more = f.callsites.len() - limit;
             field(

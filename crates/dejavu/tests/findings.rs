@@ -1171,3 +1171,77 @@ fn imports_made_from_c_are_the_runtimes_not_the_library_that_called_them() {
     require!("python3");
     loader_lookups_are_the_runtimes("python3", "c_import.py", "50", 100, 40);
 }
+
+/// A Java program that loads its properties file per request: the row is the program's
+/// own, and says why it names no line (dejavu has no JVM agent; the calls' native stacks
+/// end in the JDK's libjava, which is the runtime's, not a line of a dependency or of the
+/// program). Its clean twin, which loads the file once, has no such row.
+#[test]
+fn a_java_programs_reread_is_its_own_and_names_no_jdk_function() {
+    require!("javac");
+    require!("java");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let classes = work.join("classes");
+    run_ok(
+        Command::new("javac")
+            .arg("-d")
+            .arg(&classes)
+            .arg(fixture("java/ReadProps.java")),
+    );
+    let props = work.join("app.properties");
+    std::fs::write(&props, "limit=3\n").unwrap();
+    let cp = classes.to_str().unwrap();
+    let p = props.to_str().unwrap();
+    let dirty = record(
+        &work,
+        "dirty",
+        &["java", "-cp", cp, "ReadProps", p, "200", "dirty"],
+    );
+    let v = report_json(&dirty, &[]);
+    let all = findings(&v);
+    let row = all
+        .iter()
+        .find(|f| f["paths"][0] == p)
+        .unwrap_or_else(|| panic!("no finding on {p}: {all:#?}"));
+    assert_eq!(row["detector"], "reread-unchanged", "{row:#}");
+    assert_eq!(row["owner"], "own", "{row:#}");
+    assert_eq!(row["program"], "java");
+    assert!(
+        row["redundant_calls"].as_u64().unwrap() >= 199 * 3,
+        "{row:#}"
+    );
+    assert_eq!(
+        row["callsites"].as_array().map_or(0, Vec::len),
+        0,
+        "{row:#}"
+    );
+    // No finding names the JDK's native code as a line to change.
+    for f in &all {
+        for c in f["callsites"].as_array().into_iter().flatten() {
+            let m = c["module"].as_str().unwrap_or("");
+            assert!(
+                !m.ends_with("/libjava.so")
+                    && !m.ends_with("/libnio.so")
+                    && !m.ends_with("/libjvm.so"),
+                "a JDK function named as a site: {f:#}"
+            );
+        }
+    }
+    let text = report_text(&dirty, &[]);
+    assert!(
+        text.contains("no line: dejavu has no agent for the JVM"),
+        "{text}"
+    );
+    let clean = record(
+        &work,
+        "clean",
+        &["java", "-cp", cp, "ReadProps", p, "200", "clean"],
+    );
+    let v = report_json(&clean, &[]);
+    assert!(
+        !findings(&v).iter().any(|f| f["paths"][0] == p),
+        "{:#?}",
+        findings(&v)
+    );
+}
