@@ -41,7 +41,10 @@ linter's or grep -n's results, src/a.py:76:80: E501 ...) unless written exactly 
 time (a warning from one line: /app/x.py:42: DeprecationWarning: ...); lines written \
 before --skip-startup. Calls and redundant calls count line occurrences, not write calls; the \
 time counted is each write's duration shared among its lines by bytes. Only the recorded prefix \
-of each write is seen, so for writes longer than payload_bytes the counts are lower bounds. \
+of each write is seen, so for writes longer than payload_bytes the counts are lower bounds; \
+a line the prefix cuts after another line of the same write (a logger's batch) is not counted, \
+since where it is cut moves with the lines before it, while a write that is one long line is \
+cut at the same place each time and counts. \
 Findings on fd 0-2 name the stream and where it went: `stderr -> /var/log/app.log`, `stdout \
 (pipe)`, `stderr (terminal)` (JSON: stream).",
     example: "socket.on('message', m => { console.warn(`${new Date().toISOString()} bypassing \
@@ -387,6 +390,15 @@ impl Splitter {
                 Some(i) => (pos + i, pos + i + 1),
                 None => (data.len(), data.len()),
             };
+            if next == end && truncated && pos > 0 {
+                // The recorded prefix ends inside a line that an earlier line of the same
+                // write pushed there: where it is cut depends on that line's length, so
+                // its fragments are not one line, and each would be a line of its own
+                // (pino's batches of access-log lines: four rows of fragments of one
+                // line). A write that is one long line is cut at the same place each
+                // time: that fragment is kept, below.
+                break;
+            }
             let complete = next > end || truncated;
             let ns = share(s.dur, next - pos, total);
             if !complete {
@@ -1259,6 +1271,36 @@ mod tests {
         let f = b.findings("repeated-output");
         assert_eq!(f.len(), 1);
         assert!(f[0].hazards.iter().any(|h| h.contains("lower bounds")));
+    }
+
+    #[test]
+    fn a_line_cut_by_the_payload_prefix_after_another_line_is_not_a_line() {
+        // A logger's batch of lines, of which the recorded prefix keeps the first and a
+        // fragment of the second, cut at a place that moves with the first line's length:
+        // one repeated line, not one per fragment.
+        let mut b = TraceBuilder::new();
+        for i in 0..40 {
+            let first = format!(
+                "{{\"level\":30,\"msg\":\"request completed\",\"ms\":{}}}\n",
+                i * 37
+            );
+            let cut = 30 + i % 2;
+            let second = &"{\"level\":30,\"msg\":\"incoming request\",\"url\":\"/x\"}"[..cut];
+            b.call(Sys::Write, |c, b| {
+                c.fd = Some(3);
+                c.path = Some(b.s("/srv/app.log"));
+                c.ev = ev::PATH_FROM_FD | ev::PAYLOAD_TRUNCATED;
+                c.count = 4000;
+                c.ret = 4000;
+                c.payload = Some(b.s(&format!("{first}{second}")));
+            });
+        }
+        let f = b.findings("repeated-output");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        // The first line's 39 repeats; the fragments (two shapes, 20 each) are no lines.
+        assert_eq!(f[0].redundant_calls, 39, "{f:#?}");
+        let ex = f[0].example.clone().unwrap_or_default();
+        assert!(ex.contains("request completed"), "{ex}");
     }
 
     #[test]
