@@ -568,8 +568,9 @@ mod tests {
 
     #[test]
     fn a_site_that_led_to_the_calls_through_a_library_says_where_they_were_made() {
-        // manage.py's `execute_from_command_line(sys.argv)` line, through Django's runner,
-        // to unittest's test discovery, which stats the package directory again and again.
+        // A project's runtests.py line that starts Django's test runner, through it to
+        // unittest's test discovery, which stats the package directory again and again.
+        // (Not manage.py's `main`: that is the entry point django-admin writes, owner.rs.)
         let mut b = TraceBuilder::new();
         let st = b.stack(&[
             (Python, "isfile", "<frozen genericpath>", 30),
@@ -585,12 +586,12 @@ mod tests {
                 "/venv/lib/python3.11/site-packages/django/test/runner.py",
                 914,
             ),
-            (Python, "main", "/srv/site/manage.py", 18),
-            (Python, "<module>", "/srv/site/manage.py", 22),
+            (Python, "main", "/srv/site/runtests.py", 18),
+            (Python, "<module>", "/srv/site/runtests.py", 22),
         ]);
         let own = b.stack(&[
             (Python, "isfile", "<frozen genericpath>", 30),
-            (Python, "check", "/srv/site/manage.py", 9),
+            (Python, "check", "/srv/site/runtests.py", 9),
         ]);
         for (path, stack) in [("/srv/site/shop", st), ("/srv/site/x.cfg", own)] {
             for _ in 0..12 {

@@ -329,7 +329,6 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
                     || m == b"zipimport"
                     || m == b"runpy"
                     || m == b"site"
-                    || m == b"pkgutil"
                     || m == b"sitecustomize"
                 {
                     return Class::Loader;
@@ -345,6 +344,15 @@ pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
             // A console script pip wrote (venv/bin/black: `sys.exit(main())`): the entry
             // point, not code anyone wrote.
             if contains(file, b"/bin/") && !file.ends_with(b".py") && function == b"<module>" {
+                return Class::Plumbing;
+            }
+            // So is the manage.py `django-admin startproject` writes: its `main()` calls
+            // `execute_from_command_line(sys.argv)`, under which Django runs the command (a
+            // test run's discovery, argparse's and gettext's look-ups). Its line had been the
+            // site of every call the command made with no other frame of the project's, as
+            // the program's own. (The project's code under it, its tests, settings and
+            // apps, is still its own.)
+            if base(file) == b"manage.py" && (function == b"main" || function == b"<module>") {
                 return Class::Plumbing;
             }
             if contains(file, b"-packages/") {

@@ -528,6 +528,7 @@ impl Detector for RereadUnchanged {
 #[cfg(test)]
 mod tests {
     use crate::testkit::{dir, file, TraceBuilder};
+    use crate::Owner;
     use dejavu_trace::{ev, FrameKind, Sys};
 
     const CFG: &str = "/srv/app/config.json";
@@ -610,6 +611,53 @@ mod tests {
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].redundant_calls, 5, "the program's second read");
         assert_eq!(run(&[false, false]).len(), 1, "the import system's reread");
+    }
+
+    #[test]
+    fn djangos_manage_py_is_an_entry_point_and_pkgutil_a_library() {
+        // `python manage.py test`: Django's code under manage.py's main() (the template
+        // `django-admin startproject` writes) is a dependency's, named at Django's line,
+        // and so is a listing made in pkgutil for Django (its migrations, its
+        // templatetags), which is not the import system. The project's own code under
+        // the same main() is its own.
+        let run = |frames: &[(FrameKind, &str, &str, u32)]| {
+            let mut b = TraceBuilder::new();
+            b.exec("/venv/bin/python3.11", &["python3", "/p/manage.py", "test"]);
+            b.ready();
+            let s = b.stack(frames);
+            b.stack = Some(s);
+            for _ in 0..3 {
+                read_config(&mut b, file(7, 120, 1));
+            }
+            let f = b.findings("reread-unchanged");
+            assert_eq!(f.len(), 1, "{f:?}");
+            let c = f[0].callsites.first().map(|c| c.function.clone());
+            (f[0].owner, c)
+        };
+        const SP: &str = "/venv/lib/python3.11/site-packages";
+        let main = (FrameKind::Python, "main", "/p/manage.py", 18);
+        let module = (FrameKind::Python, "<module>", "/p/manage.py", 22);
+        let django = format!("{SP}/django/db/migrations/loader.py");
+        let load_disk = (FrameKind::Python, "load_disk", django.as_str(), 111);
+        assert_eq!(
+            run(&[load_disk, main, module]),
+            (Owner::Dependency, Some("load_disk".to_string()))
+        );
+        let iter_modules = (
+            FrameKind::Python,
+            "iter_modules",
+            "/usr/lib/python3.11/pkgutil.py",
+            130,
+        );
+        assert_eq!(
+            run(&[iter_modules, load_disk, main, module]),
+            (Owner::Dependency, Some("load_disk".to_string()))
+        );
+        let own = (FrameKind::Python, "setUp", "/p/shop/tests.py", 9);
+        assert_eq!(
+            run(&[load_disk, own, main, module]),
+            (Owner::Own, Some("setUp".to_string()))
+        );
     }
 
     #[test]
