@@ -261,8 +261,17 @@ fn is_node_loader(function: &[u8]) -> bool {
         || function.starts_with(b"node::modules::BindingData::")
 }
 
-/// What frame `f` is, in a process running `prog`.
+/// What frame `f` is, in a process running `prog`. In a dependency's program
+/// ([`Program::dependency_build`]: a fetched crate's build script, esbuild's executable in
+/// node_modules) the executable's own code is that dependency's, Go's and Rust's too.
 pub fn classify(f: &Frame, strings: &Strings, prog: &Program) -> Class {
+    match frame_class(f, strings, prog) {
+        Class::Own if prog.dependency_build && f.kind == FrameKind::Native => Class::Dependency,
+        c => c,
+    }
+}
+
+fn frame_class(f: &Frame, strings: &Strings, prog: &Program) -> Class {
     let get = |id: Option<dejavu_trace::StrId>| id.map_or(&[][..], |i| strings.get(i));
     let file = get(f.file);
     let function = get(f.function);

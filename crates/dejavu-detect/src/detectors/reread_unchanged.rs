@@ -614,6 +614,33 @@ mod tests {
     }
 
     #[test]
+    fn an_executable_a_package_installed_is_a_dependencys_code() {
+        // esbuild's Go executable in node_modules, which its JavaScript library runs: its
+        // code is esbuild's, not the program's. The same code in an executable of the
+        // project's own is its own.
+        let run = |exe: &str| {
+            let mut b = TraceBuilder::new();
+            b.exec(exe, &["esbuild", "--bundle"]);
+            let s = b.native_stack(&[(
+                "github.com/evanw/esbuild/internal/fs.(*realFS).ReadFile",
+                exe,
+            )]);
+            b.stack = Some(s);
+            for _ in 0..3 {
+                read_config(&mut b, file(7, 120, 1));
+            }
+            let f = b.findings("reread-unchanged");
+            assert_eq!(f.len(), 1, "{f:?}");
+            f[0].owner
+        };
+        assert_eq!(
+            run("/p/node_modules/@esbuild/linux-x64/bin/esbuild"),
+            Owner::Dependency
+        );
+        assert_eq!(run("/p/build/esbuild"), Owner::Own);
+    }
+
+    #[test]
     fn djangos_manage_py_is_an_entry_point_and_pkgutil_a_library() {
         // `python manage.py test`: Django's code under manage.py's main() (the template
         // `django-admin startproject` writes) is a dependency's, named at Django's line,
