@@ -32,7 +32,10 @@ open would have carried the same operations. Read cycles count only when one pro
 min_read_cycles of them on the path: a file read twice at start-up is not churn. A cycle that opened \
 a different file (other device or inode) than the previous cycle is not a repeat when no traced \
 process touched the path in between — another program replaced or rotated the file, and reopening \
-was needed; when the program itself replaced it (unlink, rename, recreate), the cycle still counts.",
+was needed; when the program itself replaced it (unlink, rename, recreate), the cycle still counts. \
+An exclusive create (O_CREAT|O_EXCL: a lock file such as git's config.lock, created, written and \
+renamed over config once per setting) is no cycle: each open makes a new file that no kept handle \
+could stand for.",
     example: "for each chat record: fs.appendFileSync('chats/session.jsonl', line)   // open + write + \
 close, 5,000 times\nfor each file copied: open('/dev/urandom'), read 6 bytes, close   // a temp-file \
 suffix, rsync -a",
@@ -73,6 +76,8 @@ and on a broken pipe, or the last records are lost.",
 
 const O_ACCMODE: u64 = 3;
 const O_TRUNC: u64 = 0o1000;
+const O_CREAT: u64 = 0o100;
+const O_EXCL: u64 = 0o200;
 
 /// What a cycle opened.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -237,6 +242,12 @@ impl OpenCloseChurn {
         let bytes = cx.replay.paths.bytes(path);
         let kind = FdKind::classify(bytes, st.as_ref());
         let opened = if s.flags & O_ACCMODE != 0 {
+            if s.flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL {
+                // An exclusive create: a lock file, or a new file that must not exist
+                // (git's `config.lock`, created, written, then renamed over `config`, once
+                // per setting). Each open makes a new file no kept handle could stand for.
+                return;
+            }
             match kind {
                 FdKind::File => Opened::Write,
                 _ => return,
@@ -707,6 +718,27 @@ mod tests {
             Some("9 of 10 open/close cycles repeated, 1.0 call in between on average (pwrite64)")
         );
         assert_eq!(f[0].first_ts, 4000, "the second open");
+    }
+
+    #[test]
+    fn a_lock_file_created_exclusively_per_update_is_no_churn() {
+        // git's config.lock per setting: open(O_WRONLY|O_CREAT|O_EXCL), write, close, then
+        // renamed over config. The same cycles without O_EXCL are churn.
+        let run = |flags: u64| {
+            let mut b = TraceBuilder::new();
+            for i in 0..10 {
+                b.open("/r/.git/config.lock", flags, 5, Some(file(100 + i, 0, 1)));
+                pwrite(&mut b, 5, "/r/.git/config.lock", 0);
+                b.close(5, "/r/.git/config.lock");
+                b.call(Sys::Rename, |c, b| {
+                    c.path = Some(b.s("/r/.git/config.lock"));
+                    c.path2 = Some(b.s("/r/.git/config"));
+                });
+            }
+            b.findings("open-close-churn").len()
+        };
+        assert_eq!(run(0o301), 0);
+        assert_eq!(run(0o101), 1);
     }
 
     #[test]
