@@ -473,7 +473,7 @@ impl<'a> Render<'a> {
         // Paths are single words to `wrap`: shorten each to fit a line of its own.
         let fit_paths = |ps: &[String]| {
             ps.iter()
-                .map(|p| fit_label(&sanitize(p), room.saturating_sub(1)))
+                .map(|p| fit_label(&path_text(p), room.saturating_sub(1)))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -637,7 +637,7 @@ impl<'a> Render<'a> {
                     .map(|p| {
                         format!(
                             "{} ({})",
-                            shorten_middle(&sanitize(&p.path), room.saturating_sub(12)),
+                            shorten_middle(&path_text(&p.path), room.saturating_sub(12)),
                             fmt_count(p.redundant_calls)
                         )
                     })
@@ -1171,8 +1171,18 @@ pub(crate) fn paths_label(f: &Finding) -> String {
     }
     match f.paths.as_slice() {
         [] => "-".to_string(),
-        [one] => sanitize(one),
-        [first, rest @ ..] => format!("{} (+{})", sanitize(first), rest.len()),
+        [one] => path_text(one),
+        [first, rest @ ..] => format!("{} (+{})", path_text(first), rest.len()),
+    }
+}
+
+/// A path as the report shows it: an empty one (`mkdir("")`, which fails with ENOENT) said
+/// so, not a blank cell.
+fn path_text(p: &str) -> String {
+    if p.is_empty() {
+        "\"\" (empty path)".to_string()
+    } else {
+        sanitize(p)
     }
 }
 
@@ -1308,6 +1318,22 @@ mod tests {
     #[test]
     fn snapshot_terminal() {
         insta::assert_snapshot!(render(&fixture::analysis(), &opts()));
+    }
+
+    #[test]
+    fn an_empty_path_is_said_not_left_blank() {
+        // cmake's 27 failed mkdir("") had shown an empty paths cell.
+        let mut a = fixture::analysis();
+        let f = a
+            .findings
+            .iter_mut()
+            .find(|f| f.stream.is_none())
+            .expect("a path finding");
+        f.paths = vec![String::new()];
+        let label = paths_label(f);
+        assert_eq!(label, "\"\" (empty path)");
+        let text = render(&a, &opts());
+        assert!(text.contains("\"\" (empty path)"), "{text}");
     }
 
     #[test]
