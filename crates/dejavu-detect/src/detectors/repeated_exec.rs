@@ -23,7 +23,10 @@ redundant, and the time counted for each is that program's traced syscall time (
 every call it made until it exec'd again or exited). (2) PATH probes: execve calls failing with \
 ENOENT or ENOTDIR in a process that then exec'd successfully are the search along PATH; per \
 starting process and probed path, every probe after the first is redundant (resolving the path \
-once avoids them), including a directory listed twice in PATH. Probes of a process whose execs all \
+once avoids them), including a directory listed twice in PATH. The starting process is the parent \
+of a fork that searches before its first exec (the parent's spawn), and the searching process \
+itself when it already runs a program (env in a `#!/usr/bin/env bash` shim looking for bash: \
+env's search, not the spawn of the program that ran the shim). Probes of a process whose execs all \
 failed (command not found) are not counted, nor execs before --skip-startup. Calls count execs or \
 probes; wasted time is the redundant ones'.",
     example: "for f in files: subprocess.run(['git', '--version'])   # 500 processes for one answer; \
@@ -217,12 +220,19 @@ impl RepeatedExec {
         call: Option<(u64, Option<StackId>)>,
         cx: &Cx<'_>,
     ) {
+        // A process that runs a program already (it exec'd before in the trace) and
+        // searches PATH for the next one searches for itself: `#!/usr/bin/env bash` in a
+        // version manager's shim looks for bash along PATH, which is env's search, not
+        // the spawn of the program that ran the shim (cmake's 231 failed execve of
+        // `*/bin/bash` had been its own row). A fork's search is its parent's spawn.
+        let searcher = self.imgs.contains_key(&pid);
         self.close_img(pid);
         let probes = self.pending.remove(&pid);
         if !cx.config.counts(ts) {
             return;
         }
         let parent = raw_parent(pid, cx);
+        let prober = if searcher { pid } else { parent };
         let hash = command_hash(cx.strings.get(exe), cx.strings.get(argv), &mut self.scratch);
         let next = self.groups.len() as u32;
         let gi = *self.by_key.entry((parent, hash)).or_insert(next);
@@ -261,7 +271,7 @@ impl RepeatedExec {
         self.first_group.entry(pid).or_insert(gi);
         for (path, call, stack, pts, dur) in probes.into_iter().flatten() {
             self.probes
-                .entry((parent, path))
+                .entry((prober, path))
                 .or_default()
                 .add(call, stack, pts, dur, gi);
         }
@@ -753,6 +763,44 @@ mod tests {
         assert_eq!(f[0].path_count, 2);
         assert_eq!(f[0].wasted_ns, 10 * 500);
         assert_eq!(f[0].example.as_deref(), Some("true"));
+    }
+
+    #[test]
+    fn a_programs_own_path_search_is_its_own_not_its_spawners() {
+        // The parent runs a shim (`#!/usr/bin/env bash`) per item: env, in the child,
+        // searches PATH for bash, failing in a directory listed twice. That search is
+        // env's, in each child: no finding of the parent's.
+        let mut b = TraceBuilder::new();
+        for i in 0..12u32 {
+            let child = 500 + i;
+            b.fork(child);
+            b.pid = child;
+            b.tid = child;
+            b.exec(
+                "/usr/bin/env",
+                &["/usr/bin/env", "bash", "/home/u/.pyenv/shims/python3"],
+            );
+            for p in ["/home/u/.cargo/bin/bash", "/home/u/.cargo/bin/bash"] {
+                b.call(Sys::Execve, |c, b| {
+                    c.path = Some(b.s(p));
+                    c.ret = -2;
+                });
+            }
+            b.exec("/usr/bin/bash", &["bash", "/home/u/.pyenv/shims/python3"]);
+            b.pid = 100;
+            b.tid = 100;
+        }
+        let f = b.findings("repeated-exec");
+        let search: Vec<_> = f
+            .iter()
+            .filter(|f| f.paths.iter().any(|p| p.contains(".cargo")))
+            .collect();
+        assert!(!search.is_empty(), "{f:#?}");
+        assert!(search.iter().all(|f| f.pid != 100), "{search:#?}");
+        // Per child, one probe of the two is redundant (the children's findings are one
+        // finding of env's); not 23, as when the parent's spawns counted them all.
+        let redundant: u64 = search.iter().map(|f| f.redundant_calls).sum();
+        assert_eq!(redundant, 12, "{search:#?}");
     }
 
     #[test]
