@@ -32,6 +32,22 @@ const SITE = 2;
 const ENTER = 3;
 const EXIT = 4;
 const ASYNC_BEGIN = 5;
+// ASYNC_BEGIN's kinds: what the queued call does on its path, so that dejavu gives a worker
+// thread's system call the site of a pending call of its kind (concurrent requests queue an
+// fs.stat and an fs.open of one file). ANY: any call (mkdir, rename, realpath ...).
+const ASYNC_ANY = 0;
+const ASYNC_STAT = 1;
+const ASYNC_OPEN = 2;
+/** @type {Map<string, number>} */
+const ASYNC_KIND = new Map(Object.entries({
+  stat: ASYNC_STAT, lstat: ASYNC_STAT, access: ASYNC_STAT, exists: ASYNC_STAT,
+  open: ASYNC_OPEN, readFile: ASYNC_OPEN, writeFile: ASYNC_OPEN, appendFile: ASYNC_OPEN,
+  readdir: ASYNC_OPEN, opendir: ASYNC_OPEN,
+}));
+/** @param {string} name an fs function's name */
+function asyncKind(name) {
+  return ASYNC_KIND.get(name) ?? ASYNC_ANY;
+}
 const ASYNC_END = 6;
 const DROPPED = 7;
 const MAIN_DONE = 8;
@@ -1084,8 +1100,9 @@ function wrapSync(o, first = FRAMES, repeats = false, stdioWrite = false) {
  * @param {Function} w the wrapper (frames above it are not the program's)
  * @param {string} spec
  * @param {IArguments | unknown[]} args
+ * @param {number} kind what it does on its paths (ASYNC_ANY, ASYNC_STAT, ASYNC_OPEN)
  */
-function asyncBegin(w, spec, args) {
+function asyncBegin(w, spec, args, kind) {
   try {
     const { paths, fd: fdv } = targetsOf(spec, args);
     if (paths.length === 0 && fdv < 0) return 0;
@@ -1095,12 +1112,13 @@ function asyncBegin(w, spec, args) {
     const req = nextReq();
     if (fdv >= 0) fdMessage(site, req, fdv);
     for (const p of paths) {
-      const at = begin(ASYNC_BEGIN, 25 + p.length);
+      const at = begin(ASYNC_BEGIN, 26 + p.length);
       u32(pid);
       u32(tid);
       u32(ns);
       u32(site);
       u32(req);
+      u8(kind);
       bytes(p);
       end(at);
     }
@@ -1132,8 +1150,9 @@ function asyncEnd(req) {
  * before the program's callback runs, with the same `this` and arguments).
  * @param {Function} o
  * @param {string} spec
+ * @param {number} kind ASYNC_BEGIN's kind (asyncKind)
  */
-function wrapCallback(o, spec) {
+function wrapCallback(o, spec, kind) {
   /** What the program calls (shaped). */
   let top = /** @type {Function} */ (o);
   let ours = 1;
@@ -1142,7 +1161,7 @@ function wrapCallback(o, spec) {
     if (new.target !== undefined) return ReflectConstruct(o, arguments, new.target);
     if (!on) return ReflectApply(o, this, arguments);
     const n = arguments.length;
-    const req = busy === 0 && n > 0 && typeof arguments[n - 1] === 'function' ? asyncBegin(top, spec, arguments) : 0;
+    const req = busy === 0 && n > 0 && typeof arguments[n - 1] === 'function' ? asyncBegin(top, spec, arguments, kind) : 0;
     if (req === 0) {
       // Nothing to report: the original, with the wrapper's frame accounted for.
       busy++;
@@ -1819,7 +1838,7 @@ function watchFileHandle() {
  */
 function openBegin(w, _self, args) {
   if (fileHandleState === 0) watchFileHandle();
-  const req = asyncBegin(w, 'p', args);
+  const req = asyncBegin(w, 'p', args, ASYNC_OPEN);
   if (req !== 0 && fileHandleState === 1) {
     if (opens.size > 4096) opens.clear();
     opens.set(req, lastSite);
@@ -2086,10 +2105,10 @@ function start() {
   const rp = /** @type {any} */ (fs.realpathSync);
   if (typeof rp === 'function') install(rp, 'native', (o) => wrapSync(o));
   for (const name of Object.keys(CALLBACK)) {
-    install(fs, name, (o) => wrapCallback(o, CALLBACK[name]));
+    install(fs, name, (o) => wrapCallback(o, CALLBACK[name], asyncKind(name)));
   }
   const rpc = /** @type {any} */ (fs.realpath);
-  if (typeof rpc === 'function') install(rpc, 'native', (o) => wrapCallback(o, 'p'));
+  if (typeof rpc === 'function') install(rpc, 'native', (o) => wrapCallback(o, 'p', ASYNC_ANY));
   install(fs, 'createReadStream', (o) => wrapCreateStream(o, false));
   install(fs, 'createWriteStream', (o) => wrapCreateStream(o, true));
   /** @type {any} */
@@ -2103,7 +2122,7 @@ function start() {
     for (const name of Object.keys(PROMISES)) {
       const spec = PROMISES[name];
       install(promises, name, (o) =>
-        wrapPromise(o, name, name === 'open' ? openBegin : (w, _self, args) => asyncBegin(w, spec, args)),
+        wrapPromise(o, name, name === 'open' ? openBegin : (w, _self, args) => asyncBegin(w, spec, args, asyncKind(name))),
       );
     }
   }

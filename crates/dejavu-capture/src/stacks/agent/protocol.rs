@@ -184,8 +184,47 @@ struct Pending {
     req: u32,
     tid: u32,
     site: u32,
+    /// What the call does on its path ([`ASYNC_ANY`], [`ASYNC_STAT`], [`ASYNC_OPEN`]).
+    kind: u8,
     path: Box<[u8]>,
     path_id: Option<StrId>,
+}
+
+/// ASYNC_BEGIN's kinds: what the queued call does on its path, so that a worker thread's
+/// system call is given the site of a pending call of its kind. Concurrent requests queue
+/// an `fs.stat` and an `fs.open` of one file: a path alone gave 58 of @fastify/send's 250
+/// opens the site of its `fs.stat`. Any call: `ASYNC_ANY` (mkdir, rename, realpath, ...).
+pub const ASYNC_ANY: u8 = 0;
+/// `fs.stat`, `fs.lstat`, `fs.access`, `fs.exists`: a stat-family call or an access check.
+pub const ASYNC_STAT: u8 = 1;
+/// `fs.open`, `fs.readFile`, `fs.writeFile`, `fs.appendFile`, `fs.readdir`, `fs.opendir`:
+/// an open of the path (what follows is on the descriptor).
+pub const ASYNC_OPEN: u8 = 2;
+
+/// Whether a system call is one a pending call of `kind` makes on its path: a stat's is
+/// a stat or an access check of the path; an open's, the open and the calls on the
+/// descriptor it made (`fs.readFile`'s fstat, reads and close, named by the descriptor's
+/// path).
+fn kind_fits(kind: u8, call: &CallRef) -> bool {
+    let Some(s) = call.sys else { return true };
+    let on_fd = call.fd.is_some_and(|fd| fd >= 0);
+    match kind {
+        ASYNC_STAT => {
+            !on_fd
+                && matches!(
+                    s,
+                    Sys::Stat
+                        | Sys::Lstat
+                        | Sys::Newfstatat
+                        | Sys::Statx
+                        | Sys::Access
+                        | Sys::Faccessat
+                        | Sys::Faccessat2
+                )
+        }
+        ASYNC_OPEN => on_fd || s.class() == dejavu_trace::SysClass::Open,
+        _ => true,
+    }
 }
 
 /// A thread's sticky paths (STICKY): the path as the agent sent it, until it is interned
@@ -400,6 +439,11 @@ impl State {
             }
             ASYNC_BEGIN => {
                 let (pid, tid, ns, site, req) = (r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?);
+                // A kind this build does not know: any call.
+                let kind = match r.u8()? {
+                    k @ (ASYNC_STAT | ASYNC_OPEN) => k,
+                    _ => ASYNC_ANY,
+                };
                 let path = r.bytes()?;
                 r.done()?;
                 if path.is_empty() {
@@ -414,6 +458,7 @@ impl State {
                     req,
                     tid,
                     site,
+                    kind,
                     path: path.into(),
                     path_id: None,
                 });
@@ -682,7 +727,8 @@ impl State {
     /// call's descriptor (FD: the oldest call queued on it, else the descriptor's own
     /// site); else the site a STICKY gave the thread for the call's path; else the oldest
     /// pending asynchronous call of the
-    /// process, issued by another thread, that names the call's path.
+    /// process, issued by another thread, that names the call's path and makes its kind of
+    /// call ([`ASYNC_STAT`], [`ASYNC_OPEN`]).
     pub fn lookup<W: Write>(
         &mut self,
         w: &mut TraceWriter<W>,
@@ -764,7 +810,7 @@ impl State {
         let list = self.pending.get_mut(&pid)?;
         let mut found = None;
         for p in list.iter_mut() {
-            if p.tid == tid {
+            if p.tid == tid || !kind_fits(p.kind, &call) {
                 continue;
             }
             let id = *p.path_id.get_or_insert_with(|| w.intern(&p.path));
@@ -913,7 +959,20 @@ pub mod encode {
     }
 
     pub fn async_begin(pid: u32, tid: u32, ns: u32, site: u32, req: u32, path: &str) -> Vec<u8> {
+        async_begin_kind(pid, tid, ns, site, req, super::ASYNC_ANY, path)
+    }
+
+    pub fn async_begin_kind(
+        pid: u32,
+        tid: u32,
+        ns: u32,
+        site: u32,
+        req: u32,
+        kind: u8,
+        path: &str,
+    ) -> Vec<u8> {
         let mut b = u32s(&[pid, tid, ns, site, req]);
+        b.push(kind);
         bytes(&mut b, path.as_bytes());
         msg(ASYNC_BEGIN, &b)
     }
@@ -1227,6 +1286,75 @@ mod tests {
         s.feed(&async_end(10, 10, 8), 0);
         assert_eq!(s.lookup(&mut w, 10, 12, on(x)), None);
         assert_eq!(s.counters.async_hits, 2);
+    }
+
+    #[test]
+    fn a_worker_threads_call_takes_the_site_of_a_pending_call_of_its_kind() {
+        // Two requests: one queued fs.stat of /srv/p.html (site 1), then one's fs.open of
+        // it (site 2). The worker's openat is the open's, its statx the stat's; a call of
+        // no known kind, or a pending call of any kind, goes by the path alone.
+        let mut w = writer();
+        let mut s = State::default();
+        let mut b = js_site(10, 10, 1, 406);
+        b.extend(js_site(10, 10, 2, 611));
+        b.extend(async_begin_kind(
+            10,
+            10,
+            10,
+            1,
+            7,
+            ASYNC_STAT,
+            "/srv/p.html",
+        ));
+        b.extend(async_begin_kind(
+            10,
+            10,
+            10,
+            2,
+            8,
+            ASYNC_OPEN,
+            "/srv/p.html",
+        ));
+        s.feed(&b, 0);
+        let p = w.intern(b"/srv/p.html");
+        let call = |sys| CallRef {
+            sys: Some(sys),
+            ..on(p)
+        };
+        let open = s.lookup(&mut w, 10, 12, call(Sys::Openat)).unwrap();
+        let stat = s.lookup(&mut w, 10, 12, call(Sys::Statx)).unwrap();
+        assert_ne!(open, stat);
+        // A kind neither makes: nothing (a mkdir of the path is not theirs).
+        assert_eq!(s.lookup(&mut w, 10, 12, call(Sys::Mkdir)), None);
+        // A read on a descriptor of the path: the open's (readFile's reads), not the stat's.
+        let read = CallRef {
+            fd: Some(5),
+            ..call(Sys::Read)
+        };
+        assert_eq!(s.lookup(&mut w, 10, 12, read), Some(open));
+        // An fstat of such a descriptor too.
+        let fstat = CallRef {
+            fd: Some(5),
+            ..call(Sys::Fstat)
+        };
+        assert_eq!(s.lookup(&mut w, 10, 12, fstat), Some(open));
+        // An unknown system call: the oldest, as before.
+        assert_eq!(s.lookup(&mut w, 10, 12, on(p)), Some(stat));
+        // A pending call of any kind (fs.mkdir with recursive: stats and mkdirs).
+        s.feed(&async_begin(10, 10, 10, 1, 9, "/srv/d"), 0);
+        let d = w.intern(b"/srv/d");
+        assert!(s
+            .lookup(
+                &mut w,
+                10,
+                12,
+                CallRef {
+                    sys: Some(Sys::Mkdir),
+                    ..on(d)
+                }
+            )
+            .is_some());
+        assert_eq!(frames_of(w, open)[0].2, 611, "the open's site");
     }
 
     #[test]
