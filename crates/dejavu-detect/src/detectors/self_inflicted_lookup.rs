@@ -26,7 +26,9 @@ lookup (it establishes), a lookup after opening with no write since (buffer sizi
 checks), a lookup after any change by another traced process (named in the hazards), a lookup \
 whose answer differs from the derived value (another program wrote the file: counted as a stale \
 answer), and a lookup right before the process removes the path (its next call on it an unlink or \
-rmdir: the lookup asks what to remove, as Node.js's fs.rm does, not the size). Calls counts the size and position lookups of files the process writes or holds open for \
+rmdir: the lookup asks what to remove, as Node.js's fs.rm does, not the size), and an existence or \
+type check (a stat made by Python's os.path.exists, isfile, isdir, islink or pathlib's Path.exists, \
+is_file, is_dir: it asks whether the file is there, which a kept size does not answer). Calls counts the size and position lookups of files the process writes or holds open for \
 writing; lookups of files it only reads are never considered. Descriptors inherited from before \
 the trace or shared with a forked child have no known position. A new program (exec) starts with \
 nothing known.",
@@ -146,6 +148,41 @@ struct Pending {
 /// variable"). Not counted: the price, a size asked to decide a removal (a log removed
 /// once it is too big) is not counted either. A rename is not a removal: a log rotated by
 /// its size asks the size, then renames it.
+/// Whether a stat was made by an existence or type check (the innermost interpreted frame
+/// is Python's `os.path.exists`/`isfile`/`isdir`/`islink`/`lexists` or pathlib's `Path.exists`,
+/// `is_file`, `is_dir`, `is_symlink`): it asks whether the file is there, not its size, and
+/// keeping the size would not answer it. pip's `isfile()` of each file it had just written
+/// (704 calls) had been read as size lookups, with the fix "keep the size in a variable".
+pub(crate) fn existence_check(stack: &[dejavu_trace::Frame], cx: &Cx<'_>) -> bool {
+    let Some(f) = stack
+        .iter()
+        .find(|f| f.kind != dejavu_trace::FrameKind::Native)
+    else {
+        return false;
+    };
+    if f.kind != dejavu_trace::FrameKind::Python {
+        return false;
+    }
+    let get = |id: Option<dejavu_trace::StrId>| id.map_or(&[][..], |i| cx.strings.get(i));
+    let (function, file) = (get(f.function), get(f.file));
+    let module = file.rsplit(|&c| c == b'/').next().unwrap_or(file);
+    let module = module.strip_suffix(b">").unwrap_or(module);
+    let module = module.strip_suffix(b".py").unwrap_or(module);
+    match module {
+        b"genericpath" | b"posixpath" | b"<frozen genericpath" | b"<frozen posixpath" => {
+            matches!(
+                function,
+                b"exists" | b"isfile" | b"isdir" | b"islink" | b"lexists"
+            )
+        }
+        b"pathlib" => matches!(
+            function,
+            b"Path.exists" | b"Path.is_file" | b"Path.is_dir" | b"Path.is_symlink"
+        ),
+        _ => false,
+    }
+}
+
 fn is_removal(sys: Sys) -> bool {
     matches!(sys, Sys::Unlink | Sys::Unlinkat | Sys::Rmdir)
 }
@@ -174,7 +211,7 @@ impl SelfInflicted {
     /// One size or position lookup: redundant when its answer is what the process could
     /// derive.
     fn lookup(&mut self, s: &Syscall, v: &View, a: Asked, cx: &Cx<'_>) {
-        if !cx.config.counts(s.ts) {
+        if !cx.config.counts(s.ts) || s.stack.is_some_and(|id| existence_check(&cx.stack(id), cx)) {
             return;
         }
         let t = self.tallies.get(v.image, a.path);
@@ -676,7 +713,7 @@ impl Sizes {
 #[cfg(test)]
 mod tests {
     use crate::testkit::{file, TraceBuilder};
-    use dejavu_trace::{ev, Sys};
+    use dejavu_trace::{ev, FrameKind, Sys};
 
     const LOG: &str = "/data/tile.log";
     const O_WRONLY: u64 = 0o1;
@@ -853,6 +890,41 @@ mod tests {
             h.contains("another program") && h.contains("another traced process"),
             "{h}"
         );
+    }
+
+    #[test]
+    fn an_existence_check_of_a_file_it_wrote_is_no_size_lookup() {
+        // pip: write each file, close it, then `os.path.isfile(path)`: the stat asks
+        // whether it is there. A getsize() (os.stat from the program's line) is a lookup.
+        let run = |frames: &[(FrameKind, &str, &str, u32)]| {
+            let mut b = TraceBuilder::new();
+            let st = b.stack(frames);
+            for i in 0..4 {
+                let f = format!("/venv/lib/m{i}.py");
+                b.open(&f, 0o1101, 5, Some(file(20 + i, 0, 1)));
+                b.write(5, &f, "x".repeat(100).as_str(), false);
+                b.close(5, &f);
+                b.stack = Some(st);
+                b.stat(&f, Ok(file(20 + i, 100, 1)));
+                b.stack = None;
+            }
+            b.findings("self-inflicted-lookup")
+                .iter()
+                .map(|f| f.redundant_calls)
+                .sum::<u64>()
+        };
+        let isfile = (FrameKind::Python, "isfile", "<frozen genericpath>", 30);
+        let line = (FrameKind::Python, "install", "/venv/lib/pip/wheel.py", 601);
+        assert_eq!(run(&[isfile, line]), 0);
+        let exists = (
+            FrameKind::Python,
+            "Path.exists",
+            "/usr/lib/python3.11/pathlib.py",
+            1235,
+        );
+        assert_eq!(run(&[exists, line]), 0);
+        let getsize = (FrameKind::Python, "getsize", "<frozen genericpath>", 50);
+        assert_eq!(run(&[getsize, line]), 4);
     }
 
     #[test]

@@ -15,6 +15,13 @@ pub(super) fn track_size(
     let Some(a) = sz.on_syscall(c.s, c.v, c.cx) else {
         return;
     };
+    // An existence check asks whether the file is there: a kept size does not answer it
+    // (the detector does not count it either).
+    if c.s.stack.is_some_and(|id| {
+        crate::detectors::self_inflicted_lookup::existence_check(&c.cx.stack(id), c.cx)
+    }) {
+        return;
+    }
     if !c.in_scope(p, &mut t.scope) {
         return;
     }
