@@ -850,10 +850,23 @@ fn is_python_module_path(p: &[u8]) -> bool {
         || name.starts_with(b"python3")
 }
 
+/// Whether a path is one of the global folders Node.js's CommonJS loader looks in after
+/// the node_modules directories (`$HOME/.node_modules`, `$HOME/.node_libraries`,
+/// `PREFIX/lib/node`), or inside one: its look-ups, not the program's.
+pub(crate) fn is_node_global_folder(p: &[u8]) -> bool {
+    [&b"/.node_modules"[..], b"/.node_libraries"]
+        .iter()
+        .any(|d| p.ends_with(d) || contains(p, &[d, &b"/"[..]].concat()))
+        || p.ends_with(b"/lib/node")
+        || p.starts_with(b"/usr/lib/node/")
+        || p.starts_with(b"/usr/local/lib/node/")
+}
+
 fn is_node_module_path(p: &[u8]) -> bool {
     let name = base(p);
     contains(p, b"/node_modules/")
         || p.ends_with(b"/node_modules")
+        || is_node_global_folder(p)
         || name == b"package.json"
         || [&b".js"[..], b".mjs", b".cjs", b".node"]
             .iter()

@@ -24,7 +24,8 @@ write, close, fstat, lseek, getdents64, fsync, ftruncate ...); calls on pipes, s
 to: repeated-output and small-writes judge it), nor calls on /proc and /sys, whose answers the \
 kernel makes up from memory with nothing to wait for (os.cpus(), a native addon reading its cgroup's \
 CPU quota). Module loading is not the finding: calls on .js, .mjs, .cjs and .node files, on any \
-package.json, and on anything inside a node_modules directory are never counted. Start-up ends where dejavu's Node.js agent says the \
+package.json, and on anything inside a node_modules directory or one of the global folders the \
+CommonJS loader looks in ($HOME/.node_modules, $HOME/.node_libraries, PREFIX/lib/node) are never counted. Start-up ends where dejavu's Node.js agent says the \
 main module has run (the first turn of the event loop after it): main-thread calls before that are \
 the program starting up (loading, reading its configuration), and a program that never returns to \
 the event loop (a command-line tool doing its work in its main module) has none to block. Without \
@@ -136,6 +137,7 @@ fn is_module_path(b: &[u8]) -> bool {
     let under_modules =
         b.ends_with(b"/node_modules") || b.windows(14).any(|w| w == b"/node_modules/");
     under_modules
+        || crate::owner::is_node_global_folder(b)
         || name == b"package.json"
         || [&b".js"[..], b".mjs", b".cjs", b".node"]
             .iter()
@@ -462,6 +464,27 @@ mod tests {
         b.read(19, CFG, 8192, 0);
         b.close(19, CFG);
         b.stat("/app/data.bin", Ok(file(7, 4096, 1)));
+    }
+
+    #[test]
+    fn the_loaders_global_folders_are_module_loading() {
+        // A require() after start-up, per request, looks in the global folders after the
+        // node_modules directories: the loader's look-ups, as node_modules' are. A path of
+        // the program's own under a directory named lib/node is not one.
+        let run = |dir: &str| {
+            let mut b = TraceBuilder::new();
+            start_node(&mut b, "/usr/bin/node", "node");
+            b.wait(2_000_000_000);
+            for _ in 0..12 {
+                b.stat(dir, Err(2));
+                b.stat(&format!("{dir}/plugin"), Err(2));
+            }
+            b.findings("sync-io-main-thread").len()
+        };
+        assert_eq!(run("/root/.node_modules"), 0);
+        assert_eq!(run("/root/.node_libraries"), 0);
+        assert_eq!(run("/usr/local/lib/node"), 0);
+        assert_eq!(run("/srv/app/lib/node/data"), 1);
     }
 
     #[test]
