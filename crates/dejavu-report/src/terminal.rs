@@ -517,7 +517,9 @@ impl<'a> Render<'a> {
                 }
             }
         }
-        if f.callsites.is_empty() && dejavu_detect::program::jvm_program(&f.program) {
+        if f.callsites.is_empty()
+            && dejavu_detect::program::jvm_program(&dejavu_detect::program::program_of(&f.command))
+        {
             // Not "no stacks": the calls had native stacks, of the JDK's code only.
             field(
                 "at:",

@@ -1206,7 +1206,7 @@ fn a_java_programs_reread_is_its_own_and_names_no_jdk_function() {
         .unwrap_or_else(|| panic!("no finding on {p}: {all:#?}"));
     assert_eq!(row["detector"], "reread-unchanged", "{row:#}");
     assert_eq!(row["owner"], "own", "{row:#}");
-    assert_eq!(row["program"], "java");
+    assert_eq!(row["program"], "ReadProps", "named by its main class");
     assert!(
         row["redundant_calls"].as_u64().unwrap() >= 199 * 3,
         "{row:#}"
