@@ -641,6 +641,60 @@ mod tests {
     }
 
     #[test]
+    fn jests_module_system_is_a_loader() {
+        // A test file's require() goes through jest-runtime and @jest/transform: what
+        // they read is the runtime's; what the transformer (babel) does there is babel's.
+        let run = |frames: &[(FrameKind, &str, &str, u32)]| {
+            let mut b = TraceBuilder::new();
+            b.exec("/usr/bin/node", &["node", "/p/node_modules/.bin/jest"]);
+            b.ready();
+            let s = b.stack(frames);
+            b.stack = Some(s);
+            for _ in 0..3 {
+                read_config(&mut b, file(7, 120, 1));
+            }
+            let f = b.findings("reread-unchanged");
+            assert_eq!(f.len(), 1, "{f:?}");
+            let c = f[0].callsites.first().map(|c| c.function.clone());
+            (f[0].owner, c)
+        };
+        const NM: &str = "/p/node_modules";
+        let test = (
+            FrameKind::Js,
+            "Object.<anonymous>",
+            "/p/__tests__/a.test.js",
+            4,
+        );
+        let runtime = format!("{NM}/jest-runtime/build/index.js");
+        let require = (
+            FrameKind::Js,
+            "Runtime.requireModule",
+            runtime.as_str(),
+            900,
+        );
+        let read = (
+            FrameKind::Js,
+            "Runtime.readFileBuffer",
+            runtime.as_str(),
+            2291,
+        );
+        let transform = format!("{NM}/@jest/transform/build/ScriptTransformer.js");
+        let transform = (
+            FrameKind::Js,
+            "ScriptTransformer.transform",
+            transform.as_str(),
+            500,
+        );
+        let babel = format!("{NM}/@babel/core/lib/config/files/configuration.js");
+        let babel = (FrameKind::Js, "readConfigCode", babel.as_str(), 69);
+        assert_eq!(run(&[read, require, test]).0, Owner::Runtime);
+        assert_eq!(
+            run(&[babel, transform, require, test]),
+            (Owner::Dependency, Some("readConfigCode".to_string()))
+        );
+    }
+
+    #[test]
     fn djangos_manage_py_is_an_entry_point_and_pkgutil_a_library() {
         // `python manage.py test`: Django's code under manage.py's main() (the template
         // `django-admin startproject` writes) is a dependency's, named at Django's line,
