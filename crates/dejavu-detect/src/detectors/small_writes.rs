@@ -7,6 +7,33 @@ use dejavu_replay::{FdKind, PathKey, View};
 use dejavu_trace::{ev, Sys, Syscall};
 use rustc_hash::FxHashMap;
 
+/// The fix said in the program's language: the generic one names every language's way
+/// (BufWriter, fwrite, io.BufferedWriter, cork), and a Node.js program's console.log to a
+/// file is not helped by cork(), which it named.
+fn fix_for(runtime: crate::program::Runtime) -> Option<&'static str> {
+    use crate::program::Runtime;
+    match runtime {
+        Runtime::Python => Some(
+            "buffer the output: leave Python's buffering on (drop python3 -u and PYTHONUNBUFFERED=1 \
+             from the environment: each print() then writes its text and its newline apart; open \
+             files without buffering=0), and flush once, not after every piece (print(..., \
+             flush=True), file.flush() per item); build the record in memory and write it once",
+        ),
+        Runtime::Node => Some(
+            "join the pieces into one write per record or per batch: console.log and \
+             process.stdout/stderr write each call at once when they go to a file or a pipe \
+             (cork() helps only a stream that buffers, such as a socket or fs.createWriteStream); \
+             log through a buffered destination (pino.destination({ minLength })) or build the \
+             lines and write them together",
+        ),
+        Runtime::Jvm => Some(
+            "wrap the stream in a BufferedOutputStream or BufferedWriter (a PrintStream without \
+             autoflush for System.out to a file), and flush once, not after every piece",
+        ),
+        Runtime::Shell | Runtime::Native => None,
+    }
+}
+
 /// Documentation and constructor.
 pub static INFO: DetectorInfo = DetectorInfo {
     id: "small-writes",
@@ -318,6 +345,10 @@ impl Detector for SmallWrites {
                     a.stdout_kind = a.stdout_kind.or(b.stdout_kind);
                 },
                 |f, e| {
+                    // The fix in the program's language, where the command says which.
+                    if let Some(fix) = fix_for(crate::program::command_runtime(&f.command)) {
+                        f.fix = fix.to_string();
+                    }
                     // All of it the program's standard output (redirected to a file by
                     // its parent, or by itself: pytest's capture dup2s a temporary file
                     // over it): said so, as repeated-output says it.
@@ -418,6 +449,36 @@ mod tests {
             f[0].first_ts, 3000,
             "the second write is the first redundant one"
         );
+    }
+
+    #[test]
+    fn the_fix_is_said_in_the_programs_language() {
+        let fix = |exe: &str, argv: &[&str]| {
+            let mut b = TraceBuilder::new();
+            b.exec(exe, argv);
+            b.open("/out/log.txt", 0o1101, 3, Some(file(3, 0, 1)));
+            for _ in 0..50 {
+                b.write(3, "/out/log.txt", "line\n", false);
+            }
+            b.close(3, "/out/log.txt");
+            let f = b.findings("small-writes");
+            assert_eq!(f.len(), 1, "{f:?}");
+            f[0].fix.clone()
+        };
+        let node = fix("/usr/bin/node", &["node", "/srv/app.js"]);
+        assert!(
+            node.contains("cork() helps only a stream that buffers"),
+            "{node}"
+        );
+        assert!(!node.contains("PYTHONUNBUFFERED"), "{node}");
+        let py = fix("/usr/bin/python3.11", &["python3", "/srv/app.py"]);
+        assert!(py.contains("PYTHONUNBUFFERED"), "{py}");
+        assert!(!py.contains("cork"), "{py}");
+        let java = fix("/usr/bin/java", &["java", "-jar", "app.jar"]);
+        assert!(java.contains("BufferedOutputStream"), "{java}");
+        // Native code: every language's way, as the detector says it.
+        let c = fix("/srv/bin/app", &["app"]);
+        assert_eq!(c, super::INFO.fix);
     }
 
     #[test]
