@@ -356,6 +356,13 @@ pub struct Analysis {
     pub meta: Meta,
     /// Events the trace says were lost.
     pub lost_events: u64,
+    /// Programs whose Python or Node.js processes ran without dejavu's agent in a recording
+    /// whose agents ran elsewhere (their environment or flags dropped it: pip's build
+    /// environment replaces PYTHONPATH; `python -I`, `-E`, `-S`): their calls name no line
+    /// of the language's code. Processes that made fewer than [`AGENTLESS_MIN_CALLS`] file
+    /// calls, or opened no file of the language's code (`python3 -V` exits before it
+    /// imports anything) are left out. Most processes first.
+    pub agentless: Vec<crate::Agentless>,
     /// How the trace was cut off, if it was.
     pub truncated: Option<dejavu_trace::Truncation>,
     /// Ids of the detectors that ran.
@@ -480,6 +487,9 @@ fn analyze_inner<R: Read>(
         .counts
         .then(|| crate::profile::CountIndex::new(reader.meta()));
     let mut n: u64 = 0;
+    // Syscall records per image, and whether it opened a .py or .js file
+    // (Analysis::agentless).
+    let mut image_calls: Vec<(u64, bool)> = Vec::new();
     while let Some(rec) = reader.next_record()? {
         n += 1;
         if n & 0xffff == 0 {
@@ -491,6 +501,21 @@ fn analyze_inner<R: Read>(
         match rec {
             Record::Syscall(s) => {
                 let v: View = replay.view(&s, strings);
+                let im = v.image as usize;
+                if image_calls.len() <= im {
+                    image_calls.resize(im + 1, (0, false));
+                }
+                image_calls[im].0 += 1;
+                if !image_calls[im].1 && s.ret >= 0 && s.sys.class() == dejavu_trace::SysClass::Open
+                {
+                    // It loaded code of its language (python3 -V exits before any).
+                    if let Some(p) = v.path {
+                        let b = replay.paths.bytes(p);
+                        image_calls[im].1 = [&b".py"[..], b".pyc", b".js", b".mjs", b".cjs"]
+                            .iter()
+                            .any(|e| b.ends_with(e));
+                    }
+                }
                 times.call(v.seq, s.ts, s.dur, s.pid, s.tid, v.image);
                 if let Some(si) = &mut samples {
                     si.call(v.seq, s.sys, s.stack, v.image, s.dur);
@@ -696,6 +721,7 @@ fn analyze_inner<R: Read>(
         lost_events: reader
             .lost_events()
             .max(reader.end().map_or(0, |e| e.lost_events)),
+        agentless: agentless(&cx, &image_calls),
         truncated: reader.truncation().cloned(),
         detectors: infos.iter().map(|d| d.id).collect(),
         redundant_calls,
@@ -707,6 +733,44 @@ fn analyze_inner<R: Read>(
         samples,
         counts,
     })
+}
+
+/// File calls a Python or Node.js process must make for its missing agent to be said.
+pub const AGENTLESS_MIN_CALLS: u64 = 50;
+
+/// [`Analysis::agentless`].
+fn agentless(cx: &Cx<'_>, calls: &[(u64, bool)]) -> Vec<crate::Agentless> {
+    use crate::program::Runtime;
+    let replay = cx.replay;
+    // Agents ran in this recording: one said its runtime was ready.
+    if !replay.images.iter().any(|i| i.ready_ts.is_some()) {
+        return Vec::new();
+    }
+    let mut by: FxHashMap<String, u64> = FxHashMap::default();
+    for (i, im) in replay.images.iter().enumerate() {
+        let (n, code) = calls.get(i).copied().unwrap_or((0, false));
+        if im.ready_ts.is_some() || n < AGENTLESS_MIN_CALLS || !code {
+            continue;
+        }
+        let mut p = cx.programs.borrow_mut();
+        let prog = p.get(replay, cx.strings, i as u32);
+        if matches!(prog.runtime, Runtime::Python | Runtime::Node)
+            && prog.launcher.is_none()
+            && !prog.tool
+        {
+            *by.entry(prog.name.clone()).or_default() += 1;
+        }
+    }
+    let mut v: Vec<crate::Agentless> = by
+        .into_iter()
+        .map(|(program, processes)| crate::Agentless { program, processes })
+        .collect();
+    v.sort_by(|a, b| {
+        b.processes
+            .cmp(&a.processes)
+            .then(a.program.cmp(&b.program))
+    });
+    v
 }
 
 /// A stack's frames as profilers name them.

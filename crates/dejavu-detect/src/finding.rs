@@ -400,3 +400,13 @@ mod label_tests {
         assert_eq!(w("(anonymous namespace)"), "(anonymous namespace)");
     }
 }
+
+/// Processes of one program that ran without dejavu's language agent
+/// ([`crate::Analysis::agentless`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Agentless {
+    /// The program (a finding's `program`).
+    pub program: String,
+    /// How many of its processes.
+    pub processes: u64,
+}

@@ -20,7 +20,8 @@ pub mod whatif;
 pub use config::Config;
 pub use engine::{analyze, analyze_collecting, analyze_covered, Analysis, Covered, Cx};
 pub use finding::{
-    Aspect, CacheVerdict, CallFrame, Callsite, Finding, PathCount, ProgramCount, Sequence, Severity,
+    Agentless, Aspect, CacheVerdict, CallFrame, Callsite, Finding, PathCount, ProgramCount,
+    Sequence, Severity,
 };
 pub use owner::Owner;
 

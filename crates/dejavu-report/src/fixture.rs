@@ -393,6 +393,10 @@ pub fn analysis() -> Analysis {
             ..Meta::default()
         },
         lost_events: 0,
+        agentless: vec![dejavu_detect::Agentless {
+            program: "_in_process.py".to_string(),
+            processes: 3,
+        }],
         truncated: None,
         detectors: vec!["repeated-lookup", "negative-probe", "repeated-output"],
         // The findings' calls, counted once each (the engine marks them), the hidden

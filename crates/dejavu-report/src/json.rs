@@ -36,6 +36,7 @@ struct Report<'a> {
     omitted: usize,
     lost_events: u64,
     truncated: Option<Truncated>,
+    agentless: &'a [dejavu_detect::Agentless],
     findings: Vec<Ranked<'a>>,
     callsites: Vec<SiteRow<'a>>,
 }
@@ -145,6 +146,7 @@ impl Reporter for JsonReporter {
             hidden_calls: a.hidden_calls,
             omitted: rows.len() - shown,
             lost_events: a.lost_events,
+            agentless: &a.agentless,
             truncated: a.truncated.as_ref().map(|t| Truncated {
                 valid_bytes: t.valid_bytes,
                 lost_bytes: t.lost_bytes,

@@ -127,6 +127,24 @@ pub fn warnings(a: &Analysis) -> Vec<String> {
     if let Some(t) = &a.truncated {
         w.push(t.warning());
     }
+    if !a.agentless.is_empty() {
+        let n: u64 = a.agentless.iter().map(|x| x.processes).sum();
+        let names: Vec<String> = a
+            .agentless
+            .iter()
+            .take(3)
+            .map(|x| format!("{} ({})", x.program, text::fmt_count(x.processes)))
+            .collect();
+        let more = if a.agentless.len() > 3 { ", ..." } else { "" };
+        w.push(format!(
+            "dejavu's language agent did not load in {} {} ({}{more}): their environment or \
+             flags dropped it (PYTHONPATH or NODE_OPTIONS replaced, python -I, -E or -S), so \
+             their calls name no line of Python or JavaScript and are judged by their paths",
+            text::fmt_count(n),
+            if n == 1 { "process" } else { "processes" },
+            names.join(", ")
+        ));
+    }
     w
 }
 
@@ -176,7 +194,19 @@ mod tests {
     #[test]
     fn warnings_name_lost_events_and_truncation() {
         let mut a = fixture::analysis();
+        let agentless = std::mem::take(&mut a.agentless);
         assert!(warnings(&a).is_empty());
+        // Processes that ran without the agent: one line, naming them.
+        a.agentless = agentless;
+        let w = warnings(&a);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with(
+                "dejavu's language agent did not load in 3 processes (_in_process.py (3))"
+            ),
+            "{w:?}"
+        );
+        a.agentless.clear();
         a.lost_events = 1200;
         a.truncated = Some(dejavu_trace::Truncation {
             valid_bytes: 4096,

@@ -1245,3 +1245,54 @@ fn a_java_programs_reread_is_its_own_and_names_no_jdk_function() {
         findings(&v)
     );
 }
+
+/// A Python program that runs a Python child whose flags drop dejavu's agent
+/// (`python3 -I`, as a build environment's hook is run): the report says so (JSON
+/// `agentless`, a warning on stderr); the same child without `-I` loads the agent, and
+/// nothing is said.
+#[test]
+fn a_python_child_that_dropped_the_agent_is_named() {
+    require!("python3");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let child = work.join("child.py");
+    std::fs::write(
+        &child,
+        "import os, json, email.parser, http.client\n\
+         for i in range(80):\n    os.stat(__file__)\n",
+    )
+    .unwrap();
+    for (name, flags) in [("dirty", "'-I', "), ("clean", "")] {
+        let parent = work.join(format!("{name}.py"));
+        std::fs::write(
+            &parent,
+            format!(
+                "import subprocess, sys\n\
+                 subprocess.run([sys.executable, {flags}{:?}], check=True)\n",
+                child.to_str().unwrap()
+            ),
+        )
+        .unwrap();
+        let trace = record(&work, name, &["python3", parent.to_str().unwrap()]);
+        let v = report_json(&trace, &[]);
+        let agentless = v["agentless"].as_array().cloned().unwrap_or_default();
+        let out = Command::new(common::dejavu())
+            .arg("report")
+            .arg(&trace)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if name == "dirty" {
+            assert_eq!(agentless.len(), 1, "{v:#}");
+            assert_eq!(agentless[0]["program"], "child.py");
+            assert_eq!(agentless[0]["processes"], 1);
+            assert!(
+                err.contains("agent did not load in 1 process (child.py (1))"),
+                "{err}"
+            );
+        } else {
+            assert!(agentless.is_empty(), "{agentless:?}");
+            assert!(!err.contains("agent did not load"), "{err}");
+        }
+    }
+}
