@@ -864,7 +864,7 @@ fn is_python_module_path(p: &[u8]) -> bool {
 /// Whether a path is one of the global folders Node.js's CommonJS loader looks in after
 /// the node_modules directories (`$HOME/.node_modules`, `$HOME/.node_libraries`,
 /// `PREFIX/lib/node`), or inside one: its look-ups, not the program's.
-pub(crate) fn is_node_global_folder(p: &[u8]) -> bool {
+fn is_node_global_folder(p: &[u8]) -> bool {
     [&b"/.node_modules"[..], b"/.node_libraries"]
         .iter()
         .any(|d| p.ends_with(d) || contains(p, &[d, &b"/"[..]].concat()))
@@ -873,7 +873,10 @@ pub(crate) fn is_node_global_folder(p: &[u8]) -> bool {
         || p.starts_with(b"/usr/local/lib/node/")
 }
 
-fn is_node_module_path(p: &[u8]) -> bool {
+/// Whether a path is Node.js's module loading's: a module file (`.js`, `.mjs`, `.cjs`,
+/// `.node`), a `package.json`, a `node_modules` directory or anything in one, a global
+/// folder of the CommonJS loader.
+pub(crate) fn is_node_module_path(p: &[u8]) -> bool {
     let name = base(p);
     contains(p, b"/node_modules/")
         || p.ends_with(b"/node_modules")

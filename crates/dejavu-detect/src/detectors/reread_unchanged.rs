@@ -613,6 +613,26 @@ mod tests {
         assert_eq!(run(&[false, false]).len(), 1, "the import system's reread");
     }
 
+    /// A frame for [`TraceBuilder::stack`]: kind, function, file, line.
+    type Frame<'a> = (FrameKind, &'a str, &'a str, u32);
+
+    /// A file read three times from `frames` after the agent's ready mark, in a process
+    /// running `argv`: the reread's owner and its first site's function.
+    fn reread_from(exe: &str, argv: &[&str], frames: &[Frame<'_>]) -> (Owner, Option<String>) {
+        let mut b = TraceBuilder::new();
+        b.exec(exe, argv);
+        b.ready();
+        let s = b.stack(frames);
+        b.stack = Some(s);
+        for _ in 0..3 {
+            read_config(&mut b, file(7, 120, 1));
+        }
+        let f = b.findings("reread-unchanged");
+        assert_eq!(f.len(), 1, "{f:?}");
+        let c = f[0].callsites.first().map(|c| c.function.clone());
+        (f[0].owner, c)
+    }
+
     #[test]
     fn an_executable_a_package_installed_is_a_dependencys_code() {
         // esbuild's Go executable in node_modules, which its JavaScript library runs: its
@@ -644,19 +664,12 @@ mod tests {
     fn jests_module_system_is_a_loader() {
         // A test file's require() goes through jest-runtime and @jest/transform: what
         // they read is the runtime's; what the transformer (babel) does there is babel's.
-        let run = |frames: &[(FrameKind, &str, &str, u32)]| {
-            let mut b = TraceBuilder::new();
-            b.exec("/usr/bin/node", &["node", "/p/node_modules/.bin/jest"]);
-            b.ready();
-            let s = b.stack(frames);
-            b.stack = Some(s);
-            for _ in 0..3 {
-                read_config(&mut b, file(7, 120, 1));
-            }
-            let f = b.findings("reread-unchanged");
-            assert_eq!(f.len(), 1, "{f:?}");
-            let c = f[0].callsites.first().map(|c| c.function.clone());
-            (f[0].owner, c)
+        let run = |frames: &[Frame<'_>]| {
+            reread_from(
+                "/usr/bin/node",
+                &["node", "/p/node_modules/.bin/jest"],
+                frames,
+            )
         };
         const NM: &str = "/p/node_modules";
         let test = (
@@ -701,19 +714,12 @@ mod tests {
         // and so is a listing made in pkgutil for Django (its migrations, its
         // templatetags), which is not the import system. The project's own code under
         // the same main() is its own.
-        let run = |frames: &[(FrameKind, &str, &str, u32)]| {
-            let mut b = TraceBuilder::new();
-            b.exec("/venv/bin/python3.11", &["python3", "/p/manage.py", "test"]);
-            b.ready();
-            let s = b.stack(frames);
-            b.stack = Some(s);
-            for _ in 0..3 {
-                read_config(&mut b, file(7, 120, 1));
-            }
-            let f = b.findings("reread-unchanged");
-            assert_eq!(f.len(), 1, "{f:?}");
-            let c = f[0].callsites.first().map(|c| c.function.clone());
-            (f[0].owner, c)
+        let run = |frames: &[Frame<'_>]| {
+            reread_from(
+                "/venv/bin/python3.11",
+                &["python3", "/p/manage.py", "test"],
+                frames,
+            )
         };
         const SP: &str = "/venv/lib/python3.11/site-packages";
         let main = (FrameKind::Python, "main", "/p/manage.py", 18);

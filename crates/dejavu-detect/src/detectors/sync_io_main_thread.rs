@@ -132,18 +132,6 @@ struct SyncIo {
 /// its calls on the path count.
 const MIN_USES: u32 = 2;
 
-fn is_module_path(b: &[u8]) -> bool {
-    let name = b.rsplit(|&c| c == b'/').next().unwrap_or(b);
-    let under_modules =
-        b.ends_with(b"/node_modules") || b.windows(14).any(|w| w == b"/node_modules/");
-    under_modules
-        || crate::owner::is_node_global_folder(b)
-        || name == b"package.json"
-        || [&b".js"[..], b".mjs", b".cjs", b".node"]
-            .iter()
-            .any(|ext| name.ends_with(ext))
-}
-
 fn is_node_proc(cx: &Cx<'_>, pid: u32) -> bool {
     let Some(p) = cx.replay.proc(pid) else {
         return false;
@@ -187,7 +175,7 @@ impl SyncIo {
             let b = cx.replay.paths.bytes(p);
             self.class[i] = if is_kernel_path(b) {
                 KERNEL
-            } else if is_module_path(b) {
+            } else if crate::owner::is_node_module_path(b) {
                 MODULE
             } else {
                 FILE
