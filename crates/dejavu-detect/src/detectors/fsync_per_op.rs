@@ -7,6 +7,12 @@ use dejavu_replay::{PathKey, View};
 use dejavu_trace::{ev, Sys, Syscall};
 use rustc_hash::FxHashMap;
 
+/// Whether a path is an SQLite database's rollback journal or write-ahead log
+/// (`app.db-journal`, `app.db-wal`).
+fn is_sqlite_journal(p: &str) -> bool {
+    p.ends_with("-journal") || p.ends_with("-wal")
+}
+
 /// Documentation and constructor.
 pub static INFO: DetectorInfo = DetectorInfo {
     id: "fsync-per-op",
@@ -129,6 +135,17 @@ impl Detector for FsyncPerOp {
                     a.sys = a.sys.or(b.sys);
                 },
                 |f, e| {
+                    if f.paths.iter().any(|p| is_sqlite_journal(p)) {
+                        // SQLite syncs its journal, the database and the directory at each
+                        // commit: an autocommit statement per record is a commit per record.
+                        f.fix = format!(
+                            "SQLite: run each batch of statements in one transaction (BEGIN ... \
+                             COMMIT): every statement outside one is a commit of its own, which \
+                             syncs the journal, the database and its directory (PRAGMA \
+                             journal_mode=WAL syncs less per commit); in general, {}",
+                            INFO.fix
+                        );
+                    }
                     let n = e.redundant.max(1);
                     let name = e.sys.map_or("fsync", |s| s.name());
                     f.example = Some(if e.writes == 0 {
@@ -189,6 +206,25 @@ mod tests {
             f[0].example.as_deref(),
             Some("19 fdatasync calls, each after 1.0 write(s) of 100 bytes on average since the previous sync")
         );
+    }
+
+    #[test]
+    fn an_sqlite_journal_synced_per_statement_is_told_to_use_a_transaction() {
+        let mut b = TraceBuilder::new();
+        b.open("/db/app.db-journal", 0o2101, 3, Some(file(5, 0, 1)));
+        for _ in 0..20 {
+            b.write(3, "/db/app.db-journal", &"r".repeat(100), false);
+            sync(&mut b, Sys::Fdatasync, 3, "/db/app.db-journal");
+        }
+        let f = b.findings("fsync-per-op");
+        assert_eq!(f.len(), 1);
+        assert!(f[0]
+            .fix
+            .starts_with("SQLite: run each batch of statements in one transaction"));
+        // Another journal keeps the general fix (above: /db/journal).
+        let mut b = TraceBuilder::new();
+        journal(&mut b, 20, 100);
+        assert_eq!(b.findings("fsync-per-op")[0].fix, super::INFO.fix);
     }
 
     #[test]
