@@ -94,6 +94,12 @@ _installed = []
 # many times it did; calm: while volatile, the checks in a row that found the same site;
 # chain: the frames that site was last found from (_key, _sticky_call).
 _sticky = {}
+# Paths a repeated-call wrapper was called on once, outside the sticky entries: the first
+# call on a path is said with ENTER and EXIT, and only a second makes the path sticky. A
+# path checked once (compileall's isfile of each file) then stat'ed by code the agent does
+# not wrap (py_compile's, through the import system's posix.stat: the same system call)
+# had given that line to those later calls, 1,268 of them under pip install.
+_once = set()
 # The os functions whose syscalls all name their one path argument.
 _STICKY_OS = frozenset(
     ("stat", "lstat", "access", "listdir", "readlink", "chmod", "utime", "truncate", "statvfs")
@@ -561,6 +567,13 @@ def _sticky_call_at(w, tid, p):
         e = None
     if e is not None and e[1] is w and next(e[2], None) is w:
         return True
+    if e is None and p not in _sticky:
+        if p not in _once:
+            if len(_once) >= _MAX_STICKY:
+                _once.clear()
+            _once.add(p)
+            return False
+        _once.discard(p)
     caller = _getframe(3)  # the wrapper's caller (through _sticky_call)
     same = False
     if e is not None:
@@ -1340,6 +1353,7 @@ def unhook():
     _cwd = ""
     # The wrappers' fast path finds no entry: every call takes the path that tests _fd.
     _sticky.clear()
+    _once.clear()
     _fast_clear()
     for ns, name, orig, w in reversed(_installed):
         if ns is None:

@@ -1053,6 +1053,46 @@ fn python_a_call_the_agent_does_not_see_on_a_path_it_named_is_not_given_that_lin
 }
 
 #[test]
+fn python_a_path_checked_once_does_not_give_its_line_to_later_unwrapped_calls() {
+    // compileall's isfile() of each file, then py_compile's stats of it through the import
+    // system (posix.stat, not the os.stat the agent wraps): a path named once was made
+    // sticky at once, and the unwrapped stats were given the isfile line (1,268 calls under
+    // pip install). The isfile calls keep their line.
+    require!("python3");
+    let (_d, dir) = scratch();
+    let src = workload("sticky_once.py");
+    for i in 0..20 {
+        std::fs::write(dir.join(format!("f{i:02}.py")), "x = 1\n").unwrap();
+    }
+    let err = dir.join("stderr.txt");
+    let py = python();
+    let calls = record(
+        &[&py, src.to_str().unwrap(), dir.to_str().unwrap()],
+        &dir,
+        &err,
+    );
+    let (line, _) = site(&src, "isfile");
+    let stats: Vec<&Call> = calls
+        .iter()
+        .filter(|c| {
+            c.path.starts_with(&dir.display().to_string())
+                && c.path.ends_with(".py")
+                && matches!(c.sys, Sys::Stat | Sys::Newfstatat | Sys::Statx)
+        })
+        .collect();
+    assert_eq!(stats.len(), 60, "{stats:?}");
+    let named = stats
+        .iter()
+        .filter(|c| {
+            c.frames
+                .iter()
+                .any(|f| f.0 == FrameKind::Python && f.3 == line)
+        })
+        .count();
+    assert_eq!(named, 20, "only the isfile calls at its line: {stats:?}");
+}
+
+#[test]
 fn python_the_import_systems_stat_of_a_directory_the_program_lstats_is_not_given_its_line() {
     // sphinx-build's import-time Path(__file__).resolve() lstat'ed site-packages from one
     // line (a sticky path for the thread), and the import system's stats of site-packages
