@@ -518,7 +518,8 @@ impl<'a> Render<'a> {
             }
         }
         if f.callsites.is_empty()
-            && dejavu_detect::program::jvm_program(&dejavu_detect::program::program_of(&f.command))
+            && dejavu_detect::program::command_runtime(&f.command)
+                == dejavu_detect::program::Runtime::Jvm
         {
             // Not "no stacks": the calls had native stacks, of the JDK's code only.
             field(
