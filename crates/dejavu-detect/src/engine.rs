@@ -246,6 +246,23 @@ impl<'a> Cx<'a> {
     /// A call site's key for people and for a finding's key: `function@file`,
     /// `function@file:line` for anonymous code, `module+0xoffset` without symbols.
     pub fn site_label(&self, k: &SiteKey) -> String {
+        self.site_label_as(k, false)
+    }
+
+    /// The site as a finding's key names it: [`Cx::site_label`] with its file spelled
+    /// the same on another machine or checkout ([`crate::portable`]).
+    pub fn key_label(&self, k: &SiteKey) -> String {
+        self.site_label_as(k, true)
+    }
+
+    /// The directory the recording started in, which a key's files are named from; None
+    /// when unknown (an attached recording, an import).
+    pub fn key_root(&self) -> Option<&str> {
+        let cwd = self.replay.meta_cwd();
+        (!self.replay.attached && cwd.starts_with('/') && cwd != "/").then_some(cwd)
+    }
+
+    fn site_label_as(&self, k: &SiteKey, key: bool) -> String {
         let s = |id: Option<dejavu_trace::StrId>| {
             id.map(|i| self.strings.lossy(i).into_owned())
                 .unwrap_or_default()
@@ -253,7 +270,12 @@ impl<'a> Cx<'a> {
         let mut out = s(k.function);
         if let Some(f) = k.file {
             out.push('@');
-            out.push_str(&self.strings.lossy(f));
+            let f = self.strings.lossy(f);
+            if key {
+                out.push_str(crate::portable::file(&f, self.key_root()));
+            } else {
+                out.push_str(&f);
+            }
         } else if let Some(m) = k.module {
             let m = self.strings.lossy(m);
             let m = m.rsplit('/').next().unwrap_or(&m).to_string();
@@ -298,9 +320,11 @@ impl<'a> Cx<'a> {
         let (name, role) = self.program_role(image);
         f.owner = role.unwrap_or_else(|| f.callsites.first().map_or(Owner::Own, |c| c.owner));
         let subject = crate::pattern::mask(subject.as_bytes());
+        let subject = crate::portable::words(&subject, self.key_root());
         let what = match f.callsites.first() {
             Some(c) if !c.function.is_empty() && !c.file.is_empty() => {
-                format!("{}@{}|{subject}", c.function, c.file)
+                let file = crate::portable::file(&c.file, self.key_root());
+                format!("{}@{file}|{subject}", c.function)
             }
             Some(c) => format!("{}|{subject}", c.label()),
             None => format!("path:{subject}"),
@@ -1131,6 +1155,73 @@ fn merge_same_key(all: Vec<Finding>, cx: &Cx<'_>) -> Vec<Finding> {
 mod tests {
     use crate::testkit::TraceBuilder;
     use crate::Config;
+
+    /// The keys of a trace (started in project `dir`, or attached) that rereads a file
+    /// of the project from the project's code and one from a dependency's, and stats a
+    /// missing file from a place without a stack.
+    fn keys_of(mut b: TraceBuilder, dir: &str) -> Vec<String> {
+        use crate::testkit::file;
+        use dejavu_trace::FrameKind::Python;
+        b.exec("/usr/bin/python3", &["python3", &format!("{dir}/app.py")]);
+        b.ready();
+        let own = b.stack(&[(Python, "load", &format!("{dir}/lib/config.py"), 7)]);
+        let dep = b.stack(&[(
+            Python,
+            "Loader.read",
+            &format!("{dir}/.venv/lib/python3.11/site-packages/yaml/loader.py"),
+            40,
+        )]);
+        for (stack, path) in [
+            (own, format!("{dir}/conf/app.json")),
+            (dep, format!("{dir}/conf/app.yaml")),
+        ] {
+            for _ in 0..5 {
+                b.stack = Some(stack);
+                b.open(&path, 0, 3, Some(file(9, 10, 1)));
+                b.read(3, &path, 4096, 10);
+                b.read(3, &path, 4096, 0);
+                b.close(3, &path);
+            }
+        }
+        b.stack = None;
+        for _ in 0..5 {
+            b.stat(&format!("{dir}/conf/local.json"), Err(2));
+        }
+        let a = b.analyze_with(&Config {
+            min_calls: 1,
+            ..Config::default()
+        });
+        let mut keys: Vec<String> = a.findings.iter().map(|f| f.key.clone()).collect();
+        keys.sort();
+        keys
+    }
+
+    #[test]
+    fn a_findings_key_names_its_files_the_same_in_any_checkout() {
+        let here = keys_of(TraceBuilder::in_dir("/home/a/proj"), "/home/a/proj");
+        assert_eq!(
+            here,
+            [
+                "app.py|negative-probe|own|path:conf/local.json",
+                "app.py|reread-unchanged|dependency|Loader.read@site-packages/yaml/loader.py",
+                "app.py|reread-unchanged|own|load@lib/config.py",
+            ]
+        );
+        // In another checkout, with a trailing slash: the same keys.
+        let there = keys_of(TraceBuilder::in_dir("/builds/ci/proj/"), "/builds/ci/proj");
+        assert_eq!(here, there);
+        // Where the recording did not start the program, the project's files keep their
+        // paths (a package folder's are still named from it).
+        let attached = keys_of(TraceBuilder::attached(), "/home/a/proj");
+        assert_eq!(
+            attached,
+            [
+                "app.py|negative-probe|own|path:/home/a/proj/conf/local.json",
+                "app.py|reread-unchanged|dependency|Loader.read@site-packages/yaml/loader.py",
+                "app.py|reread-unchanged|own|load@/home/a/proj/lib/config.py",
+            ]
+        );
+    }
 
     #[test]
     fn calls_on_a_descriptor_nobody_opened_that_name_no_path_are_not_file_calls() {

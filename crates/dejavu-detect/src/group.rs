@@ -551,13 +551,17 @@ fn make(
         })
         .collect();
     let share = cx.share(t.wasted_ns);
+    let portable = |p: &str| crate::portable::pattern(p, cx.key_root()).into_owned();
     let what = match (site, cluster) {
-        (Some(s), _) => cx.site_label(s),
-        (None, Some(c)) => format!("path:{}", c.key),
+        (Some(s), _) => cx.key_label(s),
+        (None, Some(c)) => format!("path:{}", portable(&c.key)),
         (None, None) => match clusters.first() {
-            Some(c) => format!("path:{}", c.key),
+            Some(c) => format!("path:{}", portable(&c.key)),
             None => match by_count.first() {
-                Some(&(p, _)) => format!("path:{}", crate::pattern::mask(cx.replay.paths.bytes(p))),
+                Some(&(p, _)) => format!(
+                    "path:{}",
+                    portable(&crate::pattern::mask(cx.replay.paths.bytes(p)))
+                ),
                 None => String::new(),
             },
         },

@@ -10,6 +10,7 @@ mod finding;
 pub mod group;
 pub mod owner;
 pub mod pattern;
+pub mod portable;
 pub mod profile;
 pub mod program;
 mod sequence;

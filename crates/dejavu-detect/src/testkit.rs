@@ -71,6 +71,17 @@ impl TraceBuilder {
         })
     }
 
+    /// A trace of process 100 running `test`, started in directory `cwd`.
+    pub fn in_dir(cwd: &str) -> Self {
+        Self::with_meta(Meta {
+            producer: "testkit".into(),
+            backend: "synthetic".into(),
+            command: vec!["test".into()],
+            cwd: cwd.into(),
+            ..Meta::default()
+        })
+    }
+
     /// A trace of process 100, already running `test`, that dejavu attached to (-p).
     pub fn attached() -> Self {
         Self::with_meta(Meta {

@@ -242,7 +242,7 @@ impl Budget {
                 if kind == Kind::Finding && name.split('|').count() < 4 {
                     bail!(
                         "{at}: a finding key is PROGRAM|DETECTOR|OWNER|SITE, as `dejavu report --json` \
-                         gives it (e.g. \"server.js|repeated-lookup|own|loadConfig@/app/config.js\")"
+                         gives it (e.g. \"server.js|repeated-lookup|own|loadConfig@lib/config.js\")"
                     );
                 }
                 if kind == Kind::Callsite
@@ -345,7 +345,8 @@ pub fn measure(e: &Entry, c: &Counts) -> Measured {
         }
         Kind::Finding => {
             // The key as given; a finding whose anonymous site moved to another line (a
-            // rebuilt bundle) still counts, by the key without the line.
+            // rebuilt bundle) still counts, by the key without the line; and a key with
+            // absolute paths (an older build's) by the end of its paths.
             let mut m = Measured::default();
             let exact: Vec<&dejavu_detect::Finding> = c
                 .analysis
@@ -353,16 +354,30 @@ pub fn measure(e: &Entry, c: &Counts) -> Measured {
                 .iter()
                 .filter(|f| f.key == e.name && in_scope(f))
                 .collect();
-            let hits = if exact.is_empty() {
+            let mut hits = exact;
+            if hits.is_empty() {
                 let want = crate::counts::loose_key(&e.name);
-                c.analysis
+                hits = c
+                    .analysis
                     .findings
                     .iter()
                     .filter(|f| crate::counts::loose_key(&f.key) == want && in_scope(f))
-                    .collect()
-            } else {
-                exact
-            };
+                    .collect();
+            }
+            if hits.is_empty() {
+                // A key an older build wrote, with the absolute path a key now names
+                // from its package folder or from where the recording started.
+                let want = crate::counts::loose_key(&e.name);
+                hits = c
+                    .analysis
+                    .findings
+                    .iter()
+                    .filter(|f| {
+                        dejavu_detect::portable::same_key(&want, &crate::counts::loose_key(&f.key))
+                            && in_scope(f)
+                    })
+                    .collect();
+            }
             for f in hits {
                 m.count += f.redundant_calls;
                 if let Some(s) = f.callsites.first() {

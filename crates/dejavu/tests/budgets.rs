@@ -226,6 +226,58 @@ fn a_budget_on_a_finding_key_fails_the_dirty_twin_and_passes_the_clean_one() {
 }
 
 #[test]
+fn a_finding_key_from_one_checkout_holds_in_another() {
+    // A budget written where the project was checked out on a laptop holds for the same
+    // code checked out elsewhere in CI: the key names the script from the directory the
+    // recording started in. A key as builds before 2026-11-30 wrote it (the script's
+    // absolute path) still counts.
+    require!("node");
+    let (_d, work) = scratch();
+    let checkout = |name: &str, script: &str| {
+        let dir = work.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(twin(script), dir.join("app.js")).unwrap();
+        let t = dir.join("t.dvt");
+        let (st, err) = common::record_quiet(&t, &["node", "app.js"], &dir);
+        assert!(st.success(), "{err}");
+        (dir, t)
+    };
+    let (laptop, t) = checkout("laptop", "dirty.js");
+    let out = dejavu(&["report", "--json", t.to_str().unwrap()], &laptop);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let key = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["detector"] == "ensure-dir")
+        .map(|f| f["key"].as_str().unwrap().to_string())
+        .expect("an ensure-dir finding");
+    assert!(
+        key.starts_with("app.js|ensure-dir|own|") && key.ends_with("@app.js"),
+        "{key}"
+    );
+    let (site, _) = key.rsplit_once('@').unwrap();
+    let old = format!("{site}@{}", laptop.join("app.js").display());
+    let (ci, dirty) = checkout("ci", "dirty.js");
+    let (_, clean) = checkout("ci-fixed", "clean.js");
+    for k in [&key, &old] {
+        let budget = work.join("dejavu.toml");
+        std::fs::write(&budget, format!("version = 1\n[findings]\n{k:?} = 0\n")).unwrap();
+        for (t, want) in [(&dirty, 1), (&clean, 0)] {
+            let args = ["check", "--budget", budget.to_str().unwrap(), "--trace"];
+            let out = dejavu(&[&args[..], &[t.to_str().unwrap()]].concat(), &ci);
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(
+                out.status.code(),
+                Some(want),
+                "{k} on {}: {text}",
+                t.display()
+            );
+        }
+    }
+}
+
+#[test]
 fn update_writes_a_budget_from_the_clean_twin_that_the_dirty_one_then_fails() {
     require!("node");
     let (_d, work) = scratch();
