@@ -13,15 +13,19 @@ pub static INFO: DetectorInfo = DetectorInfo {
     id: "repeated-output",
     summary: "the same output line (numbers, ids and timestamps masked) written again and again",
     explain: "Logs, not data. Every write to a standard stream (fd 0-2, wherever it points: \
-terminal, pipe, socket or file), a terminal, /dev/null or a log file is output someone reads; \
-a log file is one opened in append mode, named *.log, *.log.N, *.err or nohup.out, or under \
-a directory named log or logs. The recorded bytes are split into lines (a line cut across several \
+terminal, pipe, socket, file or /dev/null), a terminal or a log file is output someone reads; \
+a log file is one named *.log, *.log.N, *.err or nohup.out, or under a directory named log or \
+logs, or one opened in append mode that no process syncs (fsync, fdatasync, sync_file_range: \
+an append-only file that is synced, such as redis's, or a journal, is data). A /dev/null the \
+program opened on another descriptor is where it throws bytes away (no-reader counts those \
+writes), not a log. The recorded bytes are split into lines (a line cut across several \
 writes to one descriptor is joined first) and each line is masked: decimal numbers, hex runs of \
 8 or more characters (and 0x... literals), UUIDs, month and weekday names and runs of blanks are \
 replaced, so ISO-8601/RFC 3339 stamps, syslog and common-log stamps, request ids and counters no \
 longer tell two occurrences apart. Lines are counted per process, per stream and target and per \
-masked text (the template). On stderr, terminals, /dev/null and log files, a template written \
-at least min_repeats times is a finding: a log line. stdout is different: what a program \
+masked text (the template). On stderr, terminals and log files, a template written \
+at least min_repeats times is a finding: a log line (in a file appended to, known at the \
+end: unless it was synced). stdout is different: what a program \
 streams there is usually its product (git log's diff headers, find's file names, a filter's \
 rows), so a template on stdout is reported only when it is a sentence (three words or more), makes up \
 at least half of the lines the process wrote to that stdout and was written at least \
@@ -74,6 +78,7 @@ and, if that does not free enough room, new lines are not counted (the finding s
             max_lines: cfg.opt(INFO.id, "max_lines", 10_000).max(1) as usize,
             procs: FxHashMap::default(),
             splitter: Splitter::default(),
+            synced: Default::default(),
         })
     },
 };
@@ -155,6 +160,10 @@ enum Role {
     Product,
     /// Another regular file: data, unless the line reads as a log record.
     Data,
+    /// A regular file that is a log by its append mode alone (not its name, not a standard
+    /// stream): a log unless the program syncs it, which makes it data (redis's
+    /// append-only file, a journal): decided at the end, as stdout's lines are.
+    Appended,
 }
 
 /// A line's identity: the target written to, the stream (fd 0-2, or 3 for any other
@@ -189,6 +198,8 @@ struct RepeatedOutput {
     max_lines: usize,
     procs: FxHashMap<u32, ProcLines>,
     splitter: Splitter,
+    /// Files some process synced (fsync, fdatasync, sync_file_range): data, not logs.
+    synced: rustc_hash::FxHashSet<PathKey>,
 }
 
 /// Cuts the output written to each descriptor into lines (a line cut across several writes
@@ -356,7 +367,8 @@ impl Splitter {
             // Only the fingerprint: one write is one occurrence. Without the bytes a stdout
             // line cannot be told from data, nor a line in another file from a log record.
             if let Some(fp) = s.fingerprint {
-                if base == Role::Log && dejavu_trace::mask::is_message(fp) {
+                if matches!(base, Role::Log | Role::Appended) && dejavu_trace::mask::is_message(fp)
+                {
                     emit(occ!(&[], None, s.dur, false, Some(fp), true));
                 }
             }
@@ -451,7 +463,12 @@ impl RepeatedOutput {
         let unrecorded = o.unrecorded;
         let first = || {
             if unrecorded {
-                return (Src::Unrecorded, Role::Log, kind);
+                let role = if base == Role::Appended {
+                    Role::Appended
+                } else {
+                    Role::Log
+                };
+                return (Src::Unrecorded, role, kind);
             }
             let keep = text.len().min(KEEP);
             let src = match at {
@@ -463,7 +480,7 @@ impl RepeatedOutput {
                 },
                 _ => Src::Owned(text[..keep].into()),
             };
-            let role = if base != Role::Log && looks_like_log(text) {
+            let role = if matches!(base, Role::Product | Role::Data) && looks_like_log(text) {
                 Role::Log
             } else {
                 base
@@ -534,6 +551,8 @@ impl RepeatedOutput {
                 Role::Product => {
                     l.pending.len() >= PENDING && l.exact >= min && l.count * 2 >= stdout_total
                 }
+                // Whether the program syncs the file is known at the end.
+                Role::Appended => false,
             };
             if live {
                 l.live = true;
@@ -611,8 +630,13 @@ fn role_of(fd: i32, kind: FdKind, append: bool, path: &[u8]) -> Option<Role> {
         1 if log_file => Some(Role::Log),
         1 => Some(Role::Product),
         _ => match kind {
-            FdKind::Tty | FdKind::DevNull => Some(Role::Log),
-            FdKind::File if log_file => Some(Role::Log),
+            FdKind::Tty => Some(Role::Log),
+            // A /dev/null the program opened itself is where it throws bytes away (isort's
+            // check mode writes each file's new text there): no-reader counts those writes;
+            // their lines are no log.
+            FdKind::DevNull => None,
+            FdKind::File if is_log_name(path) => Some(Role::Log),
+            FdKind::File if append => Some(Role::Appended),
             FdKind::File => Some(Role::Data),
             _ => None,
         },
@@ -791,12 +815,26 @@ impl Detector for RepeatedOutput {
     fn wants(&self, sys: Sys) -> bool {
         matches!(
             sys,
-            Sys::Write | Sys::Pwrite64 | Sys::Writev | Sys::Pwritev | Sys::Pwritev2 | Sys::Close
+            Sys::Write
+                | Sys::Pwrite64
+                | Sys::Writev
+                | Sys::Pwritev
+                | Sys::Pwritev2
+                | Sys::Close
+                | Sys::Fsync
+                | Sys::Fdatasync
+                | Sys::SyncFileRange
         )
     }
 
     fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
         let Some(fd) = s.fd else { return };
+        if matches!(s.sys, Sys::Fsync | Sys::Fdatasync | Sys::SyncFileRange) {
+            if let Some(p) = v.path {
+                self.synced.insert(p);
+            }
+            return;
+        }
         if s.sys == Sys::Close {
             self.splitter.close(s.pid, fd);
             return;
@@ -852,6 +890,9 @@ impl Detector for RepeatedOutput {
                 }
                 let text = l.text(cx);
                 if l.located && l.exact < self.min_repeats {
+                    continue;
+                }
+                if l.role == Role::Appended && self.synced.contains(&target) {
                     continue;
                 }
                 if l.role == Role::Product {
@@ -1236,13 +1277,62 @@ mod tests {
     }
 
     #[test]
+    fn a_dev_null_the_program_opened_holds_no_log_lines() {
+        // isort --check writes each file's new text to open(os.devnull, "w"): no-reader
+        // counts those writes. A stderr sent to /dev/null still carries log lines.
+        let mut b = TraceBuilder::new();
+        b.open("/dev/null", 0o1, 4, Some(chardev(1, 3)));
+        for _ in 0..20 {
+            b.write(4, "/dev/null", "import os, sys\n", true);
+        }
+        assert!(b.findings("repeated-output").is_empty());
+        let mut b = TraceBuilder::new();
+        for _ in 0..20 {
+            b.write(2, "/dev/null", "retrying the upstream\n", true);
+        }
+        assert_eq!(b.findings("repeated-output").len(), 1);
+    }
+
+    #[test]
+    fn a_file_appended_to_and_synced_is_data_not_a_log() {
+        // redis's append-only file: commands in its protocol, appended and fdatasync'ed.
+        // The same lines appended to a file nobody syncs are a log's.
+        for sync in [true, false] {
+            let mut b = TraceBuilder::new();
+            b.open(
+                "/var/lib/redis/appendonly.aof",
+                0o2101,
+                5,
+                Some(file(7, 0, 1)),
+            );
+            for _ in 0..20 {
+                b.write(
+                    5,
+                    "/var/lib/redis/appendonly.aof",
+                    "SET\r\nkey:__rand_int__\r\n",
+                    true,
+                );
+                if sync {
+                    b.call(Sys::Fdatasync, |c, b| {
+                        c.fd = Some(5);
+                        c.path = Some(b.s("/var/lib/redis/appendonly.aof"));
+                        c.ev = ev::PATH_FROM_FD;
+                    });
+                }
+            }
+            let f = b.findings("repeated-output");
+            assert_eq!(f.len(), if sync { 0 } else { 1 }, "sync {sync}: {f:#?}");
+        }
+    }
+
+    #[test]
     fn targets_and_processes_are_counted_apart() {
         let mut b = TraceBuilder::new();
         b.open("/var/log/app.log", 0o2101, 3, Some(file(5, 0, 1)));
-        b.open("/dev/null", 0o1, 4, Some(chardev(1, 3)));
+        b.open("/var/log/other.log", 0o2101, 4, Some(file(6, 0, 1)));
         for _ in 0..10 {
             b.write(3, "/var/log/app.log", "flushing queue\n", true);
-            b.write(4, "/dev/null", "flushing queue\n", true);
+            b.write(4, "/var/log/other.log", "flushing queue\n", true);
         }
         b.fork(200);
         b.pid = 200;
