@@ -28,7 +28,12 @@ package.json, and on anything inside a node_modules directory or one of the glob
 CommonJS loader looks in ($HOME/.node_modules, $HOME/.node_libraries, PREFIX/lib/node) are never counted. Start-up ends where dejavu's Node.js agent says the \
 main module has run (the first turn of the event loop after it): main-thread calls before that are \
 the program starting up (loading, reading its configuration), and a program that never returns to \
-the event loop (a command-line tool doing its work in its main module) has none to block. Without \
+the event loop (a command-line tool doing its work in its main module) has none to block. Only \
+a server counts: a process that accepted a connection (accept, accept4) during the recording, \
+whose blocked loop delays the requests it serves; a tool that returns to its loop between \
+items (eslint running rules, yarn linking packages) delays nobody, and a sync call is often \
+its fastest way (a cluster worker that gets its connections from the primary is not seen to \
+accept them, and is not counted either). Without \
 the agent (--stacks off, or NODE_OPTIONS dropped), start-up is the initial burst of module loading: \
 it ends at the last main-thread access to a module file that came within startup_gap_ms of the \
 previous one (the first measured from the exec). Calls before --skip-startup never count. Every \
@@ -61,6 +66,7 @@ write then exit) need a queue or a flush on shutdown, including on process.exit 
             seen: FxHashMap::default(),
             tallies: Tallies::default(),
             not_node: 0,
+            served: Default::default(),
         })
     },
 };
@@ -126,6 +132,8 @@ struct SyncIo {
     tallies: Tallies,
     /// The last process seen not to be Node (most traces are runs of one program).
     not_node: u32,
+    /// Images that accepted a connection: servers, whose blocked loop delays requests.
+    served: rustc_hash::FxHashSet<u32>,
 }
 
 /// Calls naming a path (opens, stats) a process's main thread makes after start-up before
@@ -191,9 +199,12 @@ impl SyncIo {
     /// Counts a call on `path` by the main thread of the process running `image`: held
     /// until the path has been named MIN_USES times, then tallied (with those held), so
     /// that only a path named once keeps its calls in memory.
+    /// A process that accepts no connection is a tool, not a server: its calls are held
+    /// (not tallied) until it accepts one, and dropped if it never does.
     fn count(
         seen: &mut FxHashMap<(u32, PathKey), Seen>,
         tallies: &mut Tallies,
+        served: &rustc_hash::FxHashSet<u32>,
         cx: &Cx<'_>,
         (image, path): (u32, PathKey),
         c: Counted,
@@ -204,6 +215,13 @@ impl SyncIo {
             e.uses[k] = e.uses[k].saturating_add(1);
         }
         e.calls.push(c);
+        if served.contains(&image) {
+            Self::tally(e, tallies, cx, (image, path));
+        }
+    }
+
+    /// Tallies the calls held for a path, once the main thread has named it MIN_USES times.
+    fn tally(e: &mut Seen, tallies: &mut Tallies, cx: &Cx<'_>, (image, path): (u32, PathKey)) {
         if e.uses.iter().any(|&u| u >= MIN_USES) {
             let t = tallies.get(image, path);
             for (seq, ts, dur, stack, _) in e.calls.drain(..) {
@@ -217,6 +235,7 @@ impl SyncIo {
     fn commit(
         seen: &mut FxHashMap<(u32, PathKey), Seen>,
         tallies: &mut Tallies,
+        served: &rustc_hash::FxHashSet<u32>,
         cx: &Cx<'_>,
         np: &mut NodeProc,
     ) {
@@ -224,7 +243,7 @@ impl SyncIo {
         pending.sort_by_key(|(p, _)| *p);
         for (path, p) in pending {
             for c in p.members {
-                Self::count(seen, tallies, cx, (np.image, path), c);
+                Self::count(seen, tallies, served, cx, (np.image, path), c);
             }
         }
     }
@@ -243,9 +262,16 @@ impl Detector for SyncIo {
                 | SysClass::Sync
                 | SysClass::Seek
         ) && !matches!(sys, Sys::MemfdCreate | Sys::CloseRange)
+            || matches!(sys, Sys::Accept | Sys::Accept4)
     }
 
     fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        if matches!(s.sys, Sys::Accept | Sys::Accept4) {
+            if s.ret >= 0 {
+                self.served.insert(v.image);
+            }
+            return;
+        }
         // Threadpool and worker threads do not block the event loop.
         if s.tid != s.pid || s.ev & ev::UNFINISHED != 0 {
             return;
@@ -313,6 +339,7 @@ impl Detector for SyncIo {
             Self::count(
                 &mut self.seen,
                 &mut self.tallies,
+                &self.served,
                 cx,
                 (v.image, path),
                 (v.seq, s.ts, s.dur, s.stack, use_of(s, on_fd)),
@@ -333,7 +360,7 @@ impl Detector for SyncIo {
                     np.last_module_ts = np.last_module_ts.max(s.ts);
                 } else {
                     np.startup = false;
-                    Self::commit(&mut self.seen, &mut self.tallies, cx, np);
+                    Self::commit(&mut self.seen, &mut self.tallies, &self.served, cx, np);
                 }
             }
             return;
@@ -344,7 +371,7 @@ impl Detector for SyncIo {
         if np.startup {
             if np.loading && s.ts.saturating_sub(np.last_module_ts) > gap {
                 np.startup = false;
-                Self::commit(&mut self.seen, &mut self.tallies, cx, np);
+                Self::commit(&mut self.seen, &mut self.tallies, &self.served, cx, np);
             } else {
                 let p = np.pending.entry(path).or_default();
                 p.members
@@ -355,6 +382,7 @@ impl Detector for SyncIo {
         Self::count(
             &mut self.seen,
             &mut self.tallies,
+            &self.served,
             cx,
             (v.image, path),
             (v.seq, s.ts, s.dur, s.stack, use_of(s, on_fd)),
@@ -369,7 +397,7 @@ impl Detector for SyncIo {
                     self.not_node = 0;
                 }
                 if let Some(mut np) = self.procs.remove(&e.pid) {
-                    Self::commit(&mut self.seen, &mut self.tallies, cx, &mut np);
+                    Self::commit(&mut self.seen, &mut self.tallies, &self.served, cx, &mut np);
                 }
             }
             Record::Exit(e) if e.pid == e.tid => {
@@ -377,7 +405,7 @@ impl Detector for SyncIo {
                     self.not_node = 0;
                 }
                 if let Some(mut np) = self.procs.remove(&e.pid) {
-                    Self::commit(&mut self.seen, &mut self.tallies, cx, &mut np);
+                    Self::commit(&mut self.seen, &mut self.tallies, &self.served, cx, &mut np);
                 }
             }
             _ => {}
@@ -387,14 +415,21 @@ impl Detector for SyncIo {
     fn finish(&mut self, cx: &Cx<'_>) -> Vec<Finding> {
         // The calls after the last module load of the start-up burst are the program's.
         for np in self.procs.values_mut() {
-            Self::commit(&mut self.seen, &mut self.tallies, cx, np);
+            Self::commit(&mut self.seen, &mut self.tallies, &self.served, cx, np);
         }
         // A path the main thread named once after start-up (a build tool reading each
         // source file once, writing each output once, an existence check behind a cache)
         // blocked the loop once: the async API would make the same calls, and nobody
         // would act on it. Its calls, still held, are not counted; a path it came back to
-        // (config.json per request) was tallied at its second use (`count`).
-        self.seen.clear();
+        // (config.json per request) was tallied at its second use (`count`), or is now if
+        // the server accepted its first connection after that use.
+        let mut seen: Vec<_> = self.seen.drain().collect();
+        seen.sort_by_key(|(k, _)| *k);
+        for (k, mut e) in seen {
+            if self.served.contains(&k.0) {
+                Self::tally(&mut e, &mut self.tallies, cx, k);
+            }
+        }
         let mut out = self
             .tallies
             .findings(&INFO, cx, Wording { cache: false }, &|_, _| Vec::new());
@@ -445,13 +480,48 @@ mod tests {
         b.close(18, "/app/node_modules/dep/index.js");
     }
 
-    /// One request: readFileSync(config.json) and statSync(data.bin).
+    /// One request: its connection accepted, readFileSync(config.json) and
+    /// statSync(data.bin).
     fn request(b: &mut TraceBuilder) {
+        serve(b);
+        work(b);
+    }
+
+    /// A connection accepted: the process is a server.
+    fn serve(b: &mut TraceBuilder) {
+        b.call(dejavu_trace::Sys::Accept4, |c, _| {
+            c.fd = Some(18);
+            c.ret = 21;
+        });
+    }
+
+    /// A request's file work, or a command-line tool's per item.
+    fn work(b: &mut TraceBuilder) {
         b.open(CFG, 0o2000000, 19, Some(file(6, 23, 1)));
         b.read(19, CFG, 8192, 23);
         b.read(19, CFG, 8192, 0);
         b.close(19, CFG);
         b.stat("/app/data.bin", Ok(file(7, 4096, 1)));
+    }
+
+    #[test]
+    fn a_process_that_accepts_no_connection_blocks_no_request() {
+        // A command-line tool's sync calls per item (eslint's rules, yarn's linking) are
+        // not counted; a server's are, also those made before its first connection.
+        for accepts in [false, true] {
+            let mut b = TraceBuilder::new();
+            start_node(&mut b, "/usr/bin/node", "node");
+            b.wait(2_000_000_000);
+            for _ in 0..10 {
+                work(&mut b);
+            }
+            if accepts {
+                serve(&mut b);
+            }
+            let f = b.findings("sync-io-main-thread");
+            let n: u64 = f.iter().map(|f| f.redundant_calls).sum();
+            assert_eq!(n, if accepts { 50 } else { 0 }, "{f:#?}");
+        }
     }
 
     #[test]
@@ -462,6 +532,7 @@ mod tests {
         let run = |dir: &str| {
             let mut b = TraceBuilder::new();
             start_node(&mut b, "/usr/bin/node", "node");
+            serve(&mut b);
             b.wait(2_000_000_000);
             for _ in 0..12 {
                 b.stat(dir, Err(2));
@@ -482,6 +553,7 @@ mod tests {
         // path behind its own cache). The same calls async would be the same calls.
         let mut b = TraceBuilder::new();
         start_node(&mut b, "/usr/bin/node", "node");
+        serve(&mut b);
         b.wait(2_000_000_000);
         for i in 0..30 {
             let src = format!("/site/src/p{i}.md");
@@ -499,6 +571,7 @@ mod tests {
         // statx, open, reads, close): one use of it, not three.
         let mut b = TraceBuilder::new();
         start_node(&mut b, "/usr/bin/node", "node");
+        serve(&mut b);
         b.wait(2_000_000_000);
         for i in 0..12 {
             let cfg = format!("/proj/d{i}/.eslintrc.json");
@@ -513,6 +586,7 @@ mod tests {
         // One file it comes back to, per page: counted (and only that one).
         let mut b = TraceBuilder::new();
         start_node(&mut b, "/usr/bin/node", "node");
+        serve(&mut b);
         b.wait(2_000_000_000);
         for i in 0..30 {
             let src = format!("/site/src/p{i}.md");
@@ -531,6 +605,7 @@ mod tests {
     fn sync_fs_calls_per_request_after_start_up_count_every_one() {
         let mut b = TraceBuilder::new();
         start_node(&mut b, "/usr/bin/node", "node");
+        serve(&mut b);
         for _ in 0..20 {
             request(&mut b);
         }
@@ -559,6 +634,7 @@ mod tests {
         let run = |with_config: bool| {
             let mut b = TraceBuilder::new();
             start_node(&mut b, "/usr/bin/node", "node");
+            serve(&mut b);
             for _ in 0..10 {
                 for p in [
                     "/proc/cpuinfo",
@@ -591,6 +667,7 @@ mod tests {
     fn async_fs_on_threadpool_threads_does_not_count() {
         let mut b = TraceBuilder::new();
         start_node(&mut b, "/usr/bin/node", "node");
+        serve(&mut b);
         for i in 0..20 {
             // fs.promises: open, read, close on libuv worker threads.
             b.tid = 101 + i % 4;
@@ -604,6 +681,7 @@ mod tests {
     fn other_runtimes_and_start_up_work_do_not_count() {
         let mut b = TraceBuilder::new();
         start_node(&mut b, "/usr/bin/python3", "python3");
+        serve(&mut b);
         for _ in 0..20 {
             request(&mut b);
         }
@@ -623,6 +701,7 @@ mod tests {
     fn argv0_node_is_node_and_a_module_load_after_the_gap_ends_start_up() {
         let mut b = TraceBuilder::new();
         start_node(&mut b, "/opt/runtime/bin/js-host", "node");
+        serve(&mut b);
         for _ in 0..5 {
             request(&mut b);
         }
@@ -682,6 +761,7 @@ mod tests {
         // process.stdout redirected to a file: written synchronously by design.
         let mut b = TraceBuilder::new();
         start_node(&mut b, "/usr/bin/node", "node");
+        serve(&mut b);
         for _ in 0..20 {
             b.write(1, "/tmp/out.log", "request ok\n", false);
         }
@@ -692,14 +772,15 @@ mod tests {
     fn skip_startup_excludes_early_calls() {
         let mut b = TraceBuilder::new();
         start_node(&mut b, "/usr/bin/node", "node");
+        serve(&mut b);
         for _ in 0..20 {
             request(&mut b);
         }
         let cfg = Config {
             min_calls: 1,
             // The builder's clock starts at 1 µs and moves 1 µs per call: start-up is 12
-            // calls, a request 5; skip the first 10 requests.
-            skip_startup_ns: 1000 + 12 * 1000 + 10 * 5 * 1000,
+            // calls and an accept, a request 6 (its accept); skip the first 10 requests.
+            skip_startup_ns: 1000 + 13 * 1000 + 10 * 6 * 1000,
             ..Config::default()
         };
         let a = b.analyze_with(&cfg);

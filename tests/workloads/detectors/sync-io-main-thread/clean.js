@@ -1,10 +1,11 @@
-// sync-io-main-thread, clean twin: the same requests with fs.promises, so the file work
+// sync-io-main-thread, clean twin: the same server with fs.promises, so the file work
 // runs on libuv's threadpool and the main thread only awaits it.
 //
 // Usage: node clean.js [REQUESTS]   (in a directory with config.json and data.txt)
 'use strict';
 
 const fs = require('fs');
+const http = require('http');
 const path = require('path');
 
 const configPath = path.join(process.cwd(), 'config.json');
@@ -16,12 +17,29 @@ async function handle(i) {
   return cfg.greeting.length + st.size + i;
 }
 
-async function main() {
-  const n = Number(process.argv[2] || 100);
-  let total = 0;
-  for (let i = 0; i < n; i++) {
-    total += await handle(i);
-  }
-  console.log(`handled ${n} requests (${total})`);
-}
-main();
+let served = 0;
+const server = http.createServer(async (req, res) => {
+  res.end(String(await handle(served++)));
+});
+
+const n = Number(process.argv[2] || 100);
+const agent = new http.Agent({ keepAlive: false });
+server.listen(0, '127.0.0.1', () => {
+  const { port } = server.address();
+  let done = 0;
+  const ask = () => {
+    if (done === n) {
+      console.log(`handled ${n} requests`);
+      server.close();
+      return;
+    }
+    http.get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
+      res.resume();
+      res.on('end', () => {
+        done++;
+        ask();
+      });
+    });
+  };
+  ask();
+});
