@@ -427,7 +427,13 @@ fn every_dirty_twins_findings_replayed_under_their_own_fix_save_what_they_say() 
                 "{rel}: finding {} {} says {says}, its fix replayed removes {saves}\n",
                 f["number"], f["detector"]
             );
-            assert_eq!(saves, says, "{rel}: {o:#}");
+            if f["detector"] == "self-inflicted-lookup" {
+                // The kept size also answers the lookup after the last write, which the
+                // finding does not count (docs/whatif.md, --track-size): one per file.
+                assert!(saves >= says && saves - says <= 1, "{rel}: {o:#}");
+            } else {
+                assert_eq!(saves, says, "{rel}: {o:#}");
+            }
             *replayed
                 .entry(f["detector"].as_str().unwrap().to_string())
                 .or_default() += 1;
