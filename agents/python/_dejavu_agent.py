@@ -1293,6 +1293,46 @@ class _ImportWatch:
         return spec
 
 
+def _unstick(p, e):
+    """Forgets repeated-call entry `e` of path `p` and tells dejavu (a STICKY with site 0):
+    the thread's calls on the path take no line from it any more. The path's next wrapped
+    call starts over (said with ENTER and EXIT, a second one STICKY again)."""
+    d = _fast_of.get(e[1])
+    if d:
+        d.pop(p, None)
+    _sticky.pop(p, None)
+    if _fd < 0:
+        return
+    try:
+        path = _resolve(p, e[6] or "/")
+        _send(_msg(_STICKY, _pidb + e[5].to_bytes(4, _LE) + _nsb + b"\0\0\0\0" + len(path).to_bytes(2, _LE) + path))
+    except Exception:
+        pass
+
+
+def _watch_import_stats():
+    """The import system stats files with posix.stat (importlib._bootstrap_external's
+    _path_stat: a FileFinder's isfile of each candidate, a loader's path_stats), the same
+    system call as the os.stat the agent wraps, and the agent does not see it: on a path
+    a wrapped call made sticky it took that call's line (`os.path.exists(p)` beside
+    `find_spec` of the module at `p`: ansible's _slurp was named for ~600 of the import
+    system's stats). Its calls on a sticky path forget the path first (_unstick); on any
+    other, a dict test."""
+    ext = _sys.modules.get("_frozen_importlib_external")
+    orig = getattr(ext, "_path_stat", None)
+    if not callable(orig):
+        return
+
+    def _path_stat(path):
+        if _sticky and type(path) is str:
+            e = _sticky.get(path)
+            if e is not None:
+                _unstick(path, e)
+        return orig(path)
+
+    _put(ext, "_path_stat", orig, _path_stat)
+
+
 def _watch_imports():
     _WATCHED["subprocess"] = _wrap_subprocess
     _WATCHED["logging"] = _wrap_logging
@@ -1432,6 +1472,7 @@ def _start():
     _keep_channel_in_children()
     _watch_threads(_thread)
     _watch_imports()
+    _watch_import_stats()
     try:
         _os.register_at_fork(after_in_child=_after_fork)
     except Exception:

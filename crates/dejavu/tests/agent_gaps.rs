@@ -1093,6 +1093,43 @@ fn python_a_path_checked_once_does_not_give_its_line_to_later_unwrapped_calls() 
 }
 
 #[test]
+fn python_the_import_systems_stat_of_a_path_a_line_made_sticky_is_not_given_its_line() {
+    // find_spec's stat of a module's file (posix.stat through the import system, not the
+    // os.stat the agent wraps) beside os.path.exists of the same file, 12 times: once the
+    // exists line had made the path sticky, the import system's stats took its line
+    // (ansible: ~600 of 1,501 stats named at _slurp). The agent forgets the path when the
+    // import system stats it.
+    require!("python3");
+    let (_d, dir) = scratch();
+    let src = workload("sticky_import.py");
+    std::fs::create_dir(dir.join("six")).unwrap();
+    std::fs::write(dir.join("six/__init__.py"), "").unwrap();
+    let err = dir.join("stderr.txt");
+    let py = python();
+    let calls = record(
+        &[&py, src.to_str().unwrap(), dir.to_str().unwrap()],
+        &dir,
+        &err,
+    );
+    let init = dir.join("six/__init__.py").display().to_string();
+    let stats: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.path == init && matches!(c.sys, Sys::Stat | Sys::Newfstatat | Sys::Statx))
+        .collect();
+    assert_eq!(stats.len(), 24, "{stats:?}");
+    let (line, _) = site(&src, "exists");
+    let named = stats
+        .iter()
+        .filter(|c| {
+            c.frames
+                .iter()
+                .any(|f| f.0 == FrameKind::Python && f.3 == line)
+        })
+        .count();
+    assert_eq!(named, 12, "only the exists calls at its line: {stats:?}");
+}
+
+#[test]
 fn python_the_import_systems_stat_of_a_directory_the_program_lstats_is_not_given_its_line() {
     // sphinx-build's import-time Path(__file__).resolve() lstat'ed site-packages from one
     // line (a sticky path for the thread), and the import system's stats of site-packages

@@ -782,12 +782,18 @@ impl State {
             .filter(|t| t.pid == pid && on_path)
         {
             for (p, ns, site) in t.new.drain(..) {
+                let path = w.intern(&p);
+                if site == 0 {
+                    // The agent forgot the path: no line from it any more.
+                    t.by_path.remove(&path);
+                    continue;
+                }
                 let e = StickyPath {
                     ns,
                     site,
                     kind: None,
                 };
-                t.by_path.insert(w.intern(&p), e);
+                t.by_path.insert(path, e);
             }
             // A call on the path is held to the kind of the first one the entry named
             // (StickyPath).
@@ -1116,6 +1122,11 @@ mod tests {
         s.feed(&sticky(10, 10, 10, 2, "/app/config.json"), 0);
         assert_eq!(s.lookup(&mut w, 10, 10, on(p)), Some(inside));
         assert_eq!(s.counters.sticky_hits, 4);
+        // Site 0: the agent forgot the path (the import system stats it too).
+        s.feed(&sticky(10, 10, 10, 0, "/app/config.json"), 0);
+        assert_eq!(s.lookup(&mut w, 10, 10, on(p)), None, "forgotten");
+        s.feed(&sticky(10, 10, 10, 2, "/app/config.json"), 0);
+        assert_eq!(s.lookup(&mut w, 10, 10, on(p)), Some(inside), "said again");
         // The process execs or exits: its sticky paths go with it.
         s.forget_process(10);
         assert_eq!(s.lookup(&mut w, 10, 10, on(p)), None);
