@@ -176,9 +176,43 @@ fn is_interpreter_module(module: &[u8]) -> bool {
         b"libruby",
         b"perl",
         b"libperl",
+        b"php",
+        b"libphp",
     ]
     .iter()
     .any(|p| b.starts_with(p))
+}
+
+/// Whether a native module is, in an interpreter dejavu has no agent for
+/// ([`Runtime::Script`]), the interpreter's or one of the extensions it loads: PHP's
+/// (`/usr/lib/php/20220829/*.so`), Ruby's (`.../ruby/3.1.0/openssl.so`, whose `Init_*`
+/// run at each `require`), Perl's XS modules (`.../perl5/5.36/auto/...`, `.../perl/5.36/`).
+fn is_script_module(module: &[u8]) -> bool {
+    is_interpreter_module(module)
+        || contains(module, b"/lib/php/")
+        || contains(module, b"/ruby/")
+        || contains(module, b"/perl5/")
+        || contains(module, b"/perl/5")
+        || contains(module, b"/perl-base/")
+}
+
+/// Whether a path is an interpreter's own file, in one dejavu has no agent for: PHP's
+/// configuration and extensions (`/etc/php/8.2/cli/conf.d/*.ini`, scanned at every
+/// start), Ruby's library and gems (`/usr/lib/ruby/`, RubyGems' specifications under
+/// `/var/lib/gems/`, `rubygems-integration`), Perl's modules (`/usr/share/perl/`,
+/// `.../perl5/`). What its `require`, `include` of them and its start-up read.
+fn is_script_runtime_path(path: &[u8]) -> bool {
+    path.starts_with(b"/etc/php/")
+        || contains(path, b"/lib/php/")
+        || contains(path, b"/share/php/")
+        || contains(path, b"/lib/ruby/")
+        || contains(path, b"/ruby/gems/")
+        || contains(path, b"/lib/gems/")
+        || contains(path, b"/rubygems-integration/")
+        || contains(path, b"/share/perl/")
+        || contains(path, b"/share/perl5/")
+        || contains(path, b"/perl5/")
+        || contains(path, b"/perl-base/")
 }
 
 /// The native libraries a JDK ships in its `lib/` (and `lib/server/`): the JVM itself
@@ -259,6 +293,13 @@ fn is_node_loader(function: &[u8]) -> bool {
     function.starts_with(b"node::fs::InternalModuleStat")
         || function.starts_with(b"node::fs::InternalModuleReadJSON")
         || function.starts_with(b"node::modules::BindingData::")
+}
+
+/// Whether a function of Ruby's (libruby) is its `require`: `rb_require_string` and the
+/// rest of `rb_require*`, which resolve each feature's path (a `realpath` per load-path
+/// entry: rake's start-up resolves /usr and /usr/lib ~300 times each) and load it once.
+fn is_ruby_loader(function: &[u8]) -> bool {
+    function.starts_with(b"rb_require") || function.starts_with(b"rb_feature_p")
 }
 
 /// What frame `f` is, in a process running `prog`. In a dependency's program
@@ -437,7 +478,8 @@ fn frame_class(f: &Frame, strings: &Strings, prog: &Program) -> Class {
             if interpreter
                 && (is_cpython_import(function)
                     || is_node_loader(function)
-                    || is_cpython_error_source(function))
+                    || is_cpython_error_source(function)
+                    || is_ruby_loader(function))
             {
                 // CPython's import system entered from C (a C extension's or a
                 // mypyc-compiled module's `import`, PyImport_ImportModule): its look-ups
@@ -450,6 +492,13 @@ fn frame_class(f: &Frame, strings: &Strings, prog: &Program) -> Class {
                 return Class::Loader;
             }
             if interpreter && prog.runtime != Runtime::Native {
+                return Class::Interpreter;
+            }
+            // So is an interpreter's that dejavu has no agent for (PHP's `php_stat`, and
+            // the extensions PHP, Ruby and Perl load: Ruby's openssl.so, whose `Init_*`
+            // run at a `require`): no line of the script's is on the stack, and the
+            // interpreter's C code is not one to change.
+            if matches!(prog.runtime, Runtime::Script(_)) && is_script_module(module) {
                 return Class::Interpreter;
             }
             if let Some(c) = fetched_class(file, prog) {
@@ -802,6 +851,13 @@ pub fn owner_by_path(
                 return Owner::Runtime;
             }
         }
+        Runtime::Script(_) => {
+            // The interpreter reading its own files (configuration, its library, the
+            // packages a `require` looks through): its start-up and loading.
+            if is_script_runtime_path(path) {
+                return Owner::Runtime;
+            }
+        }
         Runtime::Native if prog.dependency_build => return Owner::Dependency,
         Runtime::Shell | Runtime::Native => {}
     }
@@ -1087,6 +1143,30 @@ mod tests {
         }
         assert_eq!(
             owner_by_path(b"/srv/app/app.properties", &java, false, false),
+            Owner::Own
+        );
+        // An interpreter dejavu has no agent for: its C code and extensions, its files.
+        let rb = Program::of(b"/usr/bin/ruby3.1", &[b"/usr/bin/ruby3.1", b"/usr/bin/gem"]);
+        assert!(is_script_module(
+            b"/usr/lib/x86_64-linux-gnu/ruby/3.1.0/openssl.so"
+        ));
+        assert!(is_script_module(b"/usr/lib/php/20220829/opcache.so"));
+        assert!(is_script_module(b"/usr/bin/php8.2"));
+        assert!(is_script_module(
+            b"/usr/lib/x86_64-linux-gnu/perl5/5.36/auto/List/Util/Util.so"
+        ));
+        assert!(!is_script_module(b"/usr/lib/x86_64-linux-gnu/libssl.so.3"));
+        assert!(is_ruby_loader(b"rb_require_string"));
+        for rt in [
+            &b"/var/lib/gems/3.1.0/specifications/rake-13.0.gemspec"[..],
+            b"/usr/lib/ruby/3.1.0/rubygems.rb",
+            b"/etc/php/8.2/cli/conf.d/10-opcache.ini",
+            b"/usr/share/perl/5.36/strict.pm",
+        ] {
+            assert_eq!(owner_by_path(rt, &rb, false, false), Owner::Runtime);
+        }
+        assert_eq!(
+            owner_by_path(b"/srv/app/config.yml", &rb, false, false),
             Owner::Own
         );
         // An interpreter's lib/ holds extension modules: not a script's own.

@@ -517,17 +517,24 @@ impl<'a> Render<'a> {
                 }
             }
         }
-        if f.callsites.is_empty()
-            && dejavu_detect::program::command_runtime(&f.command)
-                == dejavu_detect::program::Runtime::Jvm
-        {
-            // Not "no stacks": the calls had native stacks, of the JDK's code only.
-            field(
-                "at:",
-                "no line: dejavu has no agent for the JVM, and the Java code that made the calls \
-                 is not on their native stacks (they end in the JDK's native code)",
-                &|s| st.dim(s),
-            );
+        if f.callsites.is_empty() {
+            // Not "no stacks": the calls had native stacks, of the runtime's code only.
+            use dejavu_detect::program::Runtime;
+            let why = match dejavu_detect::program::command_runtime(&f.command) {
+                Runtime::Jvm => Some(
+                    "no line: dejavu has no agent for the JVM, and the Java code that made the \
+                     calls is not on their native stacks (they end in the JDK's native code)"
+                        .to_string(),
+                ),
+                Runtime::Script(lang) => Some(format!(
+                    "no line: dejavu has no agent for {lang}, and the {lang} code that made the \
+                     calls is not on their native stacks (they end in the interpreter's C code)"
+                )),
+                _ => None,
+            };
+            if let Some(why) = why {
+                field("at:", &why, &|s| st.dim(s));
+            }
         }
         if f.callsites.len() > limit {
             let more = f.callsites.len() - limit;

@@ -1246,6 +1246,53 @@ fn a_java_programs_reread_is_its_own_and_names_no_jdk_function() {
     );
 }
 
+/// A Perl program (an interpreter dejavu has no agent for, as PHP and Ruby) that reads its
+/// configuration per item: its row is the program's own, named by the script, names no
+/// line of the interpreter's C code (it had been `perl`'s own row, unexplained), and says
+/// why. Its clean twin reads the file once.
+#[test]
+fn a_perl_programs_reread_is_its_own_and_names_no_interpreter_function() {
+    require!("perl");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let conf = work.join("app.conf");
+    std::fs::write(&conf, "limit=3\n").unwrap();
+    let c = conf.to_str().unwrap();
+    let script = fixture("perl/read_conf.pl");
+    let s = script.to_str().unwrap();
+    let dirty = record(&work, "dirty", &["perl", s, c, "200", "dirty"]);
+    let v = report_json(&dirty, &[]);
+    let all = findings(&v);
+    let row = all
+        .iter()
+        .find(|f| f["paths"][0] == c)
+        .unwrap_or_else(|| panic!("no finding on {c}: {all:#?}"));
+    assert_eq!(row["detector"], "reread-unchanged", "{row:#}");
+    assert_eq!(row["owner"], "own", "{row:#}");
+    assert_eq!(row["program"], "read_conf.pl", "named by its script");
+    assert!(
+        row["redundant_calls"].as_u64().unwrap() >= 199 * 3,
+        "{row:#}"
+    );
+    assert_eq!(
+        row["callsites"].as_array().map_or(0, Vec::len),
+        0,
+        "{row:#}"
+    );
+    let text = report_text(&dirty, &[]);
+    assert!(
+        text.contains("no line: dejavu has no agent for Perl"),
+        "{text}"
+    );
+    let clean = record(&work, "clean", &["perl", s, c, "200", "clean"]);
+    let v = report_json(&clean, &[]);
+    assert!(
+        !findings(&v).iter().any(|f| f["paths"][0] == c),
+        "{:#?}",
+        findings(&v)
+    );
+}
+
 /// A Python program that runs a Python child whose flags drop dejavu's agent
 /// (`python3 -I`, as a build environment's hook is run): the report says so (JSON
 /// `agentless`, a warning on stderr); the same child without `-I` loads the agent, and

@@ -30,7 +30,7 @@ fn fix_for(runtime: crate::program::Runtime) -> Option<&'static str> {
             "wrap the stream in a BufferedOutputStream or BufferedWriter (a PrintStream without \
              autoflush for System.out to a file), and flush once, not after every piece",
         ),
-        Runtime::Shell | Runtime::Native => None,
+        Runtime::Shell | Runtime::Script(_) | Runtime::Native => None,
     }
 }
 
