@@ -391,6 +391,11 @@ fn frame_class(f: &Frame, strings: &Strings, prog: &Program) -> Class {
                     || m == b"runpy"
                     || m == b"site"
                     || m == b"sitecustomize"
+                    // gettext looking for a translation catalog (`find`: messages.mo in
+                    // each language's LC_MESSAGES, four ENOENT a call): the runtime's locale
+                    // data, as libc's is, looked up at each argparse parser made (pre-commit:
+                    // 236 calls named at the line that builds its parser).
+                    || (m == b"gettext" && function == b"find")
                 {
                     return Class::Loader;
                 }

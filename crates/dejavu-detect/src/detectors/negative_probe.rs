@@ -270,6 +270,46 @@ mod tests {
     const O_NOFOLLOW: u64 = 0o400000;
 
     #[test]
+    fn gettexts_catalog_probes_under_a_parser_are_the_runtimes() {
+        // argparse translates its messages: each parser made looks for messages.mo in
+        // every language's LC_MESSAGES (gettext.find). The same probes from another
+        // function of the standard library, at the program's line, are its own.
+        use dejavu_trace::FrameKind::Python;
+        let run = |inner: (&str, &str)| {
+            let mut b = TraceBuilder::new();
+            b.exec("/usr/bin/python3", &["python3", "/app/cli.py"]);
+            b.ready();
+            let s = b.stack(&[
+                (Python, "exists", "<frozen genericpath>", 19),
+                (Python, inner.0, inner.1, 507),
+                (
+                    Python,
+                    "ArgumentParser.__init__",
+                    "/usr/lib/python3.11/argparse.py",
+                    1741,
+                ),
+                (Python, "build", "/app/cli.py", 12),
+            ]);
+            b.stack = Some(s);
+            for _ in 0..12 {
+                b.stat("/usr/share/locale/en/LC_MESSAGES/messages.mo", Err(2));
+                b.stat("/opt/py/share/locale/en/LC_MESSAGES/messages.mo", Err(2));
+            }
+            let f = b.findings("negative-probe");
+            assert_eq!(f.len(), 1, "{f:?}");
+            (f[0].owner, f[0].callsites[0].function.clone())
+        };
+        assert_eq!(
+            run(("find", "/usr/lib/python3.11/gettext.py")),
+            (crate::Owner::Runtime, "build".to_string())
+        );
+        assert_eq!(
+            run(("guess_type", "/usr/lib/python3.11/mimetypes.py")),
+            (crate::Owner::Own, "build".to_string())
+        );
+    }
+
+    #[test]
     fn repeated_enoent_is_redundant_until_something_is_created_in_the_directory() {
         let mut b = TraceBuilder::new();
         for _ in 0..3 {
