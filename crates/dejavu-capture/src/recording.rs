@@ -127,6 +127,10 @@ impl Task {
     }
 }
 
+/// The environment variables a report speaks of when the program was started with them
+/// (the trace's `env`): Python's unbuffered output makes each print() a write.
+const REPORTED_ENV: &[&str] = &["PYTHONUNBUFFERED"];
+
 /// What every recording starts from: its clock origin (CLOCK_MONOTONIC ns), dejavu's
 /// working directory, and the trace metadata of `backend` with the payload size given.
 pub fn start(backend: &str, payload_bytes: u32) -> (u64, Vec<u8>, Meta) {
@@ -145,6 +149,13 @@ pub fn start(backend: &str, payload_bytes: u32) -> (u64, Vec<u8>, Meta) {
         start_unix_ns,
         cwd: String::from_utf8_lossy(&cwd).into_owned(),
         payload_bytes,
+        env: REPORTED_ENV
+            .iter()
+            .filter_map(|n| {
+                let v = std::env::var_os(n)?;
+                Some(format!("{n}={}", v.to_string_lossy()))
+            })
+            .collect(),
         ..Meta::default()
     };
     (t0, cwd, meta)

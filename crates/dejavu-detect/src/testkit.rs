@@ -82,6 +82,18 @@ impl TraceBuilder {
         })
     }
 
+    /// A trace of process 100 running `test`, started with environment `env` (the trace's
+    /// `env`: `NAME=VALUE`).
+    pub fn with_env(env: &[&str]) -> Self {
+        Self::with_meta(Meta {
+            producer: "testkit".into(),
+            backend: "synthetic".into(),
+            command: vec!["test".into()],
+            env: env.iter().map(|e| e.to_string()).collect(),
+            ..Meta::default()
+        })
+    }
+
     /// A trace of process 100, already running `test`, that dejavu attached to (-p).
     pub fn attached() -> Self {
         Self::with_meta(Meta {

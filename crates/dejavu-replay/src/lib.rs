@@ -217,6 +217,7 @@ pub struct Replay {
     pub unnamed_ns: u64,
     meta_command: Vec<String>,
     meta_cwd: String,
+    meta_env: Vec<String>,
     /// The recording attached to running processes (-p) instead of starting the program:
     /// the descriptors they had were set up by their own launcher, not by dejavu's user.
     pub attached: bool,
@@ -247,6 +248,7 @@ impl Replay {
             unnamed_ns: 0,
             meta_command: meta.command.clone(),
             meta_cwd: meta.cwd.clone(),
+            meta_env: meta.env.clone(),
             attached: !meta.attached.is_empty(),
         }
     }
@@ -311,6 +313,14 @@ impl Replay {
     /// The trace's command (what dejavu ran, or the attached processes' command lines).
     pub fn meta_command(&self) -> &[String] {
         &self.meta_command
+    }
+
+    /// The value of environment variable `name` the recorded program was started with, when
+    /// the trace keeps it (its `env`: the variables a report speaks of).
+    pub fn meta_env(&self, name: &str) -> Option<&str> {
+        self.meta_env
+            .iter()
+            .find_map(|e| e.strip_prefix(name)?.strip_prefix('='))
     }
 
     /// The working directory the recorded program started in (empty when the trace does

@@ -417,6 +417,7 @@ pub fn import_files<W: Write>(
             .unwrap_or_default(),
         payload_bytes: opts.payload_bytes,
         notes: notes.clone(),
+        env: Vec::new(),
     };
     let writer = TraceWriter::new(out, &meta, WriterOptions::default())?;
     let mut imp = Importer::new(writer, cwd.as_deref(), opts.payload_bytes);

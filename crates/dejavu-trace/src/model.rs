@@ -654,6 +654,11 @@ pub struct Meta {
     /// Free-form notes from the backend (options, import statistics).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Variables of the environment dejavu started the program with that change what the
+    /// report says about it, as `NAME=VALUE` (`PYTHONUNBUFFERED=1`: every print() a write
+    /// of its own). Empty when attached, or when none is set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
 }
 
 /// Facts known only at the end, written in the end block.

@@ -1293,6 +1293,49 @@ fn a_perl_programs_reread_is_its_own_and_names_no_interpreter_function() {
     );
 }
 
+/// A Python program printing lines to a file, started with PYTHONUNBUFFERED=1 (a CI
+/// job's habit): each print() is two writes, and the small-writes row says the
+/// environment did it. Started without, its output is buffered: no row.
+#[test]
+fn a_python_run_with_unbuffered_output_is_told_so() {
+    require!("python3");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let script = work.join("lines.py");
+    std::fs::write(
+        &script,
+        "import sys\nfor i in range(300):\n    print('checked', i)\n",
+    )
+    .unwrap();
+    let run = |name: &str, unbuffered: bool| {
+        let trace = work.join(format!("{name}.dvt"));
+        let mut cmd = Command::new(common::dejavu());
+        cmd.args(["record", "-o"])
+            .arg(&trace)
+            .args(["--", "sh", "-c", "exec python3 \"$0\" > out.txt"])
+            .arg(&script)
+            .current_dir(&work)
+            .stdin(Stdio::null())
+            .env_remove("PYTHONUNBUFFERED");
+        if unbuffered {
+            cmd.env("PYTHONUNBUFFERED", "1");
+        }
+        assert!(cmd.output().unwrap().status.success());
+        by_detector(&report_json(&trace, &[]), "small-writes")
+    };
+    let f = run("unbuffered", true);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert!(
+        f[0]["hazards"][0]
+            .as_str()
+            .unwrap()
+            .contains("PYTHONUNBUFFERED=1 in its environment"),
+        "{:#}",
+        f[0]
+    );
+    assert!(run("buffered", false).is_empty());
+}
+
 /// A Python program that runs a Python child whose flags drop dejavu's agent
 /// (`python3 -I`, as a build environment's hook is run): the report says so (JSON
 /// `agentless`, a warning on stderr); the same child without `-I` loads the agent, and

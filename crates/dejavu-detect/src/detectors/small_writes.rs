@@ -367,6 +367,23 @@ impl Detector for SmallWrites {
                         if e.kinds & K_TTY != 0 { "line-" } else { "" },
                         plural(e.needed)
                     ));
+                    // Python's unbuffered mode, from the environment the program was
+                    // started with: every print() a write (its text, then its newline).
+                    if e.via == V_STDOUT
+                        && crate::program::command_runtime(&f.command)
+                            == crate::program::Runtime::Python
+                    {
+                        if let Some(v) = cx.replay.meta_env("PYTHONUNBUFFERED").filter(|v| !v.is_empty()) {
+                            f.hazards.insert(
+                                0,
+                                format!(
+                                    "this run had PYTHONUNBUFFERED={v} in its environment, which makes \
+                                     Python write each print() as it comes: run it without, as its \
+                                     users do, before changing the code"
+                                ),
+                            );
+                        }
+                    }
                     if e.kinds & K_TTY != 0 {
                         f.hazards.push(
                             "this is a terminal: interactive output needs line buffering (flush at each \
@@ -544,6 +561,35 @@ mod tests {
             b.findings("small-writes").len(),
             1,
             "stdout is data: buffer it"
+        );
+    }
+
+    #[test]
+    fn a_python_run_with_unbuffered_output_says_so() {
+        // flake8 under PYTHONUNBUFFERED=1: each print() writes its line, then its newline.
+        let run = |env: &[&str], argv: &[&str]| {
+            let mut b = TraceBuilder::with_env(env);
+            b.exec("/usr/bin/python3", argv);
+            for _ in 0..60 {
+                b.write(1, "/w/out.txt", "a.py:1:1: E501", false);
+                b.write(1, "/w/out.txt", "\n", false);
+            }
+            let f = b.findings("small-writes");
+            assert_eq!(f.len(), 1, "{f:?}");
+            f[0].hazards[0].contains("PYTHONUNBUFFERED=1 in its environment")
+        };
+        assert!(run(&["PYTHONUNBUFFERED=1"], &["python3", "-m", "flake8"]));
+        assert!(!run(&[], &["python3", "-m", "flake8"]));
+        // Not a Python program: its writes are its own doing.
+        let mut b = TraceBuilder::with_env(&["PYTHONUNBUFFERED=1"]);
+        b.exec("/usr/bin/awk", &["awk", "{print}"]);
+        for _ in 0..60 {
+            b.write(1, "pipe:[77]", "ab", false);
+        }
+        let f = b.findings("small-writes");
+        assert!(
+            !f[0].hazards.iter().any(|h| h.contains("PYTHONUNBUFFERED")),
+            "{f:?}"
         );
     }
 
