@@ -42,7 +42,9 @@ pub static INFO: DetectorInfo = DetectorInfo {
 most max_bytes each to one descriptor of one process, with no other call on that descriptor in between \
 (a read, lseek, fstat, fsync, ftruncate, fcntl or close ends the run, as does a write larger than \
 max_bytes or a failed one), no pause longer than gap_ms between the end of one write and the start of \
-the next, and, for the positional calls, each write starting where the previous one ended. Within a \
+the next (on a socket, no pause longer than 1 ms: a longer one is the other end answering a request, \
+whose reads dejavu does not record; writes a buffer would gather come microseconds apart), and, \
+for the positional calls, each write starting where the previous one ended. Within a \
 run, a 64 KiB buffer would have carried the bytes in ceil(bytes / 64 KiB) writes; every write beyond \
 that is redundant: redundant = writes - max(1, ceil(bytes / 65536)). The time counted is that share \
 of the run's write time (redundant / writes of it); the finding's calls are all tiny writes seen on \
@@ -128,6 +130,8 @@ struct Run {
 const K_TTY: u8 = 1;
 const K_PIPE: u8 = 2;
 const K_SOCKET: u8 = 4;
+/// The longest pause within a run on a socket (see `on_syscall`).
+const SOCKET_GAP_NS: u64 = 1_000_000;
 const K_APPEND: u8 = 8;
 
 #[derive(Default)]
@@ -282,9 +286,18 @@ impl Detector for SmallWrites {
         let end = s.ts + s.dur;
         let key = (s.pid, fd);
         if let Some(r) = self.runs.get_mut(&key) {
+            // On a socket, a pause of more than a millisecond is the other end answering
+            // (a request, then the next once the response came: its reads are not
+            // recorded, so they do not end the run): writes a buffer would gather come
+            // microseconds apart. pnpm's HTTPS requests, 1-65 ms apart, had been a run.
+            let gap = if kind == FdKind::Socket {
+                self.gap_ns.min(SOCKET_GAP_NS)
+            } else {
+                self.gap_ns
+            };
             let continues = r.open_id == open_id
                 && r.path == path
-                && s.ts.saturating_sub(r.last_end) <= self.gap_ns
+                && s.ts.saturating_sub(r.last_end) <= gap
                 && r.next_offset == s.offset;
             if continues {
                 if r.writes == 1 {
@@ -544,6 +557,22 @@ mod tests {
             b.write(9, "/w/records.bin", &framed, true);
         }
         assert_eq!(b.findings("small-writes").len(), 1);
+    }
+
+    #[test]
+    fn requests_on_a_socket_a_response_apart_are_no_run() {
+        // pnpm's HTTPS requests, one write each, milliseconds apart (the responses came
+        // between them, unrecorded); a header and a body written microseconds apart are.
+        let run = |pause_ns: u64| {
+            let mut b = TraceBuilder::new();
+            for _ in 0..60 {
+                b.write(7, "socket:[88]", "GET /pkg HTTP/1.1", false);
+                b.wait(pause_ns);
+            }
+            b.findings("small-writes").len()
+        };
+        assert_eq!(run(5_000_000), 0);
+        assert_eq!(run(20_000), 1);
     }
 
     #[test]
