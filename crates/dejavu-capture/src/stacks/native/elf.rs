@@ -261,14 +261,18 @@ fn go_table_section<'d, O: Object<'d>>(file: &O) -> Option<O::Section<'_>> {
         .or_else(|| file.section_by_name(".data.rel.ro.gopclntab"))
 }
 
-/// Where `go:func.*` (the data inline trees are offsets into) is in a Go executable
-/// without a symbol table, from the runtime's `firstmoduledata`: the `.go.module` section
-/// (Go 1.26), else the word of `.noptrdata` that points at the line table (`pcHeader`, the
-/// struct's first field). Its layout (runtime/symtab.go, Go 1.20 to 1.26) is checked
-/// against the section headers before its `gofunc` field is believed: `text` (word 22)
-/// must be .text's address, `noptrdata` (24) .noptrdata's and `rodata` (39) .rodata's,
-/// and `gofunc` (40) must lie in .rodata or the line table (`table`: its addresses).
-fn go_func_from_moduledata<'d, O: Object<'d>>(file: &O, table: Range<u64>) -> Option<u64> {
+/// The runtime's `firstmoduledata` of a Go executable without a symbol table: its `text`
+/// (where the line table's function offsets start) and where `go:func.*` (the data inline
+/// trees are offsets into) is. Found in the `.go.module` section (Go 1.26), else at the
+/// word of `.noptrdata` that points at the line table (`pcHeader`, the struct's first
+/// field). Its layout (runtime/symtab.go, Go 1.20 to 1.26) is checked against the section
+/// headers before it is believed: `text` (word 22) must lie in .text (it is .text's
+/// address, but for an executable linked by the system's linker, cgo's
+/// `-linkmode=external`, where .text starts with C code and the Go code 0x100 bytes or so
+/// later), `noptrdata` (24) must be .noptrdata's, `rodata` (39) must lie in .rodata (the
+/// system's linker puts its own data first there too), and `gofunc` (40) must lie in
+/// .rodata or the line table (`table`: its addresses).
+fn go_moduledata<'d, O: Object<'d>>(file: &O, table: Range<u64>) -> Option<(u64, u64)> {
     let pclntab = table.start;
     const WORDS: usize = 41;
     let word = |d: &[u8], i: usize| -> Option<u64> {
@@ -276,16 +280,17 @@ fn go_func_from_moduledata<'d, O: Object<'d>>(file: &O, table: Range<u64>) -> Op
             d.get(i * 8..i * 8 + 8)?.try_into().ok()?,
         ))
     };
-    let text = file.section_by_name(".text")?.address();
+    let text = section_range(file, ".text")?;
     let noptr = file.section_by_name(".noptrdata")?;
     let rodata = section_range(file, ".rodata")?;
-    let fits = |d: &[u8]| -> Option<u64> {
+    let fits = |d: &[u8]| -> Option<(u64, u64)> {
+        let start = word(d, 22)?;
         let ok = word(d, 0)? == pclntab
-            && word(d, 22)? == text
+            && text.contains(&start)
             && word(d, 24)? == noptr.address()
-            && word(d, 39)? == rodata.start;
+            && rodata.contains(&word(d, 39)?);
         let gofunc = word(d, 40)?;
-        (ok && (rodata.contains(&gofunc) || table.contains(&gofunc))).then_some(gofunc)
+        (ok && (rodata.contains(&gofunc) || table.contains(&gofunc))).then_some((start, gofunc))
     };
     if let Some(m) = file.section_by_name(".go.module") {
         if let Some(g) = m.data().ok().and_then(fits) {
@@ -296,6 +301,23 @@ fn go_func_from_moduledata<'d, O: Object<'d>>(file: &O, table: Range<u64>) -> Op
     (0..data.len() / 8)
         .filter(|&i| word(data, i) == Some(pclntab))
         .find_map(|i| fits(data.get(i * 8..i * 8 + WORDS * 8)?))
+}
+
+/// Where the line table's function offsets start: the `runtime.text` symbol; without a
+/// symbol table, the line table's own `textStart` (pcHeader's third word, Go 1.18 to
+/// 1.22; zero in later files, where the runtime fills it in) or the runtime's module data
+/// (`moduledata`); else .text's address. They differ from .text's in an executable the
+/// system's linker made (cgo's `-linkmode=external`: C start-up code first), where .text's
+/// address had shifted every Go frame by 0x100 bytes (hugo's lstat named at
+/// `afero.(*OsFs).Mkdir`).
+fn go_text_start(text: u64, symbol: Option<u64>, header: &[u8], moduledata: Option<u64>) -> u64 {
+    let from_header = (header.get(7) == Some(&8))
+        .then(|| header.get(24..32))
+        .flatten()
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_le_bytes)
+        .filter(|&t| t != 0);
+    symbol.or(from_header).or(moduledata).unwrap_or(text)
 }
 
 fn section_range<'d, O: Object<'d>>(file: &O, name: &str) -> Option<Range<u64>> {
@@ -520,7 +542,18 @@ impl ElfModule {
                 let file = object::File::parse(&cache).ok()?;
                 let s = go_table_section(&file)?;
                 let data = s.uncompressed_data().ok()?.into_owned();
-                let text = file.section_by_name(".text")?.address();
+                let moduledata = go_moduledata(&file, s.address()..s.address() + s.size());
+                let symbol = |name: &[u8]| {
+                    file.symbols()
+                        .find(|sym| sym.name_bytes().ok() == Some(name))
+                        .map(|sym| sym.address())
+                };
+                let text = go_text_start(
+                    file.section_by_name(".text")?.address(),
+                    symbol(b"runtime.text"),
+                    &data,
+                    moduledata.map(|m| m.0),
+                );
                 // The inline trees are offsets from go:func.* (in .rodata), which only the
                 // symbol table locates.
                 let at = |addr: u64| {
@@ -531,13 +564,10 @@ impl ElfModule {
                     let off = usize::try_from(addr - sec.address()).ok()?;
                     Some((sec.uncompressed_data().ok()?.into_owned(), off))
                 };
-                let gofunc = file
-                    .symbols()
-                    .find(|s| matches!(s.name_bytes(), Ok(b"go:func.*")))
-                    .map(|sym| sym.address())
+                let gofunc = symbol(b"go:func.*")
                     // Stripped (`-s`: every `go test` and `go run` binary): the runtime's
                     // module data says where go:func.* is.
-                    .or_else(|| go_func_from_moduledata(&file, s.address()..s.address() + s.size()))
+                    .or(moduledata.map(|m| m.1))
                     .and_then(at);
                 GoLineTable::parse_with(data, text, gofunc)
             })
@@ -893,6 +923,32 @@ mod tests {
     fn own_exe() -> ElfModule {
         let exe = std::env::current_exe().expect("current exe");
         ElfModule::open(&exe).expect("the test binary is ELF")
+    }
+
+    #[test]
+    fn a_go_line_tables_text_start_is_runtime_text() {
+        // pcHeader: magic, pads, quantum, ptr size 8, then nfunc, nfiles, textStart.
+        let mut header = vec![0xf1, 0xff, 0xff, 0xff, 0, 0, 1, 8];
+        header.extend(7u64.to_le_bytes());
+        header.extend(3u64.to_le_bytes());
+        header.extend(0x40_4740u64.to_le_bytes());
+        // The symbol first, then the header's textStart (Go 1.18 to 1.22), then the module
+        // data's text (a later Go writes no textStart), then .text's address.
+        assert_eq!(
+            go_text_start(0x40_4640, Some(0x40_2400), &header, None),
+            0x40_2400
+        );
+        assert_eq!(go_text_start(0x40_4640, None, &header, Some(1)), 0x40_4740);
+        header[24..32].copy_from_slice(&0u64.to_le_bytes());
+        assert_eq!(
+            go_text_start(0x40_2300, None, &header, Some(0x40_2400)),
+            0x40_2400
+        );
+        assert_eq!(go_text_start(0x40_2300, None, &header, None), 0x40_2300);
+        assert_eq!(
+            go_text_start(0x40_2300, None, &header[..20], None),
+            0x40_2300
+        );
     }
 
     #[test]

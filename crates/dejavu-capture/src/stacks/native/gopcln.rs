@@ -8,7 +8,7 @@
 //! Code the compiler inlined into another function gives a frame per inlined call, as
 //! DWARF does, from the function's inline tree (in the `go:func.*` data the symbol table
 //! locates, or without a symbol table (`-s`) the runtime's module data: elf.rs,
-//! `go_func_from_moduledata`; Go 1.20 and later). Where neither finds it, the address is
+//! `go_moduledata`; Go 1.20 and later). Where neither finds it, the address is
 //! named by the function the code was inlined into, at the file and line of the inlined
 //! code (what `runtime.FuncForPC(pc).FileLine` says).
 
