@@ -1260,6 +1260,44 @@ fn a_java_programs_reread_is_its_own_and_names_no_jdk_function() {
     );
 }
 
+/// A system program started through a wrapper that forks it and waits (runuser, as a
+/// database server is started as its own user): the program is what the wrapper runs,
+/// not the wrapper, whose PAM start-up had been the first screen while the real program's
+/// rows were folded as a tool's (postgres under `runuser -u postgres`).
+#[test]
+fn a_program_run_through_runuser_is_the_program() {
+    require!("runuser");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let conf = work.join("app.conf");
+    std::fs::write(&conf, "limit=3\n").unwrap();
+    let c = conf.to_str().unwrap();
+    let ok = Command::new("runuser")
+        .args(["-u", "root", "--", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        common::skip("root", "runuser needs root");
+        return;
+    }
+    let mut cmd = vec!["runuser", "-u", "root", "--", "/bin/cat"];
+    cmd.extend(std::iter::repeat_n(c, 30));
+    let trace = record(&work, "runuser", &cmd);
+    let v = report_json(&trace, &[]);
+    let all = findings(&v);
+    let row = all
+        .iter()
+        .find(|f| f["paths"][0] == c && f["detector"] == "reread-unchanged")
+        .unwrap_or_else(|| panic!("no reread of {c}: {all:#?}"));
+    assert_eq!(row["owner"], "own", "{row:#}");
+    assert_eq!(row["program"], "cat", "{row:#}");
+    assert!(
+        !all.iter()
+            .any(|f| f["program"] == "runuser" && f["owner"] == "own"),
+        "runuser's own calls are a launcher's: {all:#?}"
+    );
+}
+
 /// A Perl program (an interpreter dejavu has no agent for, as PHP and Ruby) that reads its
 /// configuration per item: its row is the program's own, named by the script, names no
 /// line of the interpreter's C code (it had been `perl`'s own row, unexplained), and says
