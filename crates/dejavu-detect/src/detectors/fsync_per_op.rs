@@ -19,7 +19,9 @@ pub static INFO: DetectorInfo = DetectorInfo {
     summary: "fsync/fdatasync after every small write to the same file",
     explain: "Per process and file (path), dejavu counts the bytes written (write, pwrite64, writev, \
 pwritev, pwritev2, sendfile, copy_file_range, splice, through any descriptor of that path) since the \
-previous successful fsync, fdatasync or sync_file_range of the file. A sync preceded by at most \
+previous successful fsync, fdatasync or sync_file_range of the file (a sync_file_range without \
+SYNC_FILE_RANGE_WAIT_AFTER only starts writeback, as PostgreSQL's checkpointer asks before each \
+fsync: it is neither a sync nor a write here). A sync preceded by at most \
 max_bytes of writes (none at all included: syncing a directory after a create, or syncing twice) \
 continues a run of per-operation syncs; a sync preceded by more starts a new run. In each run the \
 first sync is needed and every further one is redundant: one sync at the end of the batch would make \
@@ -93,6 +95,12 @@ impl Detector for FsyncPerOp {
             return;
         }
         let Some(path) = v.path else { return };
+        // sync_file_range without SYNC_FILE_RANGE_WAIT_AFTER only starts the writeback of
+        // a range (PostgreSQL's checkpointer asks it of each file before its fsync): no
+        // sync, and no write either.
+        if s.sys == Sys::SyncFileRange && s.flags & SYNC_FILE_RANGE_WAIT_AFTER == 0 {
+            return;
+        }
         let key = (v.image, path);
         if !matches!(s.sys, Sys::Fsync | Sys::Fdatasync | Sys::SyncFileRange) {
             // Only files that have been synced need their writes counted.
@@ -168,6 +176,9 @@ impl Detector for FsyncPerOp {
     }
 }
 
+/// sync_file_range's flag that waits for the writeback it started (linux/fs.h).
+const SYNC_FILE_RANGE_WAIT_AFTER: u64 = 4;
+
 #[cfg(test)]
 mod tests {
     use crate::testkit::{file, TraceBuilder};
@@ -189,6 +200,29 @@ mod tests {
             sync(b, Sys::Fdatasync, 3, "/db/journal");
         }
         b.close(3, "/db/journal");
+    }
+
+    #[test]
+    fn a_writeback_hint_before_an_fsync_is_no_sync() {
+        // A checkpoint: each file written, its writeback started with
+        // sync_file_range(SYNC_FILE_RANGE_WRITE), then fsync'ed once.
+        let mut b = TraceBuilder::new();
+        for i in 0..20 {
+            let p = format!("/db/base/{i}");
+            b.open(&p, 0o2, 3, Some(file(10 + i, 8192, 1)));
+            b.write(3, &p, &"p".repeat(8192), false);
+            for flags in [2, 2] {
+                b.call(Sys::SyncFileRange, |c, b| {
+                    c.fd = Some(3);
+                    c.path = Some(b.s(&p));
+                    c.ev = ev::PATH_FROM_FD;
+                    c.flags = flags;
+                });
+            }
+            sync(&mut b, Sys::Fsync, 3, &p);
+            b.close(3, &p);
+        }
+        assert!(b.findings("fsync-per-op").is_empty());
     }
 
     #[test]
