@@ -343,7 +343,7 @@ impl Detector for SmallWrites {
         for ((_, fd), r) in open {
             self.end_run(fd, &r, cx);
         }
-        let out = self.tallies.findings_with(
+        let mut out = self.tallies.findings_with(
             &INFO, cx, Wording { cache: false }, &|_, _| Vec::new(),
             &mut extras(
                 &self.extra,
@@ -358,7 +358,8 @@ impl Detector for SmallWrites {
                     a.stdout_kind = a.stdout_kind.or(b.stdout_kind);
                 },
                 |f, e| {
-                    // The fix in the program's language, where the command says which.
+                    // The fix in the program's language, where the command says which (but
+                    // see below).
                     if let Some(fix) = fix_for(crate::program::command_runtime(&f.command)) {
                         f.fix = fix.to_string();
                     }
@@ -435,6 +436,16 @@ impl Detector for SmallWrites {
                 },
             ),
         );
+        // Writes a native library made (SQLite's journal under mypy, its first call site a
+        // native frame) are not the language's to buffer: the general fix.
+        for f in &mut out {
+            let lang = fix_for(crate::program::command_runtime(&f.command));
+            if f.callsites.first().is_some_and(|c| !c.module.is_empty())
+                && lang.is_some_and(|l| f.fix == l)
+            {
+                f.fix = INFO.fix.to_string();
+            }
+        }
         out
     }
 }
@@ -557,6 +568,28 @@ mod tests {
             b.write(9, "/w/records.bin", &framed, true);
         }
         assert_eq!(b.findings("small-writes").len(), 1);
+    }
+
+    #[test]
+    fn a_native_librarys_writes_in_a_python_program_get_no_python_advice() {
+        let run = |frames: &[(&str, &str)]| {
+            let mut b = TraceBuilder::new();
+            b.exec("/usr/bin/python3", &["python3", "-m", "mypy"]);
+            let s = b.native_stack(frames);
+            b.stack = Some(s);
+            for _ in 0..60 {
+                b.write(5, "/w/cache.db-wal", "page", false);
+            }
+            b.findings("small-writes")[0]
+                .fix
+                .contains("leave Python's buffering on")
+        };
+        assert!(!run(&[(
+            "sqlite3PagerCommitPhaseOne",
+            "/usr/lib/libsqlite3.so.0"
+        )]));
+        // No site: the command's language.
+        assert!(run(&[]));
     }
 
     #[test]
