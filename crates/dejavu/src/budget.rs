@@ -348,35 +348,24 @@ pub fn measure(e: &Entry, c: &Counts) -> Measured {
             // rebuilt bundle) still counts, by the key without the line; and a key with
             // absolute paths (an older build's) by the end of its paths.
             let mut m = Measured::default();
-            let exact: Vec<&dejavu_detect::Finding> = c
-                .analysis
-                .findings
-                .iter()
-                .filter(|f| f.key == e.name && in_scope(f))
-                .collect();
-            let mut hits = exact;
-            if hits.is_empty() {
-                let want = crate::counts::loose_key(&e.name);
-                hits = c
-                    .analysis
+            let loose = crate::counts::loose_key(&e.name);
+            let matching = |same: &dyn Fn(&dejavu_detect::Finding) -> bool| {
+                c.analysis
                     .findings
                     .iter()
-                    .filter(|f| crate::counts::loose_key(&f.key) == want && in_scope(f))
-                    .collect();
+                    .filter(|f| same(f) && in_scope(f))
+                    .collect::<Vec<_>>()
+            };
+            let mut hits = matching(&|f| f.key == e.name);
+            if hits.is_empty() {
+                hits = matching(&|f| crate::counts::loose_key(&f.key) == loose);
             }
             if hits.is_empty() {
                 // A key an older build wrote, with the absolute path a key now names
                 // from its package folder or from where the recording started.
-                let want = crate::counts::loose_key(&e.name);
-                hits = c
-                    .analysis
-                    .findings
-                    .iter()
-                    .filter(|f| {
-                        dejavu_detect::portable::same_key(&want, &crate::counts::loose_key(&f.key))
-                            && in_scope(f)
-                    })
-                    .collect();
+                hits = matching(&|f| {
+                    dejavu_detect::portable::same_key(&loose, &crate::counts::loose_key(&f.key))
+                });
             }
             for f in hits {
                 m.count += f.redundant_calls;
