@@ -316,8 +316,12 @@ impl Replay {
     }
 
     /// The value of environment variable `name` the recorded program was started with, when
-    /// the trace keeps it (its `env`: the variables a report speaks of).
+    /// the trace keeps it (its `env`: the variables a report speaks of). None when attached:
+    /// the environment dejavu had is not the processes'.
     pub fn meta_env(&self, name: &str) -> Option<&str> {
+        if self.attached {
+            return None;
+        }
         self.meta_env
             .iter()
             .find_map(|e| e.strip_prefix(name)?.strip_prefix('='))
