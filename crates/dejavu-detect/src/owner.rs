@@ -210,7 +210,6 @@ fn is_script_runtime_path(path: &[u8]) -> bool {
         || contains(path, b"/lib/gems/")
         || contains(path, b"/rubygems-integration/")
         || contains(path, b"/share/perl/")
-        || contains(path, b"/share/perl5/")
         || contains(path, b"/perl5/")
         || contains(path, b"/perl-base/")
 }

@@ -358,11 +358,6 @@ impl Detector for SmallWrites {
                     a.stdout_kind = a.stdout_kind.or(b.stdout_kind);
                 },
                 |f, e| {
-                    // The fix in the program's language, where the command says which (but
-                    // see below).
-                    if let Some(fix) = fix_for(crate::program::command_runtime(&f.command)) {
-                        f.fix = fix.to_string();
-                    }
                     // All of it the program's standard output (redirected to a file by
                     // its parent, or by itself: pytest's capture dup2s a temporary file
                     // over it): said so, as repeated-output says it.
@@ -436,14 +431,15 @@ impl Detector for SmallWrites {
                 },
             ),
         );
-        // Writes a native library made (SQLite's journal under mypy, its first call site a
-        // native frame) are not the language's to buffer: the general fix.
+        // The fix in the program's language, where the command says which and the writes
+        // are that language's code: writes a native library made (SQLite's journal under
+        // mypy, its first call site a native frame) keep the general fix.
         for f in &mut out {
-            let lang = fix_for(crate::program::command_runtime(&f.command));
-            if f.callsites.first().is_some_and(|c| !c.module.is_empty())
-                && lang.is_some_and(|l| f.fix == l)
+            let native = f.callsites.first().is_some_and(|c| !c.module.is_empty());
+            if let Some(fix) =
+                fix_for(crate::program::command_runtime(&f.command)).filter(|_| !native)
             {
-                f.fix = INFO.fix.to_string();
+                f.fix = fix.to_string();
             }
         }
         out

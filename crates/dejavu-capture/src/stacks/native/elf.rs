@@ -543,14 +543,21 @@ impl ElfModule {
                 let s = go_table_section(&file)?;
                 let data = s.uncompressed_data().ok()?.into_owned();
                 let moduledata = go_moduledata(&file, s.address()..s.address() + s.size());
-                let symbol = |name: &[u8]| {
-                    file.symbols()
-                        .find(|sym| sym.name_bytes().ok() == Some(name))
-                        .map(|sym| sym.address())
-                };
+                // The two symbols asked for, in one pass over the table.
+                let (mut runtime_text, mut gofunc_sym) = (None, None);
+                for sym in file.symbols() {
+                    match sym.name_bytes() {
+                        Ok(b"runtime.text") => runtime_text = Some(sym.address()),
+                        Ok(b"go:func.*") => gofunc_sym = Some(sym.address()),
+                        _ => continue,
+                    }
+                    if runtime_text.is_some() && gofunc_sym.is_some() {
+                        break;
+                    }
+                }
                 let text = go_text_start(
                     file.section_by_name(".text")?.address(),
-                    symbol(b"runtime.text"),
+                    runtime_text,
                     &data,
                     moduledata.map(|m| m.0),
                 );
@@ -564,7 +571,7 @@ impl ElfModule {
                     let off = usize::try_from(addr - sec.address()).ok()?;
                     Some((sec.uncompressed_data().ok()?.into_owned(), off))
                 };
-                let gofunc = symbol(b"go:func.*")
+                let gofunc = gofunc_sym
                     // Stripped (`-s`: every `go test` and `go run` binary): the runtime's
                     // module data says where go:func.* is.
                     .or(moduledata.map(|m| m.1))
