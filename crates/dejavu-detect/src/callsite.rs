@@ -339,6 +339,87 @@ mod tests {
     }
 
     #[test]
+    fn a_programs_compiled_python_is_its_own_and_sqlites_calls_under_it_the_librarys() {
+        // mypy is compiled by mypyc into `<hash>__mypyc.cpython-311-*.so`, which its
+        // top_level.txt lists: its functions (`CPyDef_<module>___<name>`) are the program's
+        // own code, as its .py files are, where its calls had been named at a stripped
+        // `sub_acfb0 (libsqlite3.so)` as a dependency's. SQLite's calls under them (its
+        // journal probes, its size checks) are the library's, named at mypy's line.
+        let dir = std::env::temp_dir().join(format!(
+            "dejavu-mypyc-test-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let site = dir.join("venv/lib/python3.11/site-packages");
+        std::fs::create_dir_all(site.join("mypy-2.4.1.dist-info")).unwrap();
+        std::fs::write(
+            site.join("mypy-2.4.1.dist-info/top_level.txt"),
+            "6ec57f84c680d3a3778b__mypyc\nmypy\nmypyc\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.join("venv/bin")).unwrap();
+        let venv = dir.join("venv").display().to_string();
+        std::fs::write(
+            dir.join("venv/bin/mypy"),
+            format!(
+                "#!{venv}/bin/python3\nimport sys\nfrom mypy.__main__ import console_entry\n\
+                 if __name__ == '__main__':\n    sys.exit(console_entry())\n"
+            ),
+        )
+        .unwrap();
+        let site = site.display().to_string();
+        let mypyc = format!("{site}/6ec57f84c680d3a3778b__mypyc.cpython-311-x86_64-linux-gnu.so");
+        let python = format!("{venv}/bin/python3.11");
+        let sqlite = "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0.8.6";
+        let other = format!("{site}/yaml/_yaml.cpython-311-x86_64-linux-gnu.so");
+        let script = format!("{venv}/bin/mypy");
+        let findings = |stack: &[(&str, &str)]| {
+            let mut b = TraceBuilder::new();
+            b.exec(&python, &[&python, &script, "pkg"]);
+            let st = b.native_stack(stack);
+            for _ in 0..12 {
+                b.call(dejavu_trace::Sys::Newfstatat, |c, b| {
+                    c.path = Some(b.s("/proj/.mypy_cache/3.11/cache.db-journal"));
+                    c.ret = -2;
+                    c.stack = Some(st);
+                });
+            }
+            b.findings("negative-probe")
+        };
+        // mypy's own compiled code makes the call: its own.
+        let f = findings(&[
+            ("CPyDef_modulefinder___FindModuleCache___find", &mypyc),
+            ("_PyEval_EvalFrameDefault", &python),
+        ]);
+        assert_eq!(f[0].owner, crate::Owner::Own, "{f:#?}");
+        assert_eq!(
+            f[0].callsites[0].function,
+            "CPyDef_modulefinder___FindModuleCache___find"
+        );
+        // SQLite makes it under mypy's code: the library's, at mypy's line.
+        let f = findings(&[
+            ("sub_aa260", sqlite),
+            ("sqlite3_open_v2", sqlite),
+            ("CPyDef_metastore___connect_db", &mypyc),
+            ("_PyEval_EvalFrameDefault", &python),
+        ]);
+        assert_eq!(f[0].owner, crate::Owner::Dependency, "{f:#?}");
+        assert_eq!(f[0].callsites[0].function, "CPyDef_metastore___connect_db");
+        assert_eq!(
+            f[0].callsites[0].via.as_ref().map(|v| v.function.as_str()),
+            Some("sub_aa260")
+        );
+        // Another distribution's extension module is a dependency's.
+        let f = findings(&[
+            ("yaml_parser_load", &other),
+            ("_PyEval_EvalFrameDefault", &python),
+        ]);
+        assert_eq!(f[0].owner, crate::Owner::Dependency, "{f:#?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn rusts_test_harness_is_the_runtime_of_a_test_binary() {
         // `cargo test`: libtest prints each test's result (a write per line to a pipe),
         // from the `main` that `rustc --test` generates at the crate root's line 1. The

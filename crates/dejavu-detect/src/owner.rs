@@ -508,6 +508,14 @@ fn frame_class(f: &Frame, strings: &Strings, prog: &Program) -> Class {
             if let Some(c) = fetched_class(file, prog) {
                 return c;
             }
+            // A Python program's extension modules in site-packages are their
+            // distribution's, as its .py files are: the program's own when it ships them
+            // (mypy's code, compiled by mypyc into `<hash>__mypyc.cpython-311-*.so`, which
+            // its top_level.txt lists: `CPyDef_metastore___connect_db`, under which
+            // SQLite's calls had been named at a stripped `sub_acfb0 (libsqlite3.so)`).
+            if prog.runtime == Runtime::Python && !interpreter && contains(module, b"-packages/") {
+                return site_packages_class(module, prog);
+            }
             if interpreter {
                 return Class::Interpreter;
             }
@@ -524,10 +532,17 @@ fn site_packages_class(file: &[u8], prog: &Program) -> Class {
     if contains(file, b"/_vendor/") || contains(file, b"/vendored/") {
         return Class::Dependency;
     }
+    let name = file.rsplit(|&c| c == b'/').next().unwrap_or_default();
     for p in &prog.own_packages {
         let dir = [&b"-packages/"[..], p, b"/"].concat();
         let module = [&b"-packages/"[..], p, b".py"].concat();
-        if contains(file, &dir) || file.ends_with(&module) {
+        // An extension module at the top: `<p>.so`, `<p>.cpython-311-x86_64-linux-gnu.so`.
+        let extension = name.len() > p.len()
+            && name.starts_with(p)
+            && name[p.len()] == b'.'
+            && (name.ends_with(b".so") || name.ends_with(b".pyd"))
+            && contains(file, &[&b"-packages/"[..], name].concat());
+        if contains(file, &dir) || file.ends_with(&module) || extension {
             return Class::Own;
         }
     }
@@ -719,6 +734,13 @@ pub fn pick(frames: &[Frame], strings: &Strings, prog: &Program) -> Pick {
             Class::Own => {
                 let owner = if loader.is_some() {
                     Owner::Runtime
+                } else if frames[..i].iter().any(|f| is_sqlite(f, strings)) {
+                    // SQLite's own calls (its journal and WAL probes, the size and lock
+                    // checks of its files, its WAL's frame headers) under the program's
+                    // line: the protocol it keeps with every other process that opens the
+                    // database, not answers the program could keep. The program's line
+                    // that led there is named; the calls are the library's.
+                    Owner::Dependency
                 } else {
                     Owner::Own
                 };
@@ -750,6 +772,15 @@ pub fn pick(frames: &[Frame], strings: &Strings, prog: &Program) -> Pick {
         frame: None,
         owner: None,
     }
+}
+
+/// Whether frame `f` is SQLite's code: libsqlite3's, or SQLite compiled into another
+/// module (its `sqlite3*` functions).
+fn is_sqlite(f: &Frame, strings: &Strings) -> bool {
+    let get = |id: Option<dejavu_trace::StrId>| id.map_or(&[][..], |s| strings.get(s));
+    f.kind == FrameKind::Native
+        && (base(get(f.module)).starts_with(b"libsqlite3")
+            || get(f.function).starts_with(b"sqlite3"))
 }
 
 /// Whether own frame `i` (native, without a source file: a release build without line
