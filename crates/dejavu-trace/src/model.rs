@@ -612,6 +612,41 @@ impl FileStat {
         self.mode & mode::S_IFMT
     }
 
+    /// Whether this answer, kept, answers a call that got `other`: it knows every field
+    /// `other` holds, with the same values. A `statx` asks for some fields only (the JDK's
+    /// `UnixNativeDispatcher.stat1` leaves out the times): its answer is another answer
+    /// than a full stat's of the same unchanged file, not a change of the file.
+    pub fn answers(&self, other: &FileStat) -> bool {
+        use stat_known::*;
+        let k = other.known;
+        let same = |bit: u8, eq: bool| k & bit == 0 || eq;
+        self.known & k == k
+            && same(IDENTITY, (self.dev, self.ino) == (other.dev, other.ino))
+            && same(MODE, self.mode == other.mode)
+            && same(SIZE, self.size == other.size)
+            && same(MTIME, self.mtime_ns == other.mtime_ns)
+            && same(CTIME, self.ctime_ns == other.ctime_ns)
+            && same(
+                OWNER,
+                (self.nlink, self.uid, self.gid) == (other.nlink, other.uid, other.gid),
+            )
+            && same(RDEV, self.rdev == other.rdev)
+    }
+
+    /// Whether two answers agree on every field both hold.
+    pub fn agrees(&self, other: &FileStat) -> bool {
+        let both = self.known & other.known;
+        let a = FileStat {
+            known: both,
+            ..*self
+        };
+        let b = FileStat {
+            known: both,
+            ..*other
+        };
+        a.answers(&b)
+    }
+
     /// Major number of a kernel dev_t.
     pub fn major(dev: u64) -> u32 {
         (((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff)) as u32

@@ -96,6 +96,29 @@ pub fn answer(s: &Syscall) -> u64 {
     ((s.ret as u64) << 32) ^ extra as u64
 }
 
+/// Whether a kept lookup's answer (`kept`, with its stat `kept_stat`) answers a lookup
+/// that got `answer` (`stat`): the same, or the same result with a stat answer that holds
+/// every field the new one does, with the same values (a `statx` that asked for fewer
+/// fields; the JDK asks without the times).
+pub fn kept_answers(
+    cx: &crate::Cx<'_>,
+    (kept, kept_stat): (u64, Option<dejavu_trace::StatId>),
+    (answer, stat): (u64, Option<dejavu_trace::StatId>),
+) -> bool {
+    kept == answer
+        || (kept >> 32 == answer >> 32
+            && matches!((kept_stat, stat), (Some(a), Some(b)) if cx.stat(a).answers(&cx.stat(b))))
+}
+
+/// Whether two stat answers agree on every field both hold (one asked for fewer).
+pub fn stats_agree(
+    cx: &crate::Cx<'_>,
+    a: Option<dejavu_trace::StatId>,
+    b: Option<dejavu_trace::StatId>,
+) -> bool {
+    matches!((a, b), (Some(a), Some(b)) if cx.stat(a).agrees(&cx.stat(b)))
+}
+
 /// Whether two stat answers of one path differ only as a directory's do when entries are
 /// made or removed in it: both the same directory (device, inode, type and permissions,
 /// owner), with other times, size or link count. Such a change makes a cached answer's

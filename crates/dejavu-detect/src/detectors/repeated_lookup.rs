@@ -3,7 +3,8 @@
 //! have answered from memory.
 
 use super::lookup::{
-    answer, dir_times_only, is_lookup_call, is_negative, question, OpenDirs, Question,
+    answer, dir_times_only, is_lookup_call, is_negative, kept_answers, question, stats_agree,
+    OpenDirs, Question,
 };
 use crate::group::{cache_hazards, Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
@@ -89,6 +90,17 @@ impl Answers {
         };
         if let Some(l) = l {
             l.first = first;
+        }
+    }
+
+    /// The entry of `question`, just swapped in, keeps an earlier answer that holds more.
+    fn keep(&mut self, question: Question, answer: u64, stat: Option<StatId>) {
+        let l = match &mut self.first {
+            Some(l) if l.question == question => Some(l),
+            _ => self.more.iter_mut().find(|l| l.question == question),
+        };
+        if let Some(l) = l {
+            (l.answer, l.stat) = (answer, stat);
         }
     }
 
@@ -221,8 +233,15 @@ impl Detector for RepeatedLookup {
                     .open_dirs
                     .opened_since(s.pid, path)
                     .is_some_and(|at| at > p.ts) => {}
-            Some(p) if p.version == v.version && p.answer == answer => {
+            Some(p)
+                if p.version == v.version
+                    && kept_answers(cx, (p.answer, p.stat), (answer, s.stat)) =>
+            {
                 answers.set_first(question, p.first);
+                if p.answer != answer {
+                    // A statx that asked for fewer fields: the fuller answer stays kept.
+                    answers.keep(question, p.answer, p.stat);
+                }
                 let h = Held {
                     image: v.image,
                     seq: v.seq,
@@ -237,6 +256,12 @@ impl Detector for RepeatedLookup {
                 };
                 self.held.entry(s.pid).or_default().insert(path, h);
             }
+            // The same file's answer with more fields than the kept one (a full stat
+            // after a statx that asked for fewer): neither a repeat nor a change.
+            Some(p)
+                if p.version == v.version
+                    && p.answer >> 32 == answer >> 32
+                    && stats_agree(cx, p.stat, s.stat) => {}
             Some(p) if p.version == v.version => match (p.stat, s.stat) {
                 // A directory another program made or removed entries in (/tmp under a
                 // realpath chain): its times went stale, not what it is.
@@ -458,6 +483,46 @@ mod tests {
             (1, 1, false)
         );
         assert!(f[0].hazards.iter().any(|h| h.contains("unsafe")));
+    }
+
+    /// A statx answer without the times (the JDK's `UnixNativeDispatcher.stat1` asks
+    /// for fewer fields than `stat0`).
+    fn no_times(st: dejavu_trace::FileStat) -> dejavu_trace::FileStat {
+        use dejavu_trace::stat_known::{CTIME, MTIME};
+        dejavu_trace::FileStat {
+            known: st.known & !(MTIME | CTIME),
+            mtime_ns: 0,
+            ctime_ns: 0,
+            ..st
+        }
+    }
+
+    #[test]
+    fn a_statx_that_asked_for_fewer_fields_got_the_same_answer() {
+        // Maven's JVM stats its unchanged sources with both: the answers hold other
+        // fields, not other values. They had made its Top row "unsafe to cache: 18 stale
+        // answers ... another program changed it".
+        let full = file(7, 90, 1_796_011_195_258_908_769);
+        let mut b = TraceBuilder::new();
+        for _ in 0..3 {
+            b.stat("/src/Greeter.java", Ok(full));
+            b.stat("/src/Greeter.java", Ok(no_times(full)));
+        }
+        let f = b.findings("repeated-lookup");
+        let cache = f[0].cache.clone().unwrap();
+        assert_eq!(
+            (cache.saved_calls, cache.stale_answers, cache.safe),
+            (5, 0, true),
+            "{f:#?}"
+        );
+        // A field both hold that differs is a change.
+        let mut b = TraceBuilder::new();
+        b.stat("/src/Greeter.java", Ok(full));
+        b.stat("/src/Greeter.java", Ok(full));
+        b.stat("/src/Greeter.java", Ok(no_times(file(7, 91, 1))));
+        let f = b.findings("repeated-lookup");
+        let cache = f[0].cache.clone().unwrap();
+        assert_eq!((cache.stale_answers, cache.safe), (1, false), "{f:#?}");
     }
 
     #[test]

@@ -895,7 +895,17 @@ fn lookup<Q: Copy + Eq + std::hash::Hash>(
     match map.get(&key).copied() {
         Some(e) if fresh(&e) => {
             t.removed(c);
-            if e.answer != answer {
+            use crate::detectors::lookup::{kept_answers, stats_agree};
+            if e.answer != answer && e.ret == s.ret && stats_agree(c.cx, e.stat, s.stat) {
+                // The same file's answer with fewer or more fields (a statx that asked for
+                // some only: the JDK's leaves out the times): no change; the fuller one is
+                // kept.
+                if !kept_answers(c.cx, (e.answer, e.stat), (answer, s.stat)) {
+                    if let Some(e) = map.get_mut(&key) {
+                        (e.answer, e.stat) = (answer, s.stat);
+                    }
+                }
+            } else if e.answer != answer {
                 let cause = cause(c.cx, image, path, negative, e.filled_seq, changes);
                 let st = Stale {
                     ts: s.ts,

@@ -152,6 +152,37 @@ fn an_answer_that_changed_with_no_traced_change_says_the_recording_cannot_rule_o
 }
 
 #[test]
+fn a_statx_without_the_times_is_served_by_a_full_answer_and_is_no_change() {
+    use dejavu_trace::stat_known::{CTIME, MTIME};
+    let full = file(7, 90, 1_796_011_195_258_908_769);
+    let partial = dejavu_trace::FileStat {
+        known: full.known & !(MTIME | CTIME),
+        mtime_ns: 0,
+        ctime_ns: 0,
+        ..full
+    };
+    let mut b = TraceBuilder::new();
+    for _ in 0..3 {
+        b.stat("/src/Greeter.java", Ok(partial));
+        b.stat("/src/Greeter.java", Ok(full));
+    }
+    let o = &run(b, cache("stat"))[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (5, 0), "{o:#?}");
+    // The size changed: stale, whichever fields were asked for.
+    let mut b = TraceBuilder::new();
+    b.stat("/src/Greeter.java", Ok(full));
+    b.stat(
+        "/src/Greeter.java",
+        Ok(dejavu_trace::FileStat {
+            size: 91,
+            ..partial
+        }),
+    );
+    let o = &run(b, cache("stat"))[0];
+    assert_eq!((o.removed_calls, o.stale_answers), (1, 1), "{o:#?}");
+}
+
+#[test]
 fn a_ttl_bounds_how_long_a_stale_answer_is_served() {
     let build = || {
         let mut b = TraceBuilder::new();
