@@ -16,7 +16,9 @@ pub static INFO: DetectorInfo = DetectorInfo {
 terminal, pipe, socket, file or /dev/null), a terminal or a log file is output someone reads; \
 a log file is one named *.log, *.log.N, *.err or nohup.out, or under a directory named log or \
 logs, or one opened in append mode that no process syncs (fsync, fdatasync, sync_file_range: \
-an append-only file that is synced, such as redis's, or a journal, is data). A /dev/null the \
+an append-only file that is synced, such as redis's, or a journal, is data), where only its \
+lines that read as messages count (a sentence of three words or more, or a log record: \
+ninja's .ninja_log, a record of values per build edge, is data). A /dev/null the \
 program opened on another descriptor is where it throws bytes away (no-reader counts those \
 writes), not a log. The recorded bytes are split into lines (a line cut across several \
 writes to one descriptor is joined first) and each line is masked: decimal numbers, hex runs of \
@@ -298,6 +300,14 @@ impl Splitter {
             return None;
         }
         if base == Role::Data && !looks_like_log(text) {
+            return None;
+        }
+        // A file appended to, without a log's name: a log only where a line reads as a
+        // message (a sentence, or a log record). Records of values are its data: ninja's
+        // .ninja_log (`5\t28\t1796011260530349763\tCMakeFiles/m1.c.o\te21c677a6f0627e7`,
+        // a line per build edge, alike once numbers and hashes are masked), a shell's
+        // history, rows of a CSV.
+        if base == Role::Appended && !looks_like_log(text) && !is_prose(text) {
             return None;
         }
         // A whole payload that is one line: its hash is cached by payload id.
@@ -1295,8 +1305,8 @@ mod tests {
 
     #[test]
     fn a_file_appended_to_and_synced_is_data_not_a_log() {
-        // redis's append-only file: commands in its protocol, appended and fdatasync'ed.
-        // The same lines appended to a file nobody syncs are a log's.
+        // redis's append-only file, appended and fdatasync'ed (its lines here a sentence,
+        // as a log's would be). The same lines appended to a file nobody syncs are a log's.
         for sync in [true, false] {
             let mut b = TraceBuilder::new();
             b.open(
@@ -1309,7 +1319,7 @@ mod tests {
                 b.write(
                     5,
                     "/var/lib/redis/appendonly.aof",
-                    "SET\r\nkey:__rand_int__\r\n",
+                    "client closed the connection early\n",
                     true,
                 );
                 if sync {
@@ -1322,6 +1332,37 @@ mod tests {
             }
             let f = b.findings("repeated-output");
             assert_eq!(f.len(), if sync { 0 } else { 1 }, "sync {sync}: {f:#?}");
+        }
+    }
+
+    #[test]
+    fn records_appended_to_a_file_without_a_logs_name_are_data() {
+        // ninja's .ninja_log: a line per build edge, appended (fopen "ab"), never synced,
+        // alike once numbers and hashes are masked. Not a sentence, not a log record.
+        let mut b = TraceBuilder::new();
+        b.open("/w/build/.ninja_log", 0o2101, 5, Some(file(7, 0, 1)));
+        for i in 0..20 {
+            let line = format!(
+                "{}\t{}\t1796011260530349763\tCMakeFiles/mods.dir/src/m{i}.c.o\t{:016x}\n",
+                i * 3,
+                i * 3 + 25,
+                0xe21c677a6f0627e7_u64.wrapping_mul(i + 1)
+            );
+            b.write(5, "/w/build/.ninja_log", &line, true);
+        }
+        let f = b.findings("repeated-output");
+        assert!(f.is_empty(), "{f:#?}");
+        // A log record or a sentence appended there is a log's.
+        for line in [
+            "2024-05-01 12:00:00 retrying the upload of part 3\n",
+            "could not reach the mirror, trying the next one\n",
+        ] {
+            let mut b = TraceBuilder::new();
+            b.open("/w/build/.history", 0o2101, 5, Some(file(7, 0, 1)));
+            for _ in 0..20 {
+                b.write(5, "/w/build/.history", line, true);
+            }
+            assert_eq!(b.findings("repeated-output").len(), 1, "{line}");
         }
     }
 
