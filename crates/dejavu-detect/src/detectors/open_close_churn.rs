@@ -35,7 +35,9 @@ process touched the path in between — another program replaced or rotated the 
 was needed; when the program itself replaced it (unlink, rename, recreate), the cycle still counts. \
 An exclusive create (O_CREAT|O_EXCL: a lock file such as git's config.lock, created, written and \
 renamed over config once per setting) is no cycle: each open makes a new file that no kept handle \
-could stand for.",
+could stand for. A directory's cycles in which a name in it was opened (openat relative to its \
+descriptor: rsync opens each directory of a file's path O_PATH, opens the next name in it and \
+closes it, again for every file) say so, and their fix is to keep the descriptor across names.",
     example: "for each chat record: fs.appendFileSync('chats/session.jsonl', line)   // open + write + \
 close, 5,000 times\nfor each file copied: open('/dev/urandom'), read 6 bytes, close   // a temp-file \
 suffix, rsync -a",
@@ -66,6 +68,7 @@ and on a broken pipe, or the last records are lost.",
             max_ops: cfg.opt("open-close-churn", "max_ops", 8),
             min_read_cycles: cfg.opt("open-close-churn", "min_read_cycles", 10).max(2),
             open: FxHashMap::default(),
+            open_dirs: FxHashMap::default(),
             paths: FxHashMap::default(),
             reads: FxHashMap::default(),
             tallies: Tallies::default(),
@@ -116,6 +119,9 @@ struct Cycle {
     reads: Coverage,
     listed: bool,
     dupped: bool,
+    /// A directory's: a name in it was opened while it was open (by openat relative to
+    /// it, as rsync walks a path one component at a time).
+    resolved: bool,
 }
 
 impl Cycle {
@@ -196,6 +202,8 @@ struct Extra {
     trunc: u64,
     replaced: u64,
     threads: bool,
+    /// Repeated cycles of a directory while a name in it was opened.
+    resolved: u64,
     /// Read cycles of a regular file, of a directory, of a device.
     files: bool,
     dirs: bool,
@@ -206,6 +214,8 @@ struct OpenCloseChurn {
     max_ops: u64,
     min_read_cycles: u64,
     open: FxHashMap<(u32, i32), Cycle>,
+    /// The directories among `open`, by (process, path): their descriptor.
+    open_dirs: FxHashMap<(u32, PathKey), i32>,
     paths: FxHashMap<(u32, PathKey), Last>,
     reads: FxHashMap<(u32, PathKey), ReadRun>,
     tallies: Tallies,
@@ -295,8 +305,29 @@ impl OpenCloseChurn {
                 reads: Coverage::default(),
                 listed: false,
                 dupped: false,
+                resolved: false,
             },
         );
+        if opened == Opened::Dir {
+            self.open_dirs.insert((s.pid, path), fd);
+        }
+    }
+
+    /// An open of a name in a directory the process holds open in a cycle: the cycle's
+    /// descriptor is what the name was resolved against (or could have been).
+    fn resolved_in(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        let Some(dir) = v.path.and_then(|p| cx.replay.paths.parent(p)) else {
+            return;
+        };
+        let Some(&fd) = self.open_dirs.get(&(s.pid, dir)) else {
+            return;
+        };
+        match self.open.get_mut(&(s.pid, fd)) {
+            Some(c) if c.path == dir => c.resolved = true,
+            _ => {
+                self.open_dirs.remove(&(s.pid, dir));
+            }
+        }
     }
 
     /// A call on the descriptor of a read cycle: what it read, what fstat said.
@@ -435,6 +466,7 @@ impl OpenCloseChurn {
         let e = self.extra.entry((image, c.path)).or_default();
         e.redundant += 2;
         e.repeats += 1;
+        e.resolved += c.resolved as u64;
         e.ops += c.ops;
         for (sys, n) in c.kinds.0.into_iter().flatten() {
             add_kind(&mut e.op_kinds, sys, n as u64);
@@ -461,6 +493,9 @@ impl Detector for OpenCloseChurn {
 
     fn on_syscall(&mut self, s: &Syscall, v: &View, cx: &Cx<'_>) {
         if matches!(s.sys, Sys::Open | Sys::Openat | Sys::Openat2 | Sys::Creat) {
+            if !self.open_dirs.is_empty() {
+                self.resolved_in(s, v, cx);
+            }
             if s.ev & ev::UNFINISHED == 0 && s.ret >= 0 {
                 self.opened(s, v, cx);
             }
@@ -519,6 +554,7 @@ impl Detector for OpenCloseChurn {
                     a.trunc += b.trunc;
                     a.replaced += b.replaced;
                     a.threads |= b.threads;
+                    a.resolved += b.resolved;
                     a.files |= b.files;
                     a.dirs |= b.dirs;
                     a.devices |= b.devices;
@@ -533,7 +569,11 @@ impl Detector for OpenCloseChurn {
                     };
                     // A directory opened only to resolve names relative to it (openat on
                     // its descriptor is no call on it) has nothing in between.
-                    let between = if e.ops == 0 {
+                    let between = if e.ops == 0 && e.resolved * 2 >= e.repeats {
+                        "open only while a name in it was opened: the directory opened again \
+                         for each name"
+                            .to_string()
+                    } else if e.ops == 0 {
                         "no call on the descriptor in between".to_string()
                     } else {
                         format!(
@@ -555,7 +595,13 @@ impl Detector for OpenCloseChurn {
                                 "open the file once, keep the descriptor and pread what is needed at its offset",
                             );
                         }
-                        if e.dirs {
+                        if e.dirs && e.resolved * 2 >= e.repeats {
+                            fix.push(
+                                "keep the directory's descriptor open across the names resolved in \
+                                 it (one open per directory for the run, a small cache of descriptors \
+                                 by directory path) instead of opening it again for each name",
+                            );
+                        } else if e.dirs {
                             fix.push(
                                 "open the directory once, keep its descriptor and resolve names with \
                                  openat/fstatat relative to it",
@@ -828,11 +874,33 @@ mod tests {
         assert_eq!(f.len(), 1, "{f:#?}");
         assert_eq!(f[0].paths, vec!["/src/dir00".to_string()]);
         assert_eq!((f[0].calls, f[0].redundant_calls), (24, 22));
+        // The descriptor is what the file's name was resolved against: the fix is to keep
+        // it across names, which rsync already resolves relative to it.
+        assert_eq!(
+            f[0].example.as_deref(),
+            Some(
+                "11 of 12 read-only open/close cycles repeated, open only while a name in it was \
+                 opened: the directory opened again for each name"
+            )
+        );
+        assert!(f[0].fix.contains("across the names"), "{}", f[0].fix);
+        // A directory opened and closed with nothing opened in it.
+        let mut b = TraceBuilder::new();
+        for _ in 0..12 {
+            b.open(
+                "/src/dir00",
+                O_PATH | O_DIRECTORY | O_CLOEXEC,
+                6,
+                Some(dir(40)),
+            );
+            b.close(6, "/src/dir00");
+        }
+        let f = b.findings("open-close-churn");
         assert_eq!(
             f[0].example.as_deref(),
             Some("11 of 12 read-only open/close cycles repeated, no call on the descriptor in between")
         );
-        assert!(f[0].fix.contains("openat"), "{}", f[0].fix);
+        assert!(f[0].fix.contains("relative to it"), "{}", f[0].fix);
     }
 
     #[test]
