@@ -34,6 +34,23 @@ impl Severity {
         }
     }
 
+    /// The most a finding that wasted `wasted_ns` of a run of `run_ns` can be: high at 1%
+    /// of the run or more, medium at 0.1%, else low (any grade when the run's length is
+    /// unknown, or the finding's time: a trace without times).
+    pub fn by_run(wasted_ns: u64, run_ns: u64) -> Severity {
+        if run_ns == 0 || wasted_ns == 0 {
+            return Severity::High;
+        }
+        let share = wasted_ns as f64 / run_ns as f64;
+        if share >= 0.01 {
+            Severity::High
+        } else if share >= 0.001 {
+            Severity::Medium
+        } else {
+            Severity::Low
+        }
+    }
+
     /// Lower-case name.
     pub fn name(self) -> &'static str {
         match self {
@@ -418,6 +435,16 @@ pub struct Agentless {
 #[cfg(test)]
 mod tests {
     use super::Severity;
+
+    #[test]
+    fn a_run_bounds_the_grade_by_its_share() {
+        assert_eq!(Severity::by_run(10, 1_000), Severity::High);
+        assert_eq!(Severity::by_run(1, 1_000), Severity::Medium);
+        assert_eq!(Severity::by_run(1, 10_000), Severity::Low);
+        // Unknown run or untimed finding: no bound.
+        assert_eq!(Severity::by_run(1, 0), Severity::High);
+        assert_eq!(Severity::by_run(0, 10_000), Severity::High);
+    }
 
     #[test]
     fn many_calls_grade_up_only_with_some_of_the_time() {

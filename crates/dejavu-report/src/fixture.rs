@@ -410,6 +410,7 @@ pub fn analysis() -> Analysis {
         redundant_bits: Vec::new(),
         stacks: Default::default(),
         timeline: Default::default(),
+        run_ns: 0,
         samples: None,
         counts: None,
     }

@@ -311,7 +311,7 @@ impl Reporter for PprofReporter {
             location: std::mem::take(&mut b.locations),
             function: std::mem::take(&mut b.functions),
             time_nanos: a.meta.start_unix_ns as i64,
-            duration_nanos: a.timeline.end_ns as i64,
+            duration_nanos: a.run_ns as i64,
             comment,
             string_table: std::mem::take(&mut b.strings),
         };

@@ -142,8 +142,8 @@ impl<'a> Render<'a> {
             let t = Totals::of(a);
             // How long the run was (to its last call), beside the syscalls' own time: 26 ms
             // of 87 ms traced is a small part of a two-second build.
-            let span = if a.timeline.end_ns > 0 {
-                format!(" in a {} run", fmt_duration(a.timeline.end_ns))
+            let span = if a.run_ns > 0 {
+                format!(" in a {} run", fmt_duration(a.run_ns))
             } else {
                 String::new()
             };
@@ -1386,6 +1386,7 @@ mod tests {
         // Without a timeline no run length is said; with one, its length.
         assert!(text.contains("traced (75.2%). "), "{text}");
         a.timeline.end_ns = 2_130_000_000;
+        a.run_ns = 2_130_000_000;
         let (text, _) = headline(&a, &opts());
         assert!(text.contains("traced (75.2%) in a 2.13s run. "), "{text}");
         // A site that made all of them is named before the count.
