@@ -678,12 +678,76 @@ function frameOf(c, k) {
   if (fr === undefined) {
     const f = c.getFileName();
     const fn = utf8(functionOf(c), MAX_NAME);
-    const file = typeof f === 'string' ? utf8(fileOf(f), MAX_FILE) : Buffer.alloc(0);
-    fr = [fn, file, c.getLineNumber() || 0, c.getColumnNumber() || 0, kindOf(f) === OWN];
+    let line = c.getLineNumber() || 0;
+    let col = c.getColumnNumber() || 0;
+    let file = typeof f === 'string' ? fileOf(f) : null;
+    const o = typeof f === 'string' ? original(f, line, col) : null;
+    if (o !== null) [file, line, col] = o;
+    const name = file !== null ? utf8(file, MAX_FILE) : Buffer.alloc(0);
+    fr = [fn, name, line, col, kindOf(f) === OWN];
     if (frameInfo.size >= MAX_FRAME_INFO) frameInfo.clear();
     frameInfo.set(k, fr);
   }
   return fr;
+}
+
+/**
+ * The source maps Node.js holds, by generated file (null: none).
+ * @type {Map<string, import('module').SourceMap | null>}
+ */
+const sourceMaps = new Map();
+/** Node.js's module.findSourceMap (null where there is none). */
+/** @type {((path: string) => import('module').SourceMap | undefined) | null | undefined} */
+let findSourceMap;
+
+/**
+ * Where generated place `line`:`col` (1-based) of file `f` is in its source, by the source
+ * map Node.js keeps for the file: [file, line, column], or null. Node.js keeps them when
+ * its source maps are on (--enable-source-maps, or process.setSourceMapsEnabled(true), as
+ * tsx does before loading a program), read as each module is compiled: nothing is read
+ * here (a read of the program's files would be in its trace). A compiled TypeScript
+ * module's code is one generated line (esbuild's): without its map every call in it is
+ * named at line 2.
+ * @param {string} f
+ * @param {number} line
+ * @param {number} col
+ * @returns {[string, number, number] | null}
+ */
+function original(f, line, col) {
+  if (line === 0) return null;
+  if (findSourceMap === undefined) {
+    try {
+      findSourceMap = require('module').findSourceMap || null;
+    } catch {
+      findSourceMap = null;
+    }
+  }
+  if (!findSourceMap) return null;
+  let map = sourceMaps.get(f);
+  if (map === undefined) {
+    try {
+      map = findSourceMap(f) || null;
+    } catch {
+      map = null;
+    }
+    if (sourceMaps.size >= 1024) sourceMaps.clear();
+    sourceMaps.set(f, map);
+  }
+  if (map === null) return null;
+  /** @type {any} */
+  let e;
+  try {
+    e = map.findEntry(line - 1, Math.max(col - 1, 0));
+  } catch {
+    return null;
+  }
+  if (!e || typeof e.originalSource !== 'string' || typeof e.originalLine !== 'number') {
+    return null;
+  }
+  const src = e.originalSource;
+  // Sources Node.js resolved to files (not webpack:// names, which name no file).
+  if (!src.startsWith('file://') && !src.startsWith('/')) return null;
+  return [fileOf(src), e.originalLine + 1, (e.originalColumn || 0) + 1];
 }
 
 /**

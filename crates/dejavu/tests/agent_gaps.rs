@@ -360,6 +360,39 @@ fn node_console_warn_per_message_to_a_pipe_is_a_finding_at_its_line() {
 }
 
 #[test]
+fn node_a_compiled_modules_call_is_named_at_its_source_line_when_node_has_its_map() {
+    // mapped/dist/app.js is compiled TypeScript as esbuild writes it (tsx, bundlers): the
+    // module's code on one generated line, an inline source map. tsx turns Node.js's
+    // source maps on; the agent names the call at the TypeScript line through them.
+    require!("node");
+    let (_d, dir) = scratch();
+    let config = dir.join("config.json");
+    std::fs::write(&config, "{}").unwrap();
+    let src = workload("mapped/src/app.ts");
+    let main = workload("mapped.js");
+    let (r, _) = run_report(
+        &["node", main.to_str().unwrap(), config.to_str().unwrap()],
+        &dir,
+    );
+    let f = findings(&r, "reread-unchanged");
+    assert_eq!(f.len(), 1, "{:#}", r["findings"]);
+    assert_eq!(f[0]["redundant_calls"].as_u64(), Some(19 * 4), "{:#}", f[0]);
+    assert_callsite(&f[0]["callsites"][0], &src, "read");
+    // Without the maps (node run on the compiled file itself), the generated line: what
+    // Node.js's own stack traces say then.
+    let gen = workload("mapped/dist/app.js");
+    let (r, _) = run_report(
+        &["node", gen.to_str().unwrap(), config.to_str().unwrap()],
+        &dir,
+    );
+    let f = findings(&r, "reread-unchanged");
+    assert_eq!(f.len(), 1, "{:#}", r["findings"]);
+    let c = &f[0]["callsites"][0];
+    assert_eq!(c["file"].as_str(), gen.to_str(), "{c:#}");
+    assert_eq!(c["line"].as_u64(), Some(2), "{c:#}");
+}
+
+#[test]
 fn node_console_warn_to_a_file_carries_its_line_on_every_write() {
     require!("node");
     let (_d, dir) = scratch();
