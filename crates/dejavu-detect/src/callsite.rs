@@ -420,6 +420,64 @@ mod tests {
     }
 
     #[test]
+    fn a_tracers_callback_is_not_the_call_of_the_frame_it_traces() {
+        // `coverage run -m pytest`: as a test module's frame starts, the interpreter calls
+        // coverage's `_should_trace`, which realpaths the module's file. The module's
+        // `<module>` line made none of those calls: coverage's code did.
+        let stack = |callback: bool| {
+            let mut frames = vec![
+                (Python, "_joinrealpath", "<frozen posixpath>", 451),
+                (Python, "realpath", "<frozen posixpath>", 416),
+                (
+                    Python,
+                    "abs_file",
+                    "/venv/lib/python3.11/site-packages/coverage/files.py",
+                    158,
+                ),
+            ];
+            if callback {
+                frames.push((
+                    Python,
+                    "Coverage._should_trace",
+                    "/venv/lib/python3.11/site-packages/coverage/control.py",
+                    452,
+                ));
+            }
+            frames.push((Python, "<module>", "/proj/tests/test_recipes.py", 3));
+            frames.push((Python, "<module>", "/venv/bin/coverage", 8));
+            frames
+        };
+        for (callback, owner, function) in [
+            (true, crate::Owner::Dependency, "abs_file"),
+            // Without the callback (the program's line calling coverage's API): its own.
+            (false, crate::Owner::Own, "<module>"),
+        ] {
+            let mut b = TraceBuilder::new();
+            b.exec(
+                "/venv/bin/python3",
+                &[
+                    "/venv/bin/python3",
+                    "/venv/bin/coverage",
+                    "run",
+                    "-m",
+                    "pytest",
+                ],
+            );
+            let st = b.stack(&stack(callback));
+            for _ in 0..12 {
+                b.call(dejavu_trace::Sys::Lstat, |c, b| {
+                    c.path = Some(b.s("/proj/tests"));
+                    c.stat = Some(b.st(crate::testkit::dir(4)));
+                    c.stack = Some(st);
+                });
+            }
+            let f = b.findings("repeated-lookup");
+            assert_eq!(f[0].owner, owner, "{callback}: {f:#?}");
+            assert_eq!(f[0].callsites[0].function, function, "{callback}");
+        }
+    }
+
+    #[test]
     fn rusts_test_harness_is_the_runtime_of_a_test_binary() {
         // `cargo test`: libtest prints each test's result (a write per line to a pipe),
         // from the `main` that `rustc --test` generates at the crate root's line 1. The

@@ -703,6 +703,11 @@ pub struct Pick {
 /// `import`); met after a library frame, it means the library's code ran as it was loaded:
 /// the library's call.
 pub fn pick(frames: &[Frame], strings: &Strings, prog: &Program) -> Pick {
+    // Inside a tracer's callback, the frames outside it did not make the call.
+    let frames = match frames.iter().position(|f| is_trace_callback(f, strings)) {
+        Some(b) => &frames[..=b],
+        None => frames,
+    };
     let mut loader: Option<usize> = None;
     let mut library: Option<usize> = None;
     // The innermost third-party frame: named before the standard library's frames it
@@ -772,6 +777,36 @@ pub fn pick(frames: &[Frame], strings: &Strings, prog: &Program) -> Pick {
         frame: None,
         owner: None,
     }
+}
+
+/// Whether frame `f` is where a tracer's callback begins: coverage.py's, which the
+/// interpreter calls as a frame of the traced program starts, runs or returns
+/// (`Coverage._should_trace` deciding whether to trace a new file: `realpath` of it, three
+/// times a file). The frame it was called in did not make those calls: a test module's
+/// `<module>` line had been named, as the program's own, for coverage's look-ups of the
+/// module's file.
+fn is_trace_callback(f: &Frame, strings: &Strings) -> bool {
+    const CALLBACKS: [&[u8]; 12] = [
+        b"_should_trace",
+        b"_check_include_omit_etc",
+        b"_trace",
+        b"_installation_trace",
+        b"sysmon_py_start",
+        b"sysmon_py_resume",
+        b"sysmon_py_return",
+        b"sysmon_py_yield",
+        b"sysmon_line_lines",
+        b"sysmon_line_arcs",
+        b"sysmon_branch_either",
+        b"sysmon_branch",
+    ];
+    let get = |id: Option<dejavu_trace::StrId>| id.map_or(&[][..], |s| strings.get(s));
+    if f.kind != FrameKind::Python || !contains(get(f.file), b"/coverage/") {
+        return false;
+    }
+    let function = get(f.function);
+    let name = function.rsplit(|&c| c == b'.').next().unwrap_or(function);
+    CALLBACKS.contains(&name)
 }
 
 /// Whether frame `f` is SQLite's code: libsqlite3's, or SQLite compiled into another
