@@ -794,7 +794,10 @@ impl<'a> Render<'a> {
         // Native code without symbols: say how to get them, once.
         let mut stripped: Vec<String> = Vec::new();
         for c in self.shown().iter().flat_map(|f| f.callsites.iter()) {
-            if c.function.is_empty() && c.file.is_empty() && !c.module.is_empty() {
+            // No name, or the recorder's `sub_<start>` for a function without a symbol.
+            let unnamed =
+                c.function.is_empty() || dejavu_trace::is_unnamed_function(c.function.as_bytes());
+            if unnamed && c.file.is_empty() && !c.module.is_empty() {
                 let m = c.module.rsplit('/').next().unwrap_or(&c.module).to_string();
                 if !stripped.contains(&m) {
                     stripped.push(m);
@@ -803,9 +806,9 @@ impl<'a> Render<'a> {
         }
         if !stripped.is_empty() {
             let text = format!(
-                "{} {} no symbols, so call sites show module+offset: install {} debug symbols (a -dbg or \
-                 -dbgsym package, or `debuginfod-find debuginfo FILE`, whose cache dejavu reads), or \
-                 build with -g.",
+                "{} {} no symbols, so call sites name no function (`sub_<start>`: where one starts, \
+                 or module+offset): install {} debug symbols (a -dbg or -dbgsym package, or \
+                 `debuginfod-find debuginfo FILE`, whose cache dejavu reads), or build with -g.",
                 sanitize(&stripped.join(", ")),
                 if stripped.len() == 1 { "has" } else { "have" },
                 if stripped.len() == 1 { "its" } else { "their" },
@@ -1344,6 +1347,30 @@ mod tests {
         assert_eq!(label, "\"\" (empty path)");
         let text = render(&a, &opts());
         assert!(text.contains("\"\" (empty path)"), "{text}");
+    }
+
+    #[test]
+    fn a_stripped_programs_sites_say_how_to_get_symbols() {
+        // rsync, cmake and git from Debian: every site `sub_32a90 (rsync)`, and no word of
+        // where symbols come from (the hint had looked for sites without a function).
+        let mut a = fixture::analysis();
+        let i = a
+            .findings
+            .iter()
+            .position(|f| f.shown_in.is_none() && !f.owner.folded() && !f.callsites.is_empty())
+            .expect("a row with a site");
+        let text = render(&a, &opts());
+        assert!(!text.contains("rsync has no symbols"), "{text}");
+        let c = &mut a.findings[i].callsites[0];
+        c.function = "sub_32a90".into();
+        c.file = String::new();
+        c.line = 0;
+        c.module = "/usr/bin/rsync".into();
+        let text = render(&a, &opts());
+        assert!(
+            text.contains("rsync, libidx.so.1 have no symbols, so call sites name no function"),
+            "{text}"
+        );
     }
 
     #[test]
