@@ -38,6 +38,7 @@ impl Reporter for TerminalReporter {
             opts,
             st: Style(opts.color),
             width: opts.width.max(MIN_WIDTH),
+            said_no_line: Default::default(),
         };
         r.summary(out)?;
         if opts.by_callsite {
@@ -71,6 +72,7 @@ pub(crate) fn headline(a: &Analysis, opts: &RenderOptions) -> (String, Option<St
         opts,
         st: Style(false),
         width: usize::MAX,
+        said_no_line: Default::default(),
     };
     let note = (!a.rows().is_empty()).then(|| times_note(&a.meta.backend));
     (r.summary_text(), note)
@@ -84,6 +86,7 @@ pub(crate) fn shown<'a>(a: &'a Analysis, opts: &'a RenderOptions) -> &'a [Findin
         opts,
         st: Style(false),
         width: 100,
+        said_no_line: Default::default(),
     }
     .shown_owned()
 }
@@ -93,6 +96,8 @@ struct Render<'a> {
     opts: &'a RenderOptions,
     st: Style,
     width: usize,
+    /// Whether a row has said why it names no line (the next ones say it short).
+    said_no_line: std::cell::Cell<bool>,
 }
 
 impl<'a> Render<'a> {
@@ -520,7 +525,21 @@ impl<'a> Render<'a> {
         if f.callsites.is_empty() {
             // Not "no stacks": the calls had native stacks, of the runtime's code only.
             use dejavu_detect::program::Runtime;
-            let why = match dejavu_detect::program::command_runtime(&f.command) {
+            let runtime = dejavu_detect::program::command_runtime(&f.command);
+            let short = match runtime {
+                Runtime::Jvm => Some("the JVM"),
+                Runtime::Script(lang) => Some(lang),
+                _ => None,
+            };
+            // Said in full once; the rows after it say it short (Maven's screen had
+            // given every row the same two lines).
+            let said = self
+                .said_no_line
+                .replace(short.is_some() || self.said_no_line.get());
+            let why = match runtime {
+                _ if said && short.is_some() => {
+                    short.map(|l| format!("no line: no agent for {l} (as above)"))
+                }
                 Runtime::Jvm => Some(
                     "no line: dejavu has no agent for the JVM, and the Java code that made the \
                      calls is not on their native stacks (they end in the JDK's native code)"
@@ -1347,6 +1366,36 @@ mod tests {
         assert_eq!(label, "\"\" (empty path)");
         let text = render(&a, &opts());
         assert!(text.contains("\"\" (empty path)"), "{text}");
+    }
+
+    #[test]
+    fn rows_without_a_line_say_why_once_in_full() {
+        // Maven: every row "no line: dejavu has no agent for the JVM, ..." on two lines.
+        let mut a = fixture::analysis();
+        let mut n = 0;
+        for f in a
+            .findings
+            .iter_mut()
+            .filter(|f| f.shown_in.is_none() && !f.owner.folded())
+        {
+            f.callsites.clear();
+            f.command = "/usr/lib/jvm/java-17/bin/java Main".into();
+            n += 1;
+        }
+        assert!(n >= 2, "{n}");
+        let text = render(&a, &opts());
+        assert_eq!(
+            text.matches("no line: dejavu has no agent for the JVM")
+                .count(),
+            1,
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("no line: no agent for the JVM (as above)")
+                .count(),
+            n - 1,
+            "{text}"
+        );
     }
 
     #[test]
