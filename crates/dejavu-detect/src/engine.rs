@@ -1099,12 +1099,17 @@ fn merge_same_key(all: Vec<Finding>, cx: &Cx<'_>) -> Vec<Finding> {
             }
             Some(&i) => {
                 let g = &mut out[i];
+                // One process's findings of several targets (repeated-output's log line in a
+                // log file per test directory): one process, their paths apart.
+                let same_process = f.pid != 0 && f.pid == g.pid;
                 if f.redundant_calls > g.redundant_calls {
                     g.pid = f.pid;
                     g.command = f.command.clone();
                     g.example = f.example.clone().or(g.example.take());
                 }
-                g.processes += f.processes;
+                if !same_process {
+                    g.processes += f.processes;
+                }
                 g.calls += f.calls;
                 g.redundant_calls += f.redundant_calls;
                 g.wasted_ns += f.wasted_ns;
@@ -1120,7 +1125,11 @@ fn merge_same_key(all: Vec<Finding>, cx: &Cx<'_>) -> Vec<Finding> {
                         g.paths.push(p);
                     }
                 }
-                g.path_count = g.path_count.max(g.paths.len() as u64);
+                g.path_count = if same_process {
+                    g.path_count + f.path_count
+                } else {
+                    g.path_count.max(g.paths.len() as u64)
+                };
                 for t in f.top_paths {
                     match g.top_paths.iter_mut().find(|x| x.path == t.path) {
                         Some(x) => x.redundant_calls += t.redundant_calls,

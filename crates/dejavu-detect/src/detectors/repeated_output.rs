@@ -1367,6 +1367,38 @@ mod tests {
     }
 
     #[test]
+    fn one_log_call_into_a_log_file_per_test_directory_is_one_row() {
+        // A test suite's store appends the same line to data/log.log in a directory made
+        // per test (fs.mkdtemp('/tmp/mt-')): one call site, one process; it had been five
+        // rows, one per directory.
+        let mut b = TraceBuilder::new();
+        let st = b.stack(&[(
+            dejavu_trace::FrameKind::Js,
+            "Store.append",
+            "/proj/lib/store.js",
+            12,
+        )]);
+        b.stack = Some(st);
+        for (fd, dir) in [
+            (5, "h4gVNo"),
+            (6, "jFsbj2"),
+            (7, "Q9nEy9"),
+            (8, "xhh7rC"),
+            (9, "y0XbhW"),
+        ] {
+            let path = format!("/tmp/mt-{dir}/data/log.log");
+            b.open(&path, 0o2101, fd as i64, Some(file(fd as u64, 0, 1)));
+            for i in 0..12 {
+                b.write(fd, &path, &format!("appended entry number {i}\n"), true);
+            }
+        }
+        let f = b.findings("repeated-output");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!((f[0].processes, f[0].path_count), (1, 5), "{f:#?}");
+        assert_eq!(f[0].redundant_calls, 5 * 11);
+    }
+
+    #[test]
     fn targets_and_processes_are_counted_apart() {
         let mut b = TraceBuilder::new();
         b.open("/var/log/app.log", 0o2101, 3, Some(file(5, 0, 1)));
