@@ -3,7 +3,7 @@
 
 use super::repeated_output::shorten;
 use crate::{Config, Cx, Detector, DetectorInfo, Finding, Severity};
-use dejavu_replay::{PathKey, View};
+use dejavu_replay::{PathKey, Version, View};
 use dejavu_trace::{ev, Record, StackId, StrId, Sys, Syscall};
 use rustc_hash::{FxHashMap, FxHasher};
 use std::hash::Hasher;
@@ -18,8 +18,12 @@ command line, arguments compared as given except what differs from run to run of
 invocation (generated names and ids such as temporary directories, and numbers of four digits or \
 more: ports, pids, timestamps), so `cc -c a.c` and `cc -c b.c` are two commands; a shell started per operation (sh -c '...', itself run repeatedly by the same \
 parent) is looked through, so the commands it runs count toward the process that started the \
-shell. A group with at least min_repeats execs is a finding: every exec after the first is \
-redundant, and the time counted for each is that program's traced syscall time (its execve and \
+shell. A group with at least min_repeats execs is a finding, unless at least half of its runs did other \
+work than the run before: read a regular file that changed since the same command's last run \
+(configure's `cat confdefs.h -`, after confdefs.h grew), read data from a pipe or socket on stdin \
+(an input the trace does not hold: `cat <<EOF >>confdefs.h`), or removed or renamed a file it had \
+not made itself (`rm -f conftest.c` of the file the test just wrote): there is no one result to \
+reuse. In a finding every exec after the first is redundant, and the time counted for each is that program's traced syscall time (its execve and \
 every call it made until it exec'd again or exited). (2) PATH probes: execve calls failing with \
 ENOENT or ENOTDIR in a process that then exec'd successfully are the search along PATH; per \
 starting process and probed path, every probe after the first is redundant (resolving the path \
@@ -78,13 +82,26 @@ struct Group {
     /// The successful execve calls of this group (`View::seq`, duration), to mark all but
     /// the first redundant when the group is a finding.
     execs: Vec<(u64, u64, Option<StackId>)>,
+    /// Runs that did other work than the one before: removed or renamed a file that was
+    /// there before the run, or read a file that had changed since the run before.
+    needed: u64,
 }
+
+/// Files a run reads or makes that are followed, at most.
+const MAX_RUN_FILES: usize = 64;
 
 /// The program a process runs now, and what it costs.
 struct Img {
     group: u32,
     ns: u64,
     first: bool,
+    /// It removed or renamed a file it had not made itself, or read data from a pipe on
+    /// its stdin: work that may differ from the run before.
+    effect: bool,
+    /// Paths it made (opened with O_CREAT, mkdir): removing them later is its own business.
+    made: Vec<PathKey>,
+    /// Regular files it opened to read, with their versions then.
+    inputs: Vec<(PathKey, Version)>,
 }
 
 #[derive(Clone, Default)]
@@ -162,6 +179,8 @@ struct RepeatedExec {
     exec_rec_ts: FxHashMap<u32, u64>,
     exec_sys_ts: FxHashMap<u32, u64>,
     scratch: Vec<u8>,
+    /// The files the last run of each command (by hash) read, with their versions then.
+    last_inputs: FxHashMap<u64, Vec<(PathKey, Version)>>,
 }
 
 /// A command's identity: the program's path and its arguments, each masked of what differs
@@ -204,6 +223,71 @@ impl RepeatedExec {
             if img.first {
                 g.first_ns = img.ns;
             }
+            // Against the last run of the same command, by any process (a shell per
+            // operation runs each in a fork of its own).
+            let last = self.last_inputs.entry(g.hash).or_default();
+            let changed_input = img
+                .inputs
+                .iter()
+                .any(|(p, v)| last.iter().any(|(q, w)| q == p && w != v));
+            if img.effect || changed_input {
+                g.needed += 1;
+            }
+            *last = img.inputs;
+        }
+    }
+
+    /// What call `s` of a run in progress says about the run's work: the files it reads,
+    /// makes, removes and renames.
+    fn follow_run(img: &mut Img, s: &Syscall, v: &View, cx: &Cx<'_>) {
+        const O_ACCMODE: u64 = 0o3;
+        const O_CREAT: u64 = 0o100;
+        if s.ret < 0 || s.ev & ev::UNFINISHED != 0 {
+            return;
+        }
+        let Some(path) = v.path else { return };
+        match s.sys {
+            Sys::Open | Sys::Openat | Sys::Openat2 | Sys::Creat => {
+                if s.sys == Sys::Creat || s.flags & O_CREAT != 0 {
+                    if img.made.len() < MAX_RUN_FILES {
+                        img.made.push(path);
+                    }
+                } else if s.flags & O_ACCMODE == 0
+                    && dejavu_replay::FdKind::classify(cx.replay.paths.bytes(path), None)
+                        == dejavu_replay::FdKind::File
+                    && img.inputs.len() < MAX_RUN_FILES
+                    && !img.inputs.iter().any(|(p, _)| *p == path)
+                {
+                    img.inputs.push((path, v.version));
+                }
+            }
+            Sys::Mkdir | Sys::Mkdirat if img.made.len() < MAX_RUN_FILES => img.made.push(path),
+            // Data read from a pipe or socket on stdin (`cat <<EOF >>confdefs.h`, `echo $x |
+            // sed ...`): an input the trace does not hold, which may differ each run.
+            Sys::Read | Sys::Readv | Sys::Pread64 | Sys::Preadv | Sys::Preadv2
+                if s.fd == Some(0)
+                    && s.ret > 0
+                    && matches!(
+                        v.fd.map_or_else(
+                            || dejavu_replay::FdKind::classify(cx.replay.paths.bytes(path), None),
+                            |f| f.kind
+                        ),
+                        dejavu_replay::FdKind::Pipe | dejavu_replay::FdKind::Socket
+                    ) =>
+            {
+                img.effect = true;
+            }
+            Sys::Unlink
+            | Sys::Unlinkat
+            | Sys::Rmdir
+            | Sys::Rename
+            | Sys::Renameat
+            | Sys::Renameat2
+                if !img.made.contains(&path) =>
+            {
+                img.effect = true;
+            }
+            _ => {}
         }
     }
 
@@ -249,6 +333,7 @@ impl RepeatedExec {
                 ts2: 0,
                 last_ts: ts,
                 execs: Vec::new(),
+                needed: 0,
             });
         }
         let g = &mut self.groups[gi as usize];
@@ -266,6 +351,9 @@ impl RepeatedExec {
                 group: gi,
                 ns,
                 first: g.count == 1,
+                effect: false,
+                made: Vec::new(),
+                inputs: Vec::new(),
             },
         );
         self.first_group.entry(pid).or_insert(gi);
@@ -339,6 +427,7 @@ impl Detector for RepeatedExec {
         if !is_exec || s.ret != 0 || s.ev & ev::UNFINISHED != 0 {
             if let Some(img) = self.imgs.get_mut(&s.pid) {
                 img.ns += s.dur;
+                Self::follow_run(img, s, v, cx);
             }
         }
         if !is_exec || s.ev & ev::UNFINISHED != 0 {
@@ -441,6 +530,12 @@ impl Detector for RepeatedExec {
             let gs: Vec<&Group> = members.iter().map(|&i| &self.groups[i as usize]).collect();
             let count: u64 = gs.iter().map(|g| g.count).sum();
             if count < self.min_repeats {
+                continue;
+            }
+            // Runs that each did other work (configure's `cat confdefs.h`, rewritten between
+            // runs; `rm -f conftest*` of files made since): not one result to reuse.
+            let needed: u64 = gs.iter().map(|g| g.needed).sum();
+            if needed * 2 >= count {
                 continue;
             }
             let Some(first) = gs.iter().min_by_key(|g| g.ts1) else {
@@ -657,6 +752,18 @@ mod tests {
 
     /// The current process forks `child`, which fails execve on `probes` and then execs.
     fn spawn(b: &mut TraceBuilder, child: u32, probes: &[&str], exe: &str, argv: &[&str]) {
+        spawn_doing(b, child, probes, exe, argv, |_| {});
+    }
+
+    /// `spawn`, the child's program making the calls `run` makes.
+    fn spawn_doing(
+        b: &mut TraceBuilder,
+        child: u32,
+        probes: &[&str],
+        exe: &str,
+        argv: &[&str],
+        run: impl FnOnce(&mut TraceBuilder),
+    ) {
         let parent = b.pid;
         b.fork(child);
         b.pid = child;
@@ -676,6 +783,7 @@ mod tests {
             c.dur = 3000;
         });
         b.stat("/etc/gitconfig", Err(2));
+        run(b);
         let ts = 0;
         b.push(Record::Exit(dejavu_trace::Exit {
             ts,
@@ -685,6 +793,70 @@ mod tests {
         }));
         b.pid = parent;
         b.tid = parent;
+    }
+
+    #[test]
+    fn runs_that_read_changed_input_or_remove_files_do_other_work_each_time() {
+        // configure: `cat confdefs.h -` after confdefs.h grew, `cat >>confdefs.h` of a
+        // here-document on a pipe, `rm -f conftest.c` of the file the test just wrote.
+        // Each run did other work: no result to reuse. The same `cat conf.h` of an
+        // unchanged file is a repeat.
+        for (case, found) in [("unchanged", 1), ("changed", 0), ("stdin", 0), ("rm", 0)] {
+            let mut b = TraceBuilder::new();
+            for i in 0..12u32 {
+                if case == "changed" {
+                    b.open(
+                        "/w/confdefs.h",
+                        0o2001,
+                        5,
+                        Some(crate::testkit::file(9, i as i64, 1)),
+                    );
+                    b.write(5, "/w/confdefs.h", "#define X 1\n", false);
+                    b.close(5, "/w/confdefs.h");
+                }
+                if case == "rm" {
+                    b.open(
+                        "/w/conftest.c",
+                        0o1101,
+                        5,
+                        Some(crate::testkit::file(10, 0, 1)),
+                    );
+                    b.close(5, "/w/conftest.c");
+                }
+                let argv: &[&str] = match case {
+                    "stdin" => &["cat"],
+                    "rm" => &["rm", "-f", "conftest.c"],
+                    _ => &["cat", "confdefs.h"],
+                };
+                let exe = if case == "rm" {
+                    "/usr/bin/rm"
+                } else {
+                    "/usr/bin/cat"
+                };
+                spawn_doing(&mut b, 200 + i, &[], exe, argv, |b| match case {
+                    "stdin" => {
+                        b.call(Sys::Read, |c, b| {
+                            c.fd = Some(0);
+                            c.path = Some(b.s("pipe:[77]"));
+                            c.ev = dejavu_trace::ev::PATH_FROM_FD;
+                            c.ret = 40;
+                        });
+                    }
+                    "rm" => {
+                        b.call(Sys::Unlinkat, |c, b| {
+                            c.path = Some(b.s("/w/conftest.c"));
+                        });
+                    }
+                    _ => {
+                        b.open("/w/confdefs.h", 0, 3, Some(crate::testkit::file(9, 1, 1)));
+                        b.read(3, "/w/confdefs.h", 12, 12);
+                        b.close(3, "/w/confdefs.h");
+                    }
+                });
+            }
+            let f = b.findings("repeated-exec");
+            assert_eq!(f.len(), found, "{case}: {f:#?}");
+        }
     }
 
     #[test]
