@@ -245,6 +245,21 @@ const JDK_LIBS: &[&[u8]] = &[
 
 /// Whether a native module is a JDK's own code: one of [`JDK_LIBS`], or any file of a JDK
 /// installed where Linux distributions put them (`/usr/lib/jvm/`: its `bin/java`).
+/// Whether a native module is a shell's executable (`/usr/bin/bash`, `/bin/dash`).
+fn is_shell_module(module: &[u8]) -> bool {
+    [
+        &b"sh"[..],
+        b"bash",
+        b"dash",
+        b"zsh",
+        b"ksh",
+        b"ash",
+        b"mksh",
+        b"busybox",
+    ]
+    .contains(&base(module))
+}
+
 fn is_jvm_module(module: &[u8]) -> bool {
     contains(module, b"/lib/jvm/") || JDK_LIBS.contains(&base(module))
 }
@@ -475,6 +490,12 @@ fn frame_class(f: &Frame, strings: &Strings, prog: &Program) -> Class {
             // the JIT's frames cannot be unwound), so the call names no line, rather than
             // libjava's `handleRead` as the line of a dependency or of the program.
             if prog.runtime == Runtime::Jvm && is_jvm_module(module) {
+                return Class::Interpreter;
+            }
+            // So is a shell's C code under a script it runs (bash's `make_child`,
+            // `file_status`: configure's rows had been named at them): the script's lines
+            // are not on the stack.
+            if prog.runtime == Runtime::Shell && is_shell_module(module) {
                 return Class::Interpreter;
             }
             // python, libpython, node, ...: asked once, for the three tests below.

@@ -529,6 +529,7 @@ impl<'a> Render<'a> {
             let short = match runtime {
                 Runtime::Jvm => Some("the JVM"),
                 Runtime::Script(lang) => Some(lang),
+                Runtime::Shell => Some("shell scripts"),
                 _ => None,
             };
             // Said in full once; the rows after it say it short (Maven's screen had
@@ -549,6 +550,11 @@ impl<'a> Render<'a> {
                     "no line: dejavu has no agent for {lang}, and the {lang} code that made the \
                      calls is not on their native stacks (they end in the interpreter's C code)"
                 )),
+                Runtime::Shell => Some(
+                    "no line: dejavu has no agent for shell scripts, and the script's lines are \
+                     not on the calls' native stacks (they end in the shell's C code)"
+                        .to_string(),
+                ),
                 _ => None,
             };
             if let Some(why) = why {

@@ -1345,6 +1345,46 @@ fn a_perl_programs_reread_is_its_own_and_names_no_interpreter_function() {
     );
 }
 
+/// A shell script that reads its configuration per item with `cat`: its repeated-exec row
+/// is the script's own, named by it, names no line of bash's C code (configure's rows had
+/// been named at `make_child (bash)` and `file_status (bash)`), and says why. Its clean
+/// twin runs cat once.
+#[test]
+fn a_shell_scripts_process_per_item_is_its_own_and_names_no_shell_function() {
+    require!("bash");
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().canonicalize().unwrap();
+    let conf = work.join("app.conf");
+    std::fs::write(&conf, "limit=3\n").unwrap();
+    let c = conf.to_str().unwrap();
+    let script = fixture("shell/read_conf.sh");
+    let s = script.to_str().unwrap();
+    let cat = |f: &Value| f["detector"] == "repeated-exec" && f["paths"][0] == "/usr/bin/cat";
+    let dirty = record(&work, "dirty", &["bash", s, c, "30", "dirty"]);
+    let v = report_json(&dirty, &[]);
+    let all = findings(&v);
+    let row = all
+        .iter()
+        .find(|f| cat(f))
+        .unwrap_or_else(|| panic!("no repeated cat: {all:#?}"));
+    assert_eq!(row["owner"], "own", "{row:#}");
+    assert_eq!(row["program"], "read_conf.sh", "named by its script");
+    assert_eq!(row["redundant_calls"].as_u64(), Some(29), "{row:#}");
+    assert_eq!(
+        row["callsites"].as_array().map_or(0, Vec::len),
+        0,
+        "{row:#}"
+    );
+    let text = report_text(&dirty, &[]);
+    assert!(
+        text.contains("no line: dejavu has no agent for shell scripts"),
+        "{text}"
+    );
+    let clean = record(&work, "clean", &["bash", s, c, "30", "clean"]);
+    let v = report_json(&clean, &[]);
+    assert!(!findings(&v).iter().any(cat), "{:#?}", findings(&v));
+}
+
 /// A Python program printing lines to a file, started with PYTHONUNBUFFERED=1 (a CI
 /// job's habit): each print() is two writes, and the small-writes row says the
 /// environment did it. Started without, its output is buffered: no row.
