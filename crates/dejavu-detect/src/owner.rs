@@ -243,23 +243,13 @@ const JDK_LIBS: &[&[u8]] = &[
     b"libjdwp.so",
 ];
 
-/// Whether a native module is a JDK's own code: one of [`JDK_LIBS`], or any file of a JDK
-/// installed where Linux distributions put them (`/usr/lib/jvm/`: its `bin/java`).
 /// Whether a native module is a shell's executable (`/usr/bin/bash`, `/bin/dash`).
 fn is_shell_module(module: &[u8]) -> bool {
-    [
-        &b"sh"[..],
-        b"bash",
-        b"dash",
-        b"zsh",
-        b"ksh",
-        b"ash",
-        b"mksh",
-        b"busybox",
-    ]
-    .contains(&base(module))
+    crate::program::is_shell_name(base(module))
 }
 
+/// Whether a native module is a JDK's own code: one of [`JDK_LIBS`], or any file of a JDK
+/// installed where Linux distributions put them (`/usr/lib/jvm/`: its `bin/java`).
 fn is_jvm_module(module: &[u8]) -> bool {
     contains(module, b"/lib/jvm/") || JDK_LIBS.contains(&base(module))
 }
