@@ -61,6 +61,25 @@ pub fn site_key(f: &Frame, strings: &Strings) -> SiteKey {
     }
 }
 
+/// A function's name as its developers write it: mypyc's C name of a compiled Python
+/// function (`CPyDef_metastore___SqliteMetadataStore___close`: `CPyDef_` and the module's
+/// and the function's names joined by `___`, a `___` in a name written `___3_`) is
+/// `metastore.SqliteMetadataStore.close`. Other names are kept.
+pub(crate) fn readable(name: String) -> String {
+    let Some(rest) = name
+        .strip_prefix("CPyDef_")
+        .or_else(|| name.strip_prefix("CPyPy_"))
+    else {
+        return name;
+    };
+    if rest.is_empty() || !rest.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+        return name;
+    }
+    rest.replace("___3_", "\u{0}")
+        .replace("___", ".")
+        .replace('\u{0}', "___")
+}
+
 pub(crate) fn frame_out(f: &Frame, strings: &Strings, class: Class) -> CallFrame {
     let s = |id: Option<StrId>| {
         id.map(|i| strings.lossy(i).into_owned())
@@ -68,7 +87,7 @@ pub(crate) fn frame_out(f: &Frame, strings: &Strings, class: Class) -> CallFrame
     };
     CallFrame {
         kind: f.kind.name(),
-        function: s(f.function),
+        function: readable(s(f.function)),
         file: s(f.file),
         line: f.line,
         module: s(f.module),
@@ -198,7 +217,7 @@ impl Cx<'_> {
                     by_site.push((
                         key,
                         Callsite {
-                            function: s(user.function),
+                            function: readable(s(user.function)),
                             file: s(user.file),
                             line: user.line,
                             column: user.column,
@@ -339,6 +358,24 @@ mod tests {
     }
 
     #[test]
+    fn mypycs_function_names_read_as_python() {
+        use super::readable;
+        let r = |s: &str| readable(s.to_string());
+        assert_eq!(
+            r("CPyDef_metastore___SqliteMetadataStore___close"),
+            "metastore.SqliteMetadataStore.close"
+        );
+        assert_eq!(
+            r("CPyDef_mypy___build___State___parse_file_inner"),
+            "mypy.build.State.parse_file_inner"
+        );
+        assert_eq!(r("CPyPy_nodes___a___3_b"), "nodes.a___b");
+        for kept in ["CPyDef_", "sub_acfb0", "main", "CPyDef_x::y"] {
+            assert_eq!(r(kept), kept);
+        }
+    }
+
+    #[test]
     fn a_programs_compiled_python_is_its_own_and_sqlites_calls_under_it_the_librarys() {
         // mypy is compiled by mypyc into `<hash>__mypyc.cpython-311-*.so`, which its
         // top_level.txt lists: its functions (`CPyDef_<module>___<name>`) are the program's
@@ -395,7 +432,7 @@ mod tests {
         assert_eq!(f[0].owner, crate::Owner::Own, "{f:#?}");
         assert_eq!(
             f[0].callsites[0].function,
-            "CPyDef_modulefinder___FindModuleCache___find"
+            "modulefinder.FindModuleCache.find"
         );
         // SQLite makes it under mypy's code: the library's, at mypy's line.
         let f = findings(&[
@@ -405,7 +442,7 @@ mod tests {
             ("_PyEval_EvalFrameDefault", &python),
         ]);
         assert_eq!(f[0].owner, crate::Owner::Dependency, "{f:#?}");
-        assert_eq!(f[0].callsites[0].function, "CPyDef_metastore___connect_db");
+        assert_eq!(f[0].callsites[0].function, "metastore.connect_db");
         assert_eq!(
             f[0].callsites[0].via.as_ref().map(|v| v.function.as_str()),
             Some("sub_aa260")

@@ -1969,6 +1969,17 @@ fn without_build_hash(loc: &str) -> String {
         return loc.to_string();
     }
     let inner = &loc[1..loc.len() - 1];
+    // A Python extension module: its ABI tag (`.cpython-311-x86_64-linux-gnu.so`), and
+    // mypyc's shared object's hash (`6ec57f84c680d3a3778b__mypyc`): `(__mypyc.so)`.
+    if let Some(at) = inner.find(".cpython-").filter(|_| inner.ends_with(".so")) {
+        let hex = inner.bytes().take_while(u8::is_ascii_hexdigit).count();
+        let start = if hex >= 16 && inner[hex..].starts_with("__") {
+            hex
+        } else {
+            0
+        };
+        return format!("({}.so)", &inner[start..at]);
+    }
     if let Some(dash) = inner.rfind('-') {
         let rest = &inner[dash + 1..];
         let hex = rest.bytes().take_while(u8::is_ascii_hexdigit).count();
@@ -2014,6 +2025,17 @@ mod shorten_function_tests {
         assert_eq!(
             super::without_build_hash("(libfoo-1.2.so)"),
             "(libfoo-1.2.so)"
+        );
+        // A Python extension module's ABI tag, and mypyc's shared object's hash.
+        assert_eq!(
+            super::without_build_hash(
+                "(6ec57f84c680d3a3778b__mypyc.cpython-311-x86_64-linux-gnu.so)"
+            ),
+            "(__mypyc.so)"
+        );
+        assert_eq!(
+            super::without_build_hash("(_yaml.cpython-311-x86_64-linux-gnu.so)"),
+            "(_yaml.so)"
         );
         assert_eq!(
             super::without_build_hash("src/a-0123456789abcdef0.rs:3"),
