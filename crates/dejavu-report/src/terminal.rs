@@ -534,13 +534,9 @@ impl<'a> Render<'a> {
             };
             // Said in full once; the rows after it say it short (Maven's screen had
             // given every row the same two lines).
-            let said = self
-                .said_no_line
-                .replace(short.is_some() || self.said_no_line.get());
+            let said = short.is_some() && self.said_no_line.replace(true);
             let why = match runtime {
-                _ if said && short.is_some() => {
-                    short.map(|l| format!("no line: no agent for {l} (as above)"))
-                }
+                _ if said => short.map(|l| format!("no line: no agent for {l} (as above)")),
                 Runtime::Jvm => Some(
                     "no line: dejavu has no agent for the JVM, and the Java code that made the \
                      calls is not on their native stacks (they end in the JDK's native code)"

@@ -96,6 +96,11 @@ pub fn answer(s: &Syscall) -> u64 {
     ((s.ret as u64) << 32) ^ extra as u64
 }
 
+/// Whether two answers (see [`answer`]) hold the same return value: the upper half.
+pub fn same_result(a: u64, b: u64) -> bool {
+    a >> 32 == b >> 32
+}
+
 /// Whether a kept lookup's answer (`kept`, with its stat `kept_stat`) answers a lookup
 /// that got `answer` (`stat`): the same, or the same result with a stat answer that holds
 /// every field the new one does, with the same values (a `statx` that asked for fewer
@@ -106,7 +111,7 @@ pub fn kept_answers(
     (answer, stat): (u64, Option<dejavu_trace::StatId>),
 ) -> bool {
     kept == answer
-        || (kept >> 32 == answer >> 32
+        || (same_result(kept, answer)
             && matches!((kept_stat, stat), (Some(a), Some(b)) if cx.stat(a).answers(&cx.stat(b))))
 }
 

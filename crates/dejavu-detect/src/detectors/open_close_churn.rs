@@ -569,7 +569,9 @@ impl Detector for OpenCloseChurn {
                     };
                     // A directory opened only to resolve names relative to it (openat on
                     // its descriptor is no call on it) has nothing in between.
-                    let between = if e.ops == 0 && e.resolved * 2 >= e.repeats {
+                    // Most repeats held the directory only while a name in it was opened.
+                    let walked = e.resolved * 2 >= e.repeats;
+                    let between = if e.ops == 0 && walked {
                         "open only while a name in it was opened: the directory opened again \
                          for each name"
                             .to_string()
@@ -595,7 +597,7 @@ impl Detector for OpenCloseChurn {
                                 "open the file once, keep the descriptor and pread what is needed at its offset",
                             );
                         }
-                        if e.dirs && e.resolved * 2 >= e.repeats {
+                        if e.dirs && walked {
                             fix.push(
                                 "keep the directory's descriptor open across the names resolved in \
                                  it (one open per directory for the run, a small cache of descriptors \

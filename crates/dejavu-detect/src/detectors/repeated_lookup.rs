@@ -3,8 +3,8 @@
 //! have answered from memory.
 
 use super::lookup::{
-    answer, dir_times_only, is_lookup_call, is_negative, kept_answers, question, stats_agree,
-    OpenDirs, Question,
+    answer, dir_times_only, is_lookup_call, is_negative, kept_answers, question, same_result,
+    stats_agree, OpenDirs, Question,
 };
 use crate::group::{cache_hazards, Tallies, Wording};
 use crate::{Config, Cx, Detector, DetectorInfo, Finding};
@@ -260,7 +260,7 @@ impl Detector for RepeatedLookup {
             // after a statx that asked for fewer): neither a repeat nor a change.
             Some(p)
                 if p.version == v.version
-                    && p.answer >> 32 == answer >> 32
+                    && same_result(p.answer, answer)
                     && stats_agree(cx, p.stat, s.stat) => {}
             Some(p) if p.version == v.version => match (p.stat, s.stat) {
                 // A directory another program made or removed entries in (/tmp under a
